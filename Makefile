@@ -1,0 +1,47 @@
+# Build, test and run entry points. Every dependency is installed by
+# `make setup` (scripts/setup.sh); nothing is installed by hand.
+
+GO       ?= go
+BIN      := bin
+VENV     := .venv
+GOFILES  := $(shell git ls-files '*.go' 2>/dev/null)
+
+.PHONY: all setup build test test-unit bench lint proto proto-check demo clean
+
+all: build
+
+## setup: install every dependency (Go modules and tools, Debian packages, the Python venv with Triton)
+setup:
+	scripts/setup.sh
+
+## build: bin/calibrate and bin/sidecar
+build:
+	$(GO) build -o $(BIN)/calibrate ./cmd/calibrate
+	$(GO) build -o $(BIN)/sidecar ./cmd/sidecar
+
+## test: everything CI runs: setup, lint, unit, property, interop and end-to-end tests
+test: setup build lint
+	scripts/test.sh
+
+## test-unit: the Go tests that need no Python venv and no Triton
+test-unit:
+	$(GO) test -count=1 ./...
+
+## bench: the Go benchmarks; results are recorded in bench/README.md
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./react/...
+
+## lint: go vet and gofmt
+lint:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+## demo: the main job end to end on the bundled example
+demo: setup build
+	scripts/demo.sh
+
+clean:
+	rm -rf $(BIN)
+
+help:
+	@grep -E '^## ' Makefile | sed 's/^## /  /'

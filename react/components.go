@@ -1,0 +1,149 @@
+package react
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// Normalization says how the per-task sums S_t and G_t are scaled before β
+// is added.
+type Normalization string
+
+const (
+	// NormSum uses the raw sums, as in the paper. β's weight then shrinks as
+	// N_t grows, and tasks with more calibration samples weigh more in W_p.
+	NormSum Normalization = "sum"
+	// NormMean divides S_t and G_t by N_t, so β is relative to per-sample
+	// second moments and needs a much smaller value.
+	NormMean Normalization = "mean"
+)
+
+// ParseNormalization parses "sum" or "mean".
+func ParseNormalization(s string) (Normalization, error) {
+	switch Normalization(s) {
+	case NormSum, NormMean:
+		return Normalization(s), nil
+	}
+	return "", fmt.Errorf("unknown normalization %q (want %q or %q)", s, NormSum, NormMean)
+}
+
+// ModelRef names a model served by Triton and the output tensor whose
+// values are the features.
+type ModelRef struct {
+	Name    string // model name in the Triton repository
+	Version string // model version; empty means the server's default
+	Output  string // output tensor holding the feature
+}
+
+// TaskStats holds the calibration statistics of one task.
+type TaskStats struct {
+	Name   string        // task name, matching TaskNamePattern
+	N      int64         // number of calibration samples accumulated
+	S      *mat.Dense    // D×D cross-covariance Σ z_ind z_mtlᵀ
+	G      *mat.SymDense // D×D Gram matrix Σ z_mtl z_mtlᵀ
+	WOrth  *mat.Dense    // D×D orthogonal Procrustes factor of S
+	Expert ModelRef      // the expert whose features were the target
+}
+
+// Components is everything needed to compute W_p for any preference: the
+// per-task statistics plus the defaults they were calibrated with.
+type Components struct {
+	D             int           // feature dimension
+	Beta          float64       // default β, overridable at load time
+	Normalization Normalization // default normalisation
+	Backbone      ModelRef      // the merged backbone and its feature output
+	Tasks         []*TaskStats  // in a stable order
+}
+
+// TaskNamePattern is the set of valid task names. Names appear in tensor
+// names ("<task>.S") and in preference specs, so they exclude '.', ',' and '='.
+var TaskNamePattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$`)
+
+// ValidateTaskName reports whether name is a valid task name.
+func ValidateTaskName(name string) error {
+	if !TaskNamePattern.MatchString(name) {
+		return fmt.Errorf("invalid task name %q: want 1 to 64 characters of letters, digits, '_' and '-', not starting with '-'", name)
+	}
+	return nil
+}
+
+// TaskNames returns the task names in order.
+func (c *Components) TaskNames() []string {
+	names := make([]string, len(c.Tasks))
+	for i, t := range c.Tasks {
+		names[i] = t.Name
+	}
+	return names
+}
+
+// Task returns the statistics of the named task.
+func (c *Components) Task(name string) (*TaskStats, bool) {
+	for _, t := range c.Tasks {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+// Validate checks that the components are internally consistent: a positive
+// D, valid and unique task names, D×D matrices and a positive N per task,
+// and finite values.
+func (c *Components) Validate() error {
+	if c.D <= 0 {
+		return fmt.Errorf("invalid feature dimension D=%d", c.D)
+	}
+	if c.Beta < 0 || math.IsNaN(c.Beta) || math.IsInf(c.Beta, 0) {
+		return fmt.Errorf("invalid beta %v: want a finite number ≥ 0", c.Beta)
+	}
+	if _, err := ParseNormalization(string(c.Normalization)); err != nil {
+		return err
+	}
+	if len(c.Tasks) == 0 {
+		return fmt.Errorf("no tasks")
+	}
+	seen := make(map[string]bool, len(c.Tasks))
+	for _, t := range c.Tasks {
+		if err := ValidateTaskName(t.Name); err != nil {
+			return err
+		}
+		if seen[t.Name] {
+			return fmt.Errorf("duplicate task %q", t.Name)
+		}
+		seen[t.Name] = true
+		if t.N <= 0 {
+			return fmt.Errorf("task %q: no calibration samples (N=%d)", t.Name, t.N)
+		}
+		for _, m := range []struct {
+			name string
+			m    mat.Matrix
+		}{{"S", t.S}, {"G", t.G}, {"W_orth", t.WOrth}} {
+			if m.m == nil {
+				return fmt.Errorf("task %q: missing %s", t.Name, m.name)
+			}
+			r, cc := m.m.Dims()
+			if r != c.D || cc != c.D {
+				return fmt.Errorf("task %q: %s is %d×%d, want %d×%d", t.Name, m.name, r, cc, c.D, c.D)
+			}
+			if !allFinite(m.m) {
+				return fmt.Errorf("task %q: %s has a NaN or infinite entry", t.Name, m.name)
+			}
+		}
+	}
+	return nil
+}
+
+func allFinite(m mat.Matrix) bool {
+	r, c := m.Dims()
+	for i := 0; i < r; i++ {
+		for j := 0; j < c; j++ {
+			if v := m.At(i, j); math.IsNaN(v) || math.IsInf(v, 0) {
+				return false
+			}
+		}
+	}
+	return true
+}
