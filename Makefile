@@ -20,7 +20,7 @@ build:
 	$(GO) build -o $(BIN)/sidecar ./cmd/sidecar
 
 ## test: everything CI runs: setup, lint, unit, property, interop and end-to-end tests
-test: setup build lint
+test: setup build lint proto-check
 	scripts/test.sh
 
 ## test-unit: the Go tests that need no Python venv and no Triton
@@ -35,6 +35,21 @@ bench:
 lint:
 	$(GO) vet ./...
 	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+## proto: regenerate the Go code in triton/tritonpb from triton/proto
+proto:
+	bash scripts/setup.d/05-protoc.sh
+	scripts/gen-proto.sh
+
+## proto-check: fail if the committed triton/tritonpb differs from a fresh generation
+proto-check:
+	@bash scripts/setup.d/05-protoc.sh
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	scripts/gen-proto.sh "$$tmp" && \
+	if ! diff -r triton/tritonpb "$$tmp"; then \
+		echo "proto-check: triton/tritonpb is out of date with triton/proto; run 'make proto' and commit the result" >&2; \
+		exit 1; \
+	fi
 
 ## demo: the main job end to end on the bundled example
 demo: setup build

@@ -1,0 +1,465 @@
+package triton
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mergectl/react-triton/triton/tritonpb"
+)
+
+// fakeTriton implements our generated service in process: the affine
+// models compute 2x+1, "slow" never answers, and failures can be injected.
+type fakeTriton struct {
+	tritonpb.UnimplementedGRPCInferenceServiceServer
+
+	mu             sync.Mutex
+	calls          map[string]int // RPC name -> calls
+	metaFailures   int            // ModelMetadata calls to fail with UNAVAILABLE
+	inferErr       error          // error every ModelInfer returns
+	typedOutputs   bool           // answer with typed contents instead of raw
+	lastInfer      *tritonpb.ModelInferRequest
+	responseParams map[string]*tritonpb.InferParameter
+}
+
+func (f *fakeTriton) count(rpc string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[rpc]
+}
+
+func (f *fakeTriton) called(rpc string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.calls == nil {
+		f.calls = map[string]int{}
+	}
+	f.calls[rpc]++
+}
+
+func (f *fakeTriton) ServerLive(context.Context, *tritonpb.ServerLiveRequest) (*tritonpb.ServerLiveResponse, error) {
+	f.called("ServerLive")
+	return &tritonpb.ServerLiveResponse{Live: true}, nil
+}
+
+func (f *fakeTriton) ServerReady(context.Context, *tritonpb.ServerReadyRequest) (*tritonpb.ServerReadyResponse, error) {
+	f.called("ServerReady")
+	return &tritonpb.ServerReadyResponse{Ready: true}, nil
+}
+
+func (f *fakeTriton) ModelReady(_ context.Context, r *tritonpb.ModelReadyRequest) (*tritonpb.ModelReadyResponse, error) {
+	f.called("ModelReady")
+	return &tritonpb.ModelReadyResponse{Ready: f.meta(r.GetName()) != nil}, nil
+}
+
+func (f *fakeTriton) ServerMetadata(context.Context, *tritonpb.ServerMetadataRequest) (*tritonpb.ServerMetadataResponse, error) {
+	f.called("ServerMetadata")
+	return &tritonpb.ServerMetadataResponse{Name: "fake", Version: "0", Extensions: []string{"statistics"}}, nil
+}
+
+func (f *fakeTriton) meta(model string) *tritonpb.ModelMetadataResponse {
+	switch model {
+	case "affine_fp32", "slow":
+		m := affineMeta(FP32)
+		m.Name = model
+		return m
+	case "affine_fp16":
+		return affineMeta(FP16)
+	case "masked":
+		return &tritonpb.ModelMetadataResponse{Name: model, Inputs: []*tritonpb.ModelMetadataResponse_TensorMetadata{
+			{Name: "A", Datatype: FP32, Shape: []int64{2}},
+			{Name: "MASK", Datatype: BOOL, Shape: []int64{2}},
+		}, Outputs: []*tritonpb.ModelMetadataResponse_TensorMetadata{{Name: "B", Datatype: FP32, Shape: []int64{2}}}}
+	}
+	return nil
+}
+
+func (f *fakeTriton) ModelMetadata(_ context.Context, r *tritonpb.ModelMetadataRequest) (*tritonpb.ModelMetadataResponse, error) {
+	f.called("ModelMetadata")
+	f.mu.Lock()
+	fail := f.metaFailures > 0
+	if fail {
+		f.metaFailures--
+	}
+	f.mu.Unlock()
+	if fail {
+		return nil, status.Error(codes.Unavailable, "warming up")
+	}
+	m := f.meta(r.GetName())
+	if m == nil {
+		return nil, status.Errorf(codes.NotFound, "Request for unknown model: '%s' is not found", r.GetName())
+	}
+	return m, nil
+}
+
+func (f *fakeTriton) ModelConfig(_ context.Context, r *tritonpb.ModelConfigRequest) (*tritonpb.ModelConfigResponse, error) {
+	f.called("ModelConfig")
+	m := f.meta(r.GetName())
+	if m == nil {
+		return nil, status.Errorf(codes.NotFound, "Request for unknown model: '%s' is not found", r.GetName())
+	}
+	cfg := &tritonpb.ModelConfig{Name: m.GetName(), Backend: "python"}
+	for _, in := range m.GetInputs() {
+		cfg.Input = append(cfg.Input, &tritonpb.ModelInput{Name: in.GetName(), DataType: DatatypeToConfig(in.GetDatatype()), Dims: in.GetShape(), Optional: in.GetName() == "MASK"})
+	}
+	return &tritonpb.ModelConfigResponse{Config: cfg}, nil
+}
+
+func (f *fakeTriton) ModelStatistics(_ context.Context, r *tritonpb.ModelStatisticsRequest) (*tritonpb.ModelStatisticsResponse, error) {
+	f.called("ModelStatistics")
+	return &tritonpb.ModelStatisticsResponse{ModelStats: []*tritonpb.ModelStatistics{{Name: r.GetName(), Version: "1", InferenceCount: uint64(f.count("ModelInfer"))}}}, nil
+}
+
+func (f *fakeTriton) ModelInfer(ctx context.Context, r *tritonpb.ModelInferRequest) (*tritonpb.ModelInferResponse, error) {
+	f.called("ModelInfer")
+	f.mu.Lock()
+	f.lastInfer = proto.CloneOf(r)
+	err, typed, params := f.inferErr, f.typedOutputs, f.responseParams
+	f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if r.GetModelName() == "slow" {
+		<-ctx.Done()
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	in := r.GetInputs()[0]
+	var x Tensor
+	if len(r.GetRawInputContents()) > 0 {
+		x = Tensor{Name: in.GetName(), Datatype: in.GetDatatype(), Shape: in.GetShape(), Raw: r.GetRawInputContents()[0]}
+	} else if x, err = FromContents(in.GetName(), in.GetDatatype(), in.GetShape(), in.GetContents()); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	v, err := x.AsFloat32()
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	for i := range v {
+		v[i] = 2*v[i] + 1
+	}
+	raw, _ := EncodeFloat32(nil, in.GetDatatype(), v)
+	y := Tensor{Name: "OUTPUT0", Datatype: in.GetDatatype(), Shape: in.GetShape(), Raw: raw}
+	out := &tritonpb.ModelInferResponse_InferOutputTensor{Name: y.Name, Datatype: y.Datatype, Shape: y.Shape}
+	resp := &tritonpb.ModelInferResponse{ModelName: r.GetModelName(), ModelVersion: "1", Id: r.GetId(), Parameters: params,
+		Outputs: []*tritonpb.ModelInferResponse_InferOutputTensor{out}}
+	if typed {
+		if out.Contents, err = ToContents(y); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+	} else {
+		resp.RawOutputContents = [][]byte{y.Raw}
+	}
+	return resp, nil
+}
+
+// startFake serves f over bufconn, with the grpc.health.v1 service, and
+// returns a client dialed to it.
+func startFake(t *testing.T, f *fakeTriton, opts ...Option) *Client {
+	t.Helper()
+	lis := bufconn.Listen(1 << 20)
+	srv := grpc.NewServer()
+	tritonpb.RegisterGRPCInferenceServiceServer(srv, f)
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	dialer := func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }
+	opts = append([]Option{WithDialOptions(grpc.WithContextDialer(dialer)), WithRetry(5, time.Millisecond, 5*time.Millisecond)}, opts...)
+	c, err := Dial(context.Background(), "passthrough:///bufnet", opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func wantCode(t *testing.T, err error, code codes.Code, contains ...string) {
+	t.Helper()
+	if got := status.Code(err); got != code {
+		t.Fatalf("error %v: code %s, want %s", err, got, code)
+	}
+	for _, s := range contains {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not contain %q", err, s)
+		}
+	}
+}
+
+func TestClientMetadataCalls(t *testing.T) {
+	f := &fakeTriton{}
+	c := startFake(t, f)
+	ctx := context.Background()
+
+	if live, err := c.ServerLive(ctx); err != nil || !live {
+		t.Errorf("ServerLive = %v, %v", live, err)
+	}
+	if ready, err := c.ServerReady(ctx); err != nil || !ready {
+		t.Errorf("ServerReady = %v, %v", ready, err)
+	}
+	if ready, err := c.ModelReady(ctx, "affine_fp32", ""); err != nil || !ready {
+		t.Errorf("ModelReady = %v, %v", ready, err)
+	}
+	if md, err := c.ServerMetadata(ctx); err != nil || md.GetName() != "fake" {
+		t.Errorf("ServerMetadata = %v, %v", md, err)
+	}
+	if st, err := c.Health(ctx, ""); err != nil || st != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf("Health = %v, %v", st, err)
+	}
+	for range 3 {
+		m, err := c.ModelMetadata(ctx, "affine_fp32", "")
+		if err != nil || m.GetInputs()[0].GetName() != "INPUT0" {
+			t.Fatalf("ModelMetadata = %v, %v", m, err)
+		}
+		m.Inputs = nil // the caller's copy: must not reach the cache
+	}
+	if n := f.count("ModelMetadata"); n != 1 {
+		t.Errorf("ModelMetadata reached the server %d times, want 1 (cached)", n)
+	}
+	c.ForgetModel("affine_fp32")
+	if _, err := c.ModelMetadata(ctx, "affine_fp32", ""); err != nil || f.count("ModelMetadata") != 2 {
+		t.Errorf("after ForgetModel: %v, %d calls, want a new call", err, f.count("ModelMetadata"))
+	}
+	cfg, err := c.ModelConfig(ctx, "affine_fp32", "")
+	if err != nil || cfg.GetInput()[0].GetDataType() != tritonpb.DataType_TYPE_FP32 {
+		t.Errorf("ModelConfig = %v, %v", cfg, err)
+	}
+	if stats, err := c.ModelStatistics(ctx, "affine_fp32", ""); err != nil || len(stats) != 1 {
+		t.Errorf("ModelStatistics = %v, %v", stats, err)
+	}
+	_, err = c.RepositoryIndex(ctx, true)
+	wantCode(t, err, codes.Unimplemented, "RepositoryIndex")
+}
+
+func TestClientInfer(t *testing.T) {
+	x := []float32{0, 1, -2.5, 3, 4, 5, 6, 7}
+	want := make([]float32, len(x))
+	for i, v := range x {
+		want[i] = 2*v + 1
+	}
+	tests := []struct {
+		name         string
+		input        Tensor
+		typedInput   bool
+		typedOutputs bool
+	}{
+		{"fp32 raw in, raw out", NewFP32("INPUT0", []int64{2, 4}, x), false, false},
+		{"fp32 typed in, raw out", NewFP32("INPUT0", []int64{2, 4}, x), true, false},
+		{"fp32 raw in, typed out", NewFP32("INPUT0", []int64{2, 4}, x), false, true},
+		{"fp32 typed in, typed out", NewFP32("INPUT0", []int64{2, 4}, x), true, true},
+		{"fp16 raw", NewFP16("INPUT0", []int64{2, 4}, x), false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeTriton{typedOutputs: tt.typedOutputs, responseParams: map[string]*tritonpb.InferParameter{
+				"react-preference": {ParameterChoice: &tritonpb.InferParameter_StringParam{StringParam: "a=1"}},
+			}}
+			c := startFake(t, f)
+			model := "affine_" + strings.ToLower(tt.input.Datatype)
+			resp, err := c.Infer(context.Background(), &InferRequest{
+				Model: model, ID: "r1", Inputs: []Tensor{tt.input}, Outputs: []string{"OUTPUT0"}, Typed: tt.typedInput,
+				Parameters: map[string]any{"s": "x", "i": 3, "b": true, "d": 0.25},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, ok := resp.Output("OUTPUT0")
+			if !ok {
+				t.Fatalf("no OUTPUT0 in %+v", resp)
+			}
+			got, err := out.AsFloat32()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("OUTPUT0 = %v, want %v", got, want)
+				}
+			}
+			if resp.ID != "r1" || resp.Parameters["react-preference"] != "a=1" {
+				t.Errorf("response id %q parameters %v", resp.ID, resp.Parameters)
+			}
+			sent := f.lastInfer
+			if typed := sent.GetInputs()[0].GetContents() != nil; typed != tt.typedInput || (len(sent.GetRawInputContents()) == 1) == tt.typedInput {
+				t.Errorf("sent typed=%v raw=%d, want typed=%v", typed, len(sent.GetRawInputContents()), tt.typedInput)
+			}
+			wantParams := map[string]any{"s": "x", "i": int64(3), "b": true, "d": 0.25}
+			if got := FromParameters(sent.GetParameters()); len(got) != 4 || got["s"] != "x" || got["i"] != int64(3) || got["b"] != true || got["d"] != 0.25 {
+				t.Errorf("sent parameters %v, want %v", got, wantParams)
+			}
+			if o := sent.GetOutputs(); len(o) != 1 || o[0].GetName() != "OUTPUT0" {
+				t.Errorf("requested outputs %v", o)
+			}
+		})
+	}
+}
+
+func TestClientInferRejectedBeforeSending(t *testing.T) {
+	tests := []struct {
+		name string
+		req  *InferRequest
+		code codes.Code
+		msg  string
+	}{
+		{"wrong shape", &InferRequest{Model: "affine_fp32", Inputs: []Tensor{NewFP32("INPUT0", []int64{2, 5}, make([]float32, 10))}},
+			codes.InvalidArgument, `model "affine_fp32" input "INPUT0": shape [2 5] does not match [-1 4]`},
+		{"wrong datatype", &InferRequest{Model: "affine_fp32", Inputs: []Tensor{NewFP16("INPUT0", []int64{1, 4}, make([]float32, 4))}},
+			codes.InvalidArgument, `model "affine_fp32" input "INPUT0": datatype FP16 does not match FP32`},
+		{"typed FP16", &InferRequest{Model: "affine_fp16", Typed: true, Inputs: []Tensor{NewFP16("INPUT0", []int64{1, 4}, make([]float32, 4))}},
+			codes.InvalidArgument, `FP16 has no typed contents field in Triton's protocol`},
+		{"bad parameter", &InferRequest{Model: "affine_fp32", Parameters: map[string]any{"p": []int{1}}, Inputs: []Tensor{NewFP32("INPUT0", []int64{1, 4}, make([]float32, 4))}},
+			codes.InvalidArgument, `parameter "p": unsupported type`},
+		{"missing required input", &InferRequest{Model: "masked"},
+			codes.InvalidArgument, `model "masked" input "A": missing`},
+		{"unknown model", &InferRequest{Model: "nope", Inputs: []Tensor{NewFP32("INPUT0", []int64{1, 4}, make([]float32, 4))}},
+			codes.NotFound, `"nope"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeTriton{}
+			c := startFake(t, f)
+			_, err := c.Infer(context.Background(), tt.req)
+			wantCode(t, err, tt.code, tt.msg)
+			if n := f.count("ModelInfer"); n != 0 {
+				t.Errorf("ModelInfer reached the server %d times, want 0", n)
+			}
+		})
+	}
+}
+
+func TestClientInferOptionalInput(t *testing.T) {
+	f := &fakeTriton{}
+	c := startFake(t, f)
+	// MASK is optional in the model configuration, so leaving it out passes
+	// validation; the fake then answers for A.
+	_, err := c.Infer(context.Background(), &InferRequest{Model: "masked", Inputs: []Tensor{NewFP32("A", []int64{2}, []float32{1, 2})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.count("ModelConfig") != 1 || f.count("ModelInfer") != 1 {
+		t.Errorf("ModelConfig %d, ModelInfer %d calls, want 1 and 1", f.count("ModelConfig"), f.count("ModelInfer"))
+	}
+}
+
+func TestClientRetriesMetadataOnUnavailable(t *testing.T) {
+	f := &fakeTriton{metaFailures: 2}
+	c := startFake(t, f)
+	if _, err := c.ModelMetadata(context.Background(), "affine_fp32", ""); err != nil {
+		t.Fatalf("ModelMetadata after 2 UNAVAILABLE: %v", err)
+	}
+	if n := f.count("ModelMetadata"); n != 3 {
+		t.Errorf("ModelMetadata called %d times, want 3", n)
+	}
+
+	f = &fakeTriton{metaFailures: 100}
+	c = startFake(t, f)
+	_, err := c.ModelMetadata(context.Background(), "affine_fp32", "")
+	wantCode(t, err, codes.Unavailable, "warming up", "passthrough:///bufnet", `ModelMetadata "affine_fp32"`)
+	if n := f.count("ModelMetadata"); n != 5 {
+		t.Errorf("ModelMetadata called %d times, want the 5 attempts", n)
+	}
+	var te *Error
+	if !errors.As(err, &te) || te.Addr != "passthrough:///bufnet" {
+		t.Errorf("error %v is not a *triton.Error with the address", err)
+	}
+}
+
+func TestClientDoesNotRetryInfer(t *testing.T) {
+	f := &fakeTriton{inferErr: status.Error(codes.Unavailable, "overloaded")}
+	c := startFake(t, f)
+	_, err := c.Infer(context.Background(), &InferRequest{Model: "affine_fp32", Inputs: []Tensor{NewFP32("INPUT0", []int64{1, 4}, make([]float32, 4))}})
+	wantCode(t, err, codes.Unavailable, "overloaded")
+	if n := f.count("ModelInfer"); n != 1 {
+		t.Errorf("ModelInfer called %d times, want 1", n)
+	}
+}
+
+func TestClientNotFound(t *testing.T) {
+	c := startFake(t, &fakeTriton{})
+	_, err := c.ModelMetadata(context.Background(), "nope", "")
+	wantCode(t, err, codes.NotFound, `"nope"`, "unknown model")
+}
+
+func TestClientInferDeadline(t *testing.T) {
+	c := startFake(t, &fakeTriton{}, WithTimeout(100*time.Millisecond))
+	start := time.Now()
+	_, err := c.Infer(context.Background(), &InferRequest{Model: "slow", Inputs: []Tensor{NewFP32("INPUT0", []int64{1, 4}, make([]float32, 4))}})
+	wantCode(t, err, codes.DeadlineExceeded, "ModelInfer")
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("took %v, want about the 100ms default deadline", d)
+	}
+}
+
+func TestClientUnreachable(t *testing.T) {
+	// A port nobody listens on: connection refused.
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := lis.Addr().String()
+	lis.Close()
+	// A dialer that never connects: the deadline passes while connecting.
+	hang := grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	tests := []struct {
+		name string
+		addr string
+		opts []Option
+	}{
+		{"closed port", closed, nil},
+		{"black hole", "passthrough:///blackhole", []Option{WithDialOptions(hang)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Dial(context.Background(), tt.addr, append(tt.opts, WithTimeout(300*time.Millisecond))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			start := time.Now()
+			_, err = c.ServerLive(context.Background())
+			wantCode(t, err, codes.Unavailable, tt.addr)
+			_, err = c.Infer(context.Background(), &InferRequest{Model: "m"})
+			wantCode(t, err, codes.Unavailable, tt.addr)
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("took %v, want about two 300ms deadlines", d)
+			}
+
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			_, err = Dial(ctx, tt.addr, append(tt.opts, WithBlock())...)
+			wantCode(t, err, codes.Unavailable, tt.addr)
+		})
+	}
+}
+
+func TestDialTLSFileErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		files TLSFiles
+		want  string
+	}{
+		{"missing CA", TLSFiles{CAFile: "/nonexistent/ca.pem"}, "reading CA file"},
+		{"cert without key", TLSFiles{CertFile: "c.pem"}, "CertFile and KeyFile must be given together"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Dial(context.Background(), "localhost:8001", WithTLS(tt.files))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
