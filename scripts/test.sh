@@ -3,7 +3,78 @@
 # interoperability and end-to-end tests that need the Python venv and a real
 # Triton. REACT_E2E=1 makes those tests fail, not skip, when what they need
 # is missing.
+#
+# One real Triton (scripts/triton-up, the venv's tritonserver 2.51.0) serves
+# triton/testdata/repo on free ports for the whole run; the tests find it in
+#   TRITON_GRPC_ADDR, TRITON_HTTP_ADDR, TRITON_METRICS_ADDR   (127.0.0.1:port)
+#   TRITON_MODEL_REPOSITORY                                   (absolute path)
+# It is stopped on exit; if anything failed, the tail of its log is printed.
+# Both the Go tests and pytest always run; the exit status is non-zero if
+# either failed (pytest's "no tests collected", status 5, counts as a failure).
+# On failure the Triton log tail is printed, then pytest's closing line again,
+# so that it stays the last line of the output.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export REACT_E2E=1
-go test -count=1 ./...
+
+[ -x .venv/bin/python ] || { echo "test: no .venv: run make setup" >&2; exit 1; }
+repo=$PWD/triton/testdata/repo
+run_dir=$(mkdir -p .cache/triton && mktemp -d "$PWD/.cache/triton/test.XXXXXX")
+pid_file=$run_dir/tritonserver.pid
+log=$run_dir/tritonserver.log
+
+status=0
+finish() {
+	local rc=$?
+	[ "$status" -ne 0 ] || status=$rc
+	scripts/triton-down --pid "$pid_file" >/dev/null 2>&1 || true
+	if [ "$status" -ne 0 ]; then
+		if [ -s "$log" ]; then
+			echo "--- last lines of the Triton log ($log):" >&2
+			tail -n 60 "$log" >&2
+			echo "--- end of the Triton log" >&2
+		fi
+		# Keep pytest's closing line last.
+		[ ! -s "$run_dir/pytest.out" ] || tail -n 1 "$run_dir/pytest.out"
+	else
+		rm -rf "$run_dir"
+	fi
+	exit "$status"
+}
+trap finish EXIT
+trap 'exit 130' INT TERM
+
+# Three ports the kernel reports free, held open together so they differ.
+free_ports() {
+	.venv/bin/python -c '
+import socket
+socks = [socket.socket() for _ in range(3)]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(*(s.getsockname()[1] for s in socks))
+for s in socks:
+    s.close()
+'
+}
+
+# A port can be taken between the check and Triton's bind: retry with others.
+started=
+for attempt in 1 2 3; do
+	read -r grpc_port http_port metrics_port < <(free_ports)
+	if scripts/triton-up --repo "$repo" --grpc-port "$grpc_port" --http-port "$http_port" \
+		--metrics-port "$metrics_port" --log "$log" --pid "$pid_file" --timeout 120; then
+		started=1
+		break
+	fi
+	echo "test: Triton did not start (attempt $attempt)" >&2
+done
+[ -n "$started" ] || { status=1; exit 1; }
+
+export TRITON_GRPC_ADDR=127.0.0.1:$grpc_port
+export TRITON_HTTP_ADDR=127.0.0.1:$http_port
+export TRITON_METRICS_ADDR=127.0.0.1:$metrics_port
+export TRITON_MODEL_REPOSITORY=$repo
+
+go test -count=1 ./... || status=1
+
+.venv/bin/python -m pytest -q tests/ 2>&1 | tee "$run_dir/pytest.out" || status=1

@@ -1,0 +1,227 @@
+"""The real Triton that scripts/test.sh starts, checked with the official
+tritonclient gRPC and HTTP clients against triton/testdata/repo.
+
+scripts/test.sh exports TRITON_GRPC_ADDR, TRITON_HTTP_ADDR and
+TRITON_METRICS_ADDR (host:port). Without them these tests skip, or fail when
+REACT_E2E=1.
+"""
+
+import json
+import os
+import pathlib
+import urllib.request
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+from tritonclient.grpc import service_pb2, service_pb2_grpc
+from tritonclient.utils import InferenceServerException
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+TRITON_VERSION = "2.51.0"
+AFFINE = {"affine_fp32": ("FP32", np.float32), "affine_fp16": ("FP16", np.float16)}
+MODELS = [*AFFINE, "identity_bf16", "runtime_info", "echo_parameters"]
+PROTOCOLS = ["grpc", "http"]
+
+
+def _addr(name):
+    value = os.environ.get(name)
+    if not value:
+        message = f"{name} is not set: run the tests through scripts/test.sh"
+        if os.environ.get("REACT_E2E") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return value
+
+
+@pytest.fixture(scope="module")
+def clients():
+    grpc = grpcclient.InferenceServerClient(url=_addr("TRITON_GRPC_ADDR"))
+    http = httpclient.InferenceServerClient(url=_addr("TRITON_HTTP_ADDR"))
+    yield {"grpc": grpc, "http": http}
+    grpc.close()
+    http.close()
+
+
+def _module(protocol):
+    return grpcclient if protocol == "grpc" else httpclient
+
+
+def _affine_expected(x, dtype):
+    return (x.astype(dtype) * dtype(2) + dtype(1)).astype(dtype)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_live_and_ready(clients, protocol):
+    client = clients[protocol]
+    assert client.is_server_live()
+    assert client.is_server_ready()
+    for model in MODELS:
+        assert client.is_model_ready(model), model
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_server_metadata(clients, protocol):
+    metadata = clients[protocol].get_server_metadata(**({"as_json": True} if protocol == "grpc" else {}))
+    print(f"{protocol}: server {metadata['name']} {metadata['version']}")
+    assert metadata["name"] == "triton"
+    assert metadata["version"] == TRITON_VERSION
+    for extension in ("binary_tensor_data", "statistics", "model_repository", "model_configuration", "parameters"):
+        assert extension in metadata["extensions"]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("model", list(AFFINE))
+def test_affine_metadata_and_config(clients, protocol, model):
+    client = clients[protocol]
+    datatype = AFFINE[model][0]
+    kwargs = {"as_json": True} if protocol == "grpc" else {}
+    metadata = client.get_model_metadata(model, **kwargs)
+    assert metadata["name"] == model
+    assert metadata["platform"] == "python"
+    assert metadata["versions"] == ["1"]
+    for tensors, name in ((metadata["inputs"], "INPUT0"), (metadata["outputs"], "OUTPUT0")):
+        assert len(tensors) == 1
+        assert tensors[0]["name"] == name
+        assert tensors[0]["datatype"] == datatype
+        # gRPC's JSON mapping writes int64 as strings.
+        assert [int(d) for d in tensors[0]["shape"]] == [-1, 4]
+
+    config = client.get_model_config(model, **kwargs)
+    config = config.get("config", config)
+    assert config["backend"] == "python"
+    assert int(config.get("max_batch_size", 0)) == 0
+    assert config["instance_group"][0]["kind"] == "KIND_CPU"
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("model", list(AFFINE))
+@pytest.mark.parametrize("rows", [1, 3])
+def test_affine_infer(clients, protocol, model, rows):
+    datatype, dtype = AFFINE[model]
+    x = np.random.default_rng(rows).uniform(-100, 100, size=(rows, 4)).astype(dtype)
+    module = _module(protocol)
+    inp = module.InferInput("INPUT0", list(x.shape), datatype)
+    inp.set_data_from_numpy(x)
+    result = clients[protocol].infer(model, [inp], outputs=[module.InferRequestedOutput("OUTPUT0")])
+    y = result.as_numpy("OUTPUT0")
+    assert y.dtype == dtype
+    assert y.shape == (rows, 4)
+    np.testing.assert_array_equal(y, _affine_expected(x, dtype))
+
+
+def test_affine_fp32_http_json(clients):
+    """The HTTP/JSON encoding (no binary extension) both ways."""
+    x = np.array([[0.5, -1.25, 3.0, 1e3]], dtype=np.float32)
+    inp = httpclient.InferInput("INPUT0", [1, 4], "FP32")
+    inp.set_data_from_numpy(x, binary_data=False)
+    out = httpclient.InferRequestedOutput("OUTPUT0", binary_data=False)
+    result = clients["http"].infer("affine_fp32", [inp], outputs=[out])
+    assert "binary_data_size" not in result.get_output("OUTPUT0").get("parameters", {})
+    np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), 2 * x + 1)
+
+
+def test_grpc_typed_contents_answered_raw():
+    """A request with typed `contents` is accepted, and the answer comes back in
+    raw_output_contents (Triton's gRPC server never fills typed contents)."""
+    import grpc
+
+    x = [1.0, 2.0, -3.5, 0.25, 4.0, 5.0, 6.0, 7.0]
+    request = service_pb2.ModelInferRequest(model_name="affine_fp32")
+    tensor = request.inputs.add(name="INPUT0", datatype="FP32", shape=[2, 4])
+    tensor.contents.fp32_contents.extend(x)
+    with grpc.insecure_channel(_addr("TRITON_GRPC_ADDR")) as channel:
+        response = service_pb2_grpc.GRPCInferenceServiceStub(channel).ModelInfer(request, timeout=30)
+    assert len(response.outputs) == 1 and response.outputs[0].name == "OUTPUT0"
+    assert list(response.outputs[0].shape) == [2, 4]
+    assert not response.outputs[0].contents.fp32_contents
+    y = np.frombuffer(response.raw_output_contents[0], dtype="<f4")
+    np.testing.assert_array_equal(y, 2 * np.array(x, dtype=np.float32) + 1)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_identity_bf16(clients, protocol):
+    # Values exact in bfloat16 (8 significant bits), so the client's
+    # float32 -> bf16 truncation loses nothing.
+    x = np.array([[1.0, -2.0, 0.15625, 3072.0], [0.0, -0.5, 255.0, 1.5e-3]], dtype=np.float32)
+    x = (x.view(np.uint32) & 0xFFFF0000).view(np.float32)
+    module = _module(protocol)
+    inp = module.InferInput("INPUT0", list(x.shape), "BF16")
+    inp.set_data_from_numpy(x)
+    result = clients[protocol].infer("identity_bf16", [inp])
+    np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), x)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_models_run_in_project_venv(clients, protocol):
+    """The Python backend runs the models with the venv's Python and packages."""
+    import onnxruntime
+    import safetensors
+
+    names = np.array([b"sys.prefix", b"numpy", b"onnxruntime", b"safetensors"], dtype=np.object_)
+    module = _module(protocol)
+    inp = module.InferInput("NAME", [len(names)], "BYTES")
+    inp.set_data_from_numpy(names)
+    values = [v.decode() for v in clients[protocol].infer("runtime_info", [inp]).as_numpy("VALUE")]
+    prefix, numpy_info, ort_info, st_info = values
+    venv = ROOT / ".venv"
+    assert pathlib.Path(prefix).resolve() == venv.resolve()
+    for info, module_version in ((numpy_info, np.__version__), (ort_info, onnxruntime.__version__), (st_info, safetensors.__version__)):
+        version, path = info.split(" ", 1)
+        assert version == module_version, info
+        assert pathlib.Path(path).resolve().is_relative_to(venv.resolve()), info
+
+
+def test_grpc_request_parameters_reach_backend():
+    """Custom parameters reach the backend; the ones Triton consumes
+    (sequence_*, priority, timeout) do not; other triton_* keys are refused."""
+    import grpc
+
+    def call(params):
+        request = service_pb2.ModelInferRequest(model_name="echo_parameters")
+        request.inputs.add(name="INPUT0", datatype="FP32", shape=[1, 4])
+        request.raw_input_contents.append(np.zeros((1, 4), dtype="<f4").tobytes())
+        for key, value in params.items():
+            if isinstance(value, bool):
+                request.parameters[key].bool_param = value
+            elif isinstance(value, int):
+                request.parameters[key].int64_param = value
+            else:
+                request.parameters[key].string_param = value
+        with grpc.insecure_channel(_addr("TRITON_GRPC_ADDR")) as channel:
+            response = service_pb2_grpc.GRPCInferenceServiceStub(channel).ModelInfer(request, timeout=30)
+        raw = response.raw_output_contents[0]  # BYTES: 4-byte little-endian length, then the bytes
+        return json.loads(raw[4 : 4 + int.from_bytes(raw[:4], "little")])
+
+    seen = call({"pref": "fast", "n": 7, "flag": True, "sequence_id": 5, "priority": 1, "timeout": 10**6})
+    assert seen == {"pref": "fast", "n": 7, "flag": True}
+    with pytest.raises(grpc.RpcError) as err:
+        call({"triton_foo": "x"})
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_wrong_shape_is_invalid_argument(clients, protocol):
+    module = _module(protocol)
+    inp = module.InferInput("INPUT0", [1, 3], "FP32")
+    inp.set_data_from_numpy(np.zeros((1, 3), dtype=np.float32))
+    with pytest.raises(InferenceServerException) as err:
+        clients[protocol].infer("affine_fp32", [inp])
+    if protocol == "grpc":
+        assert err.value.status() == "StatusCode.INVALID_ARGUMENT"
+    else:
+        assert err.value.status() == "400"
+
+
+def test_metrics_and_statistics(clients):
+    inp = httpclient.InferInput("INPUT0", [1, 4], "FP32")
+    inp.set_data_from_numpy(np.ones((1, 4), dtype=np.float32))
+    clients["http"].infer("affine_fp32", [inp])
+    with urllib.request.urlopen(f"http://{_addr('TRITON_METRICS_ADDR')}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    success = [line for line in text.splitlines() if line.startswith('nv_inference_request_success{model="affine_fp32"')]
+    assert success and float(success[0].rsplit(" ", 1)[1]) > 0
+    stats = clients["http"].get_inference_statistics("affine_fp32")["model_stats"][0]
+    assert stats["name"] == "affine_fp32"
+    assert int(stats["inference_stats"]["success"]["count"]) > 0
