@@ -1,0 +1,102 @@
+package calibrate
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// runError marks an error returned by a command's own work, as opposed to
+// one cobra found in the command line.
+type runError struct{ err error }
+
+func (e *runError) Error() string { return e.err.Error() }
+func (e *runError) Unwrap() error { return e.err }
+
+// runE adapts fn as a cobra RunE whose errors are runtime failures unless fn
+// marks them as usage errors.
+func runE(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := fn(cmd, args); err != nil {
+			if isUsage(err) {
+				return err
+			}
+			return &runError{err}
+		}
+		return nil
+	}
+}
+
+// NewCommand returns the calibrate command with all its subcommands, writing
+// its normal output to stdout and its diagnostics and progress to stderr.
+func NewCommand(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "calibrate",
+		Short: "Fit, inspect, edit and solve ReACT components",
+		Long: `calibrate builds and uses the ReACT correction of a merged model.
+
+A merged model serves many tasks from one backbone but loses some accuracy
+on each. ReACT corrects the backbone's feature z with a D×D matrix W_p,
+ẑ = W_p z, computed in closed form for any preference p over the tasks.
+
+The workflow:
+  1. fit      read paired embeddings of the merged backbone and of each
+              task's expert, and write the per-task statistics to a
+              components file (safetensors);
+  2. inspect  show what a components file holds and check its integrity;
+  3. solve    compute W_p for a preference such as cars=0.6,dtd=0.4 and
+              write it as a D×D float32 .npy array;
+  4. tasks    add or remove tasks in a components file without
+              recalibrating the others.
+
+Exit status: 0 on success, 1 on a runtime failure, 2 on a usage error.`,
+		Example: `  calibrate fit --embeddings emb/ --beta 0.1 --out components.safetensors
+  calibrate inspect components.safetensors
+  calibrate solve --components components.safetensors --preference cars=0.6,dtd=0.4 --out W.npy`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return asUsage(err) })
+	root.AddCommand(
+		newFitCommand(stdout, stderr),
+		newSolveCommand(stdout),
+		newInspectCommand(stdout),
+		newTasksCommand(stdout),
+	)
+	return root
+}
+
+// Main runs the calibrate command with args (without the program name) and
+// returns the process exit code: ExitOK, ExitFailure or ExitUsage. Errors
+// are printed to stderr.
+func Main(args []string, stdout, stderr io.Writer) int {
+	root := NewCommand(stdout, stderr)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintf(stderr, "calibrate: %v\n", err)
+	var re *runError
+	if errors.As(err, &re) {
+		return ExitFailure
+	}
+	if cmd == nil {
+		cmd = root
+	}
+	fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+	return ExitUsage
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

@@ -1,0 +1,186 @@
+package calibrate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mergectl/react-triton/react"
+)
+
+// inspectReport is what calibrate inspect prints; its JSON form is the
+// output of --json.
+type inspectReport struct {
+	File          string       `json:"file"`
+	FormatVersion int          `json:"format_version"`
+	D             int          `json:"d"`
+	Beta          float64      `json:"beta"`
+	Normalization string       `json:"normalization"`
+	Backbone      modelJSON    `json:"backbone"`
+	Tasks         []taskReport `json:"tasks"`
+	Checksum      checksumInfo `json:"checksum"`
+	// Error is why the statistics could not be loaded, if they could not.
+	Error string `json:"error,omitempty"`
+}
+
+type modelJSON struct {
+	Model   string `json:"model"`
+	Version string `json:"version"`
+	Output  string `json:"output"`
+}
+
+type taskReport struct {
+	Name   string    `json:"name"`
+	N      int64     `json:"n"`
+	Expert modelJSON `json:"expert"`
+	// Cond is the 2-norm condition number of C_t at the file's default β
+	// and normalisation; null when it could not be computed or is infinite.
+	Cond *float64 `json:"cond"`
+}
+
+type checksumInfo struct {
+	SHA256 string `json:"sha256"` // as recorded in the file
+	OK     bool   `json:"ok"`     // whether the data matches it
+}
+
+func newInspectCommand(stdout io.Writer) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "inspect FILE",
+		Short: "Show what a components file holds and check its integrity",
+		Long: `inspect prints what a components file holds: its tasks with their
+number of calibration samples N_t and their experts, the feature dimension
+D, the default β and normalisation, the merged backbone, and, for each task,
+the condition number of C_t = G_t + β I at the file's defaults (large values,
+say above 1e8, mean β is too small for the data). It also verifies the
+SHA-256 checksum of the statistics.
+
+A corrupt file still gets what can be read of it printed, then the problem,
+and inspect exits with status 1.`,
+		Example: `  calibrate inspect components.safetensors
+  calibrate inspect --json components.safetensors | jq '.tasks[].cond'`,
+		Args: exactArgs(1),
+		RunE: runE(func(_ *cobra.Command, args []string) error {
+			return inspect(stdout, args[0], asJSON)
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON object instead of text")
+	return cmd
+}
+
+// exactArgs is cobra.ExactArgs with a friendlier message.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return fmt.Errorf("%s takes %d argument(s), got %d", cmd.Name(), n, len(args))
+		}
+		return nil
+	}
+}
+
+func modelRef(m react.ModelRef) modelJSON {
+	return modelJSON{Model: m.Name, Version: m.Version, Output: m.Output}
+}
+
+func inspect(w io.Writer, path string, asJSON bool) error {
+	info, err := react.ReadFileInfo(path)
+	if err != nil {
+		return err
+	}
+	r := &inspectReport{
+		File:          path,
+		FormatVersion: info.FormatVersion,
+		D:             info.D,
+		Beta:          info.Beta,
+		Normalization: string(info.Normalization),
+		Backbone:      modelRef(info.Backbone),
+		Checksum:      checksumInfo{SHA256: info.SHA256},
+	}
+	for _, t := range info.Tasks {
+		r.Tasks = append(r.Tasks, taskReport{Name: t.Name, N: t.N, Expert: modelRef(t.Expert)})
+	}
+	c, loadErr := react.LoadComponents(path)
+	r.Checksum.OK = !errors.Is(loadErr, react.ErrChecksum)
+	if loadErr == nil {
+		s, err := react.NewSolver(c, react.DefaultOptions(c))
+		if err != nil {
+			loadErr = err
+		} else {
+			for i := range r.Tasks {
+				k, err := s.Condition(r.Tasks[i].Name)
+				if err != nil {
+					loadErr = err
+					break
+				}
+				if !math.IsInf(k, 0) && !math.IsNaN(k) {
+					r.Tasks[i].Cond = &k
+				}
+			}
+		}
+	}
+	if loadErr != nil {
+		r.Error = loadErr.Error()
+	}
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	} else {
+		printReport(w, r)
+	}
+	return loadErr
+}
+
+func describeModel(m modelJSON) string {
+	if m == (modelJSON{}) {
+		return "-"
+	}
+	s := m.Model
+	if s == "" {
+		s = "(unnamed)"
+	}
+	if m.Version != "" {
+		s += " version " + m.Version
+	}
+	if m.Output != "" {
+		s += " output " + m.Output
+	}
+	return s
+}
+
+func printReport(w io.Writer, r *inspectReport) {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "file:\t%s\n", r.File)
+	fmt.Fprintf(tw, "format:\treact-components version %d\n", r.FormatVersion)
+	fmt.Fprintf(tw, "D:\t%d\n", r.D)
+	fmt.Fprintf(tw, "beta:\t%s\n", formatFloat(r.Beta))
+	fmt.Fprintf(tw, "normalization:\t%s\n", r.Normalization)
+	fmt.Fprintf(tw, "backbone:\t%s\n", describeModel(r.Backbone))
+	status := "ok"
+	if !r.Checksum.OK {
+		status = "MISMATCH: file is corrupt"
+	}
+	fmt.Fprintf(tw, "checksum:\t%s (sha256 %s)\n", status, r.Checksum.SHA256)
+	fmt.Fprintf(tw, "tasks:\t%d\n", len(r.Tasks))
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "TASK\tN\tEXPERT\tCOND(C_t)\n")
+	for _, t := range r.Tasks {
+		cond := "-"
+		if t.Cond != nil {
+			cond = fmt.Sprintf("%.6g", *t.Cond)
+		} else if r.Error == "" {
+			cond = "inf"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", t.Name, t.N, describeModel(t.Expert), cond)
+	}
+	tw.Flush()
+}

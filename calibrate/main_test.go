@@ -1,0 +1,116 @@
+package calibrate
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/sbinet/npyio/npy"
+	"gonum.org/v1/gonum/mat"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files and the fixture under testdata/")
+
+// result is what one in-process run of the command gave.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// run runs the calibrate command in-process with args.
+func run(t *testing.T, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(args, &out, &errb)
+	return result{out.String(), errb.String(), code}
+}
+
+// mustRun runs the command and fails the test unless it succeeds.
+func mustRun(t *testing.T, args ...string) result {
+	t.Helper()
+	r := run(t, args...)
+	if r.code != ExitOK {
+		t.Fatalf("calibrate %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r
+}
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (run go test -update after checking the change):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// writeNPY writes m to path with sbinet/npyio, an implementation
+// independent of the one calibrate reads with, as float64 or float32.
+func writeNPY(t *testing.T, path string, m *mat.Dense, f32 bool) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var val any = m
+	if f32 {
+		// npyio writes a fixed-size [r][c]float32 array as a 2-D <f4 array.
+		r, c := m.Dims()
+		arr := reflect.New(reflect.ArrayOf(r, reflect.ArrayOf(c, reflect.TypeFor[float32]()))).Elem()
+		for i := 0; i < r; i++ {
+			for j := 0; j < c; j++ {
+				arr.Index(i).Index(j).SetFloat(m.At(i, j))
+			}
+		}
+		val = arr.Interface()
+	}
+	if err := npy.Write(f, val); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readW reads a W.npy written by solve.
+func readW(t *testing.T, path string) *mat.Dense {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := npy.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Header.Descr.Type != "<f4" || len(r.Header.Descr.Shape) != 2 || r.Header.Descr.Fortran {
+		t.Fatalf("%s: header %v, want a C-order <f4 2-D array", path, r.Header)
+	}
+	var v []float32
+	if err := r.Read(&v); err != nil {
+		t.Fatal(err)
+	}
+	rows, cols := r.Header.Descr.Shape[0], r.Header.Descr.Shape[1]
+	w := mat.NewDense(rows, cols, nil)
+	for i := 0; i < rows; i++ {
+		for j := 0; j < cols; j++ {
+			w.Set(i, j, float64(v[i*cols+j]))
+		}
+	}
+	return w
+}

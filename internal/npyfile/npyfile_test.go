@@ -1,0 +1,166 @@
+package npyfile
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/sbinet/npyio/npy"
+	"gonum.org/v1/gonum/mat"
+)
+
+// write stores val with sbinet/npyio, an independent implementation.
+func write(t *testing.T, val any) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "a.npy")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := npy.Write(f, val); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestReadsNpyio(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		val   any
+		dtype string
+	}{
+		{"float32", [2][3]float32{{1, 2, 3}, {4, 5, 6.5}}, "float32"},
+		{"float64", mat.NewDense(2, 3, []float64{1, 2, 3, 4, 5, 6.5}), "float64"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Open(write(t, tc.val))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if r.Rows() != 2 || r.Cols() != 3 || r.DType() != tc.dtype {
+				t.Fatalf("got %d×%d %s", r.Rows(), r.Cols(), r.DType())
+			}
+			// Read one row at a time to exercise chunking.
+			var all []float64
+			row := make([]float64, 3)
+			for {
+				n, err := r.ReadRows(row)
+				if err == io.EOF {
+					break
+				}
+				if err != nil || n != 1 {
+					t.Fatalf("ReadRows = %d, %v", n, err)
+				}
+				all = append(all, row...)
+			}
+			if want := []float64{1, 2, 3, 4, 5, 6.5}; !reflect.DeepEqual(all, want) {
+				t.Errorf("data = %v, want %v", all, want)
+			}
+		})
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	var b32, b64 bytes.Buffer
+	if err := WriteFloat32(&b32, 2, 2, []float32{1, -2, 3.25, 4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFloat64(&b64, 2, 2, []float64{1, -2, 3.25, 4}); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range [][]byte{b32.Bytes(), b64.Bytes()} {
+		r, err := NewReader(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Header().DataOffset%64 != 0 {
+			t.Errorf("data offset %d is not 64-byte aligned", r.Header().DataOffset)
+		}
+		got := make([]float64, 4)
+		if n, err := r.ReadRows(got); n != 2 || err != nil || !reflect.DeepEqual(got, []float64{1, -2, 3.25, 4}) {
+			t.Errorf("ReadRows = %d, %v, %v", n, err, got)
+		}
+	}
+	// npyio reads what we write.
+	var m []float32
+	if err := npy.Read(bytes.NewReader(b32.Bytes()), &m); err != nil || !reflect.DeepEqual(m, []float32{1, -2, 3.25, 4}) {
+		t.Errorf("npyio read %v, %v", m, err)
+	}
+	path := filepath.Join(t.TempDir(), "w.npy")
+	if err := WriteFileFloat32(path, 2, 2, []float32{1, -2, 3.25, 4}); err != nil {
+		t.Fatal(err)
+	}
+	if rows, cols, data, err := ReadFile(path); err != nil || rows != 2 || cols != 2 || data[2] != 3.25 {
+		t.Errorf("ReadFile = %d, %d, %v, %v", rows, cols, data, err)
+	}
+}
+
+func rawNpy(dict string, data []byte) []byte {
+	b := []byte(magic + "\x01\x00")
+	b = append(b, byte(len(dict)), byte(len(dict)>>8))
+	return append(append(b, dict...), data...)
+}
+
+func TestRefuses(t *testing.T) {
+	good32 := func(n int) []byte { return make([]byte, 4*n) }
+	for _, tc := range []struct {
+		name string
+		file []byte
+		want string
+	}{
+		{"empty", nil, "shorter than the 10-byte preamble"},
+		{"no magic", []byte("hello world, not npy"), "magic"},
+		{"int32", rawNpy("{'descr': '<i4', 'fortran_order': False, 'shape': (2, 2), }\n", good32(4)), "dtype int32 (\"<i4\") is not supported: want float32 or float64"},
+		{"float16", rawNpy("{'descr': '<f2', 'fortran_order': False, 'shape': (2, 2), }\n", good32(2)), "float16"},
+		{"1-D", rawNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }\n", good32(4)), "array is 1-D with shape [4]"},
+		{"3-D", rawNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2, 2), }\n", good32(4)), "3-D"},
+		{"fortran", rawNpy("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }\n", good32(4)), "Fortran"},
+		{"truncated", rawNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }\n", good32(3)), "file is truncated"},
+		{"trailing", rawNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }\n", good32(5)), "trailing bytes"},
+		{"structured", rawNpy("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }\n", good32(2)), "structured"},
+		{"missing shape", rawNpy("{'descr': '<f4', 'fortran_order': False}\n", nil), `missing key "shape"`},
+		{"bad shape", rawNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, -1), }\n", nil), "shape"},
+		{"truncated header", rawNpy("{'descr'", nil)[:12], "truncated .npy header"},
+		{"version 9", []byte(magic + "\x09\x00\x00\x00"), "format version 9.0"},
+		{"huge shape", rawNpy("{'descr': '<f8', 'fortran_order': False, 'shape': (1099511627776, 1099511627776), }\n", nil), "too large"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewReader(bytes.NewReader(tc.file), int64(len(tc.file)))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	// Open names the file.
+	path := filepath.Join(t.TempDir(), "x.npy")
+	if err := os.WriteFile(path, []byte("junk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(path); err == nil || !strings.HasPrefix(err.Error(), path+": ") {
+		t.Errorf("Open error %v does not name the file", err)
+	}
+}
+
+func FuzzReadHeader(f *testing.F) {
+	f.Add(rawNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }\n", make([]byte, 16)))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := NewReader(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			return
+		}
+		dst := make([]float64, 4*max(1, r.Cols()))
+		for {
+			if _, err := r.ReadRows(dst); err != nil {
+				return
+			}
+		}
+	})
+}

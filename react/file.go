@@ -1,0 +1,396 @@
+package react
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/mergectl/react-triton/react/safetensors"
+)
+
+// The components file is a safetensors file. Per task it holds the F64 D×D
+// tensors "<task>.S", "<task>.G" and "<task>.W_orth", in task order, and its
+// "__metadata__" holds, as strings, the keys below.
+const (
+	// FormatName is the value of MetaFormat in every components file.
+	FormatName = "react-components"
+	// FormatVersion is the only value of MetaFormatVersion this build reads
+	// and the one it writes.
+	FormatVersion = 1
+
+	MetaFormat          = "format"           // FormatName
+	MetaFormatVersion   = "format_version"   // "1"
+	MetaD               = "d"                // feature dimension, decimal
+	MetaTasks           = "tasks"            // task names, comma-separated, in order
+	MetaBeta            = "beta"             // default β, shortest decimal form
+	MetaNormalization   = "normalization"    // default normalisation, "sum" or "mean"
+	MetaBackboneModel   = "backbone.model"   // merged backbone: model name
+	MetaBackboneVersion = "backbone.version" // merged backbone: model version
+	MetaBackboneOutput  = "backbone.output"  // merged backbone: output tensor
+	MetaSHA256          = "sha256"           // hex SHA-256 of the whole data section
+)
+
+// MetaTaskKey returns the metadata key of a per-task field: "task.<name>.<field>",
+// where field is "n" (N_t, decimal), "expert", "expert_version" or
+// "expert_output".
+func MetaTaskKey(task, field string) string { return "task." + task + "." + field }
+
+// Tensor name suffixes of a task's statistics.
+const (
+	TensorS     = "S"
+	TensorG     = "G"
+	TensorWOrth = "W_orth"
+)
+
+// ErrChecksum is wrapped by the errors of readers that find the data
+// section's SHA-256 differing from the one recorded in the file.
+var ErrChecksum = errors.New("checksum mismatch: file is corrupt")
+
+// symmetryTol is the largest relative asymmetry |G_ij − G_ji| / max|G|
+// accepted in a stored Gram matrix.
+const symmetryTol = 1e-9
+
+// FileInfo is what a components file's header says: everything but the
+// statistics themselves. It can be read without reading the tensor data.
+type FileInfo struct {
+	FormatVersion int
+	D             int
+	Beta          float64
+	Normalization Normalization
+	Backbone      ModelRef
+	Tasks         []TaskInfo
+	SHA256        string // hex SHA-256 of the data section, as recorded
+}
+
+// TaskInfo is one task's entry in a components file's header.
+type TaskInfo struct {
+	Name   string
+	N      int64
+	Expert ModelRef
+}
+
+// TaskNames returns the task names in order.
+func (fi *FileInfo) TaskNames() []string {
+	names := make([]string, len(fi.Tasks))
+	for i, t := range fi.Tasks {
+		names[i] = t.Name
+	}
+	return names
+}
+
+// SaveComponents validates c and writes it to path as a components file,
+// atomically: a reader sees the old file or the complete new one.
+func SaveComponents(path string, c *Components) error {
+	tensors, md, err := encodeComponents(c)
+	if err != nil {
+		return fmt.Errorf("saving components %s: %w", path, err)
+	}
+	if err := safetensors.WriteFile(path, tensors, md, 0o644); err != nil {
+		return fmt.Errorf("saving components %s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteComponents validates c and writes it to w as a components file.
+func WriteComponents(w io.Writer, c *Components) error {
+	tensors, md, err := encodeComponents(c)
+	if err != nil {
+		return fmt.Errorf("writing components: %w", err)
+	}
+	if err := safetensors.Write(w, tensors, md); err != nil {
+		return fmt.Errorf("writing components: %w", err)
+	}
+	return nil
+}
+
+// LoadComponents reads and verifies the components file at path: its format
+// and version, the checksum of its data, the presence and shape of every
+// task's tensors, the symmetry of each G, and then Components.Validate.
+func LoadComponents(path string) (*Components, error) {
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("loading components %s: %w", path, err)
+	}
+	c, err := decodeComponents(f)
+	if err != nil {
+		return nil, fmt.Errorf("loading components %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// ReadComponents reads and verifies a components file from r, like
+// LoadComponents.
+func ReadComponents(r io.Reader) (*Components, error) {
+	f, err := safetensors.Read(r)
+	if err != nil {
+		return nil, fmt.Errorf("reading components: %w", err)
+	}
+	c, err := decodeComponents(f)
+	if err != nil {
+		return nil, fmt.Errorf("reading components: %w", err)
+	}
+	return c, nil
+}
+
+// ParseComponents decodes and verifies a components file held in b, like
+// LoadComponents. The result does not alias b.
+func ParseComponents(b []byte) (*Components, error) {
+	f, err := safetensors.Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("reading components: %w", err)
+	}
+	c, err := decodeComponents(f)
+	if err != nil {
+		return nil, fmt.Errorf("reading components: %w", err)
+	}
+	return c, nil
+}
+
+// ReadFileInfo reads only the header of the components file at path. It
+// checks the header, the file's size and that every task's tensors are
+// present with the right shape, but not the checksum: use it to validate
+// arguments against a file before loading all of it, or to describe a
+// corrupt file.
+func ReadFileInfo(path string) (*FileInfo, error) {
+	h, err := safetensors.ReadFileHeader(path)
+	if err != nil {
+		return nil, fmt.Errorf("loading components %s: %w", path, err)
+	}
+	fi, err := decodeInfo(h)
+	if err != nil {
+		return nil, fmt.Errorf("loading components %s: %w", path, err)
+	}
+	return fi, nil
+}
+
+func encodeComponents(c *Components) ([]safetensors.Tensor, map[string]string, error) {
+	if c == nil {
+		return nil, nil, errors.New("nil components")
+	}
+	if err := c.Validate(); err != nil {
+		return nil, nil, err
+	}
+	md := map[string]string{
+		MetaFormat:          FormatName,
+		MetaFormatVersion:   strconv.Itoa(FormatVersion),
+		MetaD:               strconv.Itoa(c.D),
+		MetaTasks:           strings.Join(c.TaskNames(), ","),
+		MetaBeta:            strconv.FormatFloat(c.Beta, 'g', -1, 64),
+		MetaNormalization:   string(c.Normalization),
+		MetaBackboneModel:   c.Backbone.Name,
+		MetaBackboneVersion: c.Backbone.Version,
+		MetaBackboneOutput:  c.Backbone.Output,
+	}
+	shape := []int{c.D, c.D}
+	var tensors []safetensors.Tensor
+	h := sha256.New()
+	for _, t := range c.Tasks {
+		md[MetaTaskKey(t.Name, "n")] = strconv.FormatInt(t.N, 10)
+		md[MetaTaskKey(t.Name, "expert")] = t.Expert.Name
+		md[MetaTaskKey(t.Name, "expert_version")] = t.Expert.Version
+		md[MetaTaskKey(t.Name, "expert_output")] = t.Expert.Output
+		for _, m := range []struct {
+			suffix string
+			m      mat.Matrix
+		}{{TensorS, t.S}, {TensorG, t.G}, {TensorWOrth, t.WOrth}} {
+			tt := safetensors.Float64Tensor(t.Name+"."+m.suffix, shape, rowMajor(m.m))
+			h.Write(tt.Data)
+			tensors = append(tensors, tt)
+		}
+	}
+	md[MetaSHA256] = hex.EncodeToString(h.Sum(nil))
+	return tensors, md, nil
+}
+
+// rowMajor returns the entries of m in row-major order.
+func rowMajor(m mat.Matrix) []float64 {
+	r, c := m.Dims()
+	v := make([]float64, 0, r*c)
+	for i := 0; i < r; i++ {
+		for j := 0; j < c; j++ {
+			v = append(v, m.At(i, j))
+		}
+	}
+	return v
+}
+
+// decodeInfo checks the metadata and the tensor list of a header.
+func decodeInfo(h *safetensors.Header) (*FileInfo, error) {
+	md := h.Metadata
+	if md == nil {
+		return nil, errors.New("not a components file: no __metadata__")
+	}
+	if f := md[MetaFormat]; f != FormatName {
+		return nil, fmt.Errorf("not a components file: metadata %q is %q, want %q", MetaFormat, f, FormatName)
+	}
+	get := func(key string) (string, error) {
+		v, ok := md[key]
+		if !ok {
+			return "", fmt.Errorf("metadata %q is missing", key)
+		}
+		return v, nil
+	}
+	v, err := get(MetaFormatVersion)
+	if err != nil {
+		return nil, err
+	}
+	if v != strconv.Itoa(FormatVersion) {
+		return nil, fmt.Errorf("format version %s is not supported (this build reads %d)", v, FormatVersion)
+	}
+	fi := &FileInfo{FormatVersion: FormatVersion}
+
+	if v, err = get(MetaD); err != nil {
+		return nil, err
+	}
+	d, err := strconv.Atoi(v)
+	if err != nil || d <= 0 || d > 1<<20 {
+		return nil, fmt.Errorf("metadata %q is %q, want a positive integer", MetaD, v)
+	}
+	fi.D = d
+
+	if v, err = get(MetaBeta); err != nil {
+		return nil, err
+	}
+	if fi.Beta, err = strconv.ParseFloat(v, 64); err != nil || fi.Beta < 0 || math.IsInf(fi.Beta, 0) || math.IsNaN(fi.Beta) {
+		return nil, fmt.Errorf("metadata %q is %q, want a finite number ≥ 0", MetaBeta, v)
+	}
+	if v, err = get(MetaNormalization); err != nil {
+		return nil, err
+	}
+	if fi.Normalization, err = ParseNormalization(v); err != nil {
+		return nil, fmt.Errorf("metadata %q: %w", MetaNormalization, err)
+	}
+	fi.Backbone = ModelRef{Name: md[MetaBackboneModel], Version: md[MetaBackboneVersion], Output: md[MetaBackboneOutput]}
+
+	if v, err = get(MetaSHA256); err != nil {
+		return nil, err
+	}
+	if b, err := hex.DecodeString(v); err != nil || len(b) != sha256.Size {
+		return nil, fmt.Errorf("metadata %q is %q, want 64 hexadecimal digits", MetaSHA256, v)
+	}
+	fi.SHA256 = strings.ToLower(v)
+
+	if v, err = get(MetaTasks); err != nil {
+		return nil, err
+	}
+	if v == "" {
+		return nil, errors.New("no tasks")
+	}
+	want := make(map[string]bool)
+	for _, name := range strings.Split(v, ",") {
+		if err := ValidateTaskName(name); err != nil {
+			return nil, fmt.Errorf("metadata %q: %w", MetaTasks, err)
+		}
+		for _, suffix := range []string{TensorS, TensorG, TensorWOrth} {
+			tn := name + "." + suffix
+			if want[tn] {
+				return nil, fmt.Errorf("metadata %q: duplicate task %q", MetaTasks, name)
+			}
+			want[tn] = true
+			t, ok := h.Tensor(tn)
+			if !ok {
+				return nil, fmt.Errorf("task %q: tensor %q is missing", name, tn)
+			}
+			if t.DType != safetensors.F64 || len(t.Shape) != 2 || t.Shape[0] != d || t.Shape[1] != d {
+				return nil, fmt.Errorf("task %q: tensor %q is %s %v, want F64 [%d %d]", name, tn, t.DType, t.Shape, d, d)
+			}
+		}
+		key := MetaTaskKey(name, "n")
+		nv, err := get(key)
+		if err != nil {
+			return nil, err
+		}
+		n, err := strconv.ParseInt(nv, 10, 64)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("metadata %q is %q, want a positive integer", key, nv)
+		}
+		fi.Tasks = append(fi.Tasks, TaskInfo{
+			Name: name,
+			N:    n,
+			Expert: ModelRef{
+				Name:    md[MetaTaskKey(name, "expert")],
+				Version: md[MetaTaskKey(name, "expert_version")],
+				Output:  md[MetaTaskKey(name, "expert_output")],
+			},
+		})
+	}
+	for _, t := range h.Tensors {
+		if !want[t.Name] {
+			return nil, fmt.Errorf("tensor %q does not belong to any task listed in metadata %q", t.Name, MetaTasks)
+		}
+	}
+	return fi, nil
+}
+
+// decodeComponents verifies the checksum and builds the components.
+func decodeComponents(f *safetensors.File) (*Components, error) {
+	fi, err := decodeInfo(&f.Header)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(f.Data)
+	if hex.EncodeToString(sum[:]) != fi.SHA256 {
+		return nil, ErrChecksum
+	}
+	c := &Components{
+		D:             fi.D,
+		Beta:          fi.Beta,
+		Normalization: fi.Normalization,
+		Backbone:      fi.Backbone,
+	}
+	for _, ti := range fi.Tasks {
+		t := &TaskStats{Name: ti.Name, N: ti.N, Expert: ti.Expert}
+		if t.S, err = denseTensor(f, ti.Name+"."+TensorS); err != nil {
+			return nil, err
+		}
+		if t.WOrth, err = denseTensor(f, ti.Name+"."+TensorWOrth); err != nil {
+			return nil, err
+		}
+		g, err := denseTensor(f, ti.Name+"."+TensorG)
+		if err != nil {
+			return nil, err
+		}
+		if t.G, err = symmetric(g); err != nil {
+			return nil, fmt.Errorf("task %q: %w", ti.Name, err)
+		}
+		c.Tasks = append(c.Tasks, t)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func denseTensor(f *safetensors.File, name string) (*mat.Dense, error) {
+	t, _ := f.Tensor(name) // presence and shape checked by decodeInfo
+	v, err := t.Float64s()
+	if err != nil {
+		return nil, err
+	}
+	return mat.NewDense(t.Shape[0], t.Shape[1], v), nil
+}
+
+// symmetric returns g as a SymDense after checking that it is symmetric
+// within symmetryTol relative to its largest entry.
+func symmetric(g *mat.Dense) (*mat.SymDense, error) {
+	n, _ := g.Dims()
+	scale := mat.Norm(g, math.Inf(1)) // ≥ max |g_ij|; NaN is caught by Validate
+	s := mat.NewSymDense(n, nil)
+	for i := 0; i < n; i++ {
+		for j := i; j < n; j++ {
+			a, b := g.At(i, j), g.At(j, i)
+			if math.Abs(a-b) > symmetryTol*scale {
+				return nil, fmt.Errorf("G is not symmetric: G[%d][%d] = %g but G[%d][%d] = %g", i, j, a, j, i, b)
+			}
+			s.SetSym(i, j, a)
+		}
+	}
+	return s, nil
+}

@@ -1,0 +1,408 @@
+package react
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/mergectl/react-triton/react/safetensors"
+)
+
+// fileComponents returns valid components with the given tasks, built from
+// random features through an Accumulator so that every matrix is what a
+// calibration would give.
+func fileComponents(t testing.TB, d int, seed uint64, tasks ...string) *Components {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 7))
+	c := &Components{
+		D: d, Beta: 0.1, Normalization: NormSum,
+		Backbone: ModelRef{Name: "merged", Version: "3", Output: "features"},
+	}
+	for i, name := range tasks {
+		n := 2*d + 5*i
+		mtl := make([]float64, n*d)
+		ind := make([]float64, n*d)
+		for k := range mtl {
+			mtl[k] = rng.NormFloat64()
+			ind[k] = 0.5*mtl[k] + rng.NormFloat64()
+		}
+		acc := NewAccumulator(d)
+		if err := acc.AddFloat64(mtl, ind); err != nil {
+			t.Fatal(err)
+		}
+		st, err := acc.Stats(name, ModelRef{Name: name + "-expert", Version: "1", Output: "emb"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Tasks = append(c.Tasks, st)
+	}
+	return c
+}
+
+func assertSameComponents(t *testing.T, got, want *Components) {
+	t.Helper()
+	if got.D != want.D || got.Beta != want.Beta || got.Normalization != want.Normalization || got.Backbone != want.Backbone {
+		t.Fatalf("header differs: got D=%d β=%v %s %+v, want D=%d β=%v %s %+v",
+			got.D, got.Beta, got.Normalization, got.Backbone, want.D, want.Beta, want.Normalization, want.Backbone)
+	}
+	if !reflect.DeepEqual(got.TaskNames(), want.TaskNames()) {
+		t.Fatalf("tasks = %v, want %v", got.TaskNames(), want.TaskNames())
+	}
+	for i, w := range want.Tasks {
+		g := got.Tasks[i]
+		if g.N != w.N || g.Expert != w.Expert {
+			t.Errorf("task %q: N=%d expert=%+v, want N=%d expert=%+v", w.Name, g.N, g.Expert, w.N, w.Expert)
+		}
+		// Bit-identical: mat.Equal compares with ==.
+		if !mat.Equal(g.S, w.S) || !mat.Equal(g.G, w.G) || !mat.Equal(g.WOrth, w.WOrth) {
+			t.Errorf("task %q: matrices differ after a round trip", w.Name)
+		}
+	}
+}
+
+func TestComponentsRoundTrip(t *testing.T) {
+	c := fileComponents(t, 5, 1, "cars", "dtd", "svhn")
+	path := filepath.Join(t.TempDir(), "c.safetensors")
+	if err := SaveComponents(path, c); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadComponents(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertSameComponents(t, got, c)
+
+	var buf bytes.Buffer
+	if err := WriteComponents(&buf, c); err != nil {
+		t.Fatal(err)
+	}
+	onDisk, _ := os.ReadFile(path)
+	if !bytes.Equal(buf.Bytes(), onDisk) {
+		t.Error("WriteComponents and SaveComponents wrote different bytes")
+	}
+	for name, read := range map[string]func() (*Components, error){
+		"ReadComponents":  func() (*Components, error) { return ReadComponents(bytes.NewReader(onDisk)) },
+		"ParseComponents": func() (*Components, error) { return ParseComponents(onDisk) },
+	} {
+		got, err := read()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		assertSameComponents(t, got, c)
+	}
+
+	fi, err := ReadFileInfo(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.D != 5 || fi.Beta != 0.1 || fi.Normalization != NormSum || fi.Backbone != c.Backbone ||
+		!reflect.DeepEqual(fi.TaskNames(), c.TaskNames()) || fi.Tasks[1].N != c.Tasks[1].N || fi.Tasks[2].Expert != c.Tasks[2].Expert {
+		t.Errorf("ReadFileInfo = %+v", fi)
+	}
+}
+
+// TestComponentsMetadata pins the metadata keys, which are a contract.
+func TestComponentsMetadata(t *testing.T) {
+	c := fileComponents(t, 3, 2, "a", "b")
+	var buf bytes.Buffer
+	if err := WriteComponents(&buf, c); err != nil {
+		t.Fatal(err)
+	}
+	f, err := safetensors.Parse(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := f.Metadata
+	want := map[string]string{
+		"format": "react-components", "format_version": "1", "d": "3", "tasks": "a,b",
+		"beta": "0.1", "normalization": "sum",
+		"backbone.model": "merged", "backbone.version": "3", "backbone.output": "features",
+		"task.a.n": "6", "task.a.expert": "a-expert", "task.a.expert_version": "1", "task.a.expert_output": "emb",
+		"task.b.n": "11", "task.b.expert": "b-expert", "task.b.expert_version": "1", "task.b.expert_output": "emb",
+	}
+	for k, v := range want {
+		if md[k] != v {
+			t.Errorf("metadata %q = %q, want %q", k, md[k], v)
+		}
+	}
+	if len(md) != len(want)+1 || len(md["sha256"]) != 64 {
+		t.Errorf("metadata has %d keys (want %d) and sha256 %q", len(md), len(want)+1, md["sha256"])
+	}
+	var names []string
+	for _, ti := range f.Tensors {
+		names = append(names, ti.Name)
+		if ti.DType != safetensors.F64 || !reflect.DeepEqual(ti.Shape, []int{3, 3}) {
+			t.Errorf("tensor %q is %s %v, want F64 [3 3]", ti.Name, ti.DType, ti.Shape)
+		}
+	}
+	if want := []string{"a.S", "a.G", "a.W_orth", "b.S", "b.G", "b.W_orth"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("tensors = %v, want %v", names, want)
+	}
+}
+
+// rewriteFile re-encodes a valid components file after edit changes its tensors
+// or metadata; when fixSum is true the checksum is recomputed.
+func rewriteFile(t *testing.T, b []byte, fixSum bool, edit func(ts []safetensors.Tensor, md map[string]string) []safetensors.Tensor) []byte {
+	t.Helper()
+	f, err := safetensors.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []safetensors.Tensor
+	for _, ti := range f.Tensors {
+		tt, _ := f.Tensor(ti.Name)
+		tt.Data = append([]byte(nil), tt.Data...)
+		ts = append(ts, tt)
+	}
+	md := f.Metadata
+	ts = edit(ts, md)
+	if fixSum {
+		var all []byte
+		for _, tt := range ts {
+			all = append(all, tt.Data...)
+		}
+		md["sha256"] = dataSHA256(all)
+	}
+	out, err := safetensors.Marshal(ts, md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestLoadComponentsRefuses(t *testing.T) {
+	c := fileComponents(t, 3, 3, "a", "b")
+	var buf bytes.Buffer
+	if err := WriteComponents(&buf, c); err != nil {
+		t.Fatal(err)
+	}
+	good := buf.Bytes()
+	setMeta := func(key, value string) func([]safetensors.Tensor, map[string]string) []safetensors.Tensor {
+		return func(ts []safetensors.Tensor, md map[string]string) []safetensors.Tensor {
+			if value == "" {
+				delete(md, key)
+			} else {
+				md[key] = value
+			}
+			return ts
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		file []byte
+		want string
+	}{
+		{"truncated", good[:len(good)-5], "truncated"},
+		{"trailing bytes", append(append([]byte(nil), good...), 1, 2), "trailing bytes"},
+		{"flipped data bit", func() []byte {
+			b := append([]byte(nil), good...)
+			b[len(b)-9] ^= 0x10
+			return b
+		}(), "checksum mismatch: file is corrupt"},
+		{"version 2", rewriteFile(t, good, true, setMeta("format_version", "2")), "format version 2 is not supported (this build reads 1)"},
+		{"not components", rewriteFile(t, good, true, setMeta("format", "other")), `not a components file`},
+		{"no metadata", func() []byte {
+			b, _ := safetensors.Marshal([]safetensors.Tensor{safetensors.Float64Tensor("x", []int{1}, []float64{1})}, nil)
+			return b
+		}(), "no __metadata__"},
+		{"missing d", rewriteFile(t, good, true, setMeta("d", "")), `metadata "d" is missing`},
+		{"bad d", rewriteFile(t, good, true, setMeta("d", "-3")), `metadata "d" is "-3"`},
+		{"wrong d", rewriteFile(t, good, true, setMeta("d", "4")), `tensor "a.S" is F64 [3 3], want F64 [4 4]`},
+		{"bad beta", rewriteFile(t, good, true, setMeta("beta", "NaN")), `metadata "beta"`},
+		{"bad normalization", rewriteFile(t, good, true, setMeta("normalization", "max")), `unknown normalization "max"`},
+		{"bad n", rewriteFile(t, good, true, setMeta("task.b.n", "0")), `metadata "task.b.n" is "0"`},
+		{"missing n", rewriteFile(t, good, true, setMeta("task.a.n", "")), `metadata "task.a.n" is missing`},
+		{"bad checksum text", rewriteFile(t, good, false, setMeta("sha256", "xyz")), `want 64 hexadecimal digits`},
+		{"unknown task listed", rewriteFile(t, good, true, setMeta("tasks", "a,b,c")), `task "c": tensor "c.S" is missing`},
+		{"duplicate task", rewriteFile(t, good, true, setMeta("tasks", "a,a,b")), `duplicate task "a"`},
+		{"invalid task name", rewriteFile(t, good, true, setMeta("tasks", "a,b.x")), `invalid task name "b.x"`},
+		{"extra tensor", rewriteFile(t, good, true, setMeta("tasks", "a")), `tensor "b.S" does not belong to any task`},
+		{"wrong dtype", rewriteFile(t, good, true, func(ts []safetensors.Tensor, md map[string]string) []safetensors.Tensor {
+			ts[0] = safetensors.Tensor{Name: "a.S", DType: safetensors.F32, Shape: []int{3, 3}, Data: make([]byte, 36)}
+			return ts
+		}), `tensor "a.S" is F32 [3 3], want F64 [3 3]`},
+		{"asymmetric G", rewriteFile(t, good, true, func(ts []safetensors.Tensor, md map[string]string) []safetensors.Tensor {
+			v := []float64{1, 2, 0, 0, 1, 0, 0, 0, 1}
+			ts[4] = safetensors.Float64Tensor("b.G", []int{3, 3}, v)
+			return ts
+		}), `task "b": G is not symmetric: G[0][1] = 2 but G[1][0] = 0`},
+		{"NaN", rewriteFile(t, good, true, func(ts []safetensors.Tensor, md map[string]string) []safetensors.Tensor {
+			v := make([]float64, 9)
+			v[4] = math.NaN()
+			ts[2] = safetensors.Float64Tensor("a.W_orth", []int{3, 3}, v)
+			return ts
+		}), `task "a": W_orth has a NaN or infinite entry`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "c.safetensors")
+			if err := os.WriteFile(path, tc.file, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadComponents(path)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("LoadComponents: error %v, want one containing %q", err, tc.want)
+			}
+			if prefix := "loading components " + path + ": "; !strings.HasPrefix(err.Error(), prefix) {
+				t.Errorf("error %q does not start with %q", err, prefix)
+			}
+			if _, err := ParseComponents(tc.file); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("ParseComponents: error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	// A corrupt checksum is recognisable, and the header is still readable.
+	b := append([]byte(nil), good...)
+	b[len(b)-1] ^= 1
+	path := filepath.Join(t.TempDir(), "corrupt.safetensors")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadComponents(path); !errors.Is(err, ErrChecksum) {
+		t.Errorf("LoadComponents of a corrupt file: %v, want ErrChecksum", err)
+	}
+	if fi, err := ReadFileInfo(path); err != nil || len(fi.Tasks) != 2 {
+		t.Errorf("ReadFileInfo of a corrupt file = %+v, %v", fi, err)
+	}
+}
+
+func TestSaveComponentsRefusesInvalid(t *testing.T) {
+	c := fileComponents(t, 3, 4, "a")
+	c.Tasks[0].N = 0
+	path := filepath.Join(t.TempDir(), "c.safetensors")
+	err := SaveComponents(path, c)
+	if err == nil || !strings.Contains(err.Error(), "no calibration samples") {
+		t.Errorf("SaveComponents: error %v", err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Error("an invalid save left a file behind")
+	}
+}
+
+// fileTensorBytes returns each tensor's raw bytes in the file at path.
+func fileTensorBytes(t *testing.T, path string) map[string][]byte {
+	t.Helper()
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string][]byte)
+	for _, ti := range f.Tensors {
+		tt, _ := f.Tensor(ti.Name)
+		out[ti.Name] = tt.Data
+	}
+	return out
+}
+
+func TestEditKeepsOtherTasksBitIdentical(t *testing.T) {
+	dir := t.TempDir()
+	base := fileComponents(t, 4, 5, "a", "b", "c")
+	extra := fileComponents(t, 4, 6, "d", "e")
+	basePath := filepath.Join(dir, "base.safetensors")
+	extraPath := filepath.Join(dir, "extra.safetensors")
+	for p, c := range map[string]*Components{basePath: base, extraPath: extra} {
+		if err := SaveComponents(p, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := fileTensorBytes(t, basePath)
+	beforeExtra := fileTensorBytes(t, extraPath)
+
+	// Add from a loaded file, remove, save, and compare bytes.
+	dst, err := LoadComponents(basePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := LoadComponents(extraPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := AddTasks(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := RemoveTasks(dst, "b"); err != nil {
+		t.Fatal(err)
+	}
+	outPath := filepath.Join(dir, "out.safetensors")
+	if err := SaveComponents(outPath, dst); err != nil {
+		t.Fatal(err)
+	}
+	after := fileTensorBytes(t, outPath)
+	if got, want := len(after), 3*4; got != want {
+		t.Errorf("edited file holds %d tensors, want %d", got, want)
+	}
+	for name, b := range after {
+		orig, ok := before[name]
+		if !ok {
+			orig = beforeExtra[name]
+		}
+		if !bytes.Equal(b, orig) {
+			t.Errorf("tensor %q changed bytes in the edit", name)
+		}
+	}
+	if _, ok := after["b.S"]; ok {
+		t.Error("removed task b is still in the file")
+	}
+	got, err := LoadComponents(outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"a", "c", "d", "e"}; !reflect.DeepEqual(got.TaskNames(), want) {
+		t.Errorf("tasks = %v, want %v", got.TaskNames(), want)
+	}
+	// The source is not aliased by the destination.
+	src.Tasks[0].S.Set(0, 0, 42)
+	if d, _ := dst.Task("d"); d.S.At(0, 0) == 42 {
+		t.Error("AddTasks aliases the source's matrices")
+	}
+}
+
+func TestEditRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		do   func() error
+		want string
+	}{
+		{"add duplicate", func() error {
+			return AddTasks(fileComponents(t, 3, 1, "a", "b"), fileComponents(t, 3, 2, "b"))
+		}, `task "b" is already present`},
+		{"add other D", func() error {
+			return AddTasks(fileComponents(t, 3, 1, "a"), fileComponents(t, 4, 2, "b"))
+		}, "feature dimension differs: 3 in the destination, 4 in the source"},
+		{"add other backbone", func() error {
+			src := fileComponents(t, 3, 2, "b")
+			src.Backbone.Version = "4"
+			return AddTasks(fileComponents(t, 3, 1, "a"), src)
+		}, "backbone differs"},
+		{"remove unknown", func() error {
+			return RemoveTasks(fileComponents(t, 3, 1, "a", "b"), "z")
+		}, `unknown task "z" (known: a, b)`},
+		{"remove all", func() error {
+			return RemoveTasks(fileComponents(t, 3, 1, "a", "b"), "a", "b")
+		}, "every task"},
+		{"remove twice", func() error {
+			return RemoveTasks(fileComponents(t, 3, 1, "a", "b"), "a", "a")
+		}, `task "a" named twice`},
+		{"remove none", func() error {
+			return RemoveTasks(fileComponents(t, 3, 1, "a"))
+		}, "no task named"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.do(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	// A refused add leaves the destination unchanged.
+	dst := fileComponents(t, 3, 1, "a", "b")
+	if err := AddTasks(dst, fileComponents(t, 3, 2, "c", "a")); err == nil || len(dst.Tasks) != 2 {
+		t.Errorf("refused AddTasks: err %v, %d tasks", err, len(dst.Tasks))
+	}
+}
