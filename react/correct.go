@@ -1,0 +1,89 @@
+package react
+
+import (
+	"fmt"
+	"unsafe"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/mat"
+)
+
+// Correct applies the correction ẑ = W z to every row of a batch: z is
+// row-major B×d with one feature per row, w is the row-major d×d matrix W
+// (see Float32Matrix), and dst, of the same length as z, receives the
+// corrected rows, that is dst = z Wᵀ. dst must not overlap z. Correct does
+// not allocate; it is the hot path of the sidecar.
+func Correct(dst, z, w []float32, d int) error {
+	if d <= 0 {
+		return fmt.Errorf("correct: invalid feature dimension %d", d)
+	}
+	if len(w) != d*d {
+		return fmt.Errorf("correct: W has %d values, want D×D = %d", len(w), d*d)
+	}
+	if len(z)%d != 0 {
+		return fmt.Errorf("correct: batch of %d values is not a whole number of rows of D=%d", len(z), d)
+	}
+	if len(dst) != len(z) {
+		return fmt.Errorf("correct: destination has %d values, want %d", len(dst), len(z))
+	}
+	rows := len(z) / d
+	if rows == 0 {
+		return nil
+	}
+	if overlap(dst, z) {
+		return fmt.Errorf("correct: destination and batch overlap in memory")
+	}
+	// One matrix-vector product per row. On one core this is faster than a
+	// single Sgemm over the batch (about 35 µs against 53 µs per row at
+	// D = 512, measured with gonum v0.17), and unlike Sgemm, which fans out
+	// to goroutines, it does not allocate. Parallelism comes from the
+	// sidecar serving requests concurrently.
+	wm := blas32.General{Rows: d, Cols: d, Stride: d, Data: w}
+	for r := 0; r < rows; r++ {
+		x := blas32.Vector{N: d, Inc: 1, Data: z[r*d : r*d+d]}
+		y := blas32.Vector{N: d, Inc: 1, Data: dst[r*d : r*d+d]}
+		blas32.Gemv(blas.NoTrans, 1, wm, x, 0, y)
+	}
+	return nil
+}
+
+// overlap reports whether two non-empty slices share memory.
+func overlap(a, b []float32) bool {
+	const size = unsafe.Sizeof(float32(0))
+	pa, pb := uintptr(unsafe.Pointer(unsafe.SliceData(a))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return pa < pb+uintptr(len(b))*size && pb < pa+uintptr(len(a))*size
+}
+
+// Float32Matrix returns w as a row-major float32 slice, the layout Correct
+// takes.
+func Float32Matrix(w mat.Matrix) []float32 {
+	r, c := w.Dims()
+	return Float32MatrixTo(make([]float32, r*c), w)
+}
+
+// Float32MatrixTo stores w row-major in dst, which must have r×c elements,
+// and returns dst. It panics if dst has the wrong length.
+func Float32MatrixTo(dst []float32, w mat.Matrix) []float32 {
+	r, c := w.Dims()
+	if len(dst) != r*c {
+		panic(fmt.Sprintf("react: Float32MatrixTo: destination has %d elements, want %d", len(dst), r*c))
+	}
+	if rm, ok := w.(mat.RawMatrixer); ok {
+		raw := rm.RawMatrix()
+		for i := 0; i < r; i++ {
+			row := raw.Data[i*raw.Stride : i*raw.Stride+c]
+			out := dst[i*c : i*c+c]
+			for j, v := range row {
+				out[j] = float32(v)
+			}
+		}
+		return dst
+	}
+	for i := 0; i < r; i++ {
+		for j := 0; j < c; j++ {
+			dst[i*c+j] = float32(w.At(i, j))
+		}
+	}
+	return dst
+}

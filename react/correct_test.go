@@ -1,0 +1,106 @@
+package react
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// TestCorrect compares Correct with a float64 matrix-vector product per row.
+func TestCorrect(t *testing.T) {
+	rng := rand.New(rand.NewPCG(50, 1))
+	for _, tc := range []struct{ b, d int }{{1, 1}, {1, 7}, {3, 7}, {64, 33}, {5, 128}} {
+		w := mat.NewDense(tc.d, tc.d, nil)
+		for i := 0; i < tc.d; i++ {
+			for j := 0; j < tc.d; j++ {
+				w.Set(i, j, rng.NormFloat64())
+			}
+		}
+		w32 := Float32Matrix(w)
+		z := make([]float32, tc.b*tc.d)
+		for i := range z {
+			z[i] = float32(rng.NormFloat64())
+		}
+		dst := make([]float32, len(z))
+		if err := Correct(dst, z, w32, tc.d); err != nil {
+			t.Fatal(err)
+		}
+		for r := 0; r < tc.b; r++ {
+			for i := 0; i < tc.d; i++ {
+				want, scale := 0.0, 0.0
+				for j := 0; j < tc.d; j++ {
+					// Reference in float64 from the float32 inputs.
+					x := float64(w32[i*tc.d+j]) * float64(z[r*tc.d+j])
+					want += x
+					scale += math.Abs(x)
+				}
+				if got := float64(dst[r*tc.d+i]); math.Abs(got-want) > 1e-6*scale {
+					t.Fatalf("B=%d D=%d row %d [%d]: got %v, want %v", tc.b, tc.d, r, i, got, want)
+				}
+			}
+		}
+	}
+}
+
+func TestCorrectErrors(t *testing.T) {
+	w := make([]float32, 9)
+	z := make([]float32, 6)
+	for _, tc := range []struct {
+		name      string
+		dst, z, w []float32
+		d         int
+		want      string
+	}{
+		{"bad d", make([]float32, 6), z, w, 0, "invalid feature dimension"},
+		{"bad W", make([]float32, 6), z, w[:8], 3, "W has 8 values"},
+		{"partial row", make([]float32, 5), z[:5], w, 3, "not a whole number of rows"},
+		{"short dst", make([]float32, 3), z, w, 3, "destination has 3 values"},
+		{"aliased", z, z, w, 3, "overlap"},
+		{"overlapping", z[2:5], z[:3], w, 3, "overlap"},
+		{"overlapping other way", z[:3], z[2:5], w, 3, "overlap"},
+	} {
+		if err := Correct(tc.dst, tc.z, tc.w, tc.d); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	// Adjacent but disjoint parts of one array are fine.
+	if err := Correct(z[3:6], z[:3], w, 3); err != nil {
+		t.Errorf("disjoint slices: %v", err)
+	}
+	if err := Correct(nil, nil, w, 3); err != nil {
+		t.Errorf("empty batch: %v", err)
+	}
+}
+
+func TestCorrectAllocs(t *testing.T) {
+	const d = 64
+	w := make([]float32, d*d)
+	for _, b := range []int{1, 8} {
+		z, dst := make([]float32, b*d), make([]float32, b*d)
+		if n := testing.AllocsPerRun(10, func() { _ = Correct(dst, z, w, d) }); n != 0 {
+			t.Errorf("B=%d: Correct allocates %v times per call", b, n)
+		}
+	}
+}
+
+func TestFloat32Matrix(t *testing.T) {
+	w := mat.NewDense(2, 3, []float64{1, 2, 3, 4, 5, 6.5})
+	got := Float32Matrix(w)
+	want := []float32{1, 2, 3, 4, 5, 6.5}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("Float32Matrix = %v, want %v", got, want)
+		}
+	}
+	// A view with a stride, and a non-raw matrix (a transpose).
+	v := mat.NewDense(3, 3, []float64{1, 2, 3, 4, 5, 6, 7, 8, 9}).Slice(1, 3, 0, 2)
+	if got := Float32Matrix(v); got[0] != 4 || got[1] != 5 || got[2] != 7 || got[3] != 8 {
+		t.Errorf("Float32Matrix(view) = %v", got)
+	}
+	if got := Float32Matrix(w.T()); got[1] != 4 || got[2] != 2 {
+		t.Errorf("Float32Matrix(transpose) = %v", got)
+	}
+}

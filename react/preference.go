@@ -1,0 +1,245 @@
+package react
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Preference is a preference p over an ordered list of tasks: one weight per
+// task, each finite and ≥ 0, summing to 1. The zero value is the empty
+// preference, which no solver accepts.
+//
+// A Preference is immutable; the slices it returns are copies.
+type Preference struct {
+	tasks   []string
+	weights []float64
+}
+
+// ParsePreference parses a preference spec against the ordered task list
+// tasks (usually Components.TaskNames()).
+//
+// The grammar is
+//
+//	spec   = entry { "," entry }
+//	entry  = task "=" weight
+//
+// where task is one of tasks and weight is a finite decimal or hexadecimal
+// floating-point number ≥ 0, as accepted by strconv.ParseFloat. Whitespace
+// around tasks and weights is ignored. Tasks that the spec omits weigh 0. The
+// weights must have a positive sum and are normalised to sum to 1.
+//
+// An empty spec, an empty entry, an entry without '=', an unknown or
+// duplicate task, a negative, non-numeric, NaN, infinite or out-of-range
+// weight, and a zero sum are errors that name the problem, for example
+//
+//	preference "cars=0.6,foo=1": unknown task "foo" (known: cars, dtd)
+func ParsePreference(spec string, tasks []string) (Preference, error) {
+	fail := func(format string, args ...any) (Preference, error) {
+		return Preference{}, fmt.Errorf("preference %q: %s", spec, fmt.Sprintf(format, args...))
+	}
+	if strings.TrimSpace(spec) == "" {
+		return fail("empty preference: want task=weight[,task=weight...]")
+	}
+	index := make(map[string]int, len(tasks))
+	for i, t := range tasks {
+		index[t] = i
+	}
+	weights := make([]float64, len(tasks))
+	seen := make([]bool, len(tasks))
+	for i, entry := range strings.Split(spec, ",") {
+		name, value, ok := strings.Cut(entry, "=")
+		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+		switch {
+		case strings.TrimSpace(entry) == "":
+			return fail("entry %d is empty: want task=weight", i+1)
+		case !ok:
+			return fail("entry %q has no '=': want task=weight", strings.TrimSpace(entry))
+		case name == "":
+			return fail("entry %q has no task name", strings.TrimSpace(entry))
+		}
+		k, known := index[name]
+		if !known {
+			return fail("unknown task %q (known: %s)", name, strings.Join(tasks, ", "))
+		}
+		if seen[k] {
+			return fail("duplicate task %q", name)
+		}
+		seen[k] = true
+		w, err := parseWeight(value)
+		if err != nil {
+			return fail("task %q: %v", name, err)
+		}
+		weights[k] = w
+	}
+	p, err := newNormalized(tasks, weights)
+	if err != nil {
+		return fail("%v", err)
+	}
+	return p, nil
+}
+
+// parseWeight parses one weight: a finite number ≥ 0.
+func parseWeight(s string) (float64, error) {
+	if s == "" {
+		return 0, errors.New("missing weight")
+	}
+	w, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		var ne *strconv.NumError
+		if errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange) {
+			return 0, fmt.Errorf("weight %q is out of range", s)
+		}
+		return 0, fmt.Errorf("weight %q is not a number", s)
+	}
+	switch {
+	case math.IsNaN(w):
+		return 0, fmt.Errorf("weight %q is NaN: want a finite number ≥ 0", s)
+	case math.IsInf(w, 0):
+		return 0, fmt.Errorf("weight %q is infinite: want a finite number ≥ 0", s)
+	case w < 0:
+		return 0, fmt.Errorf("weight %q is negative: want a finite number ≥ 0", s)
+	}
+	return w + 0, nil // + 0 turns -0 into +0
+}
+
+// NewPreference returns the preference over tasks with the given weights,
+// normalised to sum to 1. The weights must be finite, ≥ 0, with a positive
+// sum, and tasks must be unique.
+func NewPreference(tasks []string, weights []float64) (Preference, error) {
+	if len(tasks) != len(weights) {
+		return Preference{}, fmt.Errorf("preference: %d tasks but %d weights", len(tasks), len(weights))
+	}
+	seen := make(map[string]bool, len(tasks))
+	for i, t := range tasks {
+		if seen[t] {
+			return Preference{}, fmt.Errorf("preference: duplicate task %q", t)
+		}
+		seen[t] = true
+		if w := weights[i]; math.IsNaN(w) || math.IsInf(w, 0) || w < 0 {
+			return Preference{}, fmt.Errorf("preference: task %q: weight %v: want a finite number ≥ 0", t, w)
+		}
+	}
+	w := make([]float64, len(weights))
+	for i, v := range weights {
+		w[i] = v + 0
+	}
+	p, err := newNormalized(tasks, w)
+	if err != nil {
+		return Preference{}, fmt.Errorf("preference: %w", err)
+	}
+	return p, nil
+}
+
+// newNormalized normalises w (finite, ≥ 0) in place to sum to 1 and returns
+// the preference that owns it.
+//
+// Weights that already sum to 1 up to rounding are left as they are, so that
+// normalisation is idempotent: the canonical String() of a preference
+// re-parses to bit-identical weights. Dividing n weights by their sum leaves
+// the computed sum of the quotients within about 1.5·n·ε of 1 (ε/2 per
+// quotient plus (n−1)·ε for the summation), so the tolerance 2·n·ε recognises
+// every output of this function as normalised.
+func newNormalized(tasks []string, w []float64) (Preference, error) {
+	sum := 0.0
+	for _, v := range w {
+		sum += v
+	}
+	if math.IsInf(sum, 0) {
+		// The weights are finite but their sum overflows: scale by the largest
+		// first.
+		m := 0.0
+		for _, v := range w {
+			m = math.Max(m, v)
+		}
+		sum = 0
+		for i := range w {
+			w[i] /= m
+			sum += w[i]
+		}
+	}
+	if !(sum > 0) {
+		return Preference{}, errors.New("weights sum to 0: want at least one positive weight")
+	}
+	if math.Abs(sum-1) > 2*float64(len(w))*epsilon {
+		for i := range w {
+			w[i] /= sum
+		}
+	}
+	return Preference{tasks: append([]string(nil), tasks...), weights: w}, nil
+}
+
+// epsilon is the float64 machine epsilon, 2⁻⁵².
+const epsilon = 0x1p-52
+
+// OneHot returns the preference that puts all weight on task.
+func OneHot(tasks []string, task string) (Preference, error) {
+	w := make([]float64, len(tasks))
+	found := false
+	for i, t := range tasks {
+		if t == task {
+			w[i] = 1
+			found = true
+		}
+	}
+	if !found {
+		return Preference{}, fmt.Errorf("one-hot preference: unknown task %q (known: %s)", task, strings.Join(tasks, ", "))
+	}
+	return NewPreference(tasks, w)
+}
+
+// Uniform returns the preference with equal weights 1/len(tasks). It returns
+// the empty preference when tasks is empty.
+func Uniform(tasks []string) Preference {
+	if len(tasks) == 0 {
+		return Preference{}
+	}
+	w := make([]float64, len(tasks))
+	for i := range w {
+		w[i] = 1 / float64(len(tasks))
+	}
+	return Preference{tasks: append([]string(nil), tasks...), weights: w}
+}
+
+// IsZero reports whether p is the empty preference.
+func (p Preference) IsZero() bool { return len(p.tasks) == 0 }
+
+// Tasks returns the ordered task list of p.
+func (p Preference) Tasks() []string { return append([]string(nil), p.tasks...) }
+
+// Weights returns the normalised weights, aligned with Tasks().
+func (p Preference) Weights() []float64 { return append([]float64(nil), p.weights...) }
+
+// Weight returns the normalised weight of task, or 0 if p does not name it.
+func (p Preference) Weight(task string) float64 {
+	for i, t := range p.tasks {
+		if t == task {
+			return p.weights[i]
+		}
+	}
+	return 0
+}
+
+// String returns the canonical form of p: task=weight pairs separated by
+// ',', in task order, omitting zero weights, with the normalised weights
+// formatted by strconv.FormatFloat(w, 'g', -1, 64). Two specs that denote the
+// same normalised weights have the same canonical form, and the canonical form
+// re-parses to the same weights, so it serves as a cache key and is what the
+// sidecar reports to clients. The empty preference formats as "".
+func (p Preference) String() string {
+	var b strings.Builder
+	for i, t := range p.tasks {
+		if p.weights[i] == 0 {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(t)
+		b.WriteByte('=')
+		b.WriteString(strconv.FormatFloat(p.weights[i], 'g', -1, 64))
+	}
+	return b.String()
+}
