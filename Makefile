@@ -6,7 +6,7 @@ BIN      := bin
 VENV     := .venv
 GOFILES  := $(shell git ls-files '*.go' 2>/dev/null)
 
-.PHONY: all setup build test test-unit bench lint proto proto-check demo clean
+.PHONY: all setup build test test-unit bench lint proto proto-check demo clean help
 
 all: build
 
@@ -27,9 +27,10 @@ test: setup build lint proto-check
 test-unit:
 	$(GO) test -count=1 ./...
 
-## bench: the Go benchmarks; results are recorded in bench/README.md
+## bench: the Go benchmarks, on one core, as recorded in bench/README.md
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./react/...
+	GOMAXPROCS=1 $(GO) test -run '^$$' -bench 'Solve' -benchmem -cpu 1 -count 3 -benchtime 5x ./react/
+	GOMAXPROCS=1 $(GO) test -run '^$$' -bench 'Correct|Accumulate|Hypervolume' -benchmem -cpu 1 -count 3 -benchtime 1s ./react/
 
 ## lint: go vet and gofmt
 lint:

@@ -11,8 +11,10 @@
 // command or flag, missing or invalid flag value, malformed preference).
 //
 // Fitting reads its inputs through the PairSource interface, a source of
-// paired batches of merged-backbone and expert features for one task. The
-// .npy embeddings are one implementation (OpenNPYPairs); a source backed by
-// a Triton server can be added without touching the accumulation loop
-// (Accumulate).
+// paired batches of merged-backbone and expert features for one task, and
+// one accumulation loop (Accumulate) serves every source. The .npy
+// embeddings are one implementation (OpenNPYPairs); the other runs the
+// merged backbone and each task's expert on a Triton server, over the
+// task's calibration inputs (OpenTritonPairs), and checks the server, the
+// models and the inputs before sending any sample.
 package calibrate

@@ -1,6 +1,8 @@
 package calibrate
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -13,11 +15,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/triton"
 )
 
 // fitOptions are the flags of calibrate fit.
 type fitOptions struct {
 	embeddings    string
+	triton        string
+	inputs        string
 	out           string
 	beta          float64
 	normalize     string
@@ -33,22 +38,41 @@ type fitOptions struct {
 func newFitCommand(stdout, stderr io.Writer) *cobra.Command {
 	o := &fitOptions{}
 	cmd := &cobra.Command{
-		Use:   "fit --embeddings DIR --out FILE [flags]",
-		Short: "Fit per-task statistics from paired .npy embeddings into a components file",
+		Use:   "fit (--embeddings DIR | --triton HOST:PORT --inputs DIR ...) --out FILE [flags]",
+		Short: "Fit per-task statistics from paired embeddings, or from models on Triton, into a components file",
 		Long: `fit reads, for each task, the merged backbone's features and the task
 expert's features of the same unlabeled calibration inputs, and writes the
-statistics ReACT needs to a components file.
+statistics ReACT needs to a components file. The features come either from
+.npy files (--embeddings) or from the models themselves, run on a Triton
+server (--triton).
 
-DIR must hold two files per task:
+With --embeddings, DIR must hold two files per task:
   DIR/<task>.merged.npy   the merged backbone's features
   DIR/<task>.expert.npy   the task expert's features
 Each is an N×D array of float32 or float64 in C order, one sample per row;
 row i of both files comes from the same input. Tasks are every name found
 in DIR, in sorted order, or those listed with --tasks, in that order.
 
-All files are checked before any data is read (pairs present, dtypes,
-shapes, sizes, the same D everywhere). Rows are then streamed in chunks, so
-memory stays O(D²) whatever N is.
+With --triton HOST:PORT (gRPC), --inputs DIR holds each task's unlabeled
+calibration inputs, DIR/<task>.npy: float32 in C order, samples along the
+first axis, then the shape of one input of the models without the batch
+dimension (e.g. N×1×28×28). Each chunk of samples goes to the merged
+backbone (--backbone-model, --backbone-version, --backbone-output) and to
+the task's expert (--expert task=model[:version[:output]], one per task) at
+the same time, with a few chunks in flight; their feature outputs, FP32,
+FP16, BF16 or FP64, are the pairs. An omitted output means the model's only
+output (for an expert, else the output named like the backbone's). Requests
+carry at most --chunk samples (default 256), and never more than a model's
+max_batch_size. The models' names, the output used and the versions that
+answered are recorded in the file.
+
+Everything is checked before any data is read or sent: with --embeddings,
+the files (pairs present, dtypes, shapes, sizes, the same D everywhere);
+with --triton, the input files, that every task has an expert, that the
+server is reachable and every model ready, that each model's input takes
+the samples' shape and datatype, and that the feature output exists and
+has the same D for every model. Rows are then streamed in chunks, so memory
+stays O(D²) whatever N is.
 
 For each task t fit stores S_t = Σ z_ind z_mtlᵀ, G_t = Σ z_mtl z_mtlᵀ, N_t
 and the orthogonal Procrustes factor W_orth_t of S_t, plus the default β and
@@ -63,6 +87,12 @@ much smaller value, such as 1e-3.`,
   calibrate fit --embeddings emb/ --tasks cars,dtd --normalize mean --beta 1e-3 \
       --backbone-model vit_merged --backbone-version 1 --backbone-output features \
       --expert cars=vit_cars --expert dtd=vit_dtd:2:features \
+      --out components.safetensors
+
+  # Run the models on Triton: calib/cars.npy and calib/dtd.npy hold the inputs.
+  calibrate fit --triton localhost:8001 --inputs calib/ \
+      --backbone-model vit_merged --backbone-output features \
+      --expert cars=vit_cars --expert dtd=vit_dtd:2 \
       --out components.safetensors`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
@@ -70,28 +100,41 @@ much smaller value, such as 1e-3.`,
 				return asUsage(err)
 			}
 			showProgress := o.progress || isTerminal(stderr)
-			return o.run(stdout, stderr, showProgress)
+			return o.run(cmd.Context(), stdout, stderr, showProgress)
 		}),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.embeddings, "embeddings", "", "`DIR` holding <task>.merged.npy and <task>.expert.npy (required)")
+	f.StringVar(&o.embeddings, "embeddings", "", "`DIR` holding <task>.merged.npy and <task>.expert.npy")
+	f.StringVar(&o.triton, "triton", "", "`HOST:PORT` of a Triton server (gRPC) to run the models on, instead of --embeddings")
+	f.StringVar(&o.inputs, "inputs", "", "`DIR` holding <task>.npy, each task's calibration inputs (with --triton)")
 	f.StringVar(&o.out, "out", "", "components `FILE` to write (required)")
 	f.Float64Var(&o.beta, "beta", 0.1, "default regulariser β ≥ 0 that pulls each correction towards its orthogonal factor")
 	f.StringVar(&o.normalize, "normalize", string(react.NormSum), "default normalisation of the statistics: `sum|mean`")
-	f.StringSliceVar(&o.tasks, "tasks", nil, "comma-separated `TASKS` to fit, in this order (default: every task in --embeddings, sorted)")
-	f.StringVar(&o.backbone.Name, "backbone-model", "", "`NAME` of the merged backbone model, recorded in the file")
-	f.StringVar(&o.backbone.Version, "backbone-version", "", "`VERSION` of the merged backbone model, recorded in the file")
-	f.StringVar(&o.backbone.Output, "backbone-output", "", "`TENSOR`: output of the merged backbone holding the features, recorded in the file")
-	f.StringArrayVar(&o.experts, "expert", nil, "`task=model[:version[:output]]` naming a task's expert, recorded in the file (repeatable)")
+	f.StringSliceVar(&o.tasks, "tasks", nil, "comma-separated `TASKS` to fit, in this order (default: every task in --embeddings or --inputs, sorted)")
+	f.StringVar(&o.backbone.Name, "backbone-model", "", "`NAME` of the merged backbone model, recorded in the file (required with --triton)")
+	f.StringVar(&o.backbone.Version, "backbone-version", "", "`VERSION` of the merged backbone model, recorded in the file (default with --triton: the server's choice)")
+	f.StringVar(&o.backbone.Output, "backbone-output", "", "`TENSOR`: output of the merged backbone holding the features, recorded in the file (default with --triton: its only output)")
+	f.StringArrayVar(&o.experts, "expert", nil, "`task=model[:version[:output]]` naming a task's expert, recorded in the file (repeatable; with --triton, one per task)")
 	f.BoolVar(&o.progress, "progress", false, "show a progress bar on stderr even when it is not a terminal")
-	f.IntVar(&o.chunk, "chunk", DefaultChunkRows, "`ROWS` read at a time")
-	cmd.MarkFlagRequired("embeddings")
+	f.IntVar(&o.chunk, "chunk", 0, "`ROWS` read at a time, or with --triton samples per request (default 4096; with --triton 256, capped by max_batch_size)")
 	cmd.MarkFlagRequired("out")
 	return cmd
 }
 
 // validate checks the flags, before any file is read.
 func (o *fitOptions) validate() error {
+	switch {
+	case o.embeddings == "" && o.triton == "":
+		return errors.New("give either --embeddings DIR or --triton HOST:PORT with --inputs DIR")
+	case o.embeddings != "" && o.triton != "":
+		return errors.New("--embeddings and --triton exclude each other: the features come from files or from Triton")
+	case o.triton != "" && o.inputs == "":
+		return errors.New("--triton needs --inputs DIR, the directory of <task>.npy calibration inputs")
+	case o.triton != "" && o.backbone.Name == "":
+		return errors.New("--triton needs --backbone-model, the merged backbone to run")
+	case o.triton == "" && o.inputs != "":
+		return errors.New("--inputs is only used with --triton")
+	}
 	if err := checkBeta(o.beta); err != nil {
 		return err
 	}
@@ -99,8 +142,8 @@ func (o *fitOptions) validate() error {
 	if o.normalization, err = react.ParseNormalization(o.normalize); err != nil {
 		return fmt.Errorf("--normalize: %w", err)
 	}
-	if o.chunk <= 0 {
-		return fmt.Errorf("--chunk must be positive, got %d", o.chunk)
+	if o.chunk < 0 {
+		return fmt.Errorf("--chunk must be positive, or 0 for the default, got %d", o.chunk)
 	}
 	seen := make(map[string]bool)
 	for _, t := range o.tasks {
@@ -165,26 +208,22 @@ func parseExpert(s string) (string, react.ModelRef, error) {
 	return task, ref, nil
 }
 
-func (o *fitOptions) run(stdout, stderr io.Writer, showProgress bool) error {
-	pairs, err := OpenNPYPairs(o.embeddings, o.tasks)
+func (o *fitOptions) run(ctx context.Context, stdout, stderr io.Writer, showProgress bool) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	openSources := o.openEmbeddings
+	if o.triton != "" {
+		openSources = func() ([]PairSource, func(), error) { return o.openTriton(ctx) }
+	}
+	srcs, closeAll, err := openSources()
 	if err != nil {
-		return fmt.Errorf("reading embeddings: %w", err)
+		return err
 	}
-	defer func() {
-		for _, p := range pairs {
-			p.Close()
-		}
-	}()
-	known := make(map[string]bool)
+	defer closeAll()
 	var total int64
-	for _, p := range pairs {
-		known[p.Task()] = true
+	for _, p := range srcs {
 		total += p.Len()
-	}
-	for task := range o.expertRefs {
-		if !known[task] {
-			return asUsage(fmt.Errorf("--expert: no embeddings for task %q in %s", task, o.embeddings))
-		}
 	}
 
 	var bar *progressbar.ProgressBar
@@ -200,12 +239,12 @@ func (o *fitOptions) run(stdout, stderr io.Writer, showProgress bool) error {
 		)
 	}
 	c := &react.Components{
-		D:             pairs[0].Dim(),
+		D:             srcs[0].Dim(),
 		Beta:          o.beta,
 		Normalization: o.normalization,
 		Backbone:      o.backbone,
 	}
-	for _, p := range pairs {
+	for _, p := range srcs {
 		var progress func(int)
 		if bar != nil {
 			bar.Describe("fit " + p.Task())
@@ -215,7 +254,11 @@ func (o *fitOptions) run(stdout, stderr io.Writer, showProgress bool) error {
 		if err != nil {
 			return err
 		}
-		st, err := acc.Stats(p.Task(), o.expertRefs[p.Task()])
+		expert := o.expertRefs[p.Task()]
+		if tp, ok := p.(*TritonPair); ok {
+			expert, c.Backbone = tp.Expert(), tp.Backbone()
+		}
+		st, err := acc.Stats(p.Task(), expert)
 		if err != nil {
 			return fmt.Errorf("task %s: %w", p.Task(), err)
 		}
@@ -233,4 +276,63 @@ func (o *fitOptions) run(stdout, stderr io.Writer, showProgress bool) error {
 	fmt.Fprintf(stdout, "wrote %s: %d tasks, D=%d, beta=%s, normalization=%s\n",
 		o.out, len(c.Tasks), c.D, formatFloat(c.Beta), c.Normalization)
 	return nil
+}
+
+// closeSources closes every source.
+func closeSources(srcs []PairSource) {
+	for _, p := range srcs {
+		p.Close()
+	}
+}
+
+// openEmbeddings opens the .npy embeddings of --embeddings. The function it
+// returns closes them.
+func (o *fitOptions) openEmbeddings() ([]PairSource, func(), error) {
+	pairs, err := OpenNPYPairs(o.embeddings, o.tasks)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading embeddings: %w", err)
+	}
+	srcs := make([]PairSource, len(pairs))
+	known := make(map[string]bool)
+	for i, p := range pairs {
+		srcs[i] = p
+		known[p.Task()] = true
+	}
+	for task := range o.expertRefs {
+		if !known[task] {
+			closeSources(srcs)
+			return nil, nil, asUsage(fmt.Errorf("--expert: no embeddings for task %q in %s", task, o.embeddings))
+		}
+	}
+	return srcs, func() { closeSources(srcs) }, nil
+}
+
+// openTriton connects to --triton and checks the models and the inputs of
+// every task before any sample is sent. The function it returns closes the
+// sources, then the connection.
+func (o *fitOptions) openTriton(ctx context.Context) ([]PairSource, func(), error) {
+	client, err := triton.Dial(ctx, o.triton)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := TritonConfig{
+		Inputs:   o.inputs,
+		Tasks:    o.tasks,
+		Backbone: o.backbone,
+		Experts:  o.expertRefs,
+		Batch:    o.chunk, // 0: DefaultTritonBatch
+	}
+	pairs, err := OpenTritonPairs(ctx, client, cfg)
+	if err != nil {
+		client.Close()
+		return nil, nil, err
+	}
+	srcs := make([]PairSource, len(pairs))
+	for i, p := range pairs {
+		srcs[i] = p
+	}
+	return srcs, func() {
+		closeSources(srcs)
+		client.Close()
+	}, nil
 }

@@ -252,7 +252,7 @@ func TestFitRefuses(t *testing.T) {
 		})
 	}
 	// A missing required flag is a usage error.
-	if r := run(t, "fit", "--out", "x"); r.code != ExitUsage || !strings.Contains(r.stderr, `required flag(s) "embeddings" not set`) {
+	if r := run(t, "fit", "--out", "x"); r.code != ExitUsage || !strings.Contains(r.stderr, "give either --embeddings DIR or --triton HOST:PORT") {
 		t.Errorf("fit without --embeddings: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

@@ -24,6 +24,8 @@ type inspectReport struct {
 	Backbone      modelJSON    `json:"backbone"`
 	Tasks         []taskReport `json:"tasks"`
 	Checksum      checksumInfo `json:"checksum"`
+	// MetadataChecksum is the status of the header's metadata_sha256.
+	MetadataChecksum checksumInfo `json:"metadata_checksum"`
 	// Error is why the statistics could not be loaded, if they could not.
 	Error string `json:"error,omitempty"`
 }
@@ -56,9 +58,11 @@ func newInspectCommand(stdout io.Writer) *cobra.Command {
 		Long: `inspect prints what a components file holds: its tasks with their
 number of calibration samples N_t and their experts, the feature dimension
 D, the default β and normalisation, the merged backbone, and, for each task,
-the condition number of C_t = G_t + β I at the file's defaults (large values,
-say above 1e8, mean β is too small for the data). It also verifies the
-SHA-256 checksum of the statistics.
+the condition number of C_t = G_t + β I at the file's defaults. A task whose
+condition number exceeds ` + formatFloat(react.WarnCondition) + ` gets a warning: β is too small for
+the data, and a W_p solved with it would be dominated by sampling noise
+(calibrate solve warns at the same limit). inspect also verifies both
+SHA-256 checksums: of the statistics, and of the metadata in the header.
 
 A corrupt file still gets what can be read of it printed, then the problem,
 and inspect exits with status 1.`,
@@ -93,13 +97,14 @@ func inspect(w io.Writer, path string, asJSON bool) error {
 		return err
 	}
 	r := &inspectReport{
-		File:          path,
-		FormatVersion: info.FormatVersion,
-		D:             info.D,
-		Beta:          info.Beta,
-		Normalization: string(info.Normalization),
-		Backbone:      modelRef(info.Backbone),
-		Checksum:      checksumInfo{SHA256: info.SHA256},
+		File:             path,
+		FormatVersion:    info.FormatVersion,
+		D:                info.D,
+		Beta:             info.Beta,
+		Normalization:    string(info.Normalization),
+		Backbone:         modelRef(info.Backbone),
+		Checksum:         checksumInfo{SHA256: info.SHA256},
+		MetadataChecksum: checksumInfo{SHA256: info.MetadataSHA256, OK: info.MetadataOK},
 	}
 	for _, t := range info.Tasks {
 		r.Tasks = append(r.Tasks, taskReport{Name: t.Name, N: t.N, Expert: modelRef(t.Expert)})
@@ -168,6 +173,11 @@ func printReport(w io.Writer, r *inspectReport) {
 		status = "MISMATCH: file is corrupt"
 	}
 	fmt.Fprintf(tw, "checksum:\t%s (sha256 %s)\n", status, r.Checksum.SHA256)
+	status = "ok"
+	if !r.MetadataChecksum.OK {
+		status = "MISMATCH: the header was edited or is corrupt"
+	}
+	fmt.Fprintf(tw, "metadata checksum:\t%s (sha256 %s)\n", status, r.MetadataChecksum.SHA256)
 	fmt.Fprintf(tw, "tasks:\t%d\n", len(r.Tasks))
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -183,4 +193,19 @@ func printReport(w io.Writer, r *inspectReport) {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", t.Name, t.N, describeModel(t.Expert), cond)
 	}
 	tw.Flush()
+	for _, t := range r.Tasks {
+		if t.Cond == nil && r.Error == "" || t.Cond != nil && *t.Cond > react.WarnCondition {
+			fmt.Fprintf(w, "\nwarning: task %s: COND(C_t) > %s: %s\n", t.Name, formatFloat(react.WarnCondition), conditionAdvice(react.Normalization(r.Normalization)))
+		}
+	}
+}
+
+// conditionAdvice is what calibrate inspect and solve say about a C_p or
+// C_t whose condition number exceeds react.WarnCondition.
+func conditionAdvice(norm react.Normalization) string {
+	advice := "β is too small for the data, so W_p is dominated by sampling noise in the calibration statistics; increase β (--beta)"
+	if norm == react.NormMean {
+		advice += ", remembering that with the mean normalisation β is relative to per-sample second moments"
+	}
+	return advice
 }

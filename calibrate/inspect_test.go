@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/safetensors"
 )
 
 // fixturePath is a components file whose numbers are known in closed form:
@@ -80,49 +81,116 @@ func TestInspectGolden(t *testing.T) {
 			t.Errorf("task %s: cond %v, want %v", task.Name, task.Cond, want[task.Name])
 		}
 	}
-	if !rep.Checksum.OK || rep.D != 3 || rep.Beta != 1 || len(rep.Tasks) != 3 || rep.Tasks[2].N != 2 {
+	if !rep.Checksum.OK || !rep.MetadataChecksum.OK || rep.D != 3 || rep.Beta != 1 || len(rep.Tasks) != 3 || rep.Tasks[2].N != 2 {
 		t.Errorf("report: %+v", rep)
 	}
 }
 
 func TestInspectCorrupt(t *testing.T) {
-	b, err := os.ReadFile(fixturePath)
+	good, err := os.ReadFile(fixturePath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b[len(b)-1] ^= 0x01
-	path := filepath.Join(t.TempDir(), "corrupt.safetensors")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
+	flipData := func(b []byte) []byte {
+		b[len(b)-1] ^= 0x01
+		return b
 	}
-	r := run(t, "inspect", path)
-	if r.code != ExitFailure {
-		t.Errorf("exit %d, want %d", r.code, ExitFailure)
-	}
-	for _, want := range []string{"checksum:       MISMATCH: file is corrupt", "alpha  10", "gamma  2", "D:              3"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("stdout does not contain %q:\n%s", want, r.stdout)
+	// editN changes task gamma's N in the header without re-signing it.
+	editN := func(b []byte) []byte {
+		f, err := safetensors.Parse(b)
+		if err != nil {
+			t.Fatal(err)
 		}
+		f.Metadata[react.MetaTaskKey("gamma", "n")] = "20"
+		var ts []safetensors.Tensor
+		for _, ti := range f.Tensors {
+			tt, _ := f.Tensor(ti.Name)
+			ts = append(ts, tt)
+		}
+		out, err := safetensors.Marshal(ts, f.Metadata)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
 	}
-	if !strings.Contains(r.stderr, "checksum mismatch: file is corrupt") {
-		t.Errorf("stderr: %q", r.stderr)
-	}
-	r = run(t, "inspect", "--json", path)
-	var rep inspectReport
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-		t.Fatal(err)
-	}
-	if r.code != ExitFailure || rep.Checksum.OK || rep.Error == "" || rep.Tasks[0].Cond != nil {
-		t.Errorf("--json on a corrupt file: exit %d, %+v", r.code, rep)
+	for _, tc := range []struct {
+		name           string
+		corrupt        func([]byte) []byte
+		dataOK, metaOK bool
+		stdout         []string
+		stderr         string
+	}{
+		{"data", flipData, false, true,
+			[]string{"checksum:           MISMATCH: file is corrupt", "metadata checksum:  ok", "gamma  2"},
+			"checksum mismatch: file is corrupt"},
+		{"metadata", editN, true, false,
+			[]string{"checksum:           ok", "metadata checksum:  MISMATCH: the header was edited or is corrupt", "gamma  20"},
+			"metadata checksum mismatch: the header was edited or is corrupt"},
+		{"both", func(b []byte) []byte { return flipData(editN(b)) }, false, false,
+			[]string{"checksum:           MISMATCH: file is corrupt", "metadata checksum:  MISMATCH", "gamma  20"},
+			"checksum mismatch: file is corrupt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "corrupt.safetensors")
+			if err := os.WriteFile(path, tc.corrupt(append([]byte(nil), good...)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r := run(t, "inspect", path)
+			if r.code != ExitFailure {
+				t.Errorf("exit %d, want %d", r.code, ExitFailure)
+			}
+			for _, want := range append(tc.stdout, "alpha  10", "D:                  3") {
+				if !strings.Contains(r.stdout, want) {
+					t.Errorf("stdout does not contain %q:\n%s", want, r.stdout)
+				}
+			}
+			if !strings.Contains(r.stderr, tc.stderr) {
+				t.Errorf("stderr: %q, want %q", r.stderr, tc.stderr)
+			}
+			r = run(t, "inspect", "--json", path)
+			var rep inspectReport
+			if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+				t.Fatal(err)
+			}
+			if r.code != ExitFailure || rep.Checksum.OK != tc.dataOK || rep.MetadataChecksum.OK != tc.metaOK ||
+				rep.Error == "" || rep.Tasks[0].Cond != nil {
+				t.Errorf("--json on a corrupt file: exit %d, %+v", r.code, rep)
+			}
+		})
 	}
 
+	path := filepath.Join(t.TempDir(), "truncated.safetensors")
+	b := flipData(append([]byte(nil), good...))
 	// A truncated file has no readable header: nothing but the error.
 	if err := os.WriteFile(path, b[:len(b)-8], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r = run(t, "inspect", path)
-	if r.code != ExitFailure || !strings.Contains(r.stderr, "truncated") {
+	if r := run(t, "inspect", path); r.code != ExitFailure || !strings.Contains(r.stderr, "truncated") {
 		t.Errorf("truncated: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestInspectWarnsIllConditioned checks that inspect flags a C_t whose
+// condition number exceeds react.WarnCondition, the limit solve warns at.
+func TestInspectWarnsIllConditioned(t *testing.T) {
+	for _, tc := range []struct {
+		g    float64 // C = diag(g + 1, 1, 1) at β = 1: cond g + 1
+		warn bool
+	}{{1e7, false}, {1e8 - 2, false}, {1e8, true}, {1e12, true}} {
+		c := fixtureComponents()
+		c.Tasks = c.Tasks[:1]
+		c.Tasks[0].G.SetSym(0, 0, tc.g)
+		c.Tasks[0].G.SetSym(1, 1, 0)
+		c.Tasks[0].G.SetSym(2, 2, 0)
+		path := filepath.Join(t.TempDir(), "c.safetensors")
+		if err := react.SaveComponents(path, c); err != nil {
+			t.Fatal(err)
+		}
+		r := mustRun(t, "inspect", path)
+		want := "warning: task alpha: COND(C_t) > 1e+08: β is too small for the data"
+		if got := strings.Contains(r.stdout, want); got != tc.warn {
+			t.Errorf("G_00 = %g: warning %v, want %v:\n%s", tc.g, got, tc.warn, r.stdout)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -79,7 +80,8 @@ func (p *NPYPair) MergedPath() string { return p.mergedPath }
 // ExpertPath returns the path of the expert's features.
 func (p *NPYPair) ExpertPath() string { return p.expertPath }
 
-// Next implements PairSource.
+// Next implements PairSource. A NaN or infinite value is an error that
+// names the file, the row within it and the column.
 func (p *NPYPair) Next(mtl, ind []float64) (int, error) {
 	if len(mtl) != len(ind) {
 		return 0, errors.New("Next: batches of different lengths")
@@ -98,7 +100,26 @@ func (p *NPYPair) Next(mtl, ind []float64) (int, error) {
 		}
 		return 0, fmt.Errorf("reading %s: %w", p.expertPath, err)
 	}
+	d := p.Dim()
+	if err := checkFinite(p.mergedPath, p.read, d, mtl[:n*d]); err != nil {
+		return 0, err
+	}
+	if err := checkFinite(p.expertPath, p.read, d, ind[:n*d]); err != nil {
+		return 0, err
+	}
+	p.read += n
 	return n, nil
+}
+
+// checkFinite reports the first NaN or infinite value of z, rows of d values
+// read from path starting at row first (counted from 0).
+func checkFinite(path string, first, d int, z []float64) error {
+	for i, v := range z {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%s: row %d, column %d: value %v: want finite features", path, first+i/d, i%d, v)
+		}
+	}
+	return nil
 }
 
 // Close implements PairSource.

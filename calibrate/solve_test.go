@@ -1,7 +1,9 @@
 package calibrate
 
 import (
+	"bytes"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -186,7 +188,7 @@ func TestSolveRefuses(t *testing.T) {
 	}{
 		{"no '='", []string{"--preference", "cars"}, ExitUsage, `entry "cars" has no '='`, ""},
 		{"negative", []string{"--preference", "cars=-1,dtd=2"}, ExitUsage, `task "cars": weight "-1" is negative`, ""},
-		{"not a number", []string{"--preference", "cars=abc"}, ExitUsage, `weight "abc" is not a number`, ""},
+		{"not a number", []string{"--preference", "cars=abc"}, ExitUsage, `weight "abc" is not a plain decimal number`, ""},
 		{"zero sum", []string{"--preference", "cars=0,dtd=0"}, ExitUsage, "weights sum to 0", ""},
 		{"unknown task", []string{"--preference", "cars=1,foo=1"}, ExitUsage, `unknown task "foo" (known: cars, dtd)`, ""},
 		{"duplicate task", []string{"--preference", "cars=1,cars=2"}, ExitUsage, `duplicate task "cars"`, ""},
@@ -237,4 +239,130 @@ func TestSolveSingular(t *testing.T) {
 	}
 	// A positive β makes it solvable.
 	mustRun(t, "solve", "--components", comps, "--preference", "few=1", "--beta", "1", "--out", out)
+}
+
+// scaledEmbeddings writes one task "x" of n×d paired features to a new
+// directory, the merged ones multiplied by mtlScale (column j also by
+// colScale[j] when given) and the expert's by indScale.
+func scaledEmbeddings(t *testing.T, n, d int, mtlScale, indScale float64, colScale []float64) string {
+	t.Helper()
+	dir := t.TempDir()
+	mtl, ind := pairData(rand.New(rand.NewPCG(3, 4)), n, d)
+	mtl.Apply(func(_, j int, v float64) float64 {
+		if colScale != nil {
+			v *= colScale[j]
+		}
+		return v * mtlScale
+	}, mtl)
+	ind.Scale(indScale, ind)
+	writeNPY(t, filepath.Join(dir, "x"+MergedSuffix), mtl, false)
+	writeNPY(t, filepath.Join(dir, "x"+ExpertSuffix), ind, false)
+	return dir
+}
+
+// TestSolveFloat32Overflow checks that a W_p beyond float32's range is an
+// error that explains itself, not a file of infinities.
+func TestSolveFloat32Overflow(t *testing.T) {
+	dir := scaledEmbeddings(t, 40, 3, 1e-20, 1e20, nil)
+	comps := filepath.Join(t.TempDir(), "c.safetensors")
+	mustRun(t, "fit", "--embeddings", dir, "--out", comps, "--beta", "0")
+	out := filepath.Join(t.TempDir(), "W.npy")
+	for _, method := range []string{MethodReact, MethodSingle, MethodNaive} {
+		r := run(t, "solve", "--components", comps, "--preference", "x=1", "--method", method, "--out", out)
+		if r.code != ExitFailure {
+			t.Errorf("%s: exit %d, want %d", method, r.code, ExitFailure)
+		}
+		for _, want := range []string{"W_p for x=1 (method " + method + ", beta=0) does not fit in float32, nothing written",
+			"is beyond float32's range", "rescale the features", "raise β"} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("%s: stderr %q does not contain %q", method, r.stderr, want)
+			}
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("%s: an overflowing W_p was written", method)
+		}
+	}
+}
+
+// TestSolveWarnsIllConditioned checks that solve writes W_p but warns on
+// stderr when the estimated condition number of C_p exceeds
+// react.WarnCondition, and is silent below it.
+func TestSolveWarnsIllConditioned(t *testing.T) {
+	// The third feature is 1e-5 times the others: cond(G) ≈ 1e10.
+	dir := scaledEmbeddings(t, 50, 3, 1, 1, []float64{1, 1, 1e-5})
+	comps := filepath.Join(t.TempDir(), "c.safetensors")
+	mustRun(t, "fit", "--embeddings", dir, "--out", comps, "--beta", "0")
+	for _, tc := range []struct {
+		args []string
+		warn bool
+	}{
+		{[]string{"--beta", "0"}, true},
+		{[]string{"--beta", "0", "--method", "single"}, true},
+		{[]string{"--beta", "0", "--method", "polar"}, true},
+		{[]string{"--beta", "0", "--normalize", "mean"}, true},
+		{[]string{"--beta", "1"}, false},
+		{[]string{"--beta", "1", "--method", "naive"}, false},
+	} {
+		out := filepath.Join(t.TempDir(), "W.npy")
+		r := mustRun(t, append([]string{"solve", "--components", comps, "--preference", "x=1", "--out", out}, tc.args...)...)
+		warned := strings.Contains(r.stderr, "calibrate: warning: the estimated condition number of C_p for x=1 is ")
+		if warned != tc.warn {
+			t.Errorf("%v: warned %v, want %v; stderr %q", tc.args, warned, tc.warn, r.stderr)
+		}
+		if tc.warn && !strings.Contains(r.stderr, "> 1e+08: β is too small for the data") {
+			t.Errorf("%v: stderr %q lacks the limit and the advice", tc.args, r.stderr)
+		}
+		if _, err := os.Stat(out); err != nil {
+			t.Errorf("%v: W_p not written: %v", tc.args, err)
+		}
+	}
+}
+
+// TestSolveRefusesOverwritingComponents checks that --out naming the
+// components file, however spelled, is a usage error caught before
+// anything is computed, and leaves the file intact.
+func TestSolveRefusesOverwritingComponents(t *testing.T) {
+	_, comps := fitted(t)
+	before, err := os.ReadFile(comps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(comps)
+	link := filepath.Join(t.TempDir(), "link.safetensors")
+	if err := os.Symlink(comps, link); err != nil {
+		t.Fatal(err)
+	}
+	hard := filepath.Join(dir, "hard.safetensors")
+	if err := os.Link(comps, hard); err != nil {
+		t.Fatal(err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(wd, comps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, components, out string }{
+		{"same path", comps, comps},
+		{"relative path", comps, rel},
+		{"dotted path", comps, filepath.Join(dir, ".", "..", filepath.Base(dir), filepath.Base(comps))},
+		{"symbolic link as --out", comps, link},
+		{"symbolic link as --components", link, comps},
+		{"hard link", comps, hard},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// An unknown task would be a usage error too: the check comes
+			// first, before the preference is even parsed.
+			r := run(t, "solve", "--components", tc.components, "--preference", "cars=1", "--out", tc.out)
+			if r.code != ExitUsage || !strings.Contains(r.stderr, "is the components file") {
+				t.Errorf("exit %d, stderr %q; want a usage error", r.code, r.stderr)
+			}
+			after, err := os.ReadFile(comps)
+			if err != nil || !bytes.Equal(after, before) {
+				t.Fatalf("the components file changed: %v", err)
+			}
+		})
+	}
 }

@@ -102,7 +102,7 @@ least one task must remain.`,
 		}),
 	}
 	cmd.Flags().StringVar(&file, "components", "", "components `FILE` to remove from (required)")
-	cmd.Flags().StringSliceVar(&names, "task", nil, "`NAME` of a task to remove; repeat it or separate names with commas (required)")
+	cmd.Flags().StringSliceVar(&names, "task", nil, "task `NAME` to remove; repeat it or separate names with commas (required)")
 	cmd.Flags().StringVar(&out, "out", "", "components file `OUT` to write (required)")
 	for _, f := range []string{"components", "task", "out"} {
 		cmd.MarkFlagRequired(f)

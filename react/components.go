@@ -106,7 +106,10 @@ func (c *Components) Validate() error {
 		return fmt.Errorf("no tasks")
 	}
 	seen := make(map[string]bool, len(c.Tasks))
-	for _, t := range c.Tasks {
+	for i, t := range c.Tasks {
+		if t == nil {
+			return fmt.Errorf("task %d: nil statistics", i+1)
+		}
 		if err := ValidateTaskName(t.Name); err != nil {
 			return err
 		}
@@ -117,13 +120,20 @@ func (c *Components) Validate() error {
 		if t.N <= 0 {
 			return fmt.Errorf("task %q: no calibration samples (N=%d)", t.Name, t.N)
 		}
+		// A nil *mat.Dense or *mat.SymDense boxed in mat.Matrix is not a nil
+		// interface, so each field is checked before it is boxed.
+		switch {
+		case t.S == nil:
+			return fmt.Errorf("task %q: missing S", t.Name)
+		case t.G == nil:
+			return fmt.Errorf("task %q: missing G", t.Name)
+		case t.WOrth == nil:
+			return fmt.Errorf("task %q: missing W_orth", t.Name)
+		}
 		for _, m := range []struct {
 			name string
 			m    mat.Matrix
 		}{{"S", t.S}, {"G", t.G}, {"W_orth", t.WOrth}} {
-			if m.m == nil {
-				return fmt.Errorf("task %q: missing %s", t.Name, m.name)
-			}
 			r, cc := m.m.Dims()
 			if r != c.D || cc != c.D {
 				return fmt.Errorf("task %q: %s is %d×%d, want %d×%d", t.Name, m.name, r, cc, c.D, c.D)

@@ -1,7 +1,9 @@
 package react
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"unsafe"
 
 	"gonum.org/v1/gonum/blas"
@@ -55,19 +57,30 @@ func overlap(a, b []float32) bool {
 	return pa < pb+uintptr(len(b))*size && pb < pa+uintptr(len(a))*size
 }
 
+// ErrFloat32Range is wrapped by the errors of Float32Matrix and
+// Float32MatrixTo when an entry of W is NaN, infinite, or too large in
+// magnitude for float32 (above about 3.4e38).
+var ErrFloat32Range = errors.New("W does not fit in float32")
+
 // Float32Matrix returns w as a row-major float32 slice, the layout Correct
-// takes.
-func Float32Matrix(w mat.Matrix) []float32 {
+// takes. See Float32MatrixTo for the errors.
+func Float32Matrix(w mat.Matrix) ([]float32, error) {
 	r, c := w.Dims()
 	return Float32MatrixTo(make([]float32, r*c), w)
 }
 
 // Float32MatrixTo stores w row-major in dst, which must have r×c elements,
-// and returns dst. It panics if dst has the wrong length.
-func Float32MatrixTo(dst []float32, w mat.Matrix) []float32 {
+// and returns dst. It returns an error wrapping ErrFloat32Range, naming the
+// first offending entry, if any entry is not finite once converted: a
+// float64 entry beyond float32's range becomes ±Inf, and a correction with
+// infinite entries would turn every feature into Inf or NaN. Such a W comes
+// from statistics on very different scales (merged features far smaller
+// than the expert's) with little regularisation, so the message suggests
+// rescaling the features or raising β.
+func Float32MatrixTo(dst []float32, w mat.Matrix) ([]float32, error) {
 	r, c := w.Dims()
 	if len(dst) != r*c {
-		panic(fmt.Sprintf("react: Float32MatrixTo: destination has %d elements, want %d", len(dst), r*c))
+		return nil, fmt.Errorf("float32 matrix: destination has %d elements, want %d", len(dst), r*c)
 	}
 	if rm, ok := w.(mat.RawMatrixer); ok {
 		raw := rm.RawMatrix()
@@ -78,12 +91,19 @@ func Float32MatrixTo(dst []float32, w mat.Matrix) []float32 {
 				out[j] = float32(v)
 			}
 		}
-		return dst
-	}
-	for i := 0; i < r; i++ {
-		for j := 0; j < c; j++ {
-			dst[i*c+j] = float32(w.At(i, j))
+	} else {
+		for i := 0; i < r; i++ {
+			for j := 0; j < c; j++ {
+				dst[i*c+j] = float32(w.At(i, j))
+			}
 		}
 	}
-	return dst
+	for k, v := range dst {
+		if f := float64(v); math.IsInf(f, 0) || math.IsNaN(f) {
+			i, j := k/c, k%c
+			return nil, fmt.Errorf("%w: entry [%d][%d] = %g is beyond float32's range of ±%.3g; "+
+				"rescale the features to comparable magnitudes, or raise β", ErrFloat32Range, i, j, w.At(i, j), math.MaxFloat32)
+		}
+	}
+	return dst, nil
 }

@@ -1,6 +1,7 @@
 package react
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -19,7 +20,10 @@ func TestCorrect(t *testing.T) {
 				w.Set(i, j, rng.NormFloat64())
 			}
 		}
-		w32 := Float32Matrix(w)
+		w32, err := Float32Matrix(w)
+		if err != nil {
+			t.Fatal(err)
+		}
 		z := make([]float32, tc.b*tc.d)
 		for i := range z {
 			z[i] = float32(rng.NormFloat64())
@@ -88,7 +92,10 @@ func TestCorrectAllocs(t *testing.T) {
 
 func TestFloat32Matrix(t *testing.T) {
 	w := mat.NewDense(2, 3, []float64{1, 2, 3, 4, 5, 6.5})
-	got := Float32Matrix(w)
+	got, err := Float32Matrix(w)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := []float32{1, 2, 3, 4, 5, 6.5}
 	for i := range want {
 		if got[i] != want[i] {
@@ -97,10 +104,44 @@ func TestFloat32Matrix(t *testing.T) {
 	}
 	// A view with a stride, and a non-raw matrix (a transpose).
 	v := mat.NewDense(3, 3, []float64{1, 2, 3, 4, 5, 6, 7, 8, 9}).Slice(1, 3, 0, 2)
-	if got := Float32Matrix(v); got[0] != 4 || got[1] != 5 || got[2] != 7 || got[3] != 8 {
-		t.Errorf("Float32Matrix(view) = %v", got)
+	if got, err := Float32Matrix(v); err != nil || got[0] != 4 || got[1] != 5 || got[2] != 7 || got[3] != 8 {
+		t.Errorf("Float32Matrix(view) = %v, %v", got, err)
 	}
-	if got := Float32Matrix(w.T()); got[1] != 4 || got[2] != 2 {
-		t.Errorf("Float32Matrix(transpose) = %v", got)
+	if got, err := Float32Matrix(w.T()); err != nil || got[1] != 4 || got[2] != 2 {
+		t.Errorf("Float32Matrix(transpose) = %v, %v", got, err)
+	}
+	if _, err := Float32MatrixTo(make([]float32, 5), w); err == nil {
+		t.Error("Float32MatrixTo(short destination) succeeded")
+	}
+}
+
+func TestFloat32MatrixRange(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    float64
+		want string // "" for success
+	}{
+		{"largest float32", math.MaxFloat32, ""},
+		{"tiny", 1e-50, ""},
+		{"above float32", 1e39, "entry [1][0] = 1e+39 is beyond float32's range"},
+		{"below -float32", -1e300, "entry [1][0] = -1e+300 is beyond"},
+		{"+Inf", math.Inf(1), "entry [1][0] = +Inf"},
+		{"NaN", math.NaN(), "entry [1][0] = NaN"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := mat.NewDense(2, 2, []float64{1, 2, tc.v, 4})
+			for _, m := range []mat.Matrix{w, w.T().T()} {
+				_, err := Float32Matrix(m)
+				if tc.want == "" {
+					if err != nil {
+						t.Errorf("Float32Matrix: %v", err)
+					}
+					continue
+				}
+				if !errors.Is(err, ErrFloat32Range) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "raise β") {
+					t.Errorf("Float32Matrix = %v, want ErrFloat32Range containing %q and advice", err, tc.want)
+				}
+			}
+		})
 	}
 }

@@ -53,7 +53,11 @@ func Example() {
 	// The sidecar's hot path: correct a batch of float32 features.
 	z := []float32{1, 0}
 	zHat := make([]float32, len(z))
-	if err := react.Correct(zHat, z, react.Float32Matrix(w), d); err != nil {
+	w32, err := react.Float32Matrix(w)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := react.Correct(zHat, z, w32, d); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("ẑ = %.3f\n", zHat)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -35,6 +36,7 @@ const (
 	MetaBackboneVersion = "backbone.version" // merged backbone: model version
 	MetaBackboneOutput  = "backbone.output"  // merged backbone: output tensor
 	MetaSHA256          = "sha256"           // hex SHA-256 of the whole data section
+	MetaMetadataSHA256  = "metadata_sha256"  // hex SHA-256 of the other metadata: see MetadataSHA256
 )
 
 // MetaTaskKey returns the metadata key of a per-task field: "task.<name>.<field>",
@@ -53,6 +55,21 @@ const (
 // section's SHA-256 differing from the one recorded in the file.
 var ErrChecksum = errors.New("checksum mismatch: file is corrupt")
 
+// ErrMetadataChecksum is wrapped by the errors of readers that find the
+// metadata's SHA-256 (see MetadataSHA256) differing from the one recorded in
+// the file.
+var ErrMetadataChecksum = errors.New("metadata checksum mismatch: the header was edited or is corrupt")
+
+// orthTol is the largest relative change of a vector's norm accepted when a
+// stored W_orth or its transpose multiplies it. W_orth = U Vᵀ is computed in
+// float64, so an honest file is orthogonal to about 1e-14; the tolerance
+// only has to catch edits and corruption.
+const orthTol = 1e-6
+
+// orthProbes is the number of fixed pseudo-random vectors the orthogonality
+// check of W_orth uses.
+const orthProbes = 3
+
 // symmetryTol is the largest relative asymmetry |G_ij − G_ji| / max|G|
 // accepted in a stored Gram matrix.
 const symmetryTol = 1e-9
@@ -67,6 +84,13 @@ type FileInfo struct {
 	Backbone      ModelRef
 	Tasks         []TaskInfo
 	SHA256        string // hex SHA-256 of the data section, as recorded
+
+	// MetadataSHA256 is the hex SHA-256 of the other metadata, as recorded,
+	// and MetadataOK whether the header's metadata matches it. ReadFileInfo
+	// does not refuse a mismatch, so that a tool can describe the file;
+	// LoadComponents does.
+	MetadataSHA256 string
+	MetadataOK     bool
 }
 
 // TaskInfo is one task's entry in a components file's header.
@@ -111,8 +135,9 @@ func WriteComponents(w io.Writer, c *Components) error {
 }
 
 // LoadComponents reads and verifies the components file at path: its format
-// and version, the checksum of its data, the presence and shape of every
-// task's tensors, the symmetry of each G, and then Components.Validate.
+// and version, the checksums of its data and of its metadata, the presence
+// and shape of every task's tensors, the symmetry of each G, the
+// orthogonality of each W_orth, and then Components.Validate.
 func LoadComponents(path string) (*Components, error) {
 	f, err := safetensors.ReadFile(path)
 	if err != nil {
@@ -155,9 +180,10 @@ func ParseComponents(b []byte) (*Components, error) {
 
 // ReadFileInfo reads only the header of the components file at path. It
 // checks the header, the file's size and that every task's tensors are
-// present with the right shape, but not the checksum: use it to validate
-// arguments against a file before loading all of it, or to describe a
-// corrupt file.
+// present with the right shape, but not the data checksum, and it reports
+// rather than refuses a metadata checksum mismatch (FileInfo.MetadataOK):
+// use it to validate arguments against a file before loading all of it, or
+// to describe a corrupt file.
 func ReadFileInfo(path string) (*FileInfo, error) {
 	h, err := safetensors.ReadFileHeader(path)
 	if err != nil {
@@ -206,7 +232,33 @@ func encodeComponents(c *Components) ([]safetensors.Tensor, map[string]string, e
 		}
 	}
 	md[MetaSHA256] = hex.EncodeToString(h.Sum(nil))
+	md[MetaMetadataSHA256] = MetadataSHA256(md)
 	return tensors, md, nil
+}
+
+// MetadataSHA256 returns the hex SHA-256 that a components file records
+// under "metadata_sha256": the hash of every metadata entry except
+// "sha256" and "metadata_sha256" themselves, each encoded as
+//
+//	<len(key)>:<key>,<len(value)>:<value>,
+//
+// in byte-wise sorted order of the keys, with the lengths in decimal bytes
+// of the UTF-8 strings. The length prefixes make the encoding unambiguous
+// whatever the keys and values contain.
+func MetadataSHA256(md map[string]string) string {
+	keys := make([]string, 0, len(md))
+	for k := range md {
+		if k != MetaSHA256 && k != MetaMetadataSHA256 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys) // byte-wise
+	h := sha256.New()
+	for _, k := range keys {
+		v := md[k]
+		fmt.Fprintf(h, "%d:%s,%d:%s,", len(k), k, len(v), v)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // rowMajor returns the entries of m in row-major order.
@@ -277,6 +329,15 @@ func decodeInfo(h *safetensors.Header) (*FileInfo, error) {
 	}
 	fi.SHA256 = strings.ToLower(v)
 
+	if v, err = get(MetaMetadataSHA256); err != nil {
+		return nil, err
+	}
+	if b, err := hex.DecodeString(v); err != nil || len(b) != sha256.Size {
+		return nil, fmt.Errorf("metadata %q is %q, want 64 hexadecimal digits", MetaMetadataSHA256, v)
+	}
+	fi.MetadataSHA256 = strings.ToLower(v)
+	fi.MetadataOK = MetadataSHA256(md) == fi.MetadataSHA256
+
 	if v, err = get(MetaTasks); err != nil {
 		return nil, err
 	}
@@ -329,7 +390,9 @@ func decodeInfo(h *safetensors.Header) (*FileInfo, error) {
 	return fi, nil
 }
 
-// decodeComponents verifies the checksum and builds the components.
+// decodeComponents verifies the checksums and builds the components. The
+// data checksum is checked first, so that a metadata mismatch means the
+// data is intact.
 func decodeComponents(f *safetensors.File) (*Components, error) {
 	fi, err := decodeInfo(&f.Header)
 	if err != nil {
@@ -338,6 +401,9 @@ func decodeComponents(f *safetensors.File) (*Components, error) {
 	sum := sha256.Sum256(f.Data)
 	if hex.EncodeToString(sum[:]) != fi.SHA256 {
 		return nil, ErrChecksum
+	}
+	if !fi.MetadataOK {
+		return nil, ErrMetadataChecksum
 	}
 	c := &Components{
 		D:             fi.D,
@@ -352,6 +418,9 @@ func decodeComponents(f *safetensors.File) (*Components, error) {
 		}
 		if t.WOrth, err = denseTensor(f, ti.Name+"."+TensorWOrth); err != nil {
 			return nil, err
+		}
+		if err := checkOrthogonal(t.WOrth); err != nil {
+			return nil, fmt.Errorf("task %q: %w", ti.Name, err)
 		}
 		g, err := denseTensor(f, ti.Name+"."+TensorG)
 		if err != nil {
@@ -393,4 +462,43 @@ func symmetric(g *mat.Dense) (*mat.SymDense, error) {
 		}
 	}
 	return s, nil
+}
+
+// checkOrthogonal checks, in O(D²), that w is orthogonal: that w and wᵀ
+// preserve the norms of orthProbes fixed pseudo-random vectors within orthTol
+// relative. A matrix that does so for random vectors is orthogonal to about
+// that precision with overwhelming probability; a scaled, edited or
+// corrupted W_orth is not. NaN entries are left to Validate.
+func checkOrthogonal(w *mat.Dense) error {
+	n, _ := w.Dims()
+	x := make([]float64, n)
+	y := mat.NewVecDense(n, nil)
+	state := uint64(0x9e3779b97f4a7c15) // fixed, so that the check is deterministic
+	for k := 0; k < orthProbes; k++ {
+		for i := range x {
+			// splitmix64, mapped to [-1, 1).
+			state += 0x9e3779b97f4a7c15
+			z := state
+			z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+			z = (z ^ z>>27) * 0x94d049bb133111eb
+			z ^= z >> 31
+			x[i] = float64(z>>11)/(1<<52) - 1
+		}
+		xv := mat.NewVecDense(n, x)
+		nx := mat.Norm(xv, 2)
+		for _, m := range []struct {
+			name string
+			m    mat.Matrix
+		}{{"W_orth", w}, {"W_orthᵀ", w.T()}} {
+			y.MulVec(m.m, xv)
+			ny := mat.Norm(y, 2)
+			if math.IsNaN(ny) || math.IsInf(ny, 0) {
+				return nil
+			}
+			if math.Abs(ny-nx) > orthTol*nx {
+				return fmt.Errorf("W_orth is not orthogonal: ‖%s x‖/‖x‖ = %.9g for a test vector x, want 1 within %g", m.name, ny/nx, orthTol)
+			}
+		}
+	}
+	return nil
 }

@@ -28,8 +28,8 @@ func FuzzReadComponents(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkComponentsInput(t, b)
-		// Most mutations of the data section only break the checksum; repair
-		// it so that the fuzzer also reaches the decoding behind it.
+		// Most mutations only break a checksum; repair both so that the fuzzer
+		// also reaches the decoding behind them.
 		if fixed := withRepairedChecksum(b); fixed != nil {
 			checkComponentsInput(t, fixed)
 		}
@@ -37,13 +37,15 @@ func FuzzReadComponents(f *testing.F) {
 }
 
 // withRepairedChecksum returns b re-encoded with the sha256 metadata of its
-// actual data section, or nil if b is not a safetensors file with metadata.
+// actual data section and the metadata_sha256 of its actual metadata, or nil
+// if b is not a safetensors file with metadata.
 func withRepairedChecksum(b []byte) []byte {
 	f, err := safetensors.Parse(b)
 	if err != nil || f.Metadata == nil {
 		return nil
 	}
 	f.Metadata[MetaSHA256] = dataSHA256(f.Data)
+	f.Metadata[MetaMetadataSHA256] = MetadataSHA256(f.Metadata)
 	var ts []safetensors.Tensor
 	for _, info := range f.Tensors {
 		t, _ := f.Tensor(info.Name)

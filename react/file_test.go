@@ -2,6 +2,8 @@ package react
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -133,8 +135,11 @@ func TestComponentsMetadata(t *testing.T) {
 			t.Errorf("metadata %q = %q, want %q", k, md[k], v)
 		}
 	}
-	if len(md) != len(want)+1 || len(md["sha256"]) != 64 {
-		t.Errorf("metadata has %d keys (want %d) and sha256 %q", len(md), len(want)+1, md["sha256"])
+	if len(md) != len(want)+2 || len(md["sha256"]) != 64 {
+		t.Errorf("metadata has %d keys (want %d) and sha256 %q", len(md), len(want)+2, md["sha256"])
+	}
+	if got := md["metadata_sha256"]; got != MetadataSHA256(want) {
+		t.Errorf("metadata_sha256 = %q, want %q, the hash of the other entries", got, MetadataSHA256(want))
 	}
 	var names []string
 	for _, ti := range f.Tensors {
@@ -149,7 +154,8 @@ func TestComponentsMetadata(t *testing.T) {
 }
 
 // rewriteFile re-encodes a valid components file after edit changes its tensors
-// or metadata; when fixSum is true the checksum is recomputed.
+// or metadata; when fixSum is true the data checksum is recomputed, and so is
+// the metadata checksum unless edit removed it.
 func rewriteFile(t *testing.T, b []byte, fixSum bool, edit func(ts []safetensors.Tensor, md map[string]string) []safetensors.Tensor) []byte {
 	t.Helper()
 	f, err := safetensors.Parse(b)
@@ -170,6 +176,9 @@ func rewriteFile(t *testing.T, b []byte, fixSum bool, edit func(ts []safetensors
 			all = append(all, tt.Data...)
 		}
 		md["sha256"] = dataSHA256(all)
+		if _, ok := md[MetaMetadataSHA256]; ok {
+			md[MetaMetadataSHA256] = MetadataSHA256(md)
+		}
 	}
 	out, err := safetensors.Marshal(ts, md)
 	if err != nil {
@@ -221,6 +230,14 @@ func TestLoadComponentsRefuses(t *testing.T) {
 		{"bad n", rewriteFile(t, good, true, setMeta("task.b.n", "0")), `metadata "task.b.n" is "0"`},
 		{"missing n", rewriteFile(t, good, true, setMeta("task.a.n", "")), `metadata "task.a.n" is missing`},
 		{"bad checksum text", rewriteFile(t, good, false, setMeta("sha256", "xyz")), `want 64 hexadecimal digits`},
+		{"missing metadata checksum", rewriteFile(t, good, true, setMeta("metadata_sha256", "")), `metadata "metadata_sha256" is missing`},
+		{"bad metadata checksum text", rewriteFile(t, good, false, setMeta("metadata_sha256", "00")), `metadata "metadata_sha256" is "00", want 64 hexadecimal digits`},
+		// Edits of the header that the data checksum does not cover.
+		{"edited n", rewriteFile(t, good, false, setMeta("task.b.n", "4")), "metadata checksum mismatch: the header was edited or is corrupt"},
+		{"edited beta", rewriteFile(t, good, false, setMeta("beta", "1")), "metadata checksum mismatch"},
+		{"edited expert", rewriteFile(t, good, false, setMeta("task.a.expert", "other")), "metadata checksum mismatch"},
+		{"added key", rewriteFile(t, good, false, setMeta("note", "x")), "metadata checksum mismatch"},
+		{"removed optional key", rewriteFile(t, good, false, setMeta("backbone.version", "")), "metadata checksum mismatch"},
 		{"unknown task listed", rewriteFile(t, good, true, setMeta("tasks", "a,b,c")), `task "c": tensor "c.S" is missing`},
 		{"duplicate task", rewriteFile(t, good, true, setMeta("tasks", "a,a,b")), `duplicate task "a"`},
 		{"invalid task name", rewriteFile(t, good, true, setMeta("tasks", "a,b.x")), `invalid task name "b.x"`},
@@ -234,6 +251,12 @@ func TestLoadComponentsRefuses(t *testing.T) {
 			ts[4] = safetensors.Float64Tensor("b.G", []int{3, 3}, v)
 			return ts
 		}), `task "b": G is not symmetric: G[0][1] = 2 but G[1][0] = 0`},
+		{"scaled W_orth", rewriteFile(t, good, true, func(ts []safetensors.Tensor, md map[string]string) []safetensors.Tensor {
+			return scaleTensor(t, ts, 5, 1.01)
+		}), `task "b": W_orth is not orthogonal: ‖W_orth x‖/‖x‖ = 1.01`},
+		{"nearly orthogonal W_orth", rewriteFile(t, good, true, func(ts []safetensors.Tensor, md map[string]string) []safetensors.Tensor {
+			return scaleTensor(t, ts, 2, 1+1e-5)
+		}), `task "a": W_orth is not orthogonal`},
 		{"NaN", rewriteFile(t, good, true, func(ts []safetensors.Tensor, md map[string]string) []safetensors.Tensor {
 			v := make([]float64, 9)
 			v[4] = math.NaN()
@@ -268,8 +291,62 @@ func TestLoadComponentsRefuses(t *testing.T) {
 	if _, err := LoadComponents(path); !errors.Is(err, ErrChecksum) {
 		t.Errorf("LoadComponents of a corrupt file: %v, want ErrChecksum", err)
 	}
-	if fi, err := ReadFileInfo(path); err != nil || len(fi.Tasks) != 2 {
+	if fi, err := ReadFileInfo(path); err != nil || len(fi.Tasks) != 2 || !fi.MetadataOK {
 		t.Errorf("ReadFileInfo of a corrupt file = %+v, %v", fi, err)
+	}
+	// So is an edited header, and ReadFileInfo reports it without refusing.
+	edited := rewriteFile(t, good, false, setMeta("task.a.n", "1"))
+	if _, err := ParseComponents(edited); !errors.Is(err, ErrMetadataChecksum) {
+		t.Errorf("ParseComponents of an edited header: %v, want ErrMetadataChecksum", err)
+	}
+	if err := os.WriteFile(path, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := ReadFileInfo(path); err != nil || fi.MetadataOK || fi.Tasks[0].N != 1 {
+		t.Errorf("ReadFileInfo of an edited header = %+v, %v; want MetadataOK false", fi, err)
+	}
+	// A file whose W_orth is orthogonal to rounding error is accepted.
+	if _, err := ParseComponents(rewriteFile(t, good, true, func(ts []safetensors.Tensor, md map[string]string) []safetensors.Tensor {
+		return scaleTensor(t, ts, 5, 1+1e-9)
+	})); err != nil {
+		t.Errorf("W_orth scaled by 1+1e-9: %v", err)
+	}
+}
+
+// scaleTensor returns ts with the F64 tensor ts[i] multiplied by k.
+func scaleTensor(t *testing.T, ts []safetensors.Tensor, i int, k float64) []safetensors.Tensor {
+	t.Helper()
+	v, err := ts[i].Float64s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j := range v {
+		v[j] *= k
+	}
+	ts[i] = safetensors.Float64Tensor(ts[i].Name, ts[i].Shape, v)
+	return ts
+}
+
+// TestMetadataSHA256 checks the canonical encoding against hand-written
+// bytes: sorted keys, byte lengths, the two checksum keys left out.
+func TestMetadataSHA256(t *testing.T) {
+	for _, tc := range []struct {
+		md      map[string]string
+		encoded string
+	}{
+		{map[string]string{}, ""},
+		{map[string]string{"sha256": "x", "metadata_sha256": "y"}, ""},
+		{map[string]string{"b": "2", "a": "xy", "sha256": "z"}, "1:a,2:xy,1:b,1:2,"},
+		// Byte-wise order ("B" < "a" < "é"), lengths in bytes, and separators
+		// inside values that the length prefix keeps unambiguous.
+		{map[string]string{"é": "β", "a": "", "B": "1:x,"}, "1:B,4:1:x,,1:a,0:,2:é,2:β,"},
+		{map[string]string{"a,1:b": ""}, "5:a,1:b,0:,"},
+		{map[string]string{"a": ",1:b,0:"}, "1:a,7:,1:b,0:,"},
+	} {
+		sum := sha256.Sum256([]byte(tc.encoded))
+		if got, want := MetadataSHA256(tc.md), hex.EncodeToString(sum[:]); got != want {
+			t.Errorf("MetadataSHA256(%q) = %s, want sha256(%q) = %s", tc.md, got, tc.encoded, want)
+		}
 	}
 }
 

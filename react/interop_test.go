@@ -61,10 +61,11 @@ func TestPythonReadsComponents(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got struct {
-				SHA256OK bool    `json:"sha256_ok"`
-				D        int     `json:"d"`
-				Beta     float64 `json:"beta"`
-				Tasks    map[string]struct {
+				SHA256OK         bool    `json:"sha256_ok"`
+				MetadataSHA256OK bool    `json:"metadata_sha256_ok"`
+				D                int     `json:"d"`
+				Beta             float64 `json:"beta"`
+				Tasks            map[string]struct {
 					N       int64       `json:"n"`
 					Expert  string      `json:"expert"`
 					OrthErr float64     `json:"orth_err"`
@@ -73,7 +74,7 @@ func TestPythonReadsComponents(t *testing.T) {
 				} `json:"tasks"`
 			}
 			runPython(t, &got, "read_components.py", path)
-			if !got.SHA256OK || got.D != 4 || got.Beta != 0.3 || len(got.Tasks) != 2 {
+			if !got.SHA256OK || !got.MetadataSHA256OK || got.D != 4 || got.Beta != 0.3 || len(got.Tasks) != 2 {
 				t.Fatalf("python read: %+v", got)
 			}
 			s, err := NewSolver(c, DefaultOptions(c))
@@ -99,6 +100,51 @@ func TestPythonReadsComponents(t *testing.T) {
 				if !mat.EqualApprox(w, mat.NewDense(4, 4, flat), 1e-9) {
 					t.Errorf("task %s: Ŵ differs between Go and numpy:\ngo %v\nnumpy %v", ts.Name, mat.Formatted(w), pt.WHat)
 				}
+			}
+		})
+	}
+}
+
+// TestPythonVerifiesMetadata has Python check the metadata checksum of a
+// file whose header was edited after Go wrote it: Python's independent
+// implementation of the encoding must see the mismatch, as Go does.
+func TestPythonVerifiesMetadata(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteComponents(&buf, fileComponents(t, 3, 12, "cars", "dtd")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		edit   func(md map[string]string)
+		wantOK bool
+	}{
+		{"as written", func(map[string]string) {}, true},
+		{"n edited", func(md map[string]string) { md["task.cars.n"] = "4" }, false},
+		{"beta edited", func(md map[string]string) { md["beta"] = "0.2" }, false},
+		{"unicode key added and signed", func(md map[string]string) {
+			md["note.é"] = "β,1:x"
+			md[MetaMetadataSHA256] = MetadataSHA256(md)
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := rewriteFile(t, buf.Bytes(), false, func(ts []safetensors.Tensor, md map[string]string) []safetensors.Tensor {
+				tc.edit(md)
+				return ts
+			})
+			path := filepath.Join(t.TempDir(), "c.safetensors")
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var got struct {
+				SHA256OK         bool `json:"sha256_ok"`
+				MetadataSHA256OK bool `json:"metadata_sha256_ok"`
+			}
+			runPython(t, &got, "read_components.py", path)
+			if !got.SHA256OK || got.MetadataSHA256OK != tc.wantOK {
+				t.Errorf("python: %+v, want metadata_sha256_ok %v", got, tc.wantOK)
+			}
+			if _, err := ParseComponents(b); (err == nil) != tc.wantOK {
+				t.Errorf("Go: %v, want success %v", err, tc.wantOK)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -26,14 +27,17 @@ type Preference struct {
 //	spec   = entry { "," entry }
 //	entry  = task "=" weight
 //
-// where task is one of tasks and weight is a finite decimal or hexadecimal
-// floating-point number ≥ 0, as accepted by strconv.ParseFloat. Whitespace
-// around tasks and weights is ignored. Tasks that the spec omits weigh 0. The
+// where task is one of tasks and weight is a plain decimal number ≥ 0:
+// digits with an optional fraction and an optional exponent, matching
+// WeightPattern ("1", "0.25", ".5", "2.", "1e-3", "5E+2"). Signs, digit
+// separators, hexadecimal floats, "Inf" and "NaN", which strconv.ParseFloat
+// would accept, are refused, so that clients in other languages agree on
+// what a spec means. Whitespace around tasks and weights is ignored. Tasks that the spec omits weigh 0. The
 // weights must have a positive sum and are normalised to sum to 1.
 //
 // An empty spec, an empty entry, an entry without '=', an unknown or
-// duplicate task, a negative, non-numeric, NaN, infinite or out-of-range
-// weight, and a zero sum are errors that name the problem, for example
+// duplicate task, a negative weight, a weight that is not a plain decimal or
+// overflows float64, and a zero sum are errors that name the problem, for example
 //
 //	preference "cars=0.6,foo=1": unknown task "foo" (known: cars, dtd)
 func ParsePreference(spec string, tasks []string) (Preference, error) {
@@ -81,28 +85,29 @@ func ParsePreference(spec string, tasks []string) (Preference, error) {
 	return p, nil
 }
 
-// parseWeight parses one weight: a finite number ≥ 0.
+// WeightPattern is the syntax of a weight in a preference spec: a plain
+// decimal number without a sign. Every client language parses these the same
+// way.
+var WeightPattern = regexp.MustCompile(`^([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
+
+// parseWeight parses one weight: a plain decimal number ≥ 0 (WeightPattern)
+// whose value is finite.
 func parseWeight(s string) (float64, error) {
 	if s == "" {
 		return 0, errors.New("missing weight")
 	}
-	w, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		var ne *strconv.NumError
-		if errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange) {
-			return 0, fmt.Errorf("weight %q is out of range", s)
+	if !WeightPattern.MatchString(s) {
+		if rest, neg := strings.CutPrefix(s, "-"); neg && WeightPattern.MatchString(rest) {
+			return 0, fmt.Errorf("weight %q is negative: want a finite number ≥ 0", s)
 		}
-		return 0, fmt.Errorf("weight %q is not a number", s)
+		return 0, fmt.Errorf("weight %q is not a plain decimal number: want digits with an optional fraction and exponent, such as 0.25 or 1e-3", s)
 	}
-	switch {
-	case math.IsNaN(w):
-		return 0, fmt.Errorf("weight %q is NaN: want a finite number ≥ 0", s)
-	case math.IsInf(w, 0):
-		return 0, fmt.Errorf("weight %q is infinite: want a finite number ≥ 0", s)
-	case w < 0:
-		return 0, fmt.Errorf("weight %q is negative: want a finite number ≥ 0", s)
+	w, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(w, 0) {
+		// The syntax admits nothing but a finite value or an overflow.
+		return 0, fmt.Errorf("weight %q is out of range", s)
 	}
-	return w + 0, nil // + 0 turns -0 into +0
+	return w, nil
 }
 
 // NewPreference returns the preference over tasks with the given weights,

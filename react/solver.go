@@ -58,6 +58,34 @@ func (o Options) Validate() error {
 // a factor of a few of it.
 const MaxCondition = 1 / (64 * epsilon)
 
+// WarnCondition is the estimated condition number of C_p above which a W_p,
+// though computed accurately, should not be trusted: tools warn about it
+// (calibrate inspect for each C_t, calibrate solve for the C_p it used).
+//
+// Below MaxCondition the arithmetic is sound; the trouble is the data. G_t
+// is a sample estimate, so it carries sampling noise of relative size about
+// 1/√N_t, and features computed in float32 add about 1e-7 more. Solving with
+// C_p amplifies a relative perturbation of C_p by up to κ(C_p) in W_p, so
+// above κ = 1e8 even the float32 rounding of the features alone may change
+// W_p by more than 10 and the sampling noise by far more: W_p then reflects
+// which samples were drawn rather than the tasks, although it is the exact
+// solution of the stored statistics. The cure is a larger β, which bounds
+// κ(C_p) by (λ_max + β)/β.
+const WarnCondition = 1e8
+
+// SolveStats reports on one solve. Computing it costs nothing beyond the
+// solve.
+type SolveStats struct {
+	// Cond is LAPACK's estimate (Dpocon) of the 1-norm condition number of
+	// the C_p that was factorised. It never exceeds the true 1-norm
+	// condition number and is usually within a factor of a few of it.
+	Cond float64
+}
+
+// IllConditioned reports whether Cond exceeds WarnCondition, so that W_p is
+// likely dominated by noise in the calibration statistics.
+func (st SolveStats) IllConditioned() bool { return st.Cond > WarnCondition }
+
 // Solver computes W_p for any preference over a fixed set of tasks. It is
 // read-only after NewSolver and safe for concurrent use.
 type Solver struct {
@@ -180,10 +208,19 @@ func (s *Solver) Solve(p Preference) (*mat.Dense, error) {
 // Cholesky still allocates some internal scratch (about 0.4 MB in 37
 // allocations per call at D = 512 with gonum v0.17).
 func (s *Solver) SolveInto(dst *mat.Dense, p Preference) error {
+	_, err := s.SolveIntoStats(dst, p)
+	return err
+}
+
+// SolveIntoStats is SolveInto that also reports on the solve, at no extra
+// cost: the estimated condition number of C_p is a by-product of the check
+// against MaxCondition. Compare it with WarnCondition (st.IllConditioned)
+// to warn that W_p is dominated by noise.
+func (s *Solver) SolveIntoStats(dst *mat.Dense, p Preference) (SolveStats, error) {
 	ws := s.pool.Get().(*workspace)
 	defer s.pool.Put(ws)
 	if err := s.weightsInto(ws.w, p); err != nil {
-		return err
+		return SolveStats{}, err
 	}
 	return s.solveWeights(dst, ws, p, "")
 }
@@ -191,19 +228,27 @@ func (s *Solver) SolveInto(dst *mat.Dense, p Preference) error {
 // Single returns the single-task correction Ŵ_t = A_t C_t⁻¹ of task, which
 // equals Solve of the one-hot preference on task.
 func (s *Solver) Single(task string) (*mat.Dense, error) {
+	w, _, err := s.SingleStats(task)
+	return w, err
+}
+
+// SingleStats is Single that also reports on the solve, like
+// SolveIntoStats.
+func (s *Solver) SingleStats(task string) (*mat.Dense, SolveStats, error) {
 	k, ok := s.index[task]
 	if !ok {
-		return nil, fmt.Errorf("single: %w", s.unknownTask(task))
+		return nil, SolveStats{}, fmt.Errorf("single: %w", s.unknownTask(task))
 	}
 	ws := s.pool.Get().(*workspace)
 	defer s.pool.Put(ws)
 	clear(ws.w)
 	ws.w[k] = 1
 	dst := mat.NewDense(s.d, s.d, nil)
-	if err := s.solveWeights(dst, ws, Preference{}, task); err != nil {
-		return nil, err
+	st, err := s.solveWeights(dst, ws, Preference{}, task)
+	if err != nil {
+		return nil, st, err
 	}
-	return dst, nil
+	return dst, st, nil
 }
 
 // Condition returns the 2-norm condition number λ_max/λ_min of C_t for
@@ -251,8 +296,9 @@ func (s *Solver) weightsInto(w []float64, p Preference) error {
 }
 
 // solveWeights computes W_p for the weights in ws.w into dst. p, or the
-// single task when p is empty, names the preference in errors.
-func (s *Solver) solveWeights(dst *mat.Dense, ws *workspace, p Preference, single string) error {
+// single task when p is empty, names the preference in errors. The stats
+// hold the estimated condition number even when the solve is refused.
+func (s *Solver) solveWeights(dst *mat.Dense, ws *workspace, p Preference, single string) (SolveStats, error) {
 	name := func() string {
 		if single != "" {
 			return single + "=1"
@@ -264,7 +310,7 @@ func (s *Solver) solveWeights(dst *mat.Dense, ws *workspace, p Preference, singl
 		dst.ReuseAs(d, d)
 	}
 	if r, c := dst.Dims(); r != d || c != d {
-		return fmt.Errorf("solve: destination is %d×%d, want %d×%d", r, c, d, d)
+		return SolveStats{}, fmt.Errorf("solve: destination is %d×%d, want %d×%d", r, c, d, d)
 	}
 	out := dst.RawMatrix()
 
@@ -288,14 +334,15 @@ func (s *Solver) solveWeights(dst *mat.Dense, ws *workspace, p Preference, singl
 	anorm := lapack64.Lansy(lapack.MaxColumnSum, cp, ws.work)
 	u, ok := lapack64.Potrf(cp)
 	if !ok {
-		return s.solveError(ws.w, name(), math.Inf(1))
+		return SolveStats{Cond: math.Inf(1)}, s.solveError(ws.w, name(), math.Inf(1))
 	}
 	rcond := lapack64.Pocon(cp, anorm, ws.work, ws.iwork)
+	st := SolveStats{Cond: 1 / rcond}
 	if !(rcond*MaxCondition >= 1) { // also catches NaN
-		return s.solveError(ws.w, name(), 1/rcond)
+		return st, s.solveError(ws.w, name(), st.Cond)
 	}
 	solveRows(u, blas64.General{Rows: d, Cols: d, Stride: out.Stride, Data: out.Data})
-	return nil
+	return st, nil
 }
 
 // minRowsPerWorker is the smallest block of rows worth a goroutine in

@@ -540,3 +540,51 @@ func TestIllConditioned(t *testing.T) {
 		}
 	}
 }
+
+// TestSolveStats checks the condition number SolveIntoStats reports: close
+// to the true one, equal for Single and a one-hot Solve, compared with
+// WarnCondition, and with the solution identical to SolveInto's.
+func TestSolveStats(t *testing.T) {
+	for _, tc := range []struct {
+		small float64 // second sample's size: cond(C) = 1/small² at β = 0
+		ill   bool    // whether cond > WarnCondition
+	}{{1e-1, false}, {1e-3, false}, {1e-5, true}, {1e-6, true}} {
+		s := sample{name: "thin", n: 2, d: 2,
+			mtl: []float64{1, 0, 0, tc.small},
+			ind: []float64{0, 1, tc.small, 0}}
+		c := components(t, 0, NormSum, s)
+		solver := mustSolver(t, c, DefaultOptions(c))
+		want := 1 / (tc.small * tc.small) // diagonal C: every norm's κ agrees
+		p := mustPref(t, "thin=1", solver.Tasks())
+		dst := mat.NewDense(2, 2, nil)
+		st, err := solver.SolveIntoStats(dst, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(st.Cond-want) > 1e-6*want {
+			t.Errorf("cond 1/%g²: SolveIntoStats Cond = %v, want %v", tc.small, st.Cond, want)
+		}
+		if st.IllConditioned() != tc.ill {
+			t.Errorf("cond %v: IllConditioned = %v, want %v (WarnCondition %v)", st.Cond, st.IllConditioned(), tc.ill, WarnCondition)
+		}
+		w, st1, err := solver.SingleStats("thin")
+		if err != nil || st1 != st || !mat.Equal(w, dst) {
+			t.Errorf("SingleStats = %v, %+v, %v; want %v, %+v", w, st1, err, dst, st)
+		}
+		plain, err := solver.Solve(p)
+		if err != nil || !mat.Equal(plain, dst) {
+			t.Errorf("Solve differs from SolveIntoStats: %v, %v", plain, err)
+		}
+	}
+	// A refused solve still reports the estimate it refused.
+	s := sample{name: "thin", n: 2, d: 2, mtl: []float64{1, 0, 0, 1e-8}, ind: []float64{0, 1, 1e-8, 0}}
+	c := components(t, 0, NormSum, s)
+	st, err := mustSolver(t, c, DefaultOptions(c)).SolveIntoStats(mat.NewDense(2, 2, nil), mustPref(t, "thin=1", []string{"thin"}))
+	var se *SolveError
+	if !errors.As(err, &se) || st.Cond != se.Cond || !(st.Cond > MaxCondition) {
+		t.Errorf("refused solve: stats %+v, error %v", st, err)
+	}
+	if !(WarnCondition < MaxCondition) {
+		t.Errorf("WarnCondition %v ≥ MaxCondition %v", WarnCondition, MaxCondition)
+	}
+}

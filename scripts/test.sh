@@ -5,9 +5,12 @@
 # is missing.
 #
 # One real Triton (scripts/triton-up, the venv's tritonserver 2.51.0) serves
-# triton/testdata/repo on free ports for the whole run; the tests find it in
+# two model repositories on free ports for the whole run: the protocol-test
+# models of triton/testdata/repo and the demo zoo of tritonmodels/repo (about
+# 20 more Python-backend models, so start-up takes longer). The tests find it in
 #   TRITON_GRPC_ADDR, TRITON_HTTP_ADDR, TRITON_METRICS_ADDR   (127.0.0.1:port)
 #   TRITON_MODEL_REPOSITORY                                   (absolute path)
+#   ZOO_MODEL_REPOSITORY                                      (absolute path)
 # It is stopped on exit; if anything failed, the tail of its log is printed.
 # Both the Go tests and pytest always run; the exit status is non-zero if
 # either failed (pytest's "no tests collected", status 5, counts as a failure).
@@ -19,6 +22,7 @@ export REACT_E2E=1
 
 [ -x .venv/bin/python ] || { echo "test: no .venv: run make setup" >&2; exit 1; }
 repo=$PWD/triton/testdata/repo
+zoo_repo=$PWD/tritonmodels/repo
 run_dir=$(mkdir -p .cache/triton && mktemp -d "$PWD/.cache/triton/test.XXXXXX")
 pid_file=$run_dir/tritonserver.pid
 log=$run_dir/tritonserver.log
@@ -61,8 +65,8 @@ for s in socks:
 started=
 for attempt in 1 2 3; do
 	read -r grpc_port http_port metrics_port < <(free_ports)
-	if scripts/triton-up --repo "$repo" --grpc-port "$grpc_port" --http-port "$http_port" \
-		--metrics-port "$metrics_port" --log "$log" --pid "$pid_file" --timeout 120; then
+	if scripts/triton-up --repo "$repo" --repo "$zoo_repo" --grpc-port "$grpc_port" --http-port "$http_port" \
+		--metrics-port "$metrics_port" --log "$log" --pid "$pid_file" --timeout 300; then
 		started=1
 		break
 	fi
@@ -74,6 +78,7 @@ export TRITON_GRPC_ADDR=127.0.0.1:$grpc_port
 export TRITON_HTTP_ADDR=127.0.0.1:$http_port
 export TRITON_METRICS_ADDR=127.0.0.1:$metrics_port
 export TRITON_MODEL_REPOSITORY=$repo
+export ZOO_MODEL_REPOSITORY=$zoo_repo
 
 go test -count=1 ./... || status=1
 

@@ -52,6 +52,19 @@ def _affine_expected(x, dtype):
     return (x.astype(dtype) * dtype(2) + dtype(1)).astype(dtype)
 
 
+def _affine_inputs():
+    """triton/testdata/affine_inputs.json: the inputs this harness and the Go
+    integration test (triton/integration_test.go) both send to the affine
+    models, so both clients are seen to get the same numbers."""
+    with open(ROOT / "triton" / "testdata" / "affine_inputs.json") as f:
+        fixture = json.load(f)
+    shape = tuple(fixture["shape"])
+    return {
+        "affine_fp32": np.array(fixture["fp32"], dtype=np.float64).astype(np.float32).reshape(shape),
+        "affine_fp16": np.array(fixture["fp16"], dtype=np.float64).astype(np.float16).reshape(shape),
+    }
+
+
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_live_and_ready(clients, protocol):
     client = clients[protocol]
@@ -109,6 +122,27 @@ def test_affine_infer(clients, protocol, model, rows):
     assert y.dtype == dtype
     assert y.shape == (rows, 4)
     np.testing.assert_array_equal(y, _affine_expected(x, dtype))
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("model", list(AFFINE))
+def test_affine_shared_inputs(clients, protocol, model):
+    """The inputs of triton/testdata/affine_inputs.json, which the Go
+    integration test sends too, give 2x+1 computed here independently."""
+    datatype, dtype = AFFINE[model]
+    x = _affine_inputs()[model]
+    if dtype == np.float16:
+        # The fixture promises values whose 2x+1 is exact in float16 too.
+        wide = x.astype(np.float64)
+        assert np.array_equal((2 * wide + 1).astype(np.float16).astype(np.float64), 2 * wide + 1)
+    module = _module(protocol)
+    inp = module.InferInput("INPUT0", list(x.shape), datatype)
+    inp.set_data_from_numpy(x)
+    result = clients[protocol].infer(model, [inp], outputs=[module.InferRequestedOutput("OUTPUT0")])
+    y = result.as_numpy("OUTPUT0")
+    assert y.dtype == dtype and y.shape == x.shape
+    # 2x is exact and +1 rounds once, in the input's precision.
+    np.testing.assert_array_equal(y, (x * dtype(2) + dtype(1)).astype(dtype))
 
 
 def test_affine_fp32_http_json(clients):

@@ -86,8 +86,21 @@ func (f *fakeTriton) meta(model string) *tritonpb.ModelMetadataResponse {
 	return nil
 }
 
+// versionErrors are the errors the fake's ModelMetadata and ModelConfig
+// answer for these model versions, whatever the model.
+var versionErrors = map[string]codes.Code{
+	"404": codes.NotFound,
+	"503": codes.Unavailable,
+	"412": codes.FailedPrecondition,
+	"400": codes.InvalidArgument,
+	"500": codes.Internal,
+}
+
 func (f *fakeTriton) ModelMetadata(_ context.Context, r *tritonpb.ModelMetadataRequest) (*tritonpb.ModelMetadataResponse, error) {
 	f.called("ModelMetadata")
+	if code, ok := versionErrors[r.GetVersion()]; ok {
+		return nil, status.Errorf(code, "injected for version %s", r.GetVersion())
+	}
 	f.mu.Lock()
 	fail := f.metaFailures > 0
 	if fail {
@@ -106,6 +119,9 @@ func (f *fakeTriton) ModelMetadata(_ context.Context, r *tritonpb.ModelMetadataR
 
 func (f *fakeTriton) ModelConfig(_ context.Context, r *tritonpb.ModelConfigRequest) (*tritonpb.ModelConfigResponse, error) {
 	f.called("ModelConfig")
+	if code, ok := versionErrors[r.GetVersion()]; ok {
+		return nil, status.Errorf(code, "injected for version %s", r.GetVersion())
+	}
 	m := f.meta(r.GetName())
 	if m == nil {
 		return nil, status.Errorf(codes.NotFound, "Request for unknown model: '%s' is not found", r.GetName())
@@ -381,6 +397,108 @@ func TestClientDoesNotRetryInfer(t *testing.T) {
 	wantCode(t, err, codes.Unavailable, "overloaded")
 	if n := f.count("ModelInfer"); n != 1 {
 		t.Errorf("ModelInfer called %d times, want 1", n)
+	}
+}
+
+// TestClientForgetsStaleModel checks that the cached metadata of a model is
+// dropped when the server's errors say the model changed state, and kept
+// otherwise, including when our own validation refuses a request.
+func TestClientForgetsStaleModel(t *testing.T) {
+	ctx := context.Background()
+	good := &InferRequest{Model: "affine_fp32", Inputs: []Tensor{NewFP32("INPUT0", []int64{1, 4}, make([]float32, 4))}}
+	for _, tt := range []struct {
+		name   string
+		fail   func(c *Client, f *fakeTriton) error // a failing call about affine_fp32
+		code   codes.Code
+		forget bool
+	}{
+		{"infer NOT_FOUND", inferFails(codes.NotFound), codes.NotFound, true},
+		{"infer UNAVAILABLE", inferFails(codes.Unavailable), codes.Unavailable, true},
+		{"infer FAILED_PRECONDITION", inferFails(codes.FailedPrecondition), codes.FailedPrecondition, true},
+		{"infer INVALID_ARGUMENT from the server", inferFails(codes.InvalidArgument), codes.InvalidArgument, true},
+		{"infer INTERNAL", inferFails(codes.Internal), codes.Internal, false},
+		{"infer RESOURCE_EXHAUSTED", inferFails(codes.ResourceExhausted), codes.ResourceExhausted, false},
+		{"infer INVALID_ARGUMENT from our validation", func(c *Client, _ *fakeTriton) error {
+			_, err := c.Infer(ctx, &InferRequest{Model: "affine_fp32", Inputs: []Tensor{NewFP32("INPUT0", []int64{1, 5}, make([]float32, 5))}})
+			return err
+		}, codes.InvalidArgument, false},
+		{"metadata NOT_FOUND", metadataFails("404"), codes.NotFound, true},
+		{"metadata UNAVAILABLE", metadataFails("503"), codes.Unavailable, true},
+		{"metadata FAILED_PRECONDITION", metadataFails("412"), codes.FailedPrecondition, true},
+		{"metadata INVALID_ARGUMENT", metadataFails("400"), codes.InvalidArgument, false},
+		{"metadata INTERNAL", metadataFails("500"), codes.Internal, false},
+		{"config NOT_FOUND", configFails("404"), codes.NotFound, true},
+		{"config UNAVAILABLE", configFails("503"), codes.Unavailable, true},
+		{"config INTERNAL", configFails("500"), codes.Internal, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeTriton{}
+			c := startFake(t, f)
+			if _, err := c.Infer(ctx, good); err != nil {
+				t.Fatal(err)
+			}
+			before := f.count("ModelMetadata")
+			wantCode(t, tt.fail(c, f), tt.code)
+			f.mu.Lock()
+			f.inferErr = nil
+			f.mu.Unlock()
+			after := f.count("ModelMetadata")
+			if _, err := c.Infer(ctx, good); err != nil {
+				t.Fatal(err)
+			}
+			refetched := f.count("ModelMetadata") > after
+			if refetched != tt.forget {
+				t.Errorf("metadata refetched after the error: %v, want %v (%d calls before, %d after)", refetched, tt.forget, before, f.count("ModelMetadata"))
+			}
+		})
+	}
+	// Another model's cache is untouched.
+	f := &fakeTriton{}
+	c := startFake(t, f)
+	for _, m := range []string{"affine_fp32", "affine_fp16"} {
+		if _, err := c.ModelMetadata(ctx, m, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.mu.Lock()
+	f.inferErr = status.Error(codes.NotFound, "gone")
+	f.mu.Unlock()
+	if _, err := c.Infer(ctx, good); err == nil {
+		t.Fatal("Infer succeeded")
+	}
+	n := f.count("ModelMetadata")
+	if _, err := c.ModelMetadata(ctx, "affine_fp16", ""); err != nil || f.count("ModelMetadata") != n {
+		t.Errorf("affine_fp16's metadata was refetched after an error about affine_fp32: %v", err)
+	}
+}
+
+// inferFails makes the fake's ModelInfer fail with code, and sends a valid
+// request.
+func inferFails(code codes.Code) func(*Client, *fakeTriton) error {
+	return func(c *Client, f *fakeTriton) error {
+		f.mu.Lock()
+		f.inferErr = status.Error(code, "injected")
+		f.mu.Unlock()
+		_, err := c.Infer(context.Background(), &InferRequest{Model: "affine_fp32", Inputs: []Tensor{NewFP32("INPUT0", []int64{1, 4}, make([]float32, 4))}})
+		return err
+	}
+}
+
+// metadataFails asks for a version of affine_fp32 whose metadata the fake
+// refuses (see versionErrors).
+func metadataFails(version string) func(*Client, *fakeTriton) error {
+	return func(c *Client, _ *fakeTriton) error {
+		_, err := c.ModelMetadata(context.Background(), "affine_fp32", version)
+		return err
+	}
+}
+
+// configFails asks for a version of affine_fp32 whose configuration the
+// fake refuses.
+func configFails(version string) func(*Client, *fakeTriton) error {
+	return func(c *Client, _ *fakeTriton) error {
+		_, err := c.ModelConfig(context.Background(), "affine_fp32", version)
+		return err
 	}
 }
 

@@ -192,6 +192,15 @@ func TestNumElementsAndShape(t *testing.T) {
 		{[]int64{0, 4}, 0, false},
 		{[]int64{-1, 4}, 0, true},
 		{[]int64{1 << 40, 1 << 40}, 0, true},
+		{[]int64{1 << 61}, 0, true},
+		{[]int64{1 << 62}, 0, true},
+		{[]int64{1 << 31, 1 << 31, 1 << 31, 8}, 0, true}, // the product wraps to 0 in int64
+		{[]int64{MaxElements}, MaxElements, false},
+		{[]int64{MaxElements + 1}, 0, true},
+		{[]int64{1 << 16, 1 << 15}, 0, true},
+		{[]int64{1 << 15, 1 << 15}, 1 << 30, false},
+		{[]int64{1 << 40, 0}, 0, true},           // zero elements, but an absurd dimension
+		{[]int64{1 << 20, 0, 1 << 20}, 0, false}, // zero elements; the product of the rest would exceed the bound
 	}
 	for _, tt := range tests {
 		n, err := NumElements(tt.shape)

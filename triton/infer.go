@@ -49,7 +49,10 @@ func (r *InferResponse) Output(name string) (Tensor, bool) {
 // dialed WithoutValidation), sends it, and decodes the response, whether its
 // outputs come as raw_output_contents or as typed contents. It is never
 // retried. A request that does not fit the model fails with
-// INVALID_ARGUMENT without being sent.
+// INVALID_ARGUMENT without being sent. A server error that says the model
+// changed (NOT_FOUND, UNAVAILABLE, FAILED_PRECONDITION, or INVALID_ARGUMENT
+// for a request that passed validation) drops the model's cached metadata,
+// so the next request validates against fresh metadata.
 func (c *Client) Infer(ctx context.Context, req *InferRequest) (*InferResponse, error) {
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
@@ -64,6 +67,7 @@ func (c *Client) Infer(ctx context.Context, req *InferRequest) (*InferResponse, 
 	}
 	resp, err := c.rpc.ModelInfer(ctx, pb)
 	if err != nil {
+		c.forgetIfStale(req.Model, err, true)
 		return nil, c.wrap(opName("ModelInfer", req.Model, req.Version), err)
 	}
 	out, err := DecodeInferResponse(resp)

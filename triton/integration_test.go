@@ -3,6 +3,7 @@ package triton_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net"
 	"os"
 	"slices"
@@ -136,26 +137,77 @@ func TestTritonModelMetadataAndConfig(t *testing.T) {
 	}
 }
 
+// affineInputs is triton/testdata/affine_inputs.json: the inputs this test
+// and tests/test_triton_harness.py both send to the affine models, so that
+// our client and the official one are seen to get the same numbers for the
+// same inputs.
+type affineInputs struct {
+	Shape []int64   `json:"shape"`
+	FP32  []float64 `json:"fp32"`
+	FP16  []float64 `json:"fp16"`
+}
+
+func loadAffineInputs(t *testing.T) affineInputs {
+	t.Helper()
+	b, err := os.ReadFile("testdata/affine_inputs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in affineInputs
+	if err := json.Unmarshal(b, &in); err != nil {
+		t.Fatalf("testdata/affine_inputs.json: %v", err)
+	}
+	n := int64(1)
+	for _, d := range in.Shape {
+		n *= d
+	}
+	if len(in.Shape) != 2 || in.Shape[1] != 4 || int64(len(in.FP32)) != n || int64(len(in.FP16)) != n {
+		t.Fatalf("testdata/affine_inputs.json: shape %v with %d fp32 and %d fp16 values", in.Shape, len(in.FP32), len(in.FP16))
+	}
+	return in
+}
+
+// float32s rounds v to float32.
+func float32s(v []float64) []float32 {
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x)
+	}
+	return out
+}
+
 func TestTritonInferAffine(t *testing.T) {
 	c, counter := dialTriton(t)
-	// Values whose 2x+1 is exact in FP16 too, so every case checks equality.
-	x := []float32{0, 1, -2.5, 3.25, 10, -7, 0.5, 100}
-	want := make([]float32, len(x))
-	for i, v := range x {
-		want[i] = 2*v + 1
+	in := loadAffineInputs(t)
+	x32, x16 := float32s(in.FP32), float32s(in.FP16)
+	// The fixture promises fp16 values exact in FP16, and their 2x+1 too, so
+	// every case checks equality.
+	for _, v := range x16 {
+		for _, y := range []float32{v, 2*v + 1} {
+			if triton.FP16Float32(triton.FP16Bits(y)) != y {
+				t.Fatalf("testdata/affine_inputs.json: fp16 value %v is not exact in FP16", y)
+			}
+		}
 	}
 	tests := []struct {
 		name  string
 		model string
+		x     []float32
 		input triton.Tensor
 		typed bool
 	}{
-		{"fp32 raw", "affine_fp32", triton.NewFP32("INPUT0", []int64{2, 4}, x), false},
-		{"fp32 typed", "affine_fp32", triton.NewFP32("INPUT0", []int64{2, 4}, x), true},
-		{"fp16 raw", "affine_fp16", triton.NewFP16("INPUT0", []int64{2, 4}, x), false},
+		{"fp32 raw", "affine_fp32", x32, triton.NewFP32("INPUT0", in.Shape, x32), false},
+		{"fp32 typed", "affine_fp32", x32, triton.NewFP32("INPUT0", in.Shape, x32), true},
+		{"fp16 raw", "affine_fp16", x16, triton.NewFP16("INPUT0", in.Shape, x16), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// The closed form, in float32: 2x is exact and +1 rounds once,
+			// as in numpy's float32 arithmetic.
+			want := make([]float32, len(tt.x))
+			for i, v := range tt.x {
+				want[i] = 2*v + 1
+			}
 			resp, err := c.Infer(context.Background(), &triton.InferRequest{
 				Model: tt.model, ID: "it-" + tt.name, Inputs: []triton.Tensor{tt.input}, Outputs: []string{"OUTPUT0"}, Typed: tt.typed,
 				Parameters: map[string]any{"react-test": "1"},
@@ -164,7 +216,7 @@ func TestTritonInferAffine(t *testing.T) {
 				t.Fatal(err)
 			}
 			out, ok := resp.Output("OUTPUT0")
-			if !ok || out.Datatype != tt.input.Datatype || !slices.Equal(out.Shape, []int64{2, 4}) {
+			if !ok || out.Datatype != tt.input.Datatype || !slices.Equal(out.Shape, in.Shape) {
 				t.Fatalf("response outputs %+v", resp.Outputs)
 			}
 			got, err := out.AsFloat32()

@@ -24,7 +24,9 @@ func (c *Client) ServerMetadata(ctx context.Context) (*tritonpb.ServerMetadataRe
 // ModelMetadata returns a model's metadata: its versions, platform, and
 // input and output tensors. An empty version lets the server choose. The
 // answer is cached per model and version (Infer validates against it) until
-// ForgetModel; the caller gets its own copy.
+// ForgetModel, or until the server answers a call about the model with an
+// error that says the model changed state (see cache.go); the caller gets
+// its own copy.
 func (c *Client) ModelMetadata(ctx context.Context, model, version string) (*tritonpb.ModelMetadataResponse, error) {
 	m, err := c.modelMetadata(ctx, model, version)
 	if err != nil {
@@ -48,6 +50,7 @@ func (c *Client) modelMetadata(ctx context.Context, model, version string) (*tri
 		return err
 	})
 	if err != nil {
+		c.forgetIfStale(model, err, false)
 		return nil, err
 	}
 	c.mu.Lock()
@@ -66,6 +69,7 @@ func (c *Client) ModelConfig(ctx context.Context, model, version string) (*trito
 		return err
 	})
 	if err != nil {
+		c.forgetIfStale(model, err, false)
 		return nil, err
 	}
 	return resp.GetConfig(), nil
@@ -93,6 +97,8 @@ func (c *Client) modelConfig(ctx context.Context, model, version string) (*trito
 
 // ForgetModel drops the cached metadata and configuration of a model, all
 // versions, for example after the model was reloaded with other tensors.
+// The client also does so itself when the server's errors say the model
+// changed state (see cache.go).
 func (c *Client) ForgetModel(model string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

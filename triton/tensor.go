@@ -2,6 +2,7 @@ package triton
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -63,17 +64,36 @@ func KnownDatatype(dt string) bool {
 	return fixed || dt == BYTES
 }
 
+// MaxElements is the most elements NumElements accepts in a shape. No
+// larger tensor fits in a message, which both sides cap at math.MaxInt32
+// bytes, since every element takes at least one byte; the bound also keeps
+// every byte count computed from a shape (at most 8 bytes per element) far
+// from overflowing an int64.
+const MaxElements = math.MaxInt32
+
 // NumElements returns the number of elements of a tensor of the given shape:
 // the product of its dimensions, 1 for a scalar (empty shape). It fails on a
-// negative dimension and on overflow.
+// negative dimension, and on a dimension or a product above MaxElements,
+// without overflowing. A shape with a zero dimension has no elements, but
+// its other dimensions must still be at most MaxElements.
 func NumElements(shape []int64) (int64, error) {
 	n := int64(1)
 	for _, d := range shape {
-		if d < 0 {
+		switch {
+		case d < 0:
 			return 0, fmt.Errorf("shape %s has a negative dimension", FormatShape(shape))
+		case d > MaxElements:
+			return 0, fmt.Errorf("shape %s has a dimension above %d", FormatShape(shape), int64(MaxElements))
 		}
-		if d != 0 && n > (1<<62)/d {
-			return 0, fmt.Errorf("shape %s has too many elements", FormatShape(shape))
+	}
+	for _, d := range shape {
+		if d == 0 {
+			return 0, nil
+		}
+	}
+	for _, d := range shape {
+		if n > MaxElements/d {
+			return 0, fmt.Errorf("shape %s has more than %d elements", FormatShape(shape), int64(MaxElements))
 		}
 		n *= d
 	}

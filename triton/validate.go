@@ -2,6 +2,8 @@ package triton
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -70,11 +72,13 @@ func checkTensor(m *tritonpb.ModelMetadataResponse_TensorMetadata, t Tensor) err
 	return checkData(t, n)
 }
 
-// checkData checks that t's raw data holds exactly n elements.
+// checkData checks that t's raw data holds exactly n elements. For a fixed
+// size type it divides the data's length by the element size instead of
+// multiplying n by it, so that no shape can make the comparison overflow.
 func checkData(t Tensor, n int64) error {
 	if size, ok := ElementSize(t.Datatype); ok {
-		if need := n * int64(size); int64(len(t.Raw)) != need {
-			return fmt.Errorf("%d bytes of data, but shape %s of %s needs %d", len(t.Raw), FormatShape(t.Shape), t.Datatype, need)
+		if len(t.Raw)%size != 0 || int64(len(t.Raw)/size) != n {
+			return fmt.Errorf("%d bytes of data, but shape %s of %s needs %s", len(t.Raw), FormatShape(t.Shape), t.Datatype, byteCount(n, size))
 		}
 		return nil
 	}
@@ -86,6 +90,14 @@ func checkData(t Tensor, n int64) error {
 		return fmt.Errorf("%d BYTES elements, but shape %s needs %d", len(elems), FormatShape(t.Shape), n)
 	}
 	return nil
+}
+
+// byteCount formats n elements of size bytes, n·size, without overflowing.
+func byteCount(n int64, size int) string {
+	if n > math.MaxInt64/int64(size) {
+		return fmt.Sprintf("%d×%d bytes", n, size)
+	}
+	return strconv.FormatInt(n*int64(size), 10)
 }
 
 // shapeMatches reports whether shape fits pattern, where -1 in pattern

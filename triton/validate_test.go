@@ -1,6 +1,7 @@
 package triton
 
 import (
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -29,6 +30,9 @@ func TestValidateInputs(t *testing.T) {
 		{Name: "NAME", Datatype: BYTES, Shape: []int64{-1}},
 	}}
 	ones := func(n int) []float32 { return make([]float32, n) }
+	fp64 := &tritonpb.ModelMetadataResponse{Inputs: []*tritonpb.ModelMetadataResponse_TensorMetadata{
+		{Name: "X", Datatype: FP64, Shape: []int64{-1}},
+	}}
 	tests := []struct {
 		name     string
 		meta     *tritonpb.ModelMetadataResponse
@@ -63,6 +67,15 @@ func TestValidateInputs(t *testing.T) {
 			`model "affine_fp32" input "INPUT0": 28 bytes of data, but shape [2 4] of FP32 needs 32`},
 		{"raw too long", fp32, "affine_fp32", []Tensor{NewFP32("INPUT0", []int64{1, 4}, ones(5))}, nil, nil,
 			`model "affine_fp32" input "INPUT0": 20 bytes of data, but shape [1 4] of FP32 needs 16`},
+		// n·8 overflows to 0 for these shapes, which an empty Raw once matched.
+		{"FP64 [2^61] with no data", fp64, "m", []Tensor{{Name: "X", Datatype: FP64, Shape: []int64{1 << 61}}}, nil, nil,
+			`model "m" input "X": shape [2305843009213693952] has a dimension above 2147483647`},
+		{"FP64 [2^31 2^31 2^31 8] with no data", &tritonpb.ModelMetadataResponse{Inputs: []*tritonpb.ModelMetadataResponse_TensorMetadata{
+			{Name: "X", Datatype: FP64, Shape: []int64{-1, -1, -1, -1}}}}, "m",
+			[]Tensor{{Name: "X", Datatype: FP64, Shape: []int64{1 << 31, 1 << 31, 1 << 31, 8}}}, nil, nil,
+			`model "m" input "X": shape [2147483648 2147483648 2147483648 8] has a dimension above 2147483647`},
+		{"FP64 raw not whole elements", fp64, "m", []Tensor{{Name: "X", Datatype: FP64, Shape: []int64{1}, Raw: make([]byte, 9)}}, nil, nil,
+			`model "m" input "X": 9 bytes of data, but shape [1] of FP64 needs 8`},
 		{"unknown output", fp32, "affine_fp32", []Tensor{NewFP32("INPUT0", []int64{1, 4}, ones(4))}, []string{"OUTPUT9"}, nil,
 			`model "affine_fp32" output "OUTPUT9": the model has no such output (outputs: [OUTPUT0])`},
 		{"bytes ok", text, "runtime_info", []Tensor{NewStrings("NAME", []int64{2}, []string{"numpy", ""})}, nil, nil, ""},
@@ -88,5 +101,45 @@ func TestValidateInputs(t *testing.T) {
 				t.Errorf("message\n got %s\nwant %s", st.Message(), tt.want)
 			}
 		})
+	}
+}
+
+// TestCheckDataNoOverflow checks checkData on its own with element counts
+// whose byte size overflows an int64: no data may match them.
+func TestCheckDataNoOverflow(t *testing.T) {
+	for _, tc := range []struct {
+		n    int64
+		raw  int
+		want string
+	}{
+		{1 << 61, 0, "0 bytes of data, but shape [] of FP64 needs 2305843009213693952×8 bytes"},
+		{1 << 62, 0, "needs 4611686018427387904×8 bytes"},
+		{1 << 60, 0, "needs 1152921504606846976×8 bytes"},
+		{2, 16, ""},
+		{2, 17, "17 bytes of data, but shape [] of FP64 needs 16"},
+	} {
+		err := checkData(Tensor{Name: "X", Datatype: FP64, Raw: make([]byte, tc.raw)}, tc.n)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("n=%d, %d bytes: %v", tc.n, tc.raw, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("n=%d, %d bytes: error %v, want %q", tc.n, tc.raw, err, tc.want)
+		}
+	}
+}
+
+// TestDecodeInferResponseHugeShape checks that a response cannot claim an
+// output of more elements than it carries by choosing a shape whose byte
+// size overflows.
+func TestDecodeInferResponseHugeShape(t *testing.T) {
+	for _, shape := range [][]int64{{1 << 61}, {1 << 31, 1 << 31, 1 << 31, 8}, {1 << 30, 1 << 30}} {
+		pb := &tritonpb.ModelInferResponse{
+			ModelName:         "m",
+			Outputs:           []*tritonpb.ModelInferResponse_InferOutputTensor{{Name: "Y", Datatype: FP64, Shape: shape}},
+			RawOutputContents: [][]byte{{}},
+		}
+		if r, err := DecodeInferResponse(pb); err == nil {
+			t.Errorf("shape %v with no data: accepted %+v", shape, r.Outputs)
+		}
 	}
 }

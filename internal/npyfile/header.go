@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -110,6 +112,9 @@ func parseDict(s string, h *Header) error {
 			if h.Shape, err = p.tuple(); err != nil {
 				return fmt.Errorf("shape: %w", err)
 			}
+			if err := checkElements(h.Shape); err != nil {
+				return fmt.Errorf("shape: %w", err)
+			}
 		default:
 			return fmt.Errorf("unknown key %q", key)
 		}
@@ -181,6 +186,31 @@ func (p *lexer) str() (string, error) {
 	return v, nil
 }
 
+// maxDim is the largest dimension a header may give, and maxElements the
+// largest number of elements its shape may describe: at 8 bytes each, a
+// larger array could not be addressed by an int64 byte count.
+const (
+	maxDim      = 1 << 40
+	maxElements = 1 << 59
+)
+
+// checkElements refuses a shape whose product of dimensions exceeds
+// maxElements, saying so, instead of letting the product overflow.
+func checkElements(shape []int) error {
+	if slices.Contains(shape, 0) {
+		return nil // no elements, however large the other dimensions
+	}
+	n := uint64(1)
+	for _, d := range shape {
+		hi, lo := bits.Mul64(n, uint64(d))
+		if hi != 0 || lo > maxElements {
+			return fmt.Errorf("%v describes more than 2^59 elements (the product of the dimensions overflows)", shape)
+		}
+		n = lo
+	}
+	return nil
+}
+
 func (p *lexer) tuple() ([]int, error) {
 	if !p.eat('(') {
 		return nil, errors.New("want '('")
@@ -195,9 +225,12 @@ func (p *lexer) tuple() ([]int, error) {
 		for j < len(p.s) && p.s[j] >= '0' && p.s[j] <= '9' {
 			j++
 		}
-		v, err := strconv.Atoi(p.s[p.i:j])
-		if err != nil || v > 1<<40 {
+		if j == p.i {
 			return nil, errors.New("want non-negative integer dimensions")
+		}
+		v, err := strconv.Atoi(p.s[p.i:j])
+		if err != nil || v > maxDim {
+			return nil, fmt.Errorf("dimension %s is too large (at most %d)", p.s[p.i:j], maxDim)
 		}
 		p.i = j
 		if p.i < len(p.s) && p.s[p.i] == 'L' { // Python 2 long

@@ -130,7 +130,19 @@ func TestRefuses(t *testing.T) {
 		{"bad shape", rawNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, -1), }\n", nil), "shape"},
 		{"truncated header", rawNpy("{'descr'", nil)[:12], "truncated .npy header"},
 		{"version 9", []byte(magic + "\x09\x00\x00\x00"), "format version 9.0"},
-		{"huge shape", rawNpy("{'descr': '<f8', 'fortran_order': False, 'shape': (1099511627776, 1099511627776), }\n", nil), "too large"},
+		{"huge shape", rawNpy("{'descr': '<f8', 'fortran_order': False, 'shape': (1099511627776, 1099511627776), }\n", nil),
+			"shape: [1099511627776 1099511627776] describes more than 2^59 elements (the product of the dimensions overflows)"},
+		{"product overflows int64", rawNpy("{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4), }\n", nil),
+			"the product of the dimensions overflows"},
+		{"product overflows uint64", rawNpy("{'descr': '<f8', 'fortran_order': False, 'shape': (1099511627776, 1099511627776, 1099511627776), }\n", nil),
+			"the product of the dimensions overflows"},
+		{"zero after a huge partial product", rawNpy("{'descr': '<f8', 'fortran_order': False, 'shape': (1099511627776, 16777216, 0), }\n", nil),
+			"array is 3-D"},
+		{"dimension beyond int", rawNpy("{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999999999999999, 2), }\n", nil),
+			"shape: dimension 99999999999999999999999 is too large (at most 1099511627776)"},
+		{"dimension beyond limit", rawNpy("{'descr': '<f8', 'fortran_order': False, 'shape': (1099511627777, 2), }\n", nil),
+			"dimension 1099511627777 is too large"},
+		{"not a dimension", rawNpy("{'descr': '<f8', 'fortran_order': False, 'shape': (2, x), }\n", nil), "want non-negative integer dimensions"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := NewReader(bytes.NewReader(tc.file), int64(len(tc.file)))

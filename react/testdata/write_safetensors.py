@@ -4,7 +4,8 @@ Usage: write_safetensors.py DIR
 
 Writes DIR/generic.safetensors, tensors of several dtypes with metadata, and
 DIR/components.safetensors, a complete components file (metadata contract and
-checksum included) built here, not by Go. Prints the values it wrote as JSON.
+both checksums included) built here, not by Go. Prints the values it wrote as
+JSON.
 """
 import hashlib
 import json
@@ -23,6 +24,18 @@ def data_sha256(path):
     return hashlib.sha256(raw[8 + n:]).hexdigest()
 
 
+def metadata_sha256(meta):
+    """The metadata checksum, from docs/components-file.md: every entry but
+    the two checksums, in byte-wise order of the UTF-8 keys, each encoded as
+    <len(key)>:<key>,<len(value)>:<value>, with lengths in bytes."""
+    enc = b""
+    items = [(k.encode("utf-8"), v.encode("utf-8")) for k, v in meta.items()
+             if k not in ("sha256", "metadata_sha256")]
+    for k, v in sorted(items):
+        enc += b"%d:%s,%d:%s," % (len(k), k, len(v), v)
+    return hashlib.sha256(enc).hexdigest()
+
+
 def main(out_dir):
     generic = {
         "x": np.arange(6, dtype=np.float64).reshape(2, 3) / 4.0,
@@ -39,6 +52,9 @@ def main(out_dir):
         "format": "react-components", "format_version": "1", "d": str(d),
         "tasks": "p,q", "beta": "0.25", "normalization": "mean",
         "backbone.model": "merged", "backbone.version": "", "backbone.output": "feat",
+        # Not a key Go writes: the checksum covers every entry, and a
+        # multi-byte value checks that lengths count bytes.
+        "note": "\u00e9\u03b2 ,1:x,",
     }
     values = {}
     for i, t in enumerate(("p", "q")):
@@ -55,7 +71,9 @@ def main(out_dir):
                      "task.%s.expert_version" % t: "", "task.%s.expert_output" % t: ""})
         values[t] = {"n": n, "S": s.tolist(), "G": g.tolist(), "W_orth": w.tolist()}
     path = os.path.join(out_dir, "components.safetensors")
-    # The checksum covers the data section only, so write once to learn it.
+    meta["metadata_sha256"] = metadata_sha256(meta)
+    # The data checksum covers the data section only, so write once to learn
+    # it.
     meta["sha256"] = "0" * 64
     save_file(tensors, path, metadata=meta)
     meta["sha256"] = data_sha256(path)

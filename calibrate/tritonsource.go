@@ -1,0 +1,396 @@
+package calibrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/triton"
+)
+
+// Defaults of a Triton-backed fit.
+const (
+	// DefaultInFlight is the number of chunks of a task whose requests are
+	// in flight at once.
+	DefaultInFlight = 4
+	// DefaultTritonBatch is the number of samples per request when neither
+	// the caller nor the models ask for fewer.
+	DefaultTritonBatch = 256
+)
+
+// TritonConfig says what a Triton-backed fit runs, and on which inputs.
+type TritonConfig struct {
+	// Inputs is the directory holding DIR/<task>.npy, each task's unlabeled
+	// calibration inputs: float32, samples along the first axis, then the
+	// shape of one model input without its batch dimension.
+	Inputs string
+	// Tasks lists the tasks to fit, in order; empty means every <task>.npy
+	// in Inputs, sorted.
+	Tasks []string
+	// Backbone is the merged backbone. An empty Output picks its only output.
+	Backbone react.ModelRef
+	// Experts maps every task to its expert. An empty Output picks the
+	// expert's only output, or else the one named like the backbone's.
+	Experts map[string]react.ModelRef
+	// Batch caps the samples per request (default DefaultTritonBatch); each
+	// model's max_batch_size caps it further.
+	Batch int
+	// InFlight is the number of chunks in flight per task (default
+	// DefaultInFlight).
+	InFlight int
+}
+
+// TritonPair is the PairSource of one task whose features a Triton server
+// computes: each chunk of the task's calibration inputs is sent to the
+// merged backbone and to the task's expert at the same time, and the two
+// feature outputs, decoded to float32 whatever their datatype (FP32, FP16,
+// BF16 or FP64), are the pairs. A few chunks are in flight at once; pairs
+// come out in input order.
+type TritonPair struct {
+	task     string
+	client   *triton.Client
+	in       *inputFile
+	backbone *tritonModel
+	expert   *tritonModel
+	batch    int
+	inFlight int
+
+	started bool
+	cancel  context.CancelFunc
+	results chan chan chunkResult
+	cur     chunkResult
+	off     int
+	err     error
+	version [2]string // the versions that answered: backbone, expert
+}
+
+// chunkResult is the features of one chunk of inputs.
+type chunkResult struct {
+	first, rows int
+	mtl, ind    []float32
+	version     [2]string
+	err         error
+}
+
+// OpenTritonPairs checks everything a Triton-backed fit needs before any
+// sample is sent, and returns one source per task, in order:
+//   - each task's input file is a float32 array in C order, with samples,
+//     of the size its header says;
+//   - every task has an expert, and every expert a task;
+//   - the server is reachable and ready, and so is each model;
+//   - each model has one batched floating-point input that takes the
+//     samples' shape, and the feature output, floating-point with a fixed
+//     size D, the same for every model.
+//
+// ctx bounds these checks only; a source sends its requests from its first
+// Next until its end or Close. The sources share c, which the caller closes
+// after them.
+func OpenTritonPairs(ctx context.Context, c *triton.Client, cfg TritonConfig) (pairs []*TritonPair, err error) {
+	tasks := cfg.Tasks
+	if len(tasks) == 0 {
+		if tasks, err = discoverInputs(cfg.Inputs); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkExperts(tasks, cfg.Experts); err != nil {
+		return nil, asUsage(err)
+	}
+
+	var files []*inputFile
+	defer func() {
+		if err != nil {
+			for _, f := range files {
+				f.Close()
+			}
+		}
+	}()
+	for _, task := range tasks {
+		f, err := openInput(filepath.Join(cfg.Inputs, task+InputSuffix))
+		if err != nil {
+			return nil, fmt.Errorf("task %s: %w", task, err)
+		}
+		files = append(files, f)
+	}
+
+	ready, err := c.ServerReady(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to Triton: %w", err)
+	}
+	if !ready {
+		return nil, fmt.Errorf("connecting to Triton: the server at %s is live but not ready", c.Addr())
+	}
+	backbone, err := checkModel(ctx, c, "backbone", cfg.Backbone, "")
+	if err != nil {
+		return nil, err
+	}
+	batch := cfg.Batch
+	if batch <= 0 {
+		batch = DefaultTritonBatch
+	}
+	inFlight := cfg.InFlight
+	if inFlight <= 0 {
+		inFlight = DefaultInFlight
+	}
+	for i, task := range tasks {
+		expert, err := checkModel(ctx, c, "expert of task "+task, cfg.Experts[task], backbone.ref.Output)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range []*tritonModel{backbone, expert} {
+			if err := m.accepts(files[i].shape); err != nil {
+				return nil, fmt.Errorf("task %s: %s holds %s samples: %w", task, files[i].path, files[i].formatShape(), err)
+			}
+		}
+		if expert.dim != backbone.dim {
+			return nil, fmt.Errorf("task %s: expert %s gives features of D=%d (output %q) but backbone %s gives D=%d (output %q): they must match",
+				task, describe(expert.ref), expert.dim, expert.ref.Output, describe(backbone.ref), backbone.dim, backbone.ref.Output)
+		}
+		b := batch
+		for _, m := range []*tritonModel{backbone, expert} {
+			if m.maxBatch > 0 {
+				b = min(b, m.maxBatch)
+			}
+		}
+		pairs = append(pairs, &TritonPair{task: task, client: c, in: files[i], backbone: backbone, expert: expert, batch: b, inFlight: inFlight})
+	}
+	return pairs, nil
+}
+
+// discoverInputs lists the tasks with a <task>.npy file in dir, sorted.
+func discoverInputs(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var tasks []string
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), InputSuffix)
+		if !ok || e.IsDir() {
+			continue
+		}
+		if err := react.ValidateTaskName(name); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, e.Name()), err)
+		}
+		tasks = append(tasks, name)
+	}
+	if len(tasks) == 0 {
+		return nil, fmt.Errorf("no calibration inputs in %s: want <task>%s files", dir, InputSuffix)
+	}
+	sort.Strings(tasks)
+	return tasks, nil
+}
+
+// checkExperts checks that experts names an expert for each task and for
+// no other.
+func checkExperts(tasks []string, experts map[string]react.ModelRef) error {
+	known := make(map[string]bool, len(tasks))
+	var missing []string
+	for _, t := range tasks {
+		known[t] = true
+		if experts[t].Name == "" {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("--expert: no expert for task %s: give --expert task=model for every task", strings.Join(missing, ", "))
+	}
+	var extra []string
+	for t := range experts {
+		if !known[t] {
+			extra = append(extra, t)
+		}
+	}
+	if len(extra) > 0 {
+		sort.Strings(extra)
+		return fmt.Errorf("--expert: task %s has no calibration inputs among the tasks fitted (%s)", strings.Join(extra, ", "), strings.Join(tasks, ", "))
+	}
+	return nil
+}
+
+// Task implements PairSource.
+func (p *TritonPair) Task() string { return p.task }
+
+// Dim implements PairSource.
+func (p *TritonPair) Dim() int { return p.backbone.dim }
+
+// Len implements PairSource.
+func (p *TritonPair) Len() int64 { return int64(p.in.rows) }
+
+// Backbone returns the backbone as it was used: its output resolved and,
+// once a request was answered, the version that answered if none was asked.
+func (p *TritonPair) Backbone() react.ModelRef { return p.used(p.backbone.ref, p.version[0]) }
+
+// Expert returns the task's expert as it was used; see Backbone.
+func (p *TritonPair) Expert() react.ModelRef { return p.used(p.expert.ref, p.version[1]) }
+
+func (p *TritonPair) used(ref react.ModelRef, version string) react.ModelRef {
+	if ref.Version == "" {
+		ref.Version = version
+	}
+	return ref
+}
+
+// BatchSize returns the number of samples per request.
+func (p *TritonPair) BatchSize() int { return p.batch }
+
+// Next implements PairSource. The first call starts the requests.
+func (p *TritonPair) Next(mtl, ind []float64) (int, error) {
+	if len(mtl) != len(ind) {
+		return 0, errors.New("Next: batches of different lengths")
+	}
+	if p.err != nil {
+		return 0, p.err
+	}
+	if !p.started {
+		p.start()
+	}
+	for p.off >= p.cur.rows {
+		fut, ok := <-p.results
+		if !ok {
+			return 0, io.EOF
+		}
+		r := <-fut
+		if r.err == nil {
+			r.err = p.checkVersions(r.version)
+		}
+		if r.err != nil {
+			p.err = r.err
+			return 0, r.err
+		}
+		p.cur, p.off = r, 0
+	}
+	d := p.Dim()
+	n := min(len(mtl)/d, p.cur.rows-p.off)
+	if n == 0 {
+		return 0, errors.New("Next: destination smaller than one pair")
+	}
+	from, to := p.off*d, (p.off+n)*d
+	for i, v := range p.cur.mtl[from:to] {
+		mtl[i] = float64(v)
+	}
+	for i, v := range p.cur.ind[from:to] {
+		ind[i] = float64(v)
+	}
+	p.off += n
+	return n, nil
+}
+
+// checkVersions checks that the same model versions answered every chunk.
+func (p *TritonPair) checkVersions(v [2]string) error {
+	for i, m := range []*tritonModel{p.backbone, p.expert} {
+		switch {
+		case p.version[i] == "":
+			p.version[i] = v[i]
+		case v[i] != "" && v[i] != p.version[i]:
+			return fmt.Errorf("%s %s answered as version %s, then as version %s: the model changed during calibration",
+				m.role, describe(m.ref), p.version[i], v[i])
+		}
+	}
+	return nil
+}
+
+// start reads the inputs chunk by chunk in a goroutine and sends each chunk
+// to both models, keeping at most inFlight chunks in flight. The results
+// channel holds one future per chunk, in input order.
+func (p *TritonPair) start() {
+	p.started = true
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	p.results = make(chan chan chunkResult, p.inFlight-1)
+	go func() {
+		defer close(p.results)
+		for first := 0; ; {
+			raw, n, err := p.in.read(p.batch)
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			fut := make(chan chunkResult, 1)
+			select {
+			case p.results <- fut:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				fut <- chunkResult{err: err}
+				return
+			}
+			go func(first int) { fut <- p.infer(ctx, raw, first, n) }(first)
+			first += n
+		}
+	}()
+}
+
+// infer runs one chunk through both models at the same time.
+func (p *TritonPair) infer(ctx context.Context, raw []byte, first, n int) chunkResult {
+	r := chunkResult{first: first, rows: n}
+	var wg sync.WaitGroup
+	var errs [2]error
+	outs := [2]*[]float32{&r.mtl, &r.ind}
+	for i, m := range []*tritonModel{p.backbone, p.expert} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			*outs[i], r.version[i], errs[i] = p.run(ctx, m, raw, first, n)
+		}()
+	}
+	wg.Wait()
+	r.err = errors.Join(errs[0], errs[1])
+	return r
+}
+
+// run sends n samples, raw little-endian float32, to model m and returns
+// their features as float32 and the version that answered.
+func (p *TritonPair) run(ctx context.Context, m *tritonModel, raw []byte, first, n int) ([]float32, string, error) {
+	fail := func(err error) ([]float32, string, error) {
+		return nil, "", fmt.Errorf("%s %s: samples %d to %d of %s: %w", m.role, describe(m.ref), first, first+n, p.in.path, err)
+	}
+	data := raw
+	if m.inputDT != triton.FP32 {
+		var err error
+		if data, err = triton.EncodeFloat32(nil, m.inputDT, float32s(raw)); err != nil {
+			return fail(err)
+		}
+	}
+	shape := append([]int64{int64(n)}, p.in.shape...)
+	resp, err := p.client.Infer(ctx, &triton.InferRequest{
+		Model:   m.ref.Name,
+		Version: m.ref.Version,
+		Inputs:  []triton.Tensor{{Name: m.input, Datatype: m.inputDT, Shape: shape, Raw: data}},
+		Outputs: []string{m.ref.Output},
+	})
+	if err != nil {
+		return fail(err)
+	}
+	out, ok := resp.Output(m.ref.Output)
+	if !ok {
+		return fail(fmt.Errorf("the response has no output %q", m.ref.Output))
+	}
+	v, err := out.AsFloat32()
+	if err != nil {
+		return fail(fmt.Errorf("output %q: %w", m.ref.Output, err))
+	}
+	if len(v) != n*m.dim {
+		return fail(fmt.Errorf("output %q has shape %s: want %d samples of D=%d", m.ref.Output, triton.FormatShape(out.Shape), n, m.dim))
+	}
+	return v, resp.Version, nil
+}
+
+// Close implements PairSource: it cancels the requests in flight and closes
+// the input file.
+func (p *TritonPair) Close() error {
+	if p.started {
+		p.cancel()
+		for range p.results {
+			// Drain so that the reader goroutine ends before the file closes.
+		}
+		p.started = false
+	}
+	return p.in.Close()
+}

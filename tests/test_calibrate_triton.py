@@ -1,0 +1,147 @@
+"""`calibrate fit --triton` end to end, against the real Triton of
+scripts/test.sh serving the demo zoo (tritonmodels/repo).
+
+The test writes a few hundred calibration images of three tasks to a
+temporary directory, runs calibrate fit --triton (built from cmd/calibrate
+for the test) with the merged backbone (backbone_adamerging) and each task's
+expert, and checks the
+components file it wrote against an independent computation: the features
+of the same images from onnxruntime, run here directly on the zoo's ONNX
+files, and S_t = Σ z_ind z_mtlᵀ, G_t = Σ z_mtl z_mtlᵀ from them in float64.
+
+Needs TRITON_GRPC_ADDR (exported by scripts/test.sh), the zoo models loaded
+in that Triton, the zoo data (.cache/zoo-data, or ZOO_DATA) and go. Without
+them the test skips, or fails when REACT_E2E=1.
+"""
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import tritonclient.grpc as grpcclient
+from tritonclient.utils import InferenceServerException
+from safetensors import safe_open
+from safetensors.numpy import load_file
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+ZOO = ROOT / "tritonmodels" / "zoo"
+DATA = pathlib.Path(os.environ.get("ZOO_DATA", ROOT / ".cache" / "zoo-data"))
+MANIFEST_PATH = ZOO / "manifest.json"
+MANIFEST = json.loads(MANIFEST_PATH.read_text()) if MANIFEST_PATH.is_file() else None
+BACKBONE = "backbone_adamerging"
+TASKS = ["fashion", "mnist", "digits"]
+# Samples per task: an odd number, so that the last request is partial.
+N = 301
+# Samples per request: several requests per task, several in flight.
+CHUNK = 64
+# Triton runs the same ONNX files with onnxruntime in other batch sizes, so
+# the features may differ in the last bits of float32; sums over N samples
+# then differ by a few 1e-7 relative to their size.
+RTOL = 1e-5
+
+
+def _need(ok, message):
+    if not ok:
+        if os.environ.get("REACT_E2E") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def triton_addr():
+    _need(MANIFEST is not None, f"{MANIFEST_PATH} is missing: the zoo is not built (make zoo)")
+    addr = os.environ.get("TRITON_GRPC_ADDR")
+    _need(addr, "TRITON_GRPC_ADDR is not set: run the tests through scripts/test.sh")
+    models = [BACKBONE] + [f"expert_{t}" for t in TASKS]
+    client = grpcclient.InferenceServerClient(url=addr)
+    try:
+        missing = [m for m in models if not client.is_model_ready(m)]
+    except InferenceServerException as err:
+        missing, problem = models, f"cannot reach the Triton at {addr}: {err}"
+    else:
+        problem = f"the Triton at {addr} does not serve the zoo models {missing}"
+    finally:
+        client.close()
+    _need(not missing, problem)
+    return addr
+
+
+@pytest.fixture(scope="module")
+def calibrate(tmp_path_factory):
+    """bin/calibrate as the work tree builds it now (a stale bin/ would test old code)."""
+    go = shutil.which("go")
+    _need(go, "go is not on PATH: cannot build cmd/calibrate")
+    path = tmp_path_factory.mktemp("bin") / "calibrate"
+    build = subprocess.run([go, "build", "-o", str(path), "./cmd/calibrate"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, f"go build ./cmd/calibrate failed:\n{build.stderr}"
+    return path
+
+
+def _images(task):
+    path = DATA / task / "calib.npz"
+    _need(path.is_file(), f"{path} is missing: run scripts/zoo-data.sh")
+    with np.load(path) as f:
+        x = f["x"][:N]
+    return (x.astype(np.float32) / 255)[:, None, :, :]  # [N,1,28,28] in [0,1]
+
+
+def _features(model, x):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(str(ZOO / MANIFEST["files"][model]["path"]), options,
+                                   providers=["CPUExecutionProvider"])
+    name = session.get_inputs()[0].name
+    return session.run(None, {name: x})[0].astype(np.float64)
+
+
+def _close(got, want, what):
+    err = np.abs(got - want).max()
+    scale = np.abs(want).max()
+    assert err <= RTOL * scale, f"{what}: max abs error {err:.3g} exceeds {RTOL} x {scale:.3g}"
+
+
+def test_fit_from_triton_matches_onnxruntime(triton_addr, calibrate, tmp_path):
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    images = {}
+    for task in TASKS:
+        images[task] = _images(task)
+        np.save(inputs / f"{task}.npy", images[task])
+    out = tmp_path / "components.safetensors"
+    cmd = [str(calibrate), "fit", "--triton", triton_addr, "--inputs", str(inputs),
+           "--backbone-model", BACKBONE, "--backbone-output", "feature",
+           "--tasks", ",".join(TASKS), "--chunk", str(CHUNK), "--beta", "0.1", "--out", str(out)]
+    cmd += [f"--expert={task}=expert_{task}" for task in TASKS]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, f"calibrate fit failed ({run.returncode}):\n{run.stdout}\n{run.stderr}"
+
+    tensors = load_file(str(out))
+    with safe_open(str(out), framework="numpy") as f:
+        meta = f.metadata()
+    D = MANIFEST["D"]
+    assert meta["tasks"] == ",".join(TASKS)
+    assert meta["d"] == str(D)
+    assert (meta["backbone.model"], meta["backbone.version"], meta["backbone.output"]) == (BACKBONE, "1", "feature")
+
+    z_mtl_all = _features(BACKBONE, np.concatenate([images[t] for t in TASKS]))
+    start = 0
+    for task in TASKS:
+        n = len(images[task])
+        assert meta[f"task.{task}.n"] == str(n)
+        assert (meta[f"task.{task}.expert"], meta[f"task.{task}.expert_version"],
+                meta[f"task.{task}.expert_output"]) == (f"expert_{task}", "1", "feature")
+        z_mtl = z_mtl_all[start:start + n]
+        start += n
+        z_ind = _features(f"expert_{task}", images[task])
+        S, G = tensors[f"{task}.S"], tensors[f"{task}.G"]
+        assert S.shape == G.shape == (D, D) and S.dtype == G.dtype == np.float64
+        _close(S, z_ind.T @ z_mtl, f"{task}.S")
+        _close(G, z_mtl.T @ z_mtl, f"{task}.G")
+        W = tensors[f"{task}.W_orth"]
+        np.testing.assert_allclose(W.T @ W, np.eye(D), atol=1e-9)

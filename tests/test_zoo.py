@@ -1,0 +1,304 @@
+"""The demo model zoo (tritonmodels/) as the real Triton serves it.
+
+Without Triton:
+- the committed ONNX files match the sha256 sums in tritonmodels/zoo/manifest.json;
+- tritonmodels/repo/ is exactly what tritonmodels/make_repo.py generates;
+- every config.pbtxt, served and template, parses as Triton's ModelConfig.
+
+With the Triton of scripts/test.sh, which serves tritonmodels/repo beside
+triton/testdata/repo and exports ZOO_MODEL_REPOSITORY, and with the zoo data
+of scripts/setup.d/30-zoo-data.sh (.cache/zoo-data, or ZOO_DATA), queried with
+the official tritonclient over gRPC and HTTP:
+- every model of the zoo repository is ready;
+- each task's ensemble agrees with onnxruntime run here on N_TEST fixed test
+  images, and its accuracy is within 3 sigma of the table's;
+- every backbone's `feature` and every head's `logits` match onnxruntime;
+- concurrent requests are batched by the dynamic batcher and answered right.
+When Triton or the data are missing these tests skip, or fail with REACT_E2E=1.
+"""
+
+import functools
+import hashlib
+import json
+import os
+import pathlib
+import queue
+import sys
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+from google.protobuf import text_format
+from tritonclient.grpc import model_config_pb2
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+ZOO = ROOT / "tritonmodels" / "zoo"
+REPO = ROOT / "tritonmodels" / "repo"
+TEMPLATES = ROOT / "tritonmodels" / "templates"
+DATA = pathlib.Path(os.environ.get("ZOO_DATA", ROOT / ".cache" / "zoo-data"))
+MANIFEST = json.loads((ZOO / "manifest.json").read_text())
+RESULTS = json.loads((ZOO / "results.json").read_text())
+TASKS = list(MANIFEST["tasks"])
+BACKBONES = [name for name, entry in MANIFEST["files"].items() if entry["kind"] == "backbone"]
+HEADS = [f"head_{task}" for task in TASKS]
+ZOO_MODELS = BACKBONES + HEADS + TASKS
+IMAGE = MANIFEST["backbone"]["input"]["name"]
+FEATURE = MANIFEST["backbone"]["output"]["name"]
+LOGITS = MANIFEST["head"]["output"]
+# N_TEST test images per task: a seeded random sample, not the first N_TEST,
+# because some splits are sorted by class (mnist's test split starts with 0s and 1s).
+N_TEST = 300
+PROTOCOLS = ["grpc", "http"]
+# results.json's row for each backbone a deployment can use.
+RESULTS_ROW = {"backbone_base": "Base", "backbone_ta": "TA", "backbone_ties": "TIES", "backbone_adamerging": "AdaMerging"}
+
+sys.path.insert(0, str(ROOT / "tritonmodels"))
+import make_repo  # noqa: E402
+
+DEPLOYED = f"backbone_{make_repo.DEPLOYMENT_BACKBONE}"
+
+
+def _missing(message):
+    if os.environ.get("REACT_E2E") == "1":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def _module(protocol):
+    return grpcclient if protocol == "grpc" else httpclient
+
+
+@pytest.fixture(scope="module")
+def clients():
+    names = ("TRITON_GRPC_ADDR", "TRITON_HTTP_ADDR", "ZOO_MODEL_REPOSITORY")
+    env = {name: os.environ.get(name) for name in names}
+    unset = [name for name, value in env.items() if not value]
+    if unset:
+        _missing(f"{', '.join(unset)} not set: run the tests through scripts/test.sh")
+    if pathlib.Path(env["ZOO_MODEL_REPOSITORY"]).resolve() != REPO:
+        _missing(f"ZOO_MODEL_REPOSITORY={env['ZOO_MODEL_REPOSITORY']} is not this checkout's {REPO}")
+    grpc = grpcclient.InferenceServerClient(url=env["TRITON_GRPC_ADDR"])
+    http = httpclient.InferenceServerClient(url=env["TRITON_HTTP_ADDR"])
+    yield {"grpc": grpc, "http": http}
+    grpc.close()
+    http.close()
+
+
+@functools.cache
+def _split(task, split="test", n=N_TEST):
+    """n images of a split, always the same ones (seed 0, in file order), as
+    float32 [n,1,28,28] in [0,1], and their labels."""
+    path = DATA / task / f"{split}.npz"
+    if not path.is_file():
+        _missing(f"no zoo data at {path}: run scripts/zoo-data.sh (make setup)")
+    with np.load(path) as f:
+        rows = np.sort(np.random.default_rng(0).choice(len(f["x"]), size=min(n, len(f["x"])), replace=False))
+        x = f["x"][rows].astype(np.float32)[:, None] / 255
+        y = f["y"][rows] if "y" in f else None
+    return x, y
+
+
+@functools.cache
+def _mixed_images(per_task=32):
+    return np.concatenate([_split(task)[0][:per_task] for task in TASKS])
+
+
+@functools.cache
+def _session(name):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    path = ZOO / MANIFEST["files"][name]["path"]
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def _direct(name, x):
+    session = _session(name)
+    return session.run(None, {session.get_inputs()[0].name: x})[0]
+
+
+def _served(client, protocol, model, input_name, output_name, x, batch=100):
+    """The model's output for x, sent in requests of `batch` rows."""
+    module = _module(protocol)
+    parts = []
+    for i in range(0, len(x), batch):
+        chunk = np.ascontiguousarray(x[i:i + batch])
+        inp = module.InferInput(input_name, list(chunk.shape), "FP32")
+        inp.set_data_from_numpy(chunk)
+        result = client.infer(model, [inp], outputs=[module.InferRequestedOutput(output_name)])
+        parts.append(result.as_numpy(output_name))
+    return np.concatenate(parts)
+
+
+def _parse(path):
+    return text_format.Parse(path.read_text(), model_config_pb2.ModelConfig())
+
+
+# ---------------------------------------------------------------- without Triton
+
+
+def test_onnx_files_match_manifest():
+    bad = []
+    for name, entry in MANIFEST["files"].items():
+        data = (ZOO / entry["path"]).read_bytes()
+        if hashlib.sha256(data).hexdigest() != entry["sha256"] or len(data) != entry["bytes"]:
+            bad.append(name)
+    assert not bad, f"sha256 or size differs from manifest.json: {bad}"
+    listed = {pathlib.PurePath(entry["path"]).name for entry in MANIFEST["files"].values()}
+    on_disk = {p.name for p in (ZOO / "onnx").glob("*.onnx")}
+    assert on_disk == listed, f"ONNX files not in the manifest: {sorted(on_disk - listed)}"
+
+
+def test_repo_is_generated():
+    lines = make_repo.differences()
+    assert not lines, "tritonmodels/repo/ is stale; run .venv/bin/python tritonmodels/make_repo.py:\n" + "\n".join(lines)
+
+
+def test_repo_configs():
+    models = sorted(p.parent.name for p in REPO.glob("*/config.pbtxt"))
+    assert models == sorted(ZOO_MODELS)
+    for name in BACKBONES + HEADS:
+        config = _parse(REPO / name / "config.pbtxt")
+        assert config.name == name and config.backend == "python"
+        assert config.max_batch_size > 0 and config.HasField("dynamic_batching")
+        assert [(g.kind, g.count) for g in config.instance_group] == [(model_config_pb2.ModelInstanceGroup.KIND_CPU, 1)]
+        assert config.parameters["intra_op_num_threads"].string_value == "1"
+        onnx = (REPO / config.parameters["onnx_file"].string_value).resolve()
+        assert onnx == (ZOO / MANIFEST["files"][name]["path"]).resolve()
+    for task in TASKS:
+        config = _parse(REPO / task / "config.pbtxt")
+        assert config.platform == "ensemble" and config.max_batch_size > 0
+        steps = [s.model_name for s in config.ensemble_scheduling.step]
+        assert steps == [DEPLOYED, f"head_{task}"]
+        assert list(config.output[0].dims) == [MANIFEST["tasks"][task]["num_classes"]]
+
+
+def test_templates():
+    """The production templates are not loaded here (no GPU, and the bundled
+    Triton has only the Python backend): they are parsed as Triton 2.51's
+    ModelConfig and checked against the manifest and the layout the sidecar
+    relies on."""
+    group = model_config_pb2.ModelInstanceGroup
+    image_dims = MANIFEST["backbone"]["input"]["shape"][1:]
+    flavours = sorted(p.name for p in TEMPLATES.iterdir() if p.is_dir())
+    assert flavours == ["onnxruntime", "tensorrt"]
+    for flavour in flavours:
+        configs = {p.parent.name: _parse(p) for p in (TEMPLATES / flavour).glob("*/config.pbtxt")}
+        ensembles = [c for c in configs.values() if c.platform == "ensemble"]
+        assert ensembles, flavour
+        for name, config in configs.items():
+            where = f"{flavour}/{name}"
+            assert config.name == name, where
+            assert config.max_batch_size > 0, where
+            if config.platform == "ensemble":
+                continue
+            if flavour == "tensorrt":
+                assert config.platform == "tensorrt_plan", where
+            else:
+                assert config.backend == "onnxruntime", where
+            assert config.instance_group and all(g.kind == group.KIND_GPU for g in config.instance_group), where
+            batching = config.dynamic_batching
+            assert batching.preferred_batch_size and batching.max_queue_delay_microseconds > 0, where
+            assert max(batching.preferred_batch_size) <= config.max_batch_size, where
+        for ensemble in ensembles:
+            task, where = ensemble.name, f"{flavour}/{ensemble.name}"
+            assert (TEMPLATES / flavour / task / "1").is_dir(), f"{where}: an ensemble needs its version directory"
+            backbone_step, head_step = ensemble.ensemble_scheduling.step
+            backbone, head = configs[backbone_step.model_name], configs[head_step.model_name]
+            assert head.name == f"head_{task}", where
+            # The feature is the backbone model's own output, served on its own,
+            # at the version the components file was calibrated on.
+            assert [(t.name, list(t.dims)) for t in backbone.input] == [(IMAGE, image_dims)], where
+            assert [(t.name, list(t.dims)) for t in backbone.output] == [(FEATURE, [MANIFEST["D"]])], where
+            assert dict(backbone_step.output_map) == {FEATURE: FEATURE}, where
+            assert backbone_step.model_version > 0, f"{where}: pin the backbone's version"
+            assert list(backbone.version_policy.specific.versions) == [backbone_step.model_version], where
+            assert dict(head_step.input_map) == {FEATURE: FEATURE}, where
+            classes = [MANIFEST["tasks"][task]["num_classes"]]
+            assert [(t.name, list(t.dims)) for t in head.output] == [(LOGITS, classes)], where
+            assert [(t.name, list(t.dims)) for t in ensemble.output] == [(LOGITS, classes)], where
+
+
+# ---------------------------------------------------------------- with Triton
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_zoo_models_ready(clients, protocol):
+    client = clients[protocol]
+    assert client.is_server_ready()
+    not_ready = [m for m in ZOO_MODELS if not client.is_model_ready(m)]
+    assert not not_ready, f"not ready: {not_ready}"
+    kwargs = {"as_json": True} if protocol == "grpc" else {}
+    for task in TASKS:
+        config = client.get_model_config(task, **kwargs)
+        config = config.get("config", config)
+        steps = [s["model_name"] for s in config["ensemble_scheduling"]["step"]]
+        assert steps == [DEPLOYED, f"head_{task}"], task
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("task", TASKS)
+def test_ensemble_accuracy(clients, protocol, task):
+    x, y = _split(task)
+    logits = _served(clients[protocol], protocol, task, IMAGE, LOGITS, x)
+    direct = _direct(f"head_{task}", _direct(DEPLOYED, x))
+    served_pred, direct_pred = logits.argmax(1), direct.argmax(1)
+    agreement = float((served_pred == direct_pred).mean())
+    accuracy = float((served_pred == y).mean())
+    table = RESULTS["accuracy"][RESULTS_ROW[DEPLOYED]][task]
+    sigma = np.sqrt(table * (1 - table) / len(y))
+    print(f"{task} ({protocol}): accuracy {accuracy:.3f} on {len(y)} images, table {table:.3f} "
+          f"(3 sigma {3 * sigma:.3f}), agreement {agreement:.4f}, max |dlogits| {np.abs(logits - direct).max():.2e}")
+    assert agreement >= 0.995
+    assert abs(accuracy - table) <= 3 * sigma
+
+
+@pytest.mark.parametrize("model", BACKBONES)
+def test_backbone_feature_matches_onnxruntime(clients, model):
+    x = _mixed_images()
+    direct = _direct(model, x)
+    for protocol in PROTOCOLS:
+        served = _served(clients[protocol], protocol, model, IMAGE, FEATURE, x, batch=64)
+        assert served.shape == direct.shape == (len(x), MANIFEST["D"])
+        diff = float(np.abs(served - direct).max())
+        assert diff <= 1e-4, f"{model} ({protocol}): max abs diff {diff:.2e}"
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_head_logits_match_onnxruntime(clients, task):
+    feature = _direct(DEPLOYED, _mixed_images())
+    direct = _direct(f"head_{task}", feature)
+    served = _served(clients["http"], "http", f"head_{task}", FEATURE, LOGITS, feature)
+    assert served.shape == direct.shape
+    assert float(np.abs(served - direct).max()) <= 1e-4
+
+
+def test_concurrent_requests_are_batched(clients):
+    """Single-image requests sent at once share executions (the dynamic
+    batcher), and each still gets its own answer."""
+    model, n = "backbone_base", 48
+    client = clients["grpc"]
+    x = _mixed_images()[:n]
+
+    def counts():
+        stats = client.get_inference_statistics(model, as_json=True)["model_stats"][0]
+        return int(stats.get("inference_count", 0)), int(stats.get("execution_count", 0))
+
+    before = counts()
+    answers = queue.Queue()
+    for i in range(n):
+        inp = grpcclient.InferInput(IMAGE, [1, 1, 28, 28], "FP32")
+        inp.set_data_from_numpy(x[i:i + 1])
+        client.async_infer(model, [inp], functools.partial(lambda i, result, error: answers.put((i, result, error)), i),
+                           outputs=[grpcclient.InferRequestedOutput(FEATURE)])
+    served = np.zeros((n, MANIFEST["D"]), np.float32)
+    for _ in range(n):
+        i, result, error = answers.get(timeout=60)
+        assert error is None, error
+        served[i] = result.as_numpy(FEATURE)[0]
+    assert float(np.abs(served - _direct(model, x)).max()) <= 1e-4
+    inferences, executions = (a - b for a, b in zip(counts(), before))
+    print(f"{model}: {inferences} requests in {executions} executions")
+    assert inferences == n and executions < n

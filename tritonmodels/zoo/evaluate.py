@@ -1,0 +1,120 @@
+"""Evaluate the exported ONNX zoo on each task's test split.
+
+Runs the committed ONNX files with onnxruntime (not PyTorch), after checking
+their sha256 against manifest.json, and reports test accuracy per task for:
+  Individual   expert_<task> -> head_<task>
+  Base         backbone_base -> head_<task>
+  TA, TIES, AdaMerging   backbone_<merge> -> head_<task>
+Writes tritonmodels/zoo/results.json and replaces the table between the
+markers in tritonmodels/README.md.
+
+Usage: python3 evaluate.py [--check-only]
+"""
+import argparse
+import hashlib
+import json
+import os
+
+import numpy as np
+import onnxruntime as ort
+
+import common
+
+ZOO = common.ZOO
+README = os.path.join(common.ROOT, "tritonmodels", "README.md")
+BEGIN, END = "<!-- zoo-table:begin -->", "<!-- zoo-table:end -->"
+SUBSET = 300  # also report accuracy on each test split's first SUBSET images
+ROWS = [("Individual", "expert_{task}"), ("Base", "backbone_base"), ("TA", "backbone_ta"),
+        ("TIES", "backbone_ties"), ("AdaMerging", "backbone_adamerging")]
+
+
+def check_hashes(manifest):
+    bad = []
+    for name, entry in manifest["files"].items():
+        with open(os.path.join(ZOO, entry["path"]), "rb") as f:
+            if hashlib.sha256(f.read()).hexdigest() != entry["sha256"]:
+                bad.append(name)
+    if bad:
+        raise SystemExit(f"evaluate: sha256 differs from manifest.json: {', '.join(bad)}")
+
+
+def session(manifest, name):
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    path = os.path.join(ZOO, manifest["files"][name]["path"])
+    return ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+
+
+def run(sess, x, batch=1000):
+    name = sess.get_inputs()[0].name
+    return np.concatenate([sess.run(None, {name: x[i:i + batch]})[0] for i in range(0, len(x), batch)])
+
+
+def table(acc, tasks):
+    head = "| model | " + " | ".join(tasks) + " | average | normalised |"
+    lines = [head, "|" + "---|" * (len(tasks) + 3)]
+    for row, _ in ROWS:
+        vals = [acc[row][t] for t in tasks]
+        norm = np.mean([acc[row][t] / acc["Individual"][t] for t in tasks])
+        lines.append(f"| {row} | " + " | ".join(f"{100 * v:.1f}" for v in vals) +
+                     f" | {100 * np.mean(vals):.1f} | {100 * norm:.1f} |")
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--check-only", action="store_true", help="only check the sha256 sums")
+    args = ap.parse_args()
+    with open(os.path.join(ZOO, "manifest.json")) as f:
+        manifest = json.load(f)
+    check_hashes(manifest)
+    if args.check_only:
+        print(f"evaluate: {len(manifest['files'])} files match manifest.json")
+        return
+
+    with common.Timer("evaluate"):
+        tasks = list(manifest["tasks"])
+        acc = {row: {} for row, _ in ROWS}
+        acc_subset = {row: {} for row, _ in ROWS}
+        sizes = {}
+        for task in tasks:
+            x, y = common.load_split(task, "test")
+            x, y = x.numpy(), y.numpy()
+            sizes[task] = len(y)
+            head = session(manifest, f"head_{task}")
+            for row, model in ROWS:
+                z = run(session(manifest, model.format(task=task)), x)
+                pred = run(head, z).argmax(1)
+                acc[row][task] = float((pred == y).mean())
+                acc_subset[row][task] = float((pred[:SUBSET] == y[:SUBSET]).mean())
+        md = table(acc, tasks)
+        print(md)
+        results = {"test_sizes": sizes, "accuracy": acc,
+                   f"accuracy_first_{SUBSET}": acc_subset, "merges": {
+            "ta": {"lambda": manifest["merges"]["ta"]["lambda"]},
+            "ties": {"k": manifest["merges"]["ties"]["k"], "lambda": manifest["merges"]["ties"]["lambda"]},
+            "adamerging": {k: manifest["merges"]["adamerging"][k]
+                           for k in ("init", "steps", "batch_per_task", "lr")}}}
+        with open(os.path.join(ZOO, "results.json"), "w") as f:
+            json.dump(results, f, indent=1)
+
+        if os.path.abspath(ZOO) != os.path.abspath(common.ZOO_DEFAULT):
+            return  # an experiment (ZOO_OUT set): leave the README alone
+        with open(README) as f:
+            text = f.read()
+        if BEGIN not in text or END not in text:
+            raise SystemExit(f"evaluate: {README} lacks the {BEGIN} ... {END} markers")
+        note = (f"Test accuracy (%) per task, from `tritonmodels/zoo/evaluate.py` running the ONNX files "
+                f"with onnxruntime. Normalised = mean of accuracy / Individual accuracy. "
+                f"TA lambda={results['merges']['ta']['lambda']}, TIES k={results['merges']['ties']['k']} "
+                f"lambda={results['merges']['ties']['lambda']}, layer-wise AdaMerging "
+                f"{results['merges']['adamerging']['steps']} steps.")
+        pre, rest = text.split(BEGIN, 1)
+        post = rest.split(END, 1)[1]
+        with open(README, "w") as f:
+            f.write(pre + BEGIN + "\n" + note + "\n\n" + md + "\n" + END + post)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""Export every backbone and head to ONNX and write the manifest.
+
+Files (in tritonmodels/zoo/onnx/):
+  backbone_base.onnx, backbone_ta.onnx, backbone_ties.onnx,
+  backbone_adamerging.onnx, expert_<task>.onnx   image [N,1,28,28] -> feature [N,D]
+  head_<task>.onnx                               feature [N,D] -> logits [N,C]
+
+Each file is checked against PyTorch with onnxruntime on test images before
+the manifest (tritonmodels/zoo/manifest.json) records it with its sha256.
+"""
+import argparse
+import hashlib
+import warnings
+import json
+import os
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import torch
+
+import common
+from vit import CONFIG, HEAD_SCALE
+
+OPSET = 17  # torch 1.13's newest; onnxruntime >= 1.14 and Triton 24.10 run it
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def export(module, example, path, in_name, out_name):
+    torch.onnx.export(module, example, path, input_names=[in_name], output_names=[out_name],
+                      dynamic_axes={in_name: {0: "batch"}, out_name: {0: "batch"}},
+                      opset_version=OPSET, do_constant_folding=True)
+    onnx.checker.check_model(onnx.load(path))
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+    err = 0.0
+    for rows in (example, example[:3], example[:1]):  # the batch axis must stay dynamic
+        got = sess.run(None, {in_name: rows.numpy()})[0]
+        with torch.no_grad():
+            want = module(rows).numpy()
+        err = max(err, float(np.abs(got - want).max()))
+    if err > 1e-3:
+        raise SystemExit(f"export: {path}: onnxruntime differs from torch by {err}")
+    return err
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=os.path.join(common.ZOO, "onnx"))
+    args = ap.parse_args()
+    common.setup(0)
+    warnings.filterwarnings("ignore")  # tracer warnings about shapes; checked below
+    os.makedirs(args.out, exist_ok=True)
+
+    with common.Timer("export"):
+        tasks = common.TASKS
+        images = torch.cat([common.load_split(t, "test")[0][:8] for t in tasks])
+        backbones = {"backbone_base": "base"}
+        backbones.update({f"backbone_{m}": f"merged/{m}" for m in common.MERGES})
+        backbones.update({f"expert_{t}": f"expert/{t}" for t in tasks})
+        files = {}
+        for name, src in backbones.items():
+            path = os.path.join(args.out, name + ".onnx")
+            err = export(common.load_backbone(src), images, path, "image", "feature")
+            files[name] = {"kind": "backbone", "source": src, "max_abs_err": err}
+        for t in tasks:
+            head = common.load_head(t)
+            z = common.features(common.load_backbone(f"expert/{t}"), images)
+            path = os.path.join(args.out, f"head_{t}.onnx")
+            err = export(head, z, path, "feature", "logits")
+            files[f"head_{t}"] = {"kind": "head", "task": t, "max_abs_err": err}
+        for name, entry in files.items():
+            path = os.path.join(args.out, name + ".onnx")
+            entry["path"] = os.path.relpath(path, os.path.dirname(args.out))
+            entry["sha256"] = sha256(path)
+            entry["bytes"] = os.path.getsize(path)
+
+        with open(os.path.join(common.WORK, "merged", "settings.json")) as f:
+            merges = json.load(f)
+        task_info = {}
+        for t in tasks:
+            with open(os.path.join(common.DATA, t, "classes.json")) as f:
+                meta = json.load(f)
+            task_info[t] = {"classes": meta["classes"], "num_classes": len(meta["classes"]),
+                            "source": meta["source"], "sizes": meta["sizes"]}
+        manifest = {
+            "format": 1,
+            "D": CONFIG["dim"],
+            "backbone": {"config": CONFIG, "input": {"name": "image", "dtype": "float32",
+                                                    "shape": [-1, 1, 28, 28], "range": [0, 1]},
+                         "output": {"name": "feature", "dtype": "float32", "shape": [-1, CONFIG["dim"]]}},
+            "head": {"input": "feature", "output": "logits", "scale": HEAD_SCALE,
+                     "form": "scale * normalize(feature) @ normalize(W)^T"},
+            "opset": OPSET,
+            "built_with": {"torch": torch.__version__, "onnx": onnx.__version__,
+                           "onnxruntime": ort.__version__, "numpy": np.__version__},
+            "tasks": task_info,
+            "merges": merges,
+            "files": files,
+        }
+        with open(os.path.join(os.path.dirname(args.out), "manifest.json"), "w") as f:
+            json.dump(manifest, f, indent=1, ensure_ascii=False)
+        total = sum(e["bytes"] for e in files.values())
+        print(f"export: {len(files)} files, {total / 1e6:.1f} MB", flush=True)
+
+
+if __name__ == "__main__":
+    main()
