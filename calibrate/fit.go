@@ -104,19 +104,19 @@ much smaller value, such as 1e-3.`,
 		}),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.embeddings, "embeddings", "", "`DIR` holding <task>.merged.npy and <task>.expert.npy")
-	f.StringVar(&o.triton, "triton", "", "`HOST:PORT` of a Triton server (gRPC) to run the models on, instead of --embeddings")
-	f.StringVar(&o.inputs, "inputs", "", "`DIR` holding <task>.npy, each task's calibration inputs (with --triton)")
+	f.StringVar(&o.embeddings, "embeddings", "", "read <task>.merged.npy and <task>.expert.npy from this `DIR`")
+	f.StringVar(&o.triton, "triton", "", "run the models on the Triton server (gRPC) at `HOST:PORT` instead of reading --embeddings")
+	f.StringVar(&o.inputs, "inputs", "", "with --triton, read each task's calibration inputs from <task>.npy in this `DIR`")
 	f.StringVar(&o.out, "out", "", "components `FILE` to write (required)")
-	f.Float64Var(&o.beta, "beta", 0.1, "default regulariser β ≥ 0 that pulls each correction towards its orthogonal factor")
-	f.StringVar(&o.normalize, "normalize", string(react.NormSum), "default normalisation of the statistics: `sum|mean`")
+	f.Float64Var(&o.beta, "beta", 0.1, "default regulariser `B` ≥ 0 (β) that pulls each correction towards its orthogonal factor")
+	f.StringVar(&o.normalize, "normalize", string(react.NormSum), "default normalisation of the statistics, `sum|mean`")
 	f.StringSliceVar(&o.tasks, "tasks", nil, "comma-separated `TASKS` to fit, in this order (default: every task in --embeddings or --inputs, sorted)")
-	f.StringVar(&o.backbone.Name, "backbone-model", "", "`NAME` of the merged backbone model, recorded in the file (required with --triton)")
-	f.StringVar(&o.backbone.Version, "backbone-version", "", "`VERSION` of the merged backbone model, recorded in the file (default with --triton: the server's choice)")
-	f.StringVar(&o.backbone.Output, "backbone-output", "", "`TENSOR`: output of the merged backbone holding the features, recorded in the file (default with --triton: its only output)")
-	f.StringArrayVar(&o.experts, "expert", nil, "`task=model[:version[:output]]` naming a task's expert, recorded in the file (repeatable; with --triton, one per task)")
+	f.StringVar(&o.backbone.Name, "backbone-model", "", "the merged backbone model's `NAME`, recorded in the file (required with --triton)")
+	f.StringVar(&o.backbone.Version, "backbone-version", "", "the merged backbone model's `VERSION`, recorded in the file (default with --triton: the server's choice)")
+	f.StringVar(&o.backbone.Output, "backbone-output", "", "the merged backbone's output `TENSOR` holding the features, recorded in the file (default with --triton: its only output)")
+	f.StringArrayVar(&o.experts, "expert", nil, "a task's expert as `task=model[:version[:output]]`, recorded in the file (repeatable; with --triton, one per task)")
 	f.BoolVar(&o.progress, "progress", false, "show a progress bar on stderr even when it is not a terminal")
-	f.IntVar(&o.chunk, "chunk", 0, "`ROWS` read at a time, or with --triton samples per request (default 4096; with --triton 256, capped by max_batch_size)")
+	f.IntVar(&o.chunk, "chunk", 0, "read this many `ROWS` at a time, or with --triton send this many samples per request (default 4096; with --triton 256, capped by max_batch_size)")
 	cmd.MarkFlagRequired("out")
 	return cmd
 }
@@ -173,6 +173,11 @@ func (o *fitOptions) validate() error {
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return fmt.Errorf("--out: directory %s does not exist", dir)
 		}
+	}
+	// Refuse an --out the atomic rename could never replace, before any data
+	// are read.
+	if st, err := os.Stat(o.out); err == nil && st.IsDir() {
+		return fmt.Errorf("--out: %s is a directory, want a file name", o.out)
 	}
 	return nil
 }
@@ -273,8 +278,12 @@ func (o *fitOptions) run(ctx context.Context, stdout, stderr io.Writer, showProg
 	for _, t := range c.Tasks {
 		fmt.Fprintf(stdout, "task %s: N=%d\n", t.Name, t.N)
 	}
-	fmt.Fprintf(stdout, "wrote %s: %d tasks, D=%d, beta=%s, normalization=%s\n",
-		o.out, len(c.Tasks), c.D, formatFloat(c.Beta), c.Normalization)
+	noun := "tasks"
+	if len(c.Tasks) == 1 {
+		noun = "task"
+	}
+	fmt.Fprintf(stdout, "wrote %s: %d %s, D=%d, beta=%s, normalization=%s\n",
+		o.out, len(c.Tasks), noun, c.D, formatFloat(c.Beta), c.Normalization)
 	return nil
 }
 

@@ -251,6 +251,12 @@ func TestFitRefuses(t *testing.T) {
 			}
 		})
 	}
+	// An --out that is a directory is refused before any data are read.
+	dir := t.TempDir()
+	good(t, dir, "a", 4, 2)
+	if r := run(t, "fit", "--embeddings", dir, "--out", t.TempDir()); r.code != ExitUsage || !strings.Contains(r.stderr, "is a directory, want a file name") {
+		t.Errorf("fit --out DIR: exit %d, stderr %q", r.code, r.stderr)
+	}
 	// A missing required flag is a usage error.
 	if r := run(t, "fit", "--out", "x"); r.code != ExitUsage || !strings.Contains(r.stderr, "give either --embeddings DIR or --triton HOST:PORT") {
 		t.Errorf("fit without --embeddings: exit %d, stderr %q", r.code, r.stderr)
