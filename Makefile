@@ -6,7 +6,7 @@ BIN      := bin
 VENV     := .venv
 GOFILES  := $(shell git ls-files '*.go' 2>/dev/null)
 
-.PHONY: all setup build test test-unit bench lint proto proto-check demo clean help
+.PHONY: all setup build test test-unit bench lint proto proto-check demo zoo clean help
 
 all: build
 
@@ -51,6 +51,10 @@ proto-check:
 		echo "proto-check: triton/tritonpb is out of date with triton/proto; run 'make proto' and commit the result" >&2; \
 		exit 1; \
 	fi
+
+## zoo: rebuild the demo model zoo from packaged data, on the CPU (about 10 minutes; CI never runs it)
+zoo:
+	scripts/zoo-build.sh
 
 ## demo: the main job end to end on the bundled example
 demo: setup build

@@ -50,7 +50,7 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.requirements.sha256" 2>/dev/n
 	echo "$stamp" >"$venv/.requirements.sha256"
 fi
 
-export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 PYTHONHASHSEED=0
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 PYTHONHASHSEED=0 PYTHONDONTWRITEBYTECODE=1
 rm -rf .cache/zoo-models
 python="$(pwd)/$venv/bin/python"
 py() { nice -n 19 "$python" "$@"; }

@@ -8,6 +8,8 @@ their sha256 against manifest.json, and reports test accuracy per task for:
 Writes tritonmodels/zoo/results.json and replaces the table between the
 markers in tritonmodels/README.md.
 
+Needs only numpy and onnxruntime (no torch), so the project's .venv runs it.
+
 Usage: python3 evaluate.py [--check-only]
 """
 import argparse
@@ -15,13 +17,16 @@ import hashlib
 import json
 import os
 
+import time
+
 import numpy as np
 import onnxruntime as ort
 
-import common
-
-ZOO = common.ZOO
-README = os.path.join(common.ROOT, "tritonmodels", "README.md")
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+ZOO_DEFAULT = os.path.join(ROOT, "tritonmodels", "zoo")
+ZOO = os.environ.get("ZOO_OUT", ZOO_DEFAULT)  # same variables as common.py
+DATA = os.environ.get("ZOO_DATA", os.path.join(ROOT, ".cache", "zoo-data"))
+README = os.path.join(ROOT, "tritonmodels", "README.md")
 BEGIN, END = "<!-- zoo-table:begin -->", "<!-- zoo-table:end -->"
 SUBSET = 300  # also report accuracy on each test split's first SUBSET images
 ROWS = [("Individual", "expert_{task}"), ("Base", "backbone_base"), ("TA", "backbone_ta"),
@@ -46,6 +51,12 @@ def session(manifest, name):
     return ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
 
 
+def load_test(task):
+    """Test images as float32 [N,1,28,28] in [0,1] (as the backbones expect), labels."""
+    with np.load(os.path.join(DATA, task, "test.npz")) as f:
+        return (f["x"].astype(np.float32) / 255)[:, None], f["y"]
+
+
 def run(sess, x, batch=1000):
     name = sess.get_inputs()[0].name
     return np.concatenate([sess.run(None, {name: x[i:i + batch]})[0] for i in range(0, len(x), batch)])
@@ -62,6 +73,45 @@ def table(acc, tasks):
     return "\n".join(lines)
 
 
+def evaluate(manifest):
+    """Test accuracy per row and task, on the whole split and its first SUBSET images."""
+    tasks = list(manifest["tasks"])
+    acc = {row: {} for row, _ in ROWS}
+    acc_subset = {row: {} for row, _ in ROWS}
+    sizes = {}
+    for task in tasks:
+        x, y = load_test(task)
+        sizes[task] = len(y)
+        head = session(manifest, f"head_{task}")
+        for row, model in ROWS:
+            z = run(session(manifest, model.format(task=task)), x)
+            pred = run(head, z).argmax(1)
+            acc[row][task] = float((pred == y).mean())
+            acc_subset[row][task] = float((pred[:SUBSET] == y[:SUBSET]).mean())
+    merges = manifest["merges"]
+    return {"test_sizes": sizes, "accuracy": acc, f"accuracy_first_{SUBSET}": acc_subset,
+            "merges": {"ta": {"lambda": merges["ta"]["lambda"]},
+                       "ties": {"k": merges["ties"]["k"], "lambda": merges["ties"]["lambda"]},
+                       "adamerging": {k: merges["adamerging"][k]
+                                      for k in ("init", "steps", "batch_per_task", "lr")}}}
+
+
+def update_readme(results, md):
+    with open(README) as f:
+        text = f.read()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"evaluate: {README} lacks the {BEGIN} ... {END} markers")
+    m = results["merges"]
+    note = (f"Test accuracy (%) per task, from `tritonmodels/zoo/evaluate.py` running the ONNX files "
+            f"with onnxruntime. Normalised = mean of accuracy / Individual accuracy. "
+            f"TA lambda={m['ta']['lambda']}, TIES k={m['ties']['k']} lambda={m['ties']['lambda']}, "
+            f"layer-wise AdaMerging {m['adamerging']['steps']} steps from lambda={m['adamerging']['init']}.")
+    pre, rest = text.split(BEGIN, 1)
+    post = rest.split(END, 1)[1]
+    with open(README, "w") as f:
+        f.write(pre + BEGIN + "\n" + note + "\n\n" + md + "\n" + END + post)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check-only", action="store_true", help="only check the sha256 sums")
@@ -73,47 +123,15 @@ def main():
         print(f"evaluate: {len(manifest['files'])} files match manifest.json")
         return
 
-    with common.Timer("evaluate"):
-        tasks = list(manifest["tasks"])
-        acc = {row: {} for row, _ in ROWS}
-        acc_subset = {row: {} for row, _ in ROWS}
-        sizes = {}
-        for task in tasks:
-            x, y = common.load_split(task, "test")
-            x, y = x.numpy(), y.numpy()
-            sizes[task] = len(y)
-            head = session(manifest, f"head_{task}")
-            for row, model in ROWS:
-                z = run(session(manifest, model.format(task=task)), x)
-                pred = run(head, z).argmax(1)
-                acc[row][task] = float((pred == y).mean())
-                acc_subset[row][task] = float((pred[:SUBSET] == y[:SUBSET]).mean())
-        md = table(acc, tasks)
-        print(md)
-        results = {"test_sizes": sizes, "accuracy": acc,
-                   f"accuracy_first_{SUBSET}": acc_subset, "merges": {
-            "ta": {"lambda": manifest["merges"]["ta"]["lambda"]},
-            "ties": {"k": manifest["merges"]["ties"]["k"], "lambda": manifest["merges"]["ties"]["lambda"]},
-            "adamerging": {k: manifest["merges"]["adamerging"][k]
-                           for k in ("init", "steps", "batch_per_task", "lr")}}}
-        with open(os.path.join(ZOO, "results.json"), "w") as f:
-            json.dump(results, f, indent=1)
-
-        if os.path.abspath(ZOO) != os.path.abspath(common.ZOO_DEFAULT):
-            return  # an experiment (ZOO_OUT set): leave the README alone
-        with open(README) as f:
-            text = f.read()
-        if BEGIN not in text or END not in text:
-            raise SystemExit(f"evaluate: {README} lacks the {BEGIN} ... {END} markers")
-        note = (f"Test accuracy (%) per task, from `tritonmodels/zoo/evaluate.py` running the ONNX files "
-                f"with onnxruntime. Normalised = mean of accuracy / Individual accuracy. "
-                f"TA lambda={results['merges']['ta']['lambda']}, TIES k={results['merges']['ties']['k']} "
-                f"lambda={results['merges']['ties']['lambda']}, layer-wise AdaMerging "
-                f"{results['merges']['adamerging']['steps']} steps.")
-        pre, rest = text.split(BEGIN, 1)
-        post = rest.split(END, 1)[1]
-        with open(README, "w") as f:
-            f.write(pre + BEGIN + "\n" + note + "\n\n" + md + "\n" + END + post)
+    t0 = time.time()
+    results = evaluate(manifest)
+    md = table(results["accuracy"], list(manifest["tasks"]))
+    print(md)
+    with open(os.path.join(ZOO, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    if os.path.abspath(ZOO) == os.path.abspath(ZOO_DEFAULT):  # not an experiment
+        update_readme(results, md)
+    print(f"evaluate: {time.time() - t0:.1f} s", flush=True)
 
 
 if __name__ == "__main__":
