@@ -26,20 +26,8 @@ if [ "${ZOO_SKIP_DATA:-0}" != 1 ]; then
 fi
 
 # Debian's CPU torch and onnx; pip's default torch wheel pulls GBs of CUDA.
-packages=(python3.11 python3.11-venv python3-torch python3-onnx python3-numpy python3-pil)
-missing=()
-for p in "${packages[@]}"; do
-	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-	[ "$status" = "install ok installed" ] || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	sudo=()
-	[ "$(id -u)" -eq 0 ] || sudo=(sudo)
-	echo "zoo: installing ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	"${sudo[@]}" apt-get update -q
-	"${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+. scripts/lib/debian.sh
+ensure_debian_packages zoo python3.11 python3.11-venv python3-torch python3-onnx python3-numpy python3-pil
 
 stamp=$(sha256sum "$req" | cut -d' ' -f1)
 if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.requirements.sha256" 2>/dev/null)" != "$stamp" ]; then

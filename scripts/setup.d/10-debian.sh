@@ -17,25 +17,6 @@
 #   util-linux                   setsid, so triton-down can stop the stubs too
 set -euo pipefail
 
-packages=(python3.11 python3.11-venv libpython3.11 libexpat1 zlib1g libb64-0d patchelf curl util-linux)
-
-missing=()
-for p in "${packages[@]}"; do
-	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-	[ "$status" = "install ok installed" ] || missing+=("$p")
-done
-
-if [ ${#missing[@]} -eq 0 ]; then
-	echo "debian: all present (${packages[*]})"
-	exit 0
-fi
-
-sudo=()
-if [ "$(id -u)" -ne 0 ]; then
-	command -v sudo >/dev/null || { echo "debian: need root to install: ${missing[*]}" >&2; exit 1; }
-	sudo=(sudo)
-fi
-echo "debian: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -q
-"${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+# shellcheck source=../lib/debian.sh
+. "$(dirname "$0")/../lib/debian.sh"
+ensure_debian_packages debian python3.11 python3.11-venv libpython3.11 libexpat1 zlib1g libb64-0d patchelf curl util-linux
