@@ -87,7 +87,10 @@ def _images(task):
     path = DATA / task / "calib.npz"
     _need(path.is_file(), f"{path} is missing: run scripts/zoo-data.sh")
     with np.load(path) as f:
-        x = f["x"][:N]
+        x = f["x"]
+    # The splits are stored in source order (mnist's is grouped by digit), so
+    # take a seeded random subset rather than the first N.
+    x = x[np.sort(np.random.default_rng(0).choice(len(x), size=min(N, len(x)), replace=False))]
     return (x.astype(np.float32) / 255)[:, None, :, :]  # [N,1,28,28] in [0,1]
 
 

@@ -34,7 +34,11 @@ def main():
     tasks = args.tasks.split(",") if args.tasks else list(MANIFEST["tasks"])
     for task in tasks:
         x, _ = images(args.data, task, "calib")
-        x = x[:args.limit]
+        if args.limit is not None and args.limit < len(x):
+            # Splits are stored in source order (mnist's is grouped by
+            # digit): a limit takes a seeded random subset, not the first N.
+            pick = np.random.default_rng(0).choice(len(x), size=args.limit, replace=False)
+            x = x[np.sort(pick)]
         np.save(out / f"{task}.npy", np.ascontiguousarray(x))
         print(f"{task}: {len(x)} calibration images -> {out / (task + '.npy')}")
 
