@@ -249,6 +249,7 @@ func (o *fitOptions) run(ctx context.Context, stdout, stderr io.Writer, showProg
 		Normalization: o.normalization,
 		Backbone:      o.backbone,
 	}
+	backboneFrom := "" // the task whose run recorded c.Backbone, with Triton
 	for _, p := range srcs {
 		var progress func(int)
 		if bar != nil {
@@ -261,7 +262,15 @@ func (o *fitOptions) run(ctx context.Context, stdout, stderr io.Writer, showProg
 		}
 		expert := o.expertRefs[p.Task()]
 		if tp, ok := p.(*TritonPair); ok {
-			expert, c.Backbone = tp.Expert(), tp.Backbone()
+			expert = tp.Expert()
+			// Each task checks that one version answered all its chunks;
+			// across tasks the backbone must be the same model too.
+			b := tp.Backbone()
+			if backboneFrom != "" && b != c.Backbone {
+				return fmt.Errorf("task %s: backbone model %q answered as version %s, but as version %s for task %s: the model changed during calibration; pin --backbone-version",
+					p.Task(), b.Name, b.Version, c.Backbone.Version, backboneFrom)
+			}
+			c.Backbone, backboneFrom = b, p.Task()
 		}
 		st, err := acc.Stats(p.Task(), expert)
 		if err != nil {

@@ -87,7 +87,7 @@ func newInputFile(f *os.File, path string) (*inputFile, error) {
 	return in, nil
 }
 
-// formatSampleShape formats the shape of an input file, "N×1×28×28".
+// formatShape formats the shape of an input file, "N×1×28×28".
 func (in *inputFile) formatShape() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d", in.rows)

@@ -380,6 +380,8 @@ func TestFitTritonRefuses(t *testing.T) {
 		}, good, nil, ExitFailure, []string{`task b: expert of task b model "expert_b": samples 0 to 3 of`, "Internal", "out of memory"}},
 		{"version changes", func(f *fakeServer) { f.models["expert_a"].versions = []string{"1", "2"} }, good, []string{"--chunk", "4"}, ExitFailure,
 			[]string{`expert of task a model "expert_a" answered as version `, "the model changed during calibration"}},
+		{"backbone version changes between tasks", func(f *fakeServer) { f.models["merged"].versions = []string{"7", "7", "8"} }, good, nil, ExitFailure,
+			[]string{`task b: backbone model "merged" answered as version 8, but as version 7 for task a: the model changed during calibration`}},
 		{"no source", nil, good, []string{"--triton", ""}, ExitUsage, []string{"give either --embeddings DIR or --triton HOST:PORT with --inputs DIR"}},
 		{"both sources", nil, good, []string{"--embeddings", "x"}, ExitUsage, []string{"--embeddings and --triton exclude each other"}},
 		{"no inputs flag", nil, good, []string{"--inputs", ""}, ExitUsage, []string{"--triton needs --inputs DIR"}},

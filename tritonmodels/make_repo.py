@@ -5,7 +5,7 @@ tritonmodels/zoo/manifest.json.
     .venv/bin/python tritonmodels/make_repo.py --check   # exit 1 if it differs
 
 For every backbone (base, the merges, one expert per task) and every head it
-writes a Python-backend model: config.pbtxt and a two-line 1/model.py that
+writes a Python-backend model: config.pbtxt and a small 1/model.py that
 imports the shared runner repo/onnx_runner.py (written by hand, not generated).
 The config names the ONNX file (parameter onnx_file, relative to repo/), so
 the ONNX bytes live only in tritonmodels/zoo/onnx/. For every task it writes

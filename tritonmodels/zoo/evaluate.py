@@ -6,17 +6,18 @@ their sha256 against manifest.json, and reports test accuracy per task for:
   Base         backbone_base -> head_<task>
   TA, TIES, AdaMerging   backbone_<merge> -> head_<task>
 Writes tritonmodels/zoo/results.json and replaces the table between the
-markers in tritonmodels/README.md.
+markers in tritonmodels/README.md. With --check it writes nothing and fails
+if either differs from a fresh evaluation (CI runs this, so the table cannot
+drift from the models).
 
 Needs only numpy and onnxruntime (no torch), so the project's .venv runs it.
 
-Usage: python3 evaluate.py [--check-only]
+Usage: python3 evaluate.py [--check-only | --check]
 """
 import argparse
 import hashlib
 import json
 import os
-
 import time
 
 import numpy as np
@@ -28,7 +29,6 @@ ZOO = os.environ.get("ZOO_OUT", ZOO_DEFAULT)  # same variables as common.py
 DATA = os.environ.get("ZOO_DATA", os.path.join(ROOT, ".cache", "zoo-data"))
 README = os.path.join(ROOT, "tritonmodels", "README.md")
 BEGIN, END = "<!-- zoo-table:begin -->", "<!-- zoo-table:end -->"
-SUBSET = 300  # also report accuracy on each test split's first SUBSET images
 ROWS = [("Individual", "expert_{task}"), ("Base", "backbone_base"), ("TA", "backbone_ta"),
         ("TIES", "backbone_ties"), ("AdaMerging", "backbone_adamerging")]
 
@@ -74,10 +74,9 @@ def table(acc, tasks):
 
 
 def evaluate(manifest):
-    """Test accuracy per row and task, on the whole split and its first SUBSET images."""
+    """Test accuracy per row and task."""
     tasks = list(manifest["tasks"])
     acc = {row: {} for row, _ in ROWS}
-    acc_subset = {row: {} for row, _ in ROWS}
     sizes = {}
     for task in tasks:
         x, y = load_test(task)
@@ -87,16 +86,16 @@ def evaluate(manifest):
             z = run(session(manifest, model.format(task=task)), x)
             pred = run(head, z).argmax(1)
             acc[row][task] = float((pred == y).mean())
-            acc_subset[row][task] = float((pred[:SUBSET] == y[:SUBSET]).mean())
     merges = manifest["merges"]
-    return {"test_sizes": sizes, "accuracy": acc, f"accuracy_first_{SUBSET}": acc_subset,
+    return {"test_sizes": sizes, "accuracy": acc,
             "merges": {"ta": {"lambda": merges["ta"]["lambda"]},
                        "ties": {"k": merges["ties"]["k"], "lambda": merges["ties"]["lambda"]},
                        "adamerging": {k: merges["adamerging"][k]
                                       for k in ("init", "steps", "batch_per_task", "lr")}}}
 
 
-def update_readme(results, md):
+def readme_with_table(results, md):
+    """README.md's text with the table between the markers replaced."""
     with open(README) as f:
         text = f.read()
     if BEGIN not in text or END not in text:
@@ -108,13 +107,30 @@ def update_readme(results, md):
             f"layer-wise AdaMerging {m['adamerging']['steps']} steps from lambda={m['adamerging']['init']}.")
     pre, rest = text.split(BEGIN, 1)
     post = rest.split(END, 1)[1]
-    with open(README, "w") as f:
-        f.write(pre + BEGIN + "\n" + note + "\n\n" + md + "\n" + END + post)
+    return pre + BEGIN + "\n" + note + "\n\n" + md + "\n" + END + post
+
+
+def check(results, md):
+    """Fail unless results.json and README.md hold exactly this evaluation."""
+    with open(os.path.join(ZOO, "results.json")) as f:
+        committed = json.load(f)
+    problems = []
+    if committed != results:
+        problems.append("tritonmodels/zoo/results.json differs from a fresh evaluation")
+    with open(README) as f:
+        if f.read() != readme_with_table(results, md):
+            problems.append("the table in tritonmodels/README.md differs from a fresh evaluation")
+    if problems:
+        raise SystemExit("evaluate --check: " + "; ".join(problems) +
+                         " (run tritonmodels/zoo/evaluate.py and commit the result)")
+    print("evaluate --check: results.json and the README table match a fresh evaluation")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check-only", action="store_true", help="only check the sha256 sums")
+    ap.add_argument("--check", action="store_true",
+                    help="evaluate, write nothing, and fail if results.json or the README table differ")
     args = ap.parse_args()
     with open(os.path.join(ZOO, "manifest.json")) as f:
         manifest = json.load(f)
@@ -126,11 +142,16 @@ def main():
     t0 = time.time()
     results = evaluate(manifest)
     md = table(results["accuracy"], list(manifest["tasks"]))
+    if args.check:
+        check(results, md)
+        return
     print(md)
     with open(os.path.join(ZOO, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     if os.path.abspath(ZOO) == os.path.abspath(ZOO_DEFAULT):  # not an experiment
-        update_readme(results, md)
+        text = readme_with_table(results, md)
+        with open(README, "w") as f:
+            f.write(text)
     print(f"evaluate: {time.time() - t0:.1f} s", flush=True)
 
 
