@@ -161,22 +161,28 @@ def main():
     def sweep(points, prefs):
         interior = [(a, p) for a, p in zip(points, prefs) if np.count_nonzero(p) >= 2]
         u = np.mean([uniformity(np.asarray(a)[p > 0], p[p > 0]) for a, p in interior]) if interior else math.nan
-        return hypervolume(points), u, len(points), len(interior)
+        # DESIGN §1's formula taken literally, over all T tasks: zero-weight
+        # tasks still count in log(T ŝ_t), so a preference over k < T tasks
+        # scores at most 1 − log(T/k).
+        u_all = np.mean([uniformity(a, p) for a, p in interior]) if interior else math.nan
+        return hypervolume(points), u, u_all, len(points), len(interior)
 
     lines += ["", f"Preference sweep over the {len(tasks)} tasks, on normalised accuracies: "
               "HV over every preference of a setting (origin as reference), "
-              "U over the tasks each preference weighs, averaged over the preferences that weigh two tasks or more.", "",
-              "| model | HV | U | preferences (for U) |", "|---|---|---|---|"]
+              "U over the tasks each preference weighs (as the paper's U@3 on a 3-task subspace), "
+              "and U (all T) over all the tasks (DESIGN §1's formula as written), "
+              "both averaged over the preferences that weigh two tasks or more.", "",
+              "| model | HV | U | U (all T) | preferences (for U) |", "|---|---|---|---|---|"]
     a_merged = [merged[t] / expert[t] for t in tasks]
     for setting in settings:
         mine = [r for r in results if r[0] == setting]
         points = [[r[3][t] / expert[t] for t in tasks] for r in mine]
         prefs = [r[2] for r in mine]
         if setting == settings[0]:
-            hv, u, n, ni = sweep([a_merged] * len(prefs), prefs)
-            lines.append(f"| Merged (AdaMerging) | {hv:.4f} | {u:.4f} | {n} ({ni}) |")
-        hv, u, n, ni = sweep(points, prefs)
-        lines.append(f"| ReACT {setting} | {hv:.4f} | {u:.4f} | {n} ({ni}) |")
+            hv, u, u_all, n, ni = sweep([a_merged] * len(prefs), prefs)
+            lines.append(f"| Merged (AdaMerging) | {hv:.4f} | {u:.4f} | {u_all:.4f} | {n} ({ni}) |")
+        hv, u, u_all, n, ni = sweep(points, prefs)
+        lines.append(f"| ReACT {setting} | {hv:.4f} | {u:.4f} | {u_all:.4f} | {n} ({ni}) |")
     text = "\n".join(lines)
     print(text)
     if args.markdown:
