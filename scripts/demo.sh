@@ -72,18 +72,8 @@ start_triton() {
 	cat "$work/triton-up.out" >&2
 	return 1
 }
-# Three ports the kernel reports free, held open together so they differ.
-free_ports() {
-	"$PY" -c '
-import socket
-socks = [socket.socket() for _ in range(3)]
-for s in socks:
-    s.bind(("127.0.0.1", 0))
-print(*(s.getsockname()[1] for s in socks))
-for s in socks:
-    s.close()
-'
-}
+# free_ports, shared with the other scripts that start a Triton
+. scripts/lib/ports.sh
 if [ -z "$addr" ]; then
 	step "start Triton with tritonmodels/repo"
 	start_triton

@@ -48,18 +48,8 @@ finish() {
 trap finish EXIT
 trap 'exit 130' INT TERM
 
-# Three ports the kernel reports free, held open together so they differ.
-free_ports() {
-	.venv/bin/python -c '
-import socket
-socks = [socket.socket() for _ in range(3)]
-for s in socks:
-    s.bind(("127.0.0.1", 0))
-print(*(s.getsockname()[1] for s in socks))
-for s in socks:
-    s.close()
-'
-}
+# free_ports, shared with the other scripts that start a Triton
+. scripts/lib/ports.sh
 
 # A port can be taken between the check and Triton's bind: retry with others.
 started=

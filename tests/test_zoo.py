@@ -288,28 +288,40 @@ def test_head_logits_match_onnxruntime(clients, task):
 
 def test_concurrent_requests_are_batched(clients):
     """Single-image requests sent at once share executions (the dynamic
-    batcher), and each still gets its own answer."""
+    batcher), and each still gets its own answer.
+
+    Whether requests overlap depends on timing: on a starved CPU the client
+    can send them one by one, each executed alone. So up to three rounds are
+    sent, every answer is checked, and at least one round must have shared
+    executions; with the dynamic batcher off, every round would fail."""
     model, n = "backbone_base", 48
     client = clients["grpc"]
     x = _mixed_images()[:n]
+    want = _direct(model, x)
 
     def counts():
         stats = client.get_inference_statistics(model, as_json=True)["model_stats"][0]
         return int(stats.get("inference_count", 0)), int(stats.get("execution_count", 0))
 
-    before = counts()
-    answers = queue.Queue()
-    for i in range(n):
-        inp = grpcclient.InferInput(IMAGE, [1, 1, 28, 28], "FP32")
-        inp.set_data_from_numpy(x[i:i + 1])
-        client.async_infer(model, [inp], functools.partial(lambda i, result, error: answers.put((i, result, error)), i),
-                           outputs=[grpcclient.InferRequestedOutput(FEATURE)])
-    served = np.zeros((n, MANIFEST["D"]), np.float32)
-    for _ in range(n):
-        i, result, error = answers.get(timeout=60)
-        assert error is None, error
-        served[i] = result.as_numpy(FEATURE)[0]
-    assert float(np.abs(served - _direct(model, x)).max()) <= 1e-4
-    inferences, executions = (a - b for a, b in zip(counts(), before))
-    print(f"{model}: {inferences} requests in {executions} executions")
-    assert inferences == n and executions < n
+    rounds = []
+    for _ in range(3):
+        before = counts()
+        answers = queue.Queue()
+        for i in range(n):
+            inp = grpcclient.InferInput(IMAGE, [1, 1, 28, 28], "FP32")
+            inp.set_data_from_numpy(x[i:i + 1])
+            client.async_infer(model, [inp], functools.partial(lambda i, result, error: answers.put((i, result, error)), i),
+                               outputs=[grpcclient.InferRequestedOutput(FEATURE)])
+        served = np.zeros((n, MANIFEST["D"]), np.float32)
+        for _ in range(n):
+            i, result, error = answers.get(timeout=60)
+            assert error is None, error
+            served[i] = result.as_numpy(FEATURE)[0]
+        assert float(np.abs(served - want).max()) <= 1e-4
+        inferences, executions = (a - b for a, b in zip(counts(), before))
+        print(f"{model}: {inferences} requests in {executions} executions")
+        assert inferences == n
+        rounds.append(executions)
+        if executions < n:
+            break
+    assert min(rounds) < n, f"no round shared executions: {rounds} executions for {n} requests each"
