@@ -11,7 +11,10 @@
 #   TRITON_GRPC_ADDR, TRITON_HTTP_ADDR, TRITON_METRICS_ADDR   (127.0.0.1:port)
 #   TRITON_MODEL_REPOSITORY                                   (absolute path)
 #   ZOO_MODEL_REPOSITORY                                      (absolute path)
-# It is stopped on exit; if anything failed, the tail of its log is printed.
+# In front of it runs the sidecar (built here from cmd/sidecar), passing
+# everything through, so that the same tests also prove it a drop-in:
+#   SIDECAR_GRPC_ADDR, SIDECAR_HTTP_ADDR                      (127.0.0.1:port)
+# Both are stopped on exit; if anything failed, the tails of their logs are printed.
 # Both the Go tests and pytest always run; the exit status is non-zero if
 # either failed (pytest's "no tests collected", status 5, counts as a failure).
 # On failure the Triton log tail is printed, then pytest's closing line again,
@@ -26,17 +29,28 @@ zoo_repo=$PWD/tritonmodels/repo
 run_dir=$(mkdir -p .cache/triton && mktemp -d "$PWD/.cache/triton/test.XXXXXX")
 pid_file=$run_dir/tritonserver.pid
 log=$run_dir/tritonserver.log
+sidecar_log=$run_dir/sidecar.log
+sidecar_pid=
 
 status=0
 finish() {
 	local rc=$?
 	[ "$status" -ne 0 ] || status=$rc
+	if [ -n "$sidecar_pid" ]; then
+		kill -TERM "$sidecar_pid" 2>/dev/null || true
+		wait "$sidecar_pid" 2>/dev/null || true
+	fi
 	scripts/triton-down --pid "$pid_file" >/dev/null 2>&1 || true
 	if [ "$status" -ne 0 ]; then
 		if [ -s "$log" ]; then
 			echo "--- last lines of the Triton log ($log):" >&2
 			tail -n 60 "$log" >&2
 			echo "--- end of the Triton log" >&2
+		fi
+		if [ -s "$sidecar_log" ]; then
+			echo "--- last lines of the sidecar log ($sidecar_log):" >&2
+			tail -n 20 "$sidecar_log" >&2
+			echo "--- end of the sidecar log" >&2
 		fi
 		# Keep pytest's closing line last.
 		[ ! -s "$run_dir/pytest.out" ] || tail -n 1 "$run_dir/pytest.out"
@@ -69,6 +83,35 @@ export TRITON_HTTP_ADDR=127.0.0.1:$http_port
 export TRITON_METRICS_ADDR=127.0.0.1:$metrics_port
 export TRITON_MODEL_REPOSITORY=$repo
 export ZOO_MODEL_REPOSITORY=$zoo_repo
+
+# The sidecar in front of it, on free ports (retried like Triton's). It is
+# ready when its HTTP port answers /v2/health/ready through to Triton; both
+# of its listeners are bound before either serves.
+go build -o "$run_dir/sidecar" ./cmd/sidecar
+started=
+for attempt in 1 2 3; do
+	read -r sidecar_grpc_port sidecar_http_port _ < <(free_ports)
+	"$run_dir/sidecar" --triton-grpc "$TRITON_GRPC_ADDR" --triton-http "$TRITON_HTTP_ADDR" \
+		--grpc-listen "127.0.0.1:$sidecar_grpc_port" --http-listen "127.0.0.1:$sidecar_http_port" \
+		</dev/null >>"$sidecar_log" 2>&1 &
+	sidecar_pid=$!
+	for _ in $(seq 300); do
+		kill -0 "$sidecar_pid" 2>/dev/null || break
+		if [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$sidecar_http_port/v2/health/ready" || true)" = 200 ]; then
+			started=1
+			break
+		fi
+		sleep 0.1
+	done
+	[ -z "$started" ] || break
+	kill -TERM "$sidecar_pid" 2>/dev/null || true
+	wait "$sidecar_pid" 2>/dev/null || true
+	sidecar_pid=
+	echo "test: the sidecar did not start (attempt $attempt)" >&2
+done
+[ -n "$started" ] || { status=1; exit 1; }
+export SIDECAR_GRPC_ADDR=127.0.0.1:$sidecar_grpc_port
+export SIDECAR_HTTP_ADDR=127.0.0.1:$sidecar_http_port
 
 go test -count=1 ./... || status=1
 

@@ -2,7 +2,10 @@
 tritonclient gRPC and HTTP clients against triton/testdata/repo.
 
 scripts/test.sh exports TRITON_GRPC_ADDR, TRITON_HTTP_ADDR and
-TRITON_METRICS_ADDR (host:port). Without them these tests skip, or fail when
+TRITON_METRICS_ADDR (host:port), and SIDECAR_GRPC_ADDR and SIDECAR_HTTP_ADDR,
+the sidecar it runs in front of that Triton. Every test that talks to the
+server runs twice: against Triton itself, then through the sidecar, which
+must answer the same. Without the addresses these tests skip, or fail when
 REACT_E2E=1.
 """
 
@@ -23,6 +26,8 @@ TRITON_VERSION = "2.51.0"
 AFFINE = {"affine_fp32": ("FP32", np.float32), "affine_fp16": ("FP16", np.float16)}
 MODELS = [*AFFINE, "identity_bf16", "runtime_info", "echo_parameters"]
 PROTOCOLS = ["grpc", "http"]
+# The servers the tests talk to, with the variables holding their addresses.
+TARGETS = {"triton": ("TRITON_GRPC_ADDR", "TRITON_HTTP_ADDR"), "sidecar": ("SIDECAR_GRPC_ADDR", "SIDECAR_HTTP_ADDR")}
 
 
 def _addr(name):
@@ -35,10 +40,17 @@ def _addr(name):
     return value
 
 
+@pytest.fixture(scope="module", params=list(TARGETS))
+def target(request):
+    """The gRPC and HTTP addresses of Triton, or of the sidecar in front of it."""
+    grpc_var, http_var = TARGETS[request.param]
+    return {"grpc": _addr(grpc_var), "http": _addr(http_var)}
+
+
 @pytest.fixture(scope="module")
-def clients():
-    grpc = grpcclient.InferenceServerClient(url=_addr("TRITON_GRPC_ADDR"))
-    http = httpclient.InferenceServerClient(url=_addr("TRITON_HTTP_ADDR"))
+def clients(target):
+    grpc = grpcclient.InferenceServerClient(url=target["grpc"])
+    http = httpclient.InferenceServerClient(url=target["http"])
     yield {"grpc": grpc, "http": http}
     grpc.close()
     http.close()
@@ -156,7 +168,7 @@ def test_affine_fp32_http_json(clients):
     np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), 2 * x + 1)
 
 
-def test_grpc_typed_contents_answered_raw():
+def test_grpc_typed_contents_answered_raw(target):
     """A request with typed `contents` is accepted, and the answer comes back in
     raw_output_contents (Triton's gRPC server never fills typed contents)."""
     import grpc
@@ -165,7 +177,7 @@ def test_grpc_typed_contents_answered_raw():
     request = service_pb2.ModelInferRequest(model_name="affine_fp32")
     tensor = request.inputs.add(name="INPUT0", datatype="FP32", shape=[2, 4])
     tensor.contents.fp32_contents.extend(x)
-    with grpc.insecure_channel(_addr("TRITON_GRPC_ADDR")) as channel:
+    with grpc.insecure_channel(target["grpc"]) as channel:
         response = service_pb2_grpc.GRPCInferenceServiceStub(channel).ModelInfer(request, timeout=30)
     assert len(response.outputs) == 1 and response.outputs[0].name == "OUTPUT0"
     assert list(response.outputs[0].shape) == [2, 4]
@@ -207,7 +219,7 @@ def test_models_run_in_project_venv(clients, protocol):
         assert pathlib.Path(path).resolve().is_relative_to(venv.resolve()), info
 
 
-def test_grpc_request_parameters_reach_backend():
+def test_grpc_request_parameters_reach_backend(target):
     """Custom parameters reach the backend; the ones Triton consumes
     (sequence_*, priority, timeout) do not; other triton_* keys are refused."""
     import grpc
@@ -223,7 +235,7 @@ def test_grpc_request_parameters_reach_backend():
                 request.parameters[key].int64_param = value
             else:
                 request.parameters[key].string_param = value
-        with grpc.insecure_channel(_addr("TRITON_GRPC_ADDR")) as channel:
+        with grpc.insecure_channel(target["grpc"]) as channel:
             response = service_pb2_grpc.GRPCInferenceServiceStub(channel).ModelInfer(request, timeout=30)
         raw = response.raw_output_contents[0]  # BYTES: 4-byte little-endian length, then the bytes
         return json.loads(raw[4 : 4 + int.from_bytes(raw[:4], "little")])

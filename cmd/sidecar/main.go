@@ -1,13 +1,13 @@
 // Command sidecar serves Triton's gRPC and HTTP protocol in front of a real
-// Triton and applies the ReACT correction to controllable models.
+// Triton. See "sidecar --help", and package sidecar for the implementation.
 package main
 
 import (
-	"fmt"
 	"os"
+
+	"github.com/mergectl/react-triton/sidecar"
 )
 
 func main() {
-	fmt.Fprintln(os.Stderr, "sidecar: not built yet; the server arrives with the sidecar issue")
-	os.Exit(2)
+	os.Exit(sidecar.Main(os.Args[1:], os.Stdout, os.Stderr))
 }

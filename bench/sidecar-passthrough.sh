@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The sidecar's pass-through overhead, side by side in one run.
+#
+#   bench/sidecar-passthrough.sh [ROUNDS]      (default 3)
+#
+# Starts a Triton with triton/testdata/repo and the sidecar in front of it,
+# both on free ports, then runs perf_analyzer (.venv/bin/perf_analyzer) on
+# affine_fp32 ([1,4] FP32, concurrency 1 and 4, 2 s measurement windows) over
+# gRPC and HTTP, against Triton directly and through the sidecar, alternating
+# the two in every round so that both see the same machine load. Prints, per
+# protocol and concurrency, the median over the rounds of throughput and of
+# p50/p99 latency for each path, and the ratios sidecar/direct.
+# Results are recorded in bench/README.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-3}
+
+[ -x .venv/bin/perf_analyzer ] || { echo "bench: no .venv/bin/perf_analyzer: run make setup" >&2; exit 1; }
+run_dir=$(mkdir -p .cache/bench && mktemp -d "$PWD/.cache/bench/sidecar.XXXXXX")
+sidecar_pid= done=
+finish() {
+	if [ -n "$sidecar_pid" ]; then
+		kill -TERM "$sidecar_pid" 2>/dev/null || true
+		wait "$sidecar_pid" 2>/dev/null || true
+	fi
+	scripts/triton-down --pid "$run_dir/tritonserver.pid" >/dev/null 2>&1 || true
+	# Keep the logs of a failed run.
+	[ -z "$done" ] || rm -rf "$run_dir"
+}
+trap finish EXIT
+trap 'exit 130' INT TERM
+
+. scripts/lib/ports.sh
+read -r grpc_port http_port metrics_port < <(free_ports)
+scripts/triton-up --repo triton/testdata/repo --grpc-port "$grpc_port" --http-port "$http_port" \
+	--metrics-port "$metrics_port" --log "$run_dir/tritonserver.log" --pid "$run_dir/tritonserver.pid" --timeout 300 >&2
+
+go build -o "$run_dir/sidecar" ./cmd/sidecar
+read -r sidecar_grpc sidecar_http _ < <(free_ports)
+"$run_dir/sidecar" --triton-grpc "127.0.0.1:$grpc_port" --triton-http "127.0.0.1:$http_port" \
+	--grpc-listen "127.0.0.1:$sidecar_grpc" --http-listen "127.0.0.1:$sidecar_http" >"$run_dir/sidecar.log" 2>&1 &
+sidecar_pid=$!
+for _ in $(seq 300); do
+	[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$sidecar_http/v2/health/ready" || true)" = 200 ] && break
+	kill -0 "$sidecar_pid" 2>/dev/null || { cat "$run_dir/sidecar.log" >&2; exit 1; }
+	sleep 0.1
+done
+
+declare -A addr=(
+	[grpc-direct]=127.0.0.1:$grpc_port [grpc-sidecar]=127.0.0.1:$sidecar_grpc
+	[http-direct]=127.0.0.1:$http_port [http-sidecar]=127.0.0.1:$sidecar_http
+)
+echo "bench: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $rounds rounds" >&2
+for round in $(seq "$rounds"); do
+	for protocol in grpc http; do
+		for path in direct sidecar; do
+			echo "bench: round $round, $protocol, $path (${addr[$protocol-$path]})" >&2
+			.venv/bin/perf_analyzer -m affine_fp32 -i "$protocol" -u "${addr[$protocol-$path]}" \
+				--shape INPUT0:1,4 --concurrency-range 1:4:3 --measurement-interval 2000 \
+				-f "$run_dir/$protocol-$path-$round.csv" >"$run_dir/$protocol-$path-$round.log" 2>&1 ||
+				{ tail -n 20 "$run_dir/$protocol-$path-$round.log" >&2; exit 1; }
+		done
+	done
+done
+echo "bench: load average after $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+
+.venv/bin/python - "$run_dir" <<'PY'
+import csv, pathlib, statistics, sys
+
+rows = {}
+for f in sorted(pathlib.Path(sys.argv[1]).glob("*.csv")):
+    protocol, path, _ = f.stem.split("-")
+    for r in csv.DictReader(f.open()):
+        key = (protocol, int(r["Concurrency"]), path)
+        rows.setdefault(key, []).append((float(r["Inferences/Second"]), float(r["p50 latency"]), float(r["p99 latency"])))
+
+def med(key, i):
+    return statistics.median(v[i] for v in rows[key])
+
+print("| protocol | concurrency | direct infer/s | sidecar infer/s | ratio | direct p50 / p99 (µs) | sidecar p50 / p99 (µs) | p50 ratio |")
+print("|---|---|---|---|---|---|---|---|")
+for protocol, conc in sorted({(p, c) for p, c, _ in rows}):
+    d, s = (protocol, conc, "direct"), (protocol, conc, "sidecar")
+    print(f"| {protocol} | {conc} | {med(d, 0):.0f} | {med(s, 0):.0f} | {med(s, 0) / med(d, 0):.2f} "
+          f"| {med(d, 1):.0f} / {med(d, 2):.0f} | {med(s, 1):.0f} / {med(s, 2):.0f} | {med(s, 1) / med(d, 1):.2f} |")
+print(f"\n(medians over {len(next(iter(rows.values())))} rounds; ratio = sidecar / direct)")
+PY
+done=1

@@ -1,0 +1,85 @@
+package sidecar
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+)
+
+func TestMainUsageAndVersion(t *testing.T) {
+	tests := []struct {
+		args   []string
+		code   int
+		output string
+	}{
+		{[]string{"--version"}, ExitOK, "sidecar "},
+		{[]string{}, ExitUsage, `required flag(s) "triton-grpc", "triton-http" not set`},
+		{[]string{"--triton-grpc", "a:1", "--triton-http", "b:2", "--nope"}, ExitUsage, "unknown flag: --nope"},
+		{[]string{"--triton-grpc", "a:1", "--triton-http", "b:2", "extra"}, ExitUsage, `unknown command "extra"`},
+		{[]string{"--triton-grpc", "a:1", "--triton-http", "b:2/path", "--grpc-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"},
+			ExitFailure, `bad upstream address "b:2/path"`},
+	}
+	for _, tt := range tests {
+		var stdout, stderr bytes.Buffer
+		code := Main(tt.args, &stdout, &stderr)
+		if code != tt.code || !strings.Contains(stdout.String()+stderr.String(), tt.output) {
+			t.Errorf("Main(%q) = %d, output %q; want %d and %q", tt.args, code, stdout.String()+stderr.String(), tt.code, tt.output)
+		}
+	}
+}
+
+func TestMainListenerInUse(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	var stderr bytes.Buffer
+	code := Main([]string{"--triton-grpc", "a:1", "--triton-http", "b:2", "--grpc-listen", busy.Addr().String(), "--http-listen", "127.0.0.1:0"}, &stderr, &stderr)
+	if code != ExitFailure || !strings.Contains(stderr.String(), "gRPC listener") {
+		t.Errorf("Main = %d, %q", code, stderr.String())
+	}
+}
+
+// TestShutdownEndsCallsInFlight: a stop with a call that never ends returns
+// once the graceful period is over, and the upstream call is cancelled.
+func TestShutdownEndsCallsInFlight(t *testing.T) {
+	u := &rawUpstream{cancelled: make(chan struct{})}
+	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.handle), grpc.ForceServerCodecV2(rawCodec{}))
+	s, err := New(Config{TritonGRPC: up, TritonHTTP: closedAddr(t), GRPCListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0",
+		ShutdownTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+
+	conn := dial(t, s.GRPCAddr().String())
+	stream, err := conn.NewStream(context.Background(), proxyDesc, "/x.Unknown/Hang", grpc.ForceCodecV2(rawCodec{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Header(); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Serve = %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Serve did not return")
+	}
+	select {
+	case <-u.cancelled:
+	case <-time.After(time.Minute):
+		t.Fatal("the upstream call was not cancelled")
+	}
+}

@@ -1,0 +1,172 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// GRPCProxy relays every gRPC call it receives to an upstream server over
+// one shared connection, message by message, without decoding anything.
+type GRPCProxy struct {
+	conn      *grpc.ClientConn
+	target    string
+	intercept GRPCInterceptor
+}
+
+// proxyDesc describes every proxied call as bidirectional streaming: a unary
+// call is the special case of one message each way, so one code path serves
+// all methods, including ones the proxy has never heard of.
+var proxyDesc = &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}
+
+// upstreamCallOptions are the options of every upstream call: the raw codec
+// and Triton's message size limits.
+var upstreamCallOptions = []grpc.CallOption{
+	grpc.ForceCodecV2(rawCodec{}),
+	grpc.MaxCallRecvMsgSize(math.MaxInt32),
+	grpc.MaxCallSendMsgSize(math.MaxInt32),
+}
+
+// NewGRPCProxy returns a proxy to the server at the other end of conn.
+// target names that server in error messages (the --triton-grpc address).
+// intercept may be nil.
+func NewGRPCProxy(conn *grpc.ClientConn, target string, intercept GRPCInterceptor) *GRPCProxy {
+	return &GRPCProxy{conn: conn, target: target, intercept: intercept}
+}
+
+// NewServer returns a grpc.Server with no registered services that hands
+// every call to the proxy, with the raw codec and message sizes up to
+// math.MaxInt32, as Triton allows. Extra options are appended.
+func (p *GRPCProxy) NewServer(opts ...grpc.ServerOption) *grpc.Server {
+	base := []grpc.ServerOption{
+		grpc.UnknownServiceHandler(p.handle),
+		grpc.ForceServerCodecV2(rawCodec{}),
+		grpc.MaxRecvMsgSize(math.MaxInt32),
+		grpc.MaxSendMsgSize(math.MaxInt32),
+	}
+	return grpc.NewServer(append(base, opts...)...)
+}
+
+// handle is the grpc.StreamHandler for every method.
+func (p *GRPCProxy) handle(srv any, ss grpc.ServerStream) error {
+	method, ok := grpc.MethodFromServerStream(ss)
+	if !ok {
+		return status.Error(codes.Internal, "sidecar: no method name on the stream")
+	}
+	if p.intercept != nil {
+		if h := p.intercept(method); h != nil {
+			return h(srv, ss)
+		}
+	}
+	return p.forward(ss, method)
+}
+
+// forward relays one call upstream. The upstream call's context derives from
+// the client's, so the client's deadline and cancellation reach Triton; its
+// outgoing metadata is the client's, less what grpc sets itself.
+func (p *GRPCProxy) forward(ss grpc.ServerStream, method string) error {
+	in, _ := metadata.FromIncomingContext(ss.Context())
+	ctx, cancel := context.WithCancel(metadata.NewOutgoingContext(ss.Context(), forwardable(in)))
+	defer cancel()
+
+	cs, err := p.conn.NewStream(ctx, proxyDesc, method, upstreamCallOptions...)
+	if err != nil {
+		return p.upstreamError(err)
+	}
+
+	fromClient := make(chan error, 1)
+	go func() { fromClient <- toUpstream(ss, cs) }()
+	fromUpstream := make(chan error, 1)
+	go func() { fromUpstream <- p.toClient(cs, ss) }()
+
+	for {
+		select {
+		case err := <-fromClient:
+			if err != nil {
+				// The client went away or sent something unreadable: stop the
+				// upstream call too, and report the client side's status.
+				// Wait for the other direction, so that nothing writes to the
+				// client's stream once this handler has returned.
+				cancel()
+				<-fromUpstream
+				return err
+			}
+			// The client half-closed; wait for the upstream's answer.
+			fromClient = nil
+		case err := <-fromUpstream:
+			// Returning ends the client's call; the upstream's trailers and
+			// status become its trailers and status.
+			ss.SetTrailer(cs.Trailer())
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// toUpstream copies the client's messages to the upstream call until the
+// client half-closes (then it half-closes upstream and returns nil) or fails.
+func toUpstream(ss grpc.ServerStream, cs grpc.ClientStream) error {
+	for {
+		f := new(Frame)
+		if err := ss.RecvMsg(f); err != nil {
+			if errors.Is(err, io.EOF) {
+				return cs.CloseSend()
+			}
+			return err
+		}
+		if err := cs.SendMsg(f); err != nil {
+			if errors.Is(err, io.EOF) {
+				// The upstream call ended; RecvMsg on it reports how.
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// toClient copies the upstream's headers, then its messages, to the client.
+// It returns io.EOF when the upstream call ended with OK, and otherwise the
+// upstream's status as an error.
+func (p *GRPCProxy) toClient(cs grpc.ClientStream, ss grpc.ServerStream) error {
+	md, err := cs.Header()
+	if err != nil {
+		// No response headers: the call never reached a server.
+		return p.upstreamError(err)
+	}
+	if md != nil {
+		if err := ss.SendHeader(md); err != nil {
+			return err
+		}
+	}
+	for {
+		f := new(Frame)
+		if err := cs.RecvMsg(f); err != nil {
+			return err
+		}
+		if err := ss.SendMsg(f); err != nil {
+			return err
+		}
+	}
+}
+
+// upstreamError names the upstream address in an UNAVAILABLE status raised
+// by grpc itself (connection refused, reset, ...), and returns any other
+// error as it is, so statuses from Triton reach the client unchanged.
+func (p *GRPCProxy) upstreamError(err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return status.Errorf(codes.Unavailable, "sidecar: upstream Triton %s: %v", p.target, err)
+	}
+	if st.Code() != codes.Unavailable {
+		return err
+	}
+	return status.Errorf(codes.Unavailable, "sidecar: upstream Triton %s: %s", p.target, st.Message())
+}

@@ -1,0 +1,372 @@
+package sidecar
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/mergectl/react-triton/triton/tritonpb"
+)
+
+// rawUpstream is an upstream that knows no services either: it answers every
+// method with its raw codec, by the method's name.
+//
+//	/x.Unknown/Echo      one request, one response: the request reversed;
+//	                     headers: the method, and the metadata it received
+//	                     under "seen-<key>"; trailer "t: done"
+//	/x.Unknown/Chat      bidi: answers each message "re:"+message, in turn
+//	/x.Unknown/Fail      fails with FAILED_PRECONDITION and a trailer
+//	/x.Unknown/Deadline  answers the deadline it sees (RFC 3339, or "none")
+//	/x.Unknown/Hang      waits for its context to end, then signals cancelled
+type rawUpstream struct {
+	cancelled chan struct{}
+}
+
+func (u *rawUpstream) handle(_ any, ss grpc.ServerStream) error {
+	method, _ := grpc.MethodFromServerStream(ss)
+	ctx := ss.Context()
+	switch method {
+	case "/x.Unknown/Echo":
+		in, _ := metadata.FromIncomingContext(ctx)
+		hdr := metadata.Pairs("method", method)
+		for k, v := range in {
+			if !strings.HasPrefix(k, ":") { // the upstream's own pseudo-headers
+				hdr["seen-"+k] = v
+			}
+		}
+		if err := ss.SendHeader(hdr); err != nil {
+			return err
+		}
+		var f Frame
+		if err := ss.RecvMsg(&f); err != nil {
+			return err
+		}
+		out := slices.Clone(f.Payload)
+		slices.Reverse(out)
+		ss.SetTrailer(metadata.Pairs("t", "done"))
+		return ss.SendMsg(&Frame{Payload: out})
+	case "/x.Unknown/Chat":
+		for {
+			var f Frame
+			if err := ss.RecvMsg(&f); errors.Is(err, io.EOF) {
+				ss.SetTrailer(metadata.Pairs("chat", "over"))
+				return nil
+			} else if err != nil {
+				return err
+			}
+			if err := ss.SendMsg(&Frame{Payload: append([]byte("re:"), f.Payload...)}); err != nil {
+				return err
+			}
+		}
+	case "/x.Unknown/Fail":
+		ss.SetTrailer(metadata.Pairs("why", "because"))
+		return status.Error(codes.FailedPrecondition, "model  \"m\" is not ready: ünïcode & spaces")
+	case "/x.Unknown/Deadline":
+		var f Frame
+		if err := ss.RecvMsg(&f); err != nil {
+			return err
+		}
+		answer := "none"
+		if d, ok := ctx.Deadline(); ok {
+			answer = d.UTC().Format(time.RFC3339Nano)
+		}
+		return ss.SendMsg(&Frame{Payload: []byte(answer)})
+	case "/x.Unknown/Hang":
+		if err := ss.SendHeader(metadata.Pairs("hanging", "yes")); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		close(u.cancelled)
+		return ctx.Err()
+	}
+	return status.Errorf(codes.Unimplemented, "no method %s", method)
+}
+
+func startRaw(t *testing.T) (*Server, *rawUpstream) {
+	t.Helper()
+	u := &rawUpstream{cancelled: make(chan struct{})}
+	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.handle), grpc.ForceServerCodecV2(rawCodec{}),
+		grpc.MaxRecvMsgSize(1<<30))
+	return startSidecar(t, Config{TritonGRPC: up}), u
+}
+
+func TestGRPCUnaryUnknownServiceWithMetadata(t *testing.T) {
+	s, _ := startRaw(t)
+	conn := dial(t, s.GRPCAddr().String())
+	// Not a protobuf message at all: the proxy must not care.
+	payload := []byte{0xff, 0x00, 0x01, 0xfe, 'a', 'b'}
+	ctx := metadata.AppendToOutgoingContext(context.Background(),
+		"x-user", "alice", "x-multi", "one", "x-multi", "two", "trace-bin", string([]byte{0, 1, 2, 0xff}))
+	var hdr, tlr metadata.MD
+	var out Frame
+	err := conn.Invoke(ctx, "/x.Unknown/Echo", &Frame{Payload: payload}, &out,
+		grpc.ForceCodecV2(rawCodec{}), grpc.Header(&hdr), grpc.Trailer(&tlr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []byte{'b', 'a', 0xfe, 0x01, 0x00, 0xff}; !bytes.Equal(out.Payload, want) {
+		t.Errorf("response %v, want %v", out.Payload, want)
+	}
+	for k, want := range map[string][]string{
+		"method":         {"/x.Unknown/Echo"},
+		"seen-x-user":    {"alice"},
+		"seen-x-multi":   {"one", "two"},
+		"seen-trace-bin": {string([]byte{0, 1, 2, 0xff})},
+	} {
+		if got := hdr.Get(k); !slices.Equal(got, want) {
+			t.Errorf("header %s = %q, want %q", k, got, want)
+		}
+	}
+	if got := hdr.Get("seen-user-agent"); len(got) != 1 {
+		// grpc-go sets its own user agent upstream; the client's is not duplicated.
+		t.Errorf("upstream saw user-agent %q, want exactly one", got)
+	}
+	if got := tlr.Get("t"); !slices.Equal(got, []string{"done"}) {
+		t.Errorf("trailer t = %q, want [done]", got)
+	}
+}
+
+func TestGRPCBidiStreamAndLargeMessages(t *testing.T) {
+	s, _ := startRaw(t)
+	conn := dial(t, s.GRPCAddr().String())
+	stream, err := conn.NewStream(context.Background(), proxyDesc, "/x.Unknown/Chat", grpc.ForceCodecV2(rawCodec{}),
+		grpc.MaxCallRecvMsgSize(1<<30), grpc.MaxCallSendMsgSize(1<<30))
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte{0xab, 0xcd, 0x00}, 3<<20) // 9 MiB, over grpc's 4 MiB default
+	msgs := [][]byte{[]byte("one"), {}, big, []byte("last")}
+	for _, m := range msgs {
+		// Lock-step: each answer must arrive before the next request is sent.
+		if err := stream.SendMsg(&Frame{Payload: m}); err != nil {
+			t.Fatal(err)
+		}
+		var f Frame
+		if err := stream.RecvMsg(&f); err != nil {
+			t.Fatal(err)
+		}
+		if want := append([]byte("re:"), m...); !bytes.Equal(f.Payload, want) {
+			t.Fatalf("answer of %d bytes differs from the %d expected", len(f.Payload), len(want))
+		}
+	}
+	if err := stream.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.RecvMsg(&Frame{}); !errors.Is(err, io.EOF) {
+		t.Fatalf("after CloseSend: %v, want io.EOF", err)
+	}
+	if got := stream.Trailer().Get("chat"); !slices.Equal(got, []string{"over"}) {
+		t.Errorf("trailer chat = %q", got)
+	}
+}
+
+func TestGRPCStatusPropagation(t *testing.T) {
+	s, _ := startRaw(t)
+	conn := dial(t, s.GRPCAddr().String())
+	var tlr metadata.MD
+	err := conn.Invoke(context.Background(), "/x.Unknown/Fail", &Frame{}, &Frame{}, grpc.ForceCodecV2(rawCodec{}), grpc.Trailer(&tlr))
+	st := status.Convert(err)
+	if st.Code() != codes.FailedPrecondition || st.Message() != "model  \"m\" is not ready: ünïcode & spaces" {
+		t.Errorf("status %v %q", st.Code(), st.Message())
+	}
+	if got := tlr.Get("why"); !slices.Equal(got, []string{"because"}) {
+		t.Errorf("trailer why = %q", got)
+	}
+	// A method the upstream does not know: its UNIMPLEMENTED, not the proxy's.
+	err = conn.Invoke(context.Background(), "/x.Unknown/Nothing", &Frame{}, &Frame{}, grpc.ForceCodecV2(rawCodec{}))
+	if st := status.Convert(err); st.Code() != codes.Unimplemented || st.Message() != "no method /x.Unknown/Nothing" {
+		t.Errorf("status %v %q", st.Code(), st.Message())
+	}
+}
+
+func TestGRPCDeadlinePropagation(t *testing.T) {
+	s, _ := startRaw(t)
+	conn := dial(t, s.GRPCAddr().String())
+	call := func(ctx context.Context) string {
+		t.Helper()
+		var out Frame
+		if err := conn.Invoke(ctx, "/x.Unknown/Deadline", &Frame{}, &out, grpc.ForceCodecV2(rawCodec{})); err != nil {
+			t.Fatal(err)
+		}
+		return string(out.Payload)
+	}
+	if got := call(context.Background()); got != "none" {
+		t.Errorf("without a deadline the upstream saw %q", got)
+	}
+	deadline := time.Now().Add(time.Hour)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	got, err := time.Parse(time.RFC3339Nano, call(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The deadline travels as a timeout rounded up to the millisecond at each
+	// hop, so it may come out a little later; an hour of slack the other way
+	// makes the check independent of the machine's speed.
+	if got.After(deadline.Add(time.Second)) || got.Before(deadline.Add(-time.Hour)) {
+		t.Errorf("upstream deadline %v, client's %v", got, deadline)
+	}
+}
+
+func TestGRPCCancellationReachesUpstream(t *testing.T) {
+	s, u := startRaw(t)
+	conn := dial(t, s.GRPCAddr().String())
+	ctx, cancel := context.WithCancel(context.Background())
+	stream, err := conn.NewStream(ctx, proxyDesc, "/x.Unknown/Hang", grpc.ForceCodecV2(rawCodec{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hdr, err := stream.Header(); err != nil || hdr.Get("hanging") == nil {
+		t.Fatalf("header %v, %v", hdr, err)
+	}
+	cancel()
+	select {
+	case <-u.cancelled:
+	case <-time.After(time.Minute):
+		t.Fatal("the upstream call was not cancelled")
+	}
+}
+
+func TestGRPCUpstreamDown(t *testing.T) {
+	down := closedAddr(t)
+	s := startSidecar(t, Config{TritonGRPC: down})
+	conn := dial(t, s.GRPCAddr().String())
+	for _, method := range []string{"/x.Unknown/Echo", tritonpb.GRPCInferenceService_ServerLive_FullMethodName} {
+		err := conn.Invoke(context.Background(), method, &Frame{}, &Frame{}, grpc.ForceCodecV2(rawCodec{}))
+		st := status.Convert(err)
+		if st.Code() != codes.Unavailable || !strings.Contains(st.Message(), down) {
+			t.Errorf("%s: status %v %q, want UNAVAILABLE naming %s", method, st.Code(), st.Message(), down)
+		}
+	}
+}
+
+// fakeTriton answers a few of Triton's RPCs, typed, to show that generated
+// clients work through the proxy unchanged.
+type fakeTriton struct {
+	tritonpb.UnimplementedGRPCInferenceServiceServer
+}
+
+func (fakeTriton) ModelInfer(_ context.Context, r *tritonpb.ModelInferRequest) (*tritonpb.ModelInferResponse, error) {
+	return &tritonpb.ModelInferResponse{ModelName: r.GetModelName(), Id: r.GetId(), RawOutputContents: r.GetRawInputContents()}, nil
+}
+
+func (fakeTriton) ModelStreamInfer(s grpc.BidiStreamingServer[tritonpb.ModelInferRequest, tritonpb.ModelStreamInferResponse]) error {
+	for {
+		r, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		// Two responses per request, as a decoupled model may send.
+		for i := range 2 {
+			resp := &tritonpb.ModelInferResponse{ModelName: r.GetModelName(), Id: r.GetId() + "/" + string(rune('a'+i))}
+			if err := s.Send(&tritonpb.ModelStreamInferResponse{InferResponse: resp}); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func TestGRPCTypedTritonAndHealth(t *testing.T) {
+	up := startUpstreamGRPC(t, func(s *grpc.Server) {
+		tritonpb.RegisterGRPCInferenceServiceServer(s, fakeTriton{})
+		hs := health.NewServer()
+		hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+		healthpb.RegisterHealthServer(s, hs)
+	})
+	s := startSidecar(t, Config{TritonGRPC: up})
+	conn := dial(t, s.GRPCAddr().String())
+	ctx := context.Background()
+
+	hc, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil || hc.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf("health Check = %v, %v", hc, err)
+	}
+
+	rpc := tritonpb.NewGRPCInferenceServiceClient(conn)
+	raw := [][]byte{{1, 2, 3, 4}, {0xff}}
+	resp, err := rpc.ModelInfer(ctx, &tritonpb.ModelInferRequest{ModelName: "m", Id: "7", RawInputContents: raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetModelName() != "m" || resp.GetId() != "7" || !slices.EqualFunc(resp.GetRawOutputContents(), raw, bytes.Equal) {
+		t.Errorf("ModelInfer = %v", resp)
+	}
+	if _, err := rpc.ModelConfig(ctx, &tritonpb.ModelConfigRequest{Name: "m"}); status.Code(err) != codes.Unimplemented {
+		t.Errorf("ModelConfig: %v, want the upstream's UNIMPLEMENTED", err)
+	}
+
+	stream, err := rpc.ModelStreamInfer(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"x", "y"} {
+		if err := stream.Send(&tritonpb.ModelInferRequest{ModelName: "m", Id: id}); err != nil {
+			t.Fatal(err)
+		}
+		for _, suffix := range []string{"/a", "/b"} {
+			r, err := stream.Recv()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r.GetInferResponse().GetId(); got != id+suffix {
+				t.Errorf("stream response id %q, want %q", got, id+suffix)
+			}
+		}
+	}
+	if err := stream.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); !errors.Is(err, io.EOF) {
+		t.Errorf("after CloseSend: %v, want io.EOF", err)
+	}
+}
+
+func TestGRPCInterceptorSeam(t *testing.T) {
+	u := &rawUpstream{cancelled: make(chan struct{})}
+	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.handle), grpc.ForceServerCodecV2(rawCodec{}))
+	var consulted []string
+	s := startSidecar(t, Config{TritonGRPC: up, InterceptGRPC: func(method string) grpc.StreamHandler {
+		consulted = append(consulted, method)
+		if method != "/x.Unknown/Mine" {
+			return nil
+		}
+		return func(_ any, ss grpc.ServerStream) error {
+			var f Frame
+			if err := ss.RecvMsg(&f); err != nil {
+				return err
+			}
+			return ss.SendMsg(&Frame{Payload: append([]byte("sidecar:"), f.Payload...)})
+		}
+	}})
+	conn := dial(t, s.GRPCAddr().String())
+	var out Frame
+	if err := conn.Invoke(context.Background(), "/x.Unknown/Mine", &Frame{Payload: []byte("hi")}, &out, grpc.ForceCodecV2(rawCodec{})); err != nil {
+		t.Fatal(err)
+	}
+	if string(out.Payload) != "sidecar:hi" {
+		t.Errorf("intercepted answer %q", out.Payload)
+	}
+	if err := conn.Invoke(context.Background(), "/x.Unknown/Echo", &Frame{Payload: []byte("ab")}, &out, grpc.ForceCodecV2(rawCodec{})); err != nil {
+		t.Fatal(err)
+	}
+	if string(out.Payload) != "ba" {
+		t.Errorf("passed-through answer %q", out.Payload)
+	}
+	if want := []string{"/x.Unknown/Mine", "/x.Unknown/Echo"}; !slices.Equal(consulted, want) {
+		t.Errorf("consulted for %q, want %q", consulted, want)
+	}
+}

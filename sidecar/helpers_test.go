@@ -1,0 +1,86 @@
+package sidecar
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// startUpstreamGRPC serves a gRPC server, set up by register, on a loopback
+// port for the test's duration and returns its address.
+func startUpstreamGRPC(t testing.TB, register func(*grpc.Server), opts ...grpc.ServerOption) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer(opts...)
+	register(s)
+	go s.Serve(lis)
+	t.Cleanup(s.Stop)
+	return lis.Addr().String()
+}
+
+// closedAddr returns a loopback address nothing listens on.
+func closedAddr(t testing.TB) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	return addr
+}
+
+// startSidecar serves a sidecar in front of the given upstreams on loopback
+// ports until the test ends, and returns it.
+func startSidecar(t testing.TB, cfg Config) *Server {
+	t.Helper()
+	if cfg.TritonHTTP == "" {
+		cfg.TritonHTTP = closedAddr(t)
+	}
+	if cfg.TritonGRPC == "" {
+		cfg.TritonGRPC = closedAddr(t)
+	}
+	cfg.GRPCListen, cfg.HTTPListen = "127.0.0.1:0", "127.0.0.1:0"
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return s
+}
+
+// dial returns a client connection to addr, closed when the test ends.
+func dial(t testing.TB, addr string) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// startUpstreamHTTP serves h on a loopback port for the test's duration and
+// returns its address (host:port).
+func startUpstreamHTTP(t *testing.T, h http.Handler) string {
+	t.Helper()
+	s := httptest.NewServer(h)
+	t.Cleanup(s.Close)
+	return s.Listener.Addr().String()
+}

@@ -1,0 +1,77 @@
+package sidecar
+
+import (
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+)
+
+// upstreamTransport is the HTTP transport to Triton: like
+// http.DefaultTransport, but it never goes through an HTTP proxy from the
+// environment, never asks for compression the client did not ask for (so
+// bodies pass as they are), and keeps enough idle connections for a busy
+// client's concurrency (the default keeps 2 per host, so a client with more
+// requests in flight would open a new connection for most of them).
+func upstreamTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
+	t.DisableCompression = true
+	t.MaxIdleConns = 1024
+	t.MaxIdleConnsPerHost = 1024
+	return t
+}
+
+// forwardingHeaders are the headers httputil.ReverseProxy removes from the
+// outgoing request before calling Rewrite.
+var forwardingHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"}
+
+// NewHTTPProxy returns a handler that relays every request to the Triton
+// HTTP endpoint at target (host:port), with the path, query, headers and
+// body unchanged, binary tensor bodies (Inference-Header-Content-Length)
+// included, and streams each response back as it arrives. An unreachable
+// upstream answers 502 Bad Gateway with a message naming target. intercept
+// may be nil; errLog receives proxy errors (nil: the standard logger).
+func NewHTTPProxy(target string, intercept HTTPInterceptor, errLog *log.Logger) (http.Handler, error) {
+	u, err := url.Parse("http://" + target)
+	if err != nil || u.Host == "" || u.Path != "" {
+		return nil, fmt.Errorf("http proxy: bad upstream address %q: want host:port", target)
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(u)
+			// Be transparent: keep the client's Host, and the forwarding
+			// headers it sent, which ReverseProxy strips before Rewrite.
+			r.Out.Host = r.In.Host
+			for _, k := range forwardingHeaders {
+				if v, ok := r.In.Header[k]; ok {
+					r.Out.Header[k] = v
+				}
+			}
+		},
+		Transport: upstreamTransport(),
+		// Flush every write: Triton's generate_stream answers with
+		// server-sent events.
+		FlushInterval: -1,
+		ErrorLog:      errLog,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if errLog != nil {
+				errLog.Printf("sidecar: http %s %s: upstream Triton %s: %v", r.Method, r.URL.Path, target, err)
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadGateway)
+			fmt.Fprintf(w, "{\"error\":%q}\n", fmt.Sprintf("sidecar: upstream Triton %s: %v", target, err))
+		},
+	}
+	if intercept == nil {
+		return rp, nil
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h := intercept(r); h != nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}), nil
+}
