@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+
+	"github.com/mergectl/react-triton/internal/buildinfo"
 )
 
 // runError marks an error returned by a command's own work, as opposed to
@@ -59,7 +59,7 @@ Exit status: 0 on success, 1 on a runtime failure, 2 on a usage error.`,
 		Example: `  calibrate fit --embeddings emb/ --beta 0.1 --out components.safetensors
   calibrate inspect components.safetensors
   calibrate solve --components components.safetensors --preference cars=0.6,dtd=0.4 --out W.npy`,
-		Version:       version(debug.ReadBuildInfo()),
+		Version:       buildinfo.Version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -97,46 +97,6 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	return ExitUsage
-}
-
-// version describes the build from its build information: the main
-// module's version (a tag, a pseudo-version, or "(devel)" for a build from
-// a work tree), then the VCS revision, its time, and "modified" when the
-// work tree had uncommitted changes. For example
-//
-//	v0.3.0 (revision 1a2b3c4d5e6f, 2026-11-20T10:00:00Z)
-//	(devel) (revision 1a2b3c4d5e6f, 2026-11-20T10:00:00Z, modified)
-func version(bi *debug.BuildInfo, ok bool) string {
-	if !ok || bi == nil {
-		return "(unknown: no build information)"
-	}
-	v := bi.Main.Version
-	if v == "" {
-		v = "(devel)"
-	}
-	var rev, at string
-	modified := false
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.time":
-			at = s.Value
-		case "vcs.modified":
-			modified = s.Value == "true"
-		}
-	}
-	if rev == "" {
-		return v
-	}
-	parts := []string{"revision " + rev}
-	if at != "" {
-		parts = append(parts, at)
-	}
-	if modified {
-		parts = append(parts, "modified")
-	}
-	return v + " (" + strings.Join(parts, ", ") + ")"
 }
 
 // isTerminal reports whether w is a terminal.

@@ -8,11 +8,11 @@ import (
 	"log"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/mergectl/react-triton/internal/buildinfo"
 )
 
 // Exit codes of the sidecar command.
@@ -44,7 +44,7 @@ It stops on SIGTERM or SIGINT, letting calls in flight finish for up to
 
 Exit status: 0 when stopped by a signal, 1 on a failure, 2 on a usage error.`,
 		Example:       `  sidecar --triton-grpc 127.0.0.1:8001 --triton-http 127.0.0.1:8000 --grpc-listen :9001 --http-listen :9000`,
-		Version:       version(),
+		Version:       buildinfo.Version(),
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -100,36 +100,4 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	return ExitUsage
-}
-
-// version describes the build: the main module's version, then the VCS
-// revision and time when the build recorded them.
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(unknown: no build information)"
-	}
-	v := bi.Main.Version
-	if v == "" {
-		v = "(devel)"
-	}
-	var rev, at string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.time":
-			at = s.Value
-		}
-	}
-	if rev == "" {
-		return v
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	if _, err := time.Parse(time.RFC3339, at); err != nil {
-		return fmt.Sprintf("%s (revision %s)", v, rev)
-	}
-	return fmt.Sprintf("%s (revision %s, %s)", v, rev, at)
 }
