@@ -49,6 +49,9 @@ Exit status: 0 when stopped by a signal, 1 on a failure, 2 on a usage error.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.ShutdownTimeout <= 0 {
+				return fmt.Errorf("--shutdown-timeout must be positive, got %v", cfg.ShutdownTimeout)
+			}
 			cfg.Log = log.New(stderr, "", log.LstdFlags)
 			s, err := New(cfg)
 			if err != nil {

@@ -21,6 +21,7 @@ func TestMainUsageAndVersion(t *testing.T) {
 		{[]string{}, ExitUsage, `required flag(s) "triton-grpc", "triton-http" not set`},
 		{[]string{"--triton-grpc", "a:1", "--triton-http", "b:2", "--nope"}, ExitUsage, "unknown flag: --nope"},
 		{[]string{"--triton-grpc", "a:1", "--triton-http", "b:2", "extra"}, ExitUsage, `unknown command "extra"`},
+		{[]string{"--triton-grpc", "a:1", "--triton-http", "b:2", "--shutdown-timeout", "0"}, ExitUsage, "--shutdown-timeout must be positive, got 0s"},
 		{[]string{"--triton-grpc", "a:1", "--triton-http", "b:2/path", "--grpc-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"},
 			ExitFailure, `bad upstream address "b:2/path"`},
 	}

@@ -61,10 +61,22 @@ func (p *GRPCProxy) handle(srv any, ss grpc.ServerStream) error {
 	}
 	if p.intercept != nil {
 		if h := p.intercept(method); h != nil {
-			return h(srv, ss)
+			return serveIntercepted(h, srv, ss, method)
 		}
 	}
 	return p.forward(ss, method)
+}
+
+// serveIntercepted runs an interceptor's handler and turns a panic in it
+// into an INTERNAL status for that call: grpc-go does not recover handler
+// panics, and the sidecar must never crash.
+func serveIntercepted(h grpc.StreamHandler, srv any, ss grpc.ServerStream, method string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = status.Errorf(codes.Internal, "sidecar: handler of %s failed: %v", method, r)
+		}
+	}()
+	return h(srv, ss)
 }
 
 // forward relays one call upstream. The upstream call's context derives from
@@ -138,7 +150,8 @@ func toUpstream(ss grpc.ServerStream, cs grpc.ClientStream) error {
 func (p *GRPCProxy) toClient(cs grpc.ClientStream, ss grpc.ServerStream) error {
 	md, err := cs.Header()
 	if err != nil {
-		// No response headers: the call never reached a server.
+		// ClientStream allows an error here (grpc-go 1.85 reports a failure
+		// before headers through RecvMsg instead); name the upstream in it.
 		return p.upstreamError(err)
 	}
 	if md != nil {

@@ -370,3 +370,47 @@ func TestGRPCInterceptorSeam(t *testing.T) {
 		t.Errorf("consulted for %q, want %q", consulted, want)
 	}
 }
+
+// TestGRPCCompressedRequests checks that clients that compress their
+// messages, as tritonclient can with gzip or deflate, pass through: the
+// proxy must decode each message to relay it.
+func TestGRPCCompressedRequests(t *testing.T) {
+	s, _ := startRaw(t)
+	conn := dial(t, s.GRPCAddr().String())
+	payload := bytes.Repeat([]byte("tensor bytes "), 1000)
+	want := slices.Clone(payload)
+	slices.Reverse(want)
+	for _, name := range []string{"gzip", "deflate"} {
+		var out Frame
+		err := conn.Invoke(context.Background(), "/x.Unknown/Echo", &Frame{Payload: payload}, &out,
+			grpc.ForceCodecV2(rawCodec{}), grpc.UseCompressor(name))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if !bytes.Equal(out.Payload, want) {
+			t.Errorf("%s: response of %d bytes, want the %d request bytes reversed", name, len(out.Payload), len(payload))
+		}
+	}
+}
+
+// TestGRPCInterceptorPanic checks that a failing interceptor handler costs
+// its call an INTERNAL status, not the process.
+func TestGRPCInterceptorPanic(t *testing.T) {
+	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler((&rawUpstream{cancelled: make(chan struct{})}).handle), grpc.ForceServerCodecV2(rawCodec{}))
+	s := startSidecar(t, Config{TritonGRPC: up, InterceptGRPC: func(method string) grpc.StreamHandler {
+		if method != "/x.Unknown/Boom" {
+			return nil
+		}
+		return func(any, grpc.ServerStream) error { panic("boom") }
+	}})
+	conn := dial(t, s.GRPCAddr().String())
+	err := conn.Invoke(context.Background(), "/x.Unknown/Boom", &Frame{}, &Frame{}, grpc.ForceCodecV2(rawCodec{}))
+	if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "handler of /x.Unknown/Boom failed: boom") {
+		t.Errorf("panicking handler: %v, want INTERNAL naming the method", err)
+	}
+	var out Frame
+	if err := conn.Invoke(context.Background(), "/x.Unknown/Echo", &Frame{Payload: []byte("ok")}, &out, grpc.ForceCodecV2(rawCodec{})); err != nil {
+		t.Errorf("the sidecar stopped serving after a panic: %v", err)
+	}
+}

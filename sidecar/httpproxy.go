@@ -41,6 +41,9 @@ func NewHTTPProxy(target string, intercept HTTPInterceptor, errLog *log.Logger) 
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(u)
+			// ReverseProxy drops query parameters it cannot parse (with ';'
+			// or bad escapes) before Rewrite: restore the query as sent.
+			r.Out.URL.RawQuery = r.In.URL.RawQuery
 			// Be transparent: keep the client's Host, and the forwarding
 			// headers it sent, which ReverseProxy strips before Rewrite.
 			r.Out.Host = r.In.Host
@@ -56,6 +59,11 @@ func NewHTTPProxy(target string, intercept HTTPInterceptor, errLog *log.Logger) 
 		FlushInterval: -1,
 		ErrorLog:      errLog,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() != nil {
+				// The client went away (disconnected or cancelled): not an
+				// upstream failure, and nobody is left to answer.
+				return
+			}
 			if errLog != nil {
 				errLog.Printf("sidecar: http %s %s: upstream Triton %s: %v", r.Method, r.URL.Path, target, err)
 			}

@@ -41,7 +41,7 @@ func TestHTTPProxyByteForByte(t *testing.T) {
 		w.Write(got) // the request's bytes as the response
 	}))
 	s := startSidecar(t, Config{TritonHTTP: up})
-	url := fmt.Sprintf("http://%s/v2/models/affine_fp32/versions/1/infer?a=1&b=%%2F&a=2", s.HTTPAddr())
+	url := fmt.Sprintf("http://%s/v2/models/affine_fp32/versions/1/infer?a=1&b=%%2F&a=2&c=x;y", s.HTTPAddr())
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestHTTPProxyByteForByte(t *testing.T) {
 	if err := json.Unmarshal([]byte(resp.Header.Get("X-Seen")), &seen); err != nil {
 		t.Fatal(err)
 	}
-	want := `{POST /v2/models/affine_fp32/versions/1/infer?a=1&b=%2F&a=2 triton.example:8000 ` + strconv.Itoa(headerLen) + ` [a b] [] [] true}`
+	want := `{POST /v2/models/affine_fp32/versions/1/infer?a=1&b=%2F&a=2&c=x;y triton.example:8000 ` + strconv.Itoa(headerLen) + ` [a b] [] [] true}`
 	if got := fmt.Sprint(seen); got != want {
 		t.Errorf("upstream saw %s\nwant            %s", got, want)
 	}

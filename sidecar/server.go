@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 )
 
@@ -67,7 +68,15 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sidecar: %w", err)
 	}
-	s.conn, err = grpc.NewClient(cfg.TritonGRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	s.conn, err = grpc.NewClient(cfg.TritonGRPC,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		// grpc-go's default reconnect backoff grows to 120 s, so after a long
+		// Triton outage the sidecar would stay UNAVAILABLE for up to two
+		// minutes after Triton is back. Retry at least once a second.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: 5 * time.Second,
+		}))
 	if err != nil {
 		return nil, fmt.Errorf("sidecar: upstream Triton gRPC %s: %w", cfg.TritonGRPC, err)
 	}

@@ -136,6 +136,17 @@ def test_affine_infer(clients, protocol, model, rows):
     np.testing.assert_array_equal(y, _affine_expected(x, dtype))
 
 
+@pytest.mark.parametrize("algorithm", ["gzip", "deflate"])
+def test_compressed_grpc_infer(clients, algorithm):
+    """tritonclient can compress gRPC messages; Triton accepts gzip and
+    deflate, and so must the sidecar, which decodes messages to relay them."""
+    x = np.random.default_rng(7).uniform(-100, 100, size=(3, 4)).astype(np.float32)
+    inp = grpcclient.InferInput("INPUT0", list(x.shape), "FP32")
+    inp.set_data_from_numpy(x)
+    result = clients["grpc"].infer("affine_fp32", [inp], compression_algorithm=algorithm)
+    np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), _affine_expected(x, np.float32))
+
+
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("model", list(AFFINE))
 def test_affine_shared_inputs(clients, protocol, model):
