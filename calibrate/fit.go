@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -182,10 +181,10 @@ func (o *fitOptions) validate() error {
 	return nil
 }
 
-// checkBeta checks a --beta value.
+// checkBeta checks a --beta value (react.ValidateBeta).
 func checkBeta(beta float64) error {
-	if !(beta >= 0) || math.IsInf(beta, 0) {
-		return fmt.Errorf("--beta must be a finite number ≥ 0, got %v", beta)
+	if err := react.ValidateBeta(beta); err != nil {
+		return fmt.Errorf("--beta: %w", err)
 	}
 	return nil
 }

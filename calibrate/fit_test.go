@@ -223,8 +223,8 @@ func TestFitRefuses(t *testing.T) {
 			writeNPY(t, filepath.Join(dir, "a"+ExpertSuffix), ind, false)
 		}, nil, ExitFailure, []string{"task a:", "NaN"}},
 		{"invalid task file name", func(t *testing.T, dir string) { good(t, dir, "a.b", 4, 2) }, nil, ExitFailure, []string{`invalid task name "a.b"`}},
-		{"negative beta", func(t *testing.T, dir string) { good(t, dir, "a", 4, 2) }, []string{"--beta", "-1"}, ExitUsage, []string{"--beta must be a finite number ≥ 0, got -1"}},
-		{"NaN beta", func(t *testing.T, dir string) { good(t, dir, "a", 4, 2) }, []string{"--beta", "NaN"}, ExitUsage, []string{"--beta must be a finite number"}},
+		{"negative beta", func(t *testing.T, dir string) { good(t, dir, "a", 4, 2) }, []string{"--beta", "-1"}, ExitUsage, []string{"--beta: invalid beta -1: want a finite number ≥ 0"}},
+		{"NaN beta", func(t *testing.T, dir string) { good(t, dir, "a", 4, 2) }, []string{"--beta", "NaN"}, ExitUsage, []string{"--beta: invalid beta NaN: want a finite number"}},
 		{"bad normalize", func(t *testing.T, dir string) { good(t, dir, "a", 4, 2) }, []string{"--normalize", "max"}, ExitUsage, []string{`unknown normalization "max"`}},
 		{"bad task name", func(t *testing.T, dir string) { good(t, dir, "a", 4, 2) }, []string{"--tasks", "a,b=c"}, ExitUsage, []string{`invalid task name "b=c"`}},
 		{"duplicate task", func(t *testing.T, dir string) { good(t, dir, "a", 4, 2) }, []string{"--tasks", "a,a"}, ExitUsage, []string{`task "a" listed twice`}},

@@ -195,7 +195,7 @@ func TestSolveRefuses(t *testing.T) {
 		{"empty", []string{"--preference", ""}, ExitUsage, "empty preference", ""},
 		{"single with two tasks", []string{"--preference", "cars=1,dtd=1", "--method", "single"}, ExitUsage, "--method single needs a preference with exactly one task", ""},
 		{"unknown method", []string{"--preference", "cars=1", "--method", "best"}, ExitUsage, `--method "best"`, ""},
-		{"negative beta", []string{"--preference", "cars=1", "--beta", "-0.1"}, ExitUsage, "--beta must be a finite number ≥ 0", ""},
+		{"negative beta", []string{"--preference", "cars=1", "--beta", "-0.1"}, ExitUsage, "--beta: invalid beta -0.1: want a finite number ≥ 0", ""},
 		{"bad normalize", []string{"--preference", "cars=1", "--normalize", "l2"}, ExitUsage, `unknown normalization "l2"`, ""},
 		{"corrupt file", []string{"--preference", "cars=1", "--components", corrupt}, ExitFailure, "checksum mismatch: file is corrupt", ""},
 		{"preference checked before the data", []string{"--preference", "nope=1", "--components", corrupt}, ExitUsage, `unknown task "nope"`, "checksum"},

@@ -30,6 +30,16 @@ func ParseNormalization(s string) (Normalization, error) {
 	return "", fmt.Errorf("unknown normalization %q (want %q or %q)", s, NormSum, NormMean)
 }
 
+// ValidateBeta checks a regulariser β: a finite number ≥ 0. It is the one
+// definition of that rule; the solver, the components file, calibrate and
+// the sidecar's configuration all call it.
+func ValidateBeta(beta float64) error {
+	if !(beta >= 0) || math.IsInf(beta, 0) {
+		return fmt.Errorf("invalid beta %v: want a finite number ≥ 0", beta)
+	}
+	return nil
+}
+
 // ModelRef names a model served by Triton and the output tensor whose
 // values are the features.
 type ModelRef struct {
@@ -96,8 +106,8 @@ func (c *Components) Validate() error {
 	if c.D <= 0 {
 		return fmt.Errorf("invalid feature dimension D=%d", c.D)
 	}
-	if c.Beta < 0 || math.IsNaN(c.Beta) || math.IsInf(c.Beta, 0) {
-		return fmt.Errorf("invalid beta %v: want a finite number ≥ 0", c.Beta)
+	if err := ValidateBeta(c.Beta); err != nil {
+		return err
 	}
 	if _, err := ParseNormalization(string(c.Normalization)); err != nil {
 		return err

@@ -310,7 +310,7 @@ func decodeInfo(h *safetensors.Header) (*FileInfo, error) {
 	if v, err = get(MetaBeta); err != nil {
 		return nil, err
 	}
-	if fi.Beta, err = strconv.ParseFloat(v, 64); err != nil || fi.Beta < 0 || math.IsInf(fi.Beta, 0) || math.IsNaN(fi.Beta) {
+	if fi.Beta, err = strconv.ParseFloat(v, 64); err != nil || ValidateBeta(fi.Beta) != nil {
 		return nil, fmt.Errorf("metadata %q is %q, want a finite number ≥ 0", MetaBeta, v)
 	}
 	if v, err = get(MetaNormalization); err != nil {

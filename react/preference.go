@@ -208,6 +208,56 @@ func Uniform(tasks []string) Preference {
 	return Preference{tasks: append([]string(nil), tasks...), weights: w}
 }
 
+// RoundingUnits is the number of equal parts Rounded divides the unit
+// weight into: rounded weights are multiples of 1/RoundingUnits = 10⁻⁶.
+const RoundingUnits = 1_000_000
+
+// Rounded returns p with every weight rounded to a multiple of 10⁻⁶ such
+// that the rounded weights still sum to exactly 1: each weight is rounded
+// down, and the units that leaves over go to the tasks with the largest
+// remainders, ties to the earlier task (the largest-remainder method). A
+// weight below 10⁻⁶ may round to 0, which drops the task.
+//
+// The canonical form of a rounded preference is short (at most six decimals
+// per weight, "a=0.333334,b=0.333333,c=0.333333") and stable: it parses
+// back to bit-identical weights, which round to themselves. The sidecar
+// echoes it and keys its W_p cache by it, so that every spelling of one
+// preference shares one W_p, solved from the rounded weights. Rounding
+// moves each weight by less than 10⁻⁶, and W_p moves accordingly little.
+func (p Preference) Rounded() Preference {
+	if p.IsZero() {
+		return p
+	}
+	units := make([]int64, len(p.weights))
+	rem := make([]float64, len(p.weights))
+	left := int64(RoundingUnits)
+	for i, w := range p.weights {
+		x := w * RoundingUnits
+		units[i] = int64(math.Floor(x))
+		rem[i] = x - float64(units[i])
+		left -= units[i]
+	}
+	// 0 ≤ left < len(p.weights) up to rounding: hand out the units left.
+	for ; left > 0; left-- {
+		best := -1
+		for i, r := range rem {
+			if r >= 0 && (best < 0 || r > rem[best]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		units[best]++
+		rem[best] = -1
+	}
+	w := make([]float64, len(units))
+	for i, u := range units {
+		w[i] = float64(u) / RoundingUnits
+	}
+	return Preference{tasks: append([]string(nil), p.tasks...), weights: w}
+}
+
 // IsZero reports whether p is the empty preference.
 func (p Preference) IsZero() bool { return len(p.tasks) == 0 }
 

@@ -187,3 +187,70 @@ func FuzzParsePreference(f *testing.F) {
 		}
 	})
 }
+
+func TestRoundedIsShortStableAndSumsToOne(t *testing.T) {
+	tasks := []string{"a", "b", "c", "d", "e", "f"}
+	cases := []struct {
+		spec, want string
+	}{
+		{"a=1,b=1,c=1,d=1,e=1,f=1", "a=0.166667,b=0.166667,c=0.166667,d=0.166667,e=0.166666,f=0.166666"},
+		{"a=1,b=1,c=1", "a=0.333334,b=0.333333,c=0.333333"},
+		{"a=0.6,b=0.4", "a=0.6,b=0.4"},
+		{"c=1", "c=1"},
+		{"a=1,b=1e-9", "a=1"}, // a weight below 1e-6 drops out
+		{"a=2,b=1", "a=0.666667,b=0.333333"},
+	}
+	for _, c := range cases {
+		p, err := ParsePreference(c.spec, tasks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := p.Rounded()
+		if got := r.String(); got != c.want {
+			t.Errorf("Rounded(%s) = %s, want %s", c.spec, got, c.want)
+		}
+		// Stable: the short form parses back to bit-identical weights, which round to themselves.
+		back, err := ParsePreference(r.String(), tasks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(back.Weights(), r.Weights()) || back.Rounded().String() != r.String() {
+			t.Errorf("%s: not stable: %v -> %v", c.spec, r.Weights(), back.Weights())
+		}
+		// Exactly 1 in units of 1e-6, and each weight within 1e-6 of the original.
+		var units int64
+		for i, w := range r.Weights() {
+			u := math.Round(w * RoundingUnits)
+			if w != u/RoundingUnits {
+				t.Errorf("%s: weight %v is not a multiple of 1e-6", c.spec, w)
+			}
+			units += int64(u)
+			if d := math.Abs(w - p.Weights()[i]); d >= 1e-6 {
+				t.Errorf("%s: weight %d moved by %g", c.spec, i, d)
+			}
+		}
+		if units != RoundingUnits {
+			t.Errorf("%s: rounded weights sum to %d units, want %d", c.spec, units, RoundingUnits)
+		}
+	}
+}
+
+func FuzzRoundedIsIdempotent(f *testing.F) {
+	f.Add(1.0, 1.0, 1.0)
+	f.Add(0.3, 1e-7, 5.0)
+	f.Fuzz(func(t *testing.T, a, b, c float64) {
+		tasks := []string{"x", "y", "z"}
+		p, err := NewPreference(tasks, []float64{math.Abs(a), math.Abs(b), math.Abs(c)})
+		if err != nil {
+			return
+		}
+		r := p.Rounded()
+		back, err := ParsePreference(r.String(), tasks)
+		if err != nil {
+			t.Fatalf("%s does not parse: %v", r, err)
+		}
+		if back.Rounded().String() != r.String() || !slices.Equal(back.Weights(), r.Weights()) {
+			t.Fatalf("not idempotent: %s -> %s", r, back.Rounded())
+		}
+	})
+}

@@ -33,8 +33,8 @@ func DefaultOptions(c *Components) Options {
 // Validate checks that β is finite and ≥ 0 and that the normalisation is
 // known.
 func (o Options) Validate() error {
-	if math.IsNaN(o.Beta) || math.IsInf(o.Beta, 0) || o.Beta < 0 {
-		return fmt.Errorf("invalid beta %v: want a finite number ≥ 0", o.Beta)
+	if err := ValidateBeta(o.Beta); err != nil {
+		return err
 	}
 	if _, err := ParseNormalization(string(o.Normalization)); err != nil {
 		return err
