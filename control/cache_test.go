@@ -1,0 +1,216 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mergectl/react-triton/react"
+)
+
+func header(spec string) Request { return Request{Header: Values{Preference: spec, HasPreference: true}} }
+
+func TestPinnedAndCachedLookups(t *testing.T) {
+	obs := &countingObserver{}
+	p := newTestProfile(t, ProfileSpec{Default: "cars=1", Presets: map[string]string{"a": "dtd=1", "b": "dtd=2"}, Observer: obs})
+	// The default and the two presets (one matrix each) are solved at build time.
+	if got := obs.solves.Load(); got != 2 {
+		t.Fatalf("NewProfile solved %d times, want 2 (the default and one per distinct preset)", got)
+	}
+	ctx := context.Background()
+	c, _ := p.Resolve(Request{})
+	if _, err := p.Matrix(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if obs.count(LookupPinned) != 1 || obs.solves.Load() != 2 {
+		t.Errorf("default: lookups %v, solves %d; want one pinned lookup and no solve", obs.lookups, obs.solves.Load())
+	}
+	// Two spellings of one preference share one matrix, solved once.
+	c1, _ := p.Resolve(header("cars=1,dtd=1"))
+	c2, _ := p.Resolve(header(" dtd = 0.5 , cars=0.5"))
+	m1, err := p.Matrix(ctx, c1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2, err := p.Matrix(ctx, c2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m1 != m2 || obs.solves.Load() != 3 || obs.count(LookupMiss) != 1 || obs.count(LookupHit) != 1 {
+		t.Errorf("same preference: same matrix %v, solves %d, lookups %v; want the same matrix, 3 solves, 1 miss, 1 hit",
+			m1 == m2, obs.solves.Load(), obs.lookups)
+	}
+}
+
+func TestSingleflight(t *testing.T) {
+	obs := &countingObserver{}
+	p := newTestProfile(t, ProfileSpec{Observer: obs})
+	c, err := p.Resolve(header("cars=1,svhn=3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	ms := make([]*Matrix, 32)
+	for i := range ms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m, err := p.Matrix(context.Background(), c)
+			if err != nil {
+				t.Error(err)
+			}
+			ms[i] = m
+		}()
+	}
+	wg.Wait()
+	if n := obs.solves.Load(); n != 1 {
+		t.Errorf("32 concurrent requests for one new preference solved %d times, want 1", n)
+	}
+	for _, m := range ms[1:] {
+		if m != ms[0] {
+			t.Fatal("concurrent requests got different matrices")
+		}
+	}
+}
+
+func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
+	cache, err := NewCache(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := &countingObserver{}
+	p := newTestProfile(t, ProfileSpec{Cache: cache, Observer: obs})
+	ctx := context.Background()
+	get := func(spec string) {
+		c, err := p.Resolve(header(spec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Matrix(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get("cars=1")
+	get("dtd=1")
+	get("cars=1") // cars is now the most recent
+	get("svhn=1") // evicts dtd
+	if cache.Len() != 2 {
+		t.Errorf("Len = %d, want 2", cache.Len())
+	}
+	before := obs.solves.Load()
+	get("cars=1")
+	if obs.solves.Load() != before {
+		t.Error("cars=1 was evicted, want dtd=1 evicted")
+	}
+	get("dtd=1")
+	if obs.solves.Load() != before+1 {
+		t.Error("dtd=1 was still cached")
+	}
+	if _, err := NewCache(0); err == nil {
+		t.Error("NewCache(0) succeeded")
+	}
+}
+
+func TestProfilesShareCacheByContent(t *testing.T) {
+	comps := testComponents(t, 6, 40, tasks3...)
+	cache, _ := NewCache(8)
+	obs := &countingObserver{}
+	spec := ProfileSpec{Components: comps, Checksum: "abc", Cache: cache, Observer: obs}
+	p1 := newTestProfile(t, spec)
+	p2 := newTestProfile(t, spec) // a reload of the same file
+	spec.Options = react.Options{Beta: 1, Normalization: react.NormSum}
+	p3 := newTestProfile(t, spec) // another β
+	ctx := context.Background()
+	c, _ := p1.Resolve(header("cars=1,dtd=1"))
+	m1, _ := p1.Matrix(ctx, c)
+	m2, _ := p2.Matrix(ctx, c)
+	m3, _ := p3.Matrix(ctx, c)
+	if m1 != m2 {
+		t.Error("a profile of the same file, β and normalisation did not reuse the cached W_p")
+	}
+	if m3 == m1 || obs.solves.Load() != 2 {
+		t.Errorf("another β: same matrix %v, solves %d; want a new solve", m3 == m1, obs.solves.Load())
+	}
+}
+
+func TestMatrixHonoursContextButCachesTheSolve(t *testing.T) {
+	cache, _ := NewCache(4)
+	key := Key{Preference: "x=1"}
+	release := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := cache.Get(ctx, key, func() (*Matrix, error) {
+			<-release
+			return &Matrix{Key: "x=1"}, nil
+		})
+		done <- err
+	}()
+	time.Sleep(10 * time.Millisecond)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Get after cancel = %v, want context.Canceled", err)
+	}
+	close(release)
+	deadline := time.Now().Add(5 * time.Second)
+	for cache.Len() == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	m, hit, err := cache.Get(context.Background(), key, func() (*Matrix, error) { return nil, errors.New("solved twice") })
+	if err != nil || !hit || m.Key != "x=1" {
+		t.Errorf("after the abandoned solve finished: %v, hit %v, %v; want the cached matrix", m, hit, err)
+	}
+}
+
+func TestNewProfileReportsEveryProblem(t *testing.T) {
+	comps := testComponents(t, 6, 40, tasks3...)
+	cache, _ := NewCache(4)
+	_, err := NewProfile(context.Background(), ProfileSpec{
+		Name: "zoo", Components: comps, Options: react.DefaultOptions(comps), Cache: cache,
+		Default: "cars=1,foo=1",
+		Presets: map[string]string{"ok": "dtd=1", "bad": "dtd=x", "neg": "svhn=-2"},
+	})
+	if err == nil {
+		t.Fatal("NewProfile accepted a bad default and bad presets")
+	}
+	var fields []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var fe *FieldError
+		if !errors.As(e, &fe) {
+			t.Fatalf("%v is not a *FieldError", e)
+		}
+		fields = append(fields, fe.Field)
+	}
+	if got := strings.Join(fields, " "); got != "default_preference presets.bad presets.neg" {
+		t.Errorf("fields = %s, want default_preference presets.bad presets.neg", got)
+	}
+}
+
+func TestIllConditionedPreferenceIsASolveError(t *testing.T) {
+	// β = 0 and fewer samples than D: C_t is singular.
+	comps := testComponents(t, 6, 3, tasks3...)
+	p := newTestProfile(t, ProfileSpec{Components: comps, Options: react.Options{Beta: 0, Normalization: react.NormSum}})
+	c, err := p.Resolve(header("cars=1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Matrix(context.Background(), c)
+	var se *react.SolveError
+	if !errors.As(err, &se) {
+		t.Fatalf("Matrix = %v, want a *react.SolveError", err)
+	}
+}
+
+func TestIsOwnKey(t *testing.T) {
+	for k, want := range map[string]bool{
+		"react-preference": true, "React-Preset": true, "REACT-ARM": true, "react-": true,
+		"react": false, "x-react-preference": false, "": false, "reactpreference": false,
+	} {
+		if IsOwnKey(k) != want {
+			t.Errorf("IsOwnKey(%q) = %v", k, !want)
+		}
+	}
+}

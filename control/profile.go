@@ -1,0 +1,190 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/mergectl/react-triton/react"
+)
+
+// ProfileSpec is what a Profile is built from.
+type ProfileSpec struct {
+	// Name names the profile in errors and metrics (the configuration's
+	// components entry).
+	Name string
+	// Components are the loaded statistics, and Checksum the SHA-256 of the
+	// file they came from (part of every cache key).
+	Components *react.Components
+	Checksum   string
+	// Options are β and the normalisation in use.
+	Options react.Options
+	// Default is the default preference spec; "" or None applies no
+	// correction when a request names none.
+	Default string
+	// Presets maps names to preference specs.
+	Presets map[string]string
+	// MaxPreferenceLength bounds a request's preference or preset value,
+	// in bytes; 0 means no bound.
+	MaxPreferenceLength int
+	// Cache holds the W_p of per-request preferences; it may be shared by
+	// several profiles. Required.
+	Cache *Cache
+	// Observer is told about lookups and solves; nil observes nothing.
+	Observer Observer
+}
+
+// FieldError is a problem with one field of a ProfileSpec: "default" or
+// "presets.<name>".
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+// Error implements error.
+func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
+
+// Unwrap returns the problem.
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// Profile resolves preferences over one components file and hands out
+// their W_p. It is immutable and safe for concurrent use; a reload builds a
+// new one.
+type Profile struct {
+	name        string
+	tasks       []string
+	d           int
+	key         Key // Components, Beta and Normalization set; Preference per request
+	solver      *react.Solver
+	def         Choice
+	presets     map[string]Choice
+	presetNames []string
+	pinned      map[string]*Matrix // by Choice.Key: the default's and the presets'
+	maxLen      int
+	cache       *Cache
+	obs         Observer
+}
+
+// NewProfile builds a profile: it makes the solver, parses the default and
+// the presets against the components' tasks, and solves each of their W_p,
+// which stay pinned for the profile's life. It reports every problem with
+// the default and the presets at once, as *FieldError values joined by
+// errors.Join. A Profile is either complete or not returned.
+func NewProfile(ctx context.Context, spec ProfileSpec) (*Profile, error) {
+	if spec.Cache == nil {
+		return nil, errors.New("profile: no cache")
+	}
+	solver, err := react.NewSolver(spec.Components, spec.Options)
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: %w", spec.Name, err)
+	}
+	p := &Profile{
+		name:    spec.Name,
+		tasks:   solver.Tasks(),
+		d:       solver.D(),
+		key:     Key{Components: spec.Checksum, Beta: spec.Options.Beta, Normalization: spec.Options.Normalization},
+		solver:  solver,
+		presets: make(map[string]Choice, len(spec.Presets)),
+		pinned:  make(map[string]*Matrix),
+		maxLen:  spec.MaxPreferenceLength,
+		cache:   spec.Cache,
+		obs:     spec.Observer,
+	}
+	if p.obs == nil {
+		p.obs = nopObserver{}
+	}
+	p.presetNames = sortedNames(spec.Presets)
+
+	var errs []error
+	pin := func(field, spec string) Choice {
+		c, err := p.parseSpec(spec)
+		if err != nil {
+			errs = append(errs, &FieldError{Field: field, Err: err})
+			return Choice{}
+		}
+		if !c.Corrects() || p.pinned[c.Key] != nil {
+			return c
+		}
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, &FieldError{Field: field, Err: err})
+			return c
+		}
+		m, err := p.solve(c)
+		if err != nil {
+			errs = append(errs, &FieldError{Field: field, Err: err})
+			return c
+		}
+		p.pinned[c.Key] = m
+		return c
+	}
+	if spec.Default != "" {
+		p.def = pin("default_preference", spec.Default)
+	}
+	p.def.Source = SourceDefault
+	for _, name := range p.presetNames {
+		c := pin("presets."+name, spec.Presets[name])
+		c.Source, c.Preset = SourcePreset, name
+		p.presets[name] = c
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return p, nil
+}
+
+// Name returns the profile's name.
+func (p *Profile) Name() string { return p.name }
+
+// Tasks returns the task names in the components' order.
+func (p *Profile) Tasks() []string { return append([]string(nil), p.tasks...) }
+
+// D returns the feature dimension.
+func (p *Profile) D() int { return p.d }
+
+// Default returns the default choice.
+func (p *Profile) Default() Choice { return p.def }
+
+// Presets returns the preset names, sorted.
+func (p *Profile) Presets() []string { return append([]string(nil), p.presetNames...) }
+
+// Matrix returns the W_p of a choice, nil for a choice that applies no
+// correction. The default's and the presets' are pinned; others come from
+// the cache, solved on a miss (see Cache.Get for ctx). A preference whose
+// C_p cannot be factorised reliably gives a *react.SolveError.
+func (p *Profile) Matrix(ctx context.Context, c Choice) (*Matrix, error) {
+	if !c.Corrects() {
+		return nil, nil
+	}
+	if m, ok := p.pinned[c.Key]; ok {
+		p.obs.Lookup(p.name, LookupPinned)
+		return m, nil
+	}
+	key := p.key
+	key.Preference = c.Key
+	m, hit, err := p.cache.Get(ctx, key, func() (*Matrix, error) { return p.solve(c) })
+	if hit {
+		p.obs.Lookup(p.name, LookupHit)
+	} else {
+		p.obs.Lookup(p.name, LookupMiss)
+	}
+	return m, err
+}
+
+// solve computes the W_p of a choice as a float32 Matrix.
+func (p *Profile) solve(c Choice) (*Matrix, error) {
+	start := time.Now()
+	dst := mat.NewDense(p.d, p.d, nil)
+	st, err := p.solver.SolveIntoStats(dst, c.Preference)
+	var w []float32
+	if err == nil {
+		w, err = react.Float32Matrix(dst)
+	}
+	p.obs.Solved(p.name, time.Since(start), err)
+	if err != nil {
+		return nil, err
+	}
+	return &Matrix{Key: c.Key, D: p.d, W: w, Cond: st.Cond}, nil
+}
