@@ -1,0 +1,167 @@
+package config
+
+import "time"
+
+// Config is the sidecar's whole configuration: the upstream Triton, where
+// the sidecar listens, its limits, the W_p cache, logging, the components
+// files and the controllable models. Load fills it from a YAML file,
+// REACT_* environment variables and flags, applies the defaults and
+// validates it.
+type Config struct {
+	Triton     Triton       `mapstructure:"triton"`
+	Listen     Listen       `mapstructure:"listen"`
+	Limits     Limits       `mapstructure:"limits"`
+	Cache      Cache        `mapstructure:"cache"`
+	Log        Log          `mapstructure:"log"`
+	Components []Components `mapstructure:"components"`
+	Models     []Model      `mapstructure:"models"`
+
+	// File is the absolute path of the file the configuration was read
+	// from, "" when it came from flags and the environment only. Relative
+	// paths in the file (components, TLS files) are resolved against its
+	// directory by Load.
+	File string `mapstructure:"-"`
+}
+
+// Triton is the upstream Triton server the sidecar stands in front of.
+type Triton struct {
+	// GRPC and HTTP are Triton's gRPC and HTTP endpoints, host:port.
+	GRPC string `mapstructure:"grpc"`
+	HTTP string `mapstructure:"http"`
+	// TLS, when enabled, is used for both upstream connections.
+	TLS TLS `mapstructure:"tls"`
+	// Timeout bounds each upstream call of the controllable path whose
+	// client sent no deadline; 0 means no bound. Default 60s.
+	Timeout time.Duration `mapstructure:"timeout"`
+	// StartupTimeout is how long start-up (and a reload) waits for Triton
+	// and the models it names to be ready. Default 2m.
+	StartupTimeout time.Duration `mapstructure:"startup_timeout"`
+}
+
+// TLS configures TLS to the upstream Triton.
+type TLS struct {
+	Enabled bool `mapstructure:"enabled"`
+	// CAFile verifies the server; "" uses the system roots.
+	CAFile string `mapstructure:"ca_file"`
+	// CertFile and KeyFile are a client certificate for mutual TLS: both
+	// or neither.
+	CertFile string `mapstructure:"cert_file"`
+	KeyFile  string `mapstructure:"key_file"`
+	// ServerName overrides the name checked against the certificate.
+	ServerName string `mapstructure:"server_name"`
+	// InsecureSkipVerify disables verification (tests only).
+	InsecureSkipVerify bool `mapstructure:"insecure_skip_verify"`
+}
+
+// Listen says where the sidecar serves.
+type Listen struct {
+	// GRPC and HTTP are the addresses clients call (Triton's protocol),
+	// host:port; port 0 picks a free port. Defaults ":8001" and ":8000".
+	GRPC string `mapstructure:"grpc"`
+	HTTP string `mapstructure:"http"`
+	// Metrics serves Prometheus metrics at /metrics; "" disables it.
+	// Default ":8003".
+	Metrics string `mapstructure:"metrics"`
+	// ShutdownTimeout is how long calls in flight may finish after SIGTERM
+	// or SIGINT. Default 10s; must be positive.
+	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
+}
+
+// Limits protect the sidecar and Triton from oversized requests.
+type Limits struct {
+	// MaxRequestBytes bounds an inference request: an HTTP infer body
+	// (after decompression) and a gRPC message of a controllable model.
+	// Written as an integer or with a unit ("64MiB", "1GB"). Default 64MiB;
+	// at most 2GiB-1.
+	MaxRequestBytes ByteSize `mapstructure:"max_request_bytes"`
+	// MaxBatchSize caps the batch of a controllable model's request; 0
+	// means the model's own limit (the smallest max_batch_size of its
+	// backbone and heads). Default 0.
+	MaxBatchSize int `mapstructure:"max_batch_size"`
+	// MaxPreferenceLength bounds the length in bytes of a preference or
+	// preset name sent with a request. Default 1024.
+	MaxPreferenceLength int `mapstructure:"max_preference_length"`
+}
+
+// ByteSize is a size in bytes. In YAML and the environment it is an
+// integer, or a number with a unit: B, KB, MB, GB (powers of 1000) or
+// KiB, MiB, GiB (powers of 1024).
+type ByteSize int64
+
+// Cache configures the W_p cache.
+type Cache struct {
+	// Size is how many W_p matrices solved for per-request preferences
+	// the LRU keeps; the default preference and the presets are kept
+	// apart and never evicted. Default 128; at least 1.
+	Size int `mapstructure:"size"`
+}
+
+// Log configures the structured log (log/slog).
+type Log struct {
+	// Level is debug, info, warn or error. Default info.
+	Level string `mapstructure:"level"`
+	// Format is text or json. Default text.
+	Format string `mapstructure:"format"`
+}
+
+// Components is one components file and how it is used: β, the
+// normalisation, the default preference and the named presets over its
+// tasks.
+type Components struct {
+	// Name is how models refer to this entry.
+	Name string `mapstructure:"name"`
+	// Path is the components file (safetensors), made absolute by Load.
+	Path string `mapstructure:"path"`
+	// Beta overrides the file's β; nil keeps the file's.
+	Beta *float64 `mapstructure:"beta"`
+	// Normalize overrides the file's normalisation ("sum" or "mean"); ""
+	// keeps the file's.
+	Normalize string `mapstructure:"normalize"`
+	// DefaultPreference applies when a request names none; "" applies no
+	// correction (the backbone's feature goes to the heads unchanged).
+	DefaultPreference string `mapstructure:"default_preference"`
+	// Presets are named preferences clients select with react-preset.
+	Presets map[string]string `mapstructure:"presets"`
+}
+
+// Model is one controllable model: the name clients call, the merged
+// backbone whose output is corrected, and the heads that consume it.
+type Model struct {
+	// Name is the model name clients call. It may shadow a Triton model of
+	// the same name (for example the ensemble it replaces).
+	Name string `mapstructure:"name"`
+	// Components names the Components entry; it may be omitted when there
+	// is only one.
+	Components string `mapstructure:"components"`
+	// Backbone is the merged backbone. The controllable model's inputs are
+	// the backbone's inputs.
+	Backbone Backbone `mapstructure:"backbone"`
+	// Heads consume the corrected feature, each for one task. With several,
+	// one backbone pass fans out to all of them.
+	Heads []Head `mapstructure:"heads"`
+}
+
+// Backbone names the merged backbone model and the output that is
+// corrected.
+type Backbone struct {
+	Model string `mapstructure:"model"`
+	// Version is a positive integer, or "" for Triton's choice.
+	Version string `mapstructure:"version"`
+	// Output is the backbone output holding the feature (D wide).
+	Output string `mapstructure:"output"`
+}
+
+// Head is a task head fed with the corrected feature.
+type Head struct {
+	// Task is the task of the components file this head serves.
+	Task  string `mapstructure:"task"`
+	Model string `mapstructure:"model"`
+	// Version is a positive integer, or "" for Triton's choice.
+	Version string `mapstructure:"version"`
+	// Input is the head's input that receives the feature; "" means its
+	// only input.
+	Input string `mapstructure:"input"`
+	// Outputs maps a head output to the name the client sees; empty
+	// returns every output of the head under its own name.
+	Outputs map[string]string `mapstructure:"outputs"`
+}

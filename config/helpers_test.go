@@ -1,0 +1,91 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fixtures are the files stage creates next to a staged configuration:
+// Validate only checks that they exist, so any bytes will do.
+var fixtures = []string{
+	"components.safetensors",
+	"second.safetensors",
+	"tls/ca.pem",
+	"tls/client.pem",
+	"tls/client-key.pem",
+}
+
+// stage copies the configuration file src into a new temporary directory,
+// next to the fixtures, and returns the copy's path.
+func stage(t *testing.T, src string) string {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stageText(t, filepath.Base(src), string(data))
+}
+
+// stageText writes a configuration file named name with the given text
+// into a new temporary directory, next to the fixtures, and returns its
+// path.
+func stageText(t *testing.T, name, text string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range fixtures {
+		p := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("not checked"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// clearEnv unsets every REACT_* variable Load reads, for the rest of the
+// test, so that the environment the tests run in cannot change them.
+func clearEnv(t *testing.T) {
+	t.Helper()
+	for _, k := range scalarKeys {
+		v := EnvVar(k.name)
+		t.Setenv(v, "") // restores the old value after the test
+		if err := os.Unsetenv(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// problemLines returns the FieldErrors of err, formatted, or fails the
+// test when err is not an *Error.
+func problemLines(t *testing.T, err error) []string {
+	t.Helper()
+	var cerr *Error
+	if !errors.As(err, &cerr) {
+		t.Fatalf("error %v (%T) is not a *config.Error", err, err)
+	}
+	var out []string
+	for _, fe := range cerr.Errors {
+		out = append(out, fe.Error())
+	}
+	return out
+}
+
+// minimalYAML is a valid configuration to which tests append sections.
+const minimalYAML = `triton:
+  grpc: localhost:8101
+  http: localhost:8100
+`
+
+// indent prefixes every line of s with two spaces, for messages.
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
+}
