@@ -5,21 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/internal/buildinfo"
 )
 
 // Exit codes of the sidecar command.
 const (
 	ExitOK      = 0 // stopped on request (SIGTERM, SIGINT)
-	ExitFailure = 1 // could not start, or a listener failed
-	ExitUsage   = 2 // unknown or missing flag
+	ExitFailure = 1 // could not start (a bad configuration, models that do not fit), or a listener failed
+	ExitUsage   = 2 // unknown flag or argument
 )
 
 // errServe marks a failure of the server itself, as opposed to a usage error.
@@ -29,40 +31,42 @@ func (e *errServe) Error() string { return e.err.Error() }
 func (e *errServe) Unwrap() error { return e.err }
 
 // NewCommand returns the sidecar command. It serves until ctx is done.
-func NewCommand(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
-	var cfg Config
+// hup delivers reload requests (SIGHUP); nil disables them.
+func NewCommand(ctx context.Context, hup <-chan os.Signal, stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "sidecar --triton-grpc HOST:PORT --triton-http HOST:PORT",
-		Short: "Serve Triton's gRPC and HTTP protocol in front of a Triton server",
-		Long: `sidecar listens for Triton's gRPC and HTTP protocol and relays every call to
-an existing Triton Inference Server, byte for byte: clients only change the
-address they call. (Controllable models, whose features the sidecar will
-correct with ReACT, are not handled yet: everything passes through.)
+		Use:   "sidecar [--config FILE] [flags]",
+		Short: "Serve Triton's gRPC and HTTP protocol in front of a Triton server, correcting controllable models with ReACT",
+		Long: `sidecar listens for Triton's gRPC and HTTP protocol in front of an existing
+Triton Inference Server. Clients change only the address they call.
 
-It stops on SIGTERM or SIGINT, letting calls in flight finish for up to
+For the controllable models of its configuration, it calls the merged
+backbone on Triton, corrects the backbone's feature with W_p for the
+request's preference (the react-preference header or parameter, a preset
+named by react-preset, or the default), and calls the head(s). Every other
+call is relayed to Triton byte for byte, after HTTP inference bodies are
+checked for malformed framing.
+
+The configuration is a YAML file (see config/example.yaml), with REACT_*
+environment variables and the flags below overriding it. Without --config it
+is a pure pass-through to --triton-grpc and --triton-http.
+
+It reloads the configuration and the components files on SIGHUP and when
+they change; a reload that fails keeps the previous state serving. It stops
+on SIGTERM or SIGINT, letting calls in flight finish for up to
 --shutdown-timeout.
 
-Exit status: 0 when stopped by a signal, 1 on a failure, 2 on a usage error.`,
-		Example:       `  sidecar --triton-grpc 127.0.0.1:8001 --triton-http 127.0.0.1:8000 --grpc-listen :9001 --http-listen :9000`,
+Exit status: 0 when stopped by a signal, 1 on a failure (a bad
+configuration, models that do not match Triton), 2 on a usage error.`,
+		Example: `  sidecar --config /etc/react/sidecar.yaml
+  sidecar --triton-grpc 127.0.0.1:8101 --triton-http 127.0.0.1:8100 --grpc-listen :8001 --http-listen :8000`,
 		Version:       buildinfo.Version(),
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cfg.ShutdownTimeout <= 0 {
-				return fmt.Errorf("--shutdown-timeout must be positive, got %v", cfg.ShutdownTimeout)
-			}
-			cfg.Log = log.New(stderr, "", log.LstdFlags)
-			s, err := New(cfg)
-			if err != nil {
+			if err := run(ctx, cmd.Flags(), hup, stderr); err != nil {
 				return &errServe{err}
 			}
-			cfg.Log.Printf("sidecar: gRPC on %s -> Triton %s; HTTP on %s -> Triton %s",
-				s.GRPCAddr(), cfg.TritonGRPC, s.HTTPAddr(), cfg.TritonHTTP)
-			if err := s.Serve(ctx); err != nil {
-				return &errServe{err}
-			}
-			cfg.Log.Printf("sidecar: stopped")
 			return nil
 		},
 	}
@@ -70,27 +74,113 @@ Exit status: 0 when stopped by a signal, 1 on a failure, 2 on a usage error.`,
 	cmd.CompletionOptions.DisableDefaultCmd = true
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
-	f := cmd.Flags()
-	f.StringVar(&cfg.TritonGRPC, "triton-grpc", "", "upstream Triton's gRPC endpoint, HOST:PORT (required)")
-	f.StringVar(&cfg.TritonHTTP, "triton-http", "", "upstream Triton's HTTP endpoint, HOST:PORT (required)")
-	f.StringVar(&cfg.GRPCListen, "grpc-listen", ":8001", "where to serve gRPC, ADDR")
-	f.StringVar(&cfg.HTTPListen, "http-listen", ":8000", "where to serve HTTP, ADDR")
-	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "how long calls in flight may finish after SIGTERM/SIGINT")
-	for _, name := range []string{"triton-grpc", "triton-http"} {
-		if err := cmd.MarkFlagRequired(name); err != nil {
-			panic(err) // the flag is defined just above
-		}
-	}
+	config.BindFlags(cmd.Flags())
 	return cmd
 }
 
+// run loads the configuration and serves until ctx is done.
+func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr io.Writer) error {
+	cfg, err := config.Load("", flags)
+	if err != nil {
+		return err
+	}
+	level := new(slog.LevelVar)
+	log := newLogger(stderr, cfg.Log, level)
+	tlsCfg, err := tritonTLS(cfg.Triton.TLS)
+	if err != nil {
+		return err
+	}
+	conn, err := DialTriton(cfg.Triton.GRPC, tlsCfg)
+	if err != nil {
+		return err
+	}
+	metrics := NewMetrics()
+	models, err := NewModels(cfg, conn, metrics, log)
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	s, err := New(Config{
+		TritonGRPC:      cfg.Triton.GRPC,
+		TritonHTTP:      cfg.Triton.HTTP,
+		TritonTLS:       tlsCfg,
+		Conn:            conn,
+		GRPCListen:      cfg.Listen.GRPC,
+		HTTPListen:      cfg.Listen.HTTP,
+		MetricsListen:   cfg.Listen.Metrics,
+		MetricsHandler:  metrics.Handler(),
+		ShutdownTimeout: cfg.Listen.ShutdownTimeout,
+		InterceptGRPC:   models.GRPCInterceptor(),
+		InterceptHTTP:   models.HTTPInterceptor(),
+		Log:             log,
+	})
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	attrs := []any{"grpc", s.GRPCAddr().String(), "http", s.HTTPAddr().String(),
+		"triton_grpc", cfg.Triton.GRPC, "triton_http", cfg.Triton.HTTP, "controllable_models", len(cfg.Models)}
+	if a := s.MetricsAddr(); a != nil {
+		attrs = append(attrs, "metrics", a.String())
+	}
+	if cfg.File != "" {
+		attrs = append(attrs, "config", cfg.File)
+	}
+	log.Info("sidecar listening", attrs...)
+
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	go func() {
+		if err := models.Start(ctx); err != nil {
+			stop(err)
+			return
+		}
+		log.Info("sidecar ready")
+	}()
+	r := &reloader{flags: flags, models: models, metrics: metrics, log: log, level: level}
+	go r.run(ctx, hup)
+
+	serveErr := s.Serve(ctx)
+	if cause := context.Cause(ctx); serveErr == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	if serveErr != nil {
+		return serveErr
+	}
+	log.Info("sidecar stopped")
+	return nil
+}
+
+// newLogger returns the structured log the configuration asks for. level
+// holds its level, so that a reload can change it.
+func newLogger(w io.Writer, c config.Log, level *slog.LevelVar) *slog.Logger {
+	level.Set(parseLevel(c.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// parseLevel maps a validated log.level to slog's.
+func parseLevel(s string) slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}
+
 // Main runs the sidecar command with args (without the program name) until
-// SIGTERM or SIGINT, and returns the process exit code: ExitOK, ExitFailure
-// or ExitUsage. Errors are printed to stderr.
+// SIGTERM or SIGINT, reloading on SIGHUP, and returns the process exit
+// code: ExitOK, ExitFailure or ExitUsage. Errors are printed to stderr.
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	cmd := NewCommand(ctx, stdout, stderr)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	cmd := NewCommand(ctx, hup, stdout, stderr)
 	cmd.SetArgs(args)
 	err := cmd.Execute()
 	if err == nil {

@@ -18,12 +18,14 @@ func TestMainUsageAndVersion(t *testing.T) {
 		output string
 	}{
 		{[]string{"--version"}, ExitOK, "sidecar "},
-		{[]string{}, ExitUsage, `required flag(s) "triton-grpc", "triton-http" not set`},
+		// Configuration problems, from flags as from a file, are failures
+		// to start, each named with its key and origin.
+		{[]string{}, ExitFailure, "config: 2 problems:\n  triton.grpc: required"},
 		{[]string{"--triton-grpc", "a:1", "--triton-http", "b:2", "--nope"}, ExitUsage, "unknown flag: --nope"},
 		{[]string{"--triton-grpc", "a:1", "--triton-http", "b:2", "extra"}, ExitUsage, `unknown command "extra"`},
-		{[]string{"--triton-grpc", "a:1", "--triton-http", "b:2", "--shutdown-timeout", "0"}, ExitUsage, "--shutdown-timeout must be positive, got 0s"},
-		{[]string{"--triton-grpc", "a:1", "--triton-http", "b:2/path", "--grpc-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"},
-			ExitFailure, `bad upstream address "b:2/path"`},
+		{[]string{"--triton-grpc", "a:1", "--triton-http", "b:2", "--shutdown-timeout", "0"}, ExitFailure, "listen.shutdown_timeout: must be positive, got 0s (from --shutdown-timeout)"},
+		{[]string{"--triton-grpc", "a:1", "--triton-http", "b:2/path", "--grpc-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--metrics-listen", ""},
+			ExitFailure, `triton.http: "b:2/path": port "2/path" is not a number from 1 to 65535 (from --triton-http)`},
 	}
 	for _, tt := range tests {
 		var stdout, stderr bytes.Buffer
@@ -41,7 +43,7 @@ func TestMainListenerInUse(t *testing.T) {
 	}
 	defer busy.Close()
 	var stderr bytes.Buffer
-	code := Main([]string{"--triton-grpc", "a:1", "--triton-http", "b:2", "--grpc-listen", busy.Addr().String(), "--http-listen", "127.0.0.1:0"}, &stderr, &stderr)
+	code := Main([]string{"--triton-grpc", "a:1", "--triton-http", "b:2", "--grpc-listen", busy.Addr().String(), "--http-listen", "127.0.0.1:0", "--metrics-listen", ""}, &stderr, &stderr)
 	if code != ExitFailure || !strings.Contains(stderr.String(), "gRPC listener") {
 		t.Errorf("Main = %d, %q", code, stderr.String())
 	}

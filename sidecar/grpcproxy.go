@@ -61,28 +61,30 @@ func (p *GRPCProxy) handle(srv any, ss grpc.ServerStream) error {
 	}
 	if p.intercept != nil {
 		if h := p.intercept(method); h != nil {
-			return serveIntercepted(h, srv, ss, method)
+			return serveIntercepted(h, ss, method, func(first *Frame) error { return p.forward(ss, method, first) })
 		}
 	}
-	return p.forward(ss, method)
+	return p.forward(ss, method, nil)
 }
 
 // serveIntercepted runs an interceptor's handler and turns a panic in it
 // into an INTERNAL status for that call: grpc-go does not recover handler
 // panics, and the sidecar must never crash.
-func serveIntercepted(h grpc.StreamHandler, srv any, ss grpc.ServerStream, method string) (err error) {
+func serveIntercepted(h GRPCHandler, ss grpc.ServerStream, method string, pass func(*Frame) error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = status.Errorf(codes.Internal, "sidecar: handler of %s failed: %v", method, r)
 		}
 	}()
-	return h(srv, ss)
+	return h(ss, pass)
 }
 
-// forward relays one call upstream. The upstream call's context derives from
-// the client's, so the client's deadline and cancellation reach Triton; its
-// outgoing metadata is the client's, less what grpc sets itself.
-func (p *GRPCProxy) forward(ss grpc.ServerStream, method string) error {
+// forward relays one call upstream, starting with first when it is not nil
+// (a message already read from the client). The upstream call's context
+// derives from the client's, so the client's deadline and cancellation
+// reach Triton; its outgoing metadata is the client's, less what grpc sets
+// itself and ReACT's own keys.
+func (p *GRPCProxy) forward(ss grpc.ServerStream, method string, first *Frame) error {
 	in, _ := metadata.FromIncomingContext(ss.Context())
 	ctx, cancel := context.WithCancel(metadata.NewOutgoingContext(ss.Context(), forwardable(in)))
 	defer cancel()
@@ -93,7 +95,7 @@ func (p *GRPCProxy) forward(ss grpc.ServerStream, method string) error {
 	}
 
 	fromClient := make(chan error, 1)
-	go func() { fromClient <- toUpstream(ss, cs) }()
+	go func() { fromClient <- toUpstream(ss, cs, first) }()
 	fromUpstream := make(chan error, 1)
 	go func() { fromUpstream <- p.toClient(cs, ss) }()
 
@@ -123,16 +125,19 @@ func (p *GRPCProxy) forward(ss grpc.ServerStream, method string) error {
 	}
 }
 
-// toUpstream copies the client's messages to the upstream call until the
-// client half-closes (then it half-closes upstream and returns nil) or fails.
-func toUpstream(ss grpc.ServerStream, cs grpc.ClientStream) error {
-	for {
-		f := new(Frame)
-		if err := ss.RecvMsg(f); err != nil {
-			if errors.Is(err, io.EOF) {
-				return cs.CloseSend()
+// toUpstream copies the client's messages to the upstream call, first
+// (when not nil) then the ones still to come, until the client half-closes
+// (then it half-closes upstream and returns nil) or fails.
+func toUpstream(ss grpc.ServerStream, cs grpc.ClientStream, first *Frame) error {
+	for f := first; ; f = nil {
+		if f == nil {
+			f = new(Frame)
+			if err := ss.RecvMsg(f); err != nil {
+				if errors.Is(err, io.EOF) {
+					return cs.CloseSend()
+				}
+				return err
 			}
-			return err
 		}
 		if err := cs.SendMsg(f); err != nil {
 			if errors.Is(err, io.EOF) {

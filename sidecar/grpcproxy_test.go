@@ -23,7 +23,8 @@ import (
 // rawUpstream is an upstream that knows no services either: it answers every
 // method with its raw codec, by the method's name.
 //
-//	/x.Unknown/Echo      one request, one response: the request reversed;
+//	/x.Unknown/Echo      one request, one response: the request reversed
+//	  (and Mine)         (the same);
 //	                     headers: the method, and the metadata it received
 //	                     under "seen-<key>"; trailer "t: done"
 //	/x.Unknown/Chat      bidi: answers each message "re:"+message, in turn
@@ -38,7 +39,7 @@ func (u *rawUpstream) handle(_ any, ss grpc.ServerStream) error {
 	method, _ := grpc.MethodFromServerStream(ss)
 	ctx := ss.Context()
 	switch method {
-	case "/x.Unknown/Echo":
+	case "/x.Unknown/Echo", "/x.Unknown/Mine":
 		in, _ := metadata.FromIncomingContext(ctx)
 		hdr := metadata.Pairs("method", method)
 		for k, v := range in {
@@ -339,26 +340,39 @@ func TestGRPCInterceptorSeam(t *testing.T) {
 	u := &rawUpstream{cancelled: make(chan struct{})}
 	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.handle), grpc.ForceServerCodecV2(rawCodec{}))
 	var consulted []string
-	s := startSidecar(t, Config{TritonGRPC: up, InterceptGRPC: func(method string) grpc.StreamHandler {
+	s := startSidecar(t, Config{TritonGRPC: up, InterceptGRPC: func(method string) GRPCHandler {
 		consulted = append(consulted, method)
 		if method != "/x.Unknown/Mine" {
 			return nil
 		}
-		return func(_ any, ss grpc.ServerStream) error {
-			var f Frame
-			if err := ss.RecvMsg(&f); err != nil {
+		// Serves messages that start with "me", passes the others on,
+		// after having read them.
+		return func(ss grpc.ServerStream, pass func(*Frame) error) error {
+			f := new(Frame)
+			if err := ss.RecvMsg(f); err != nil {
 				return err
+			}
+			if !bytes.HasPrefix(f.Payload, []byte("me")) {
+				return pass(f)
 			}
 			return ss.SendMsg(&Frame{Payload: append([]byte("sidecar:"), f.Payload...)})
 		}
 	}})
 	conn := dial(t, s.GRPCAddr().String())
 	var out Frame
-	if err := conn.Invoke(context.Background(), "/x.Unknown/Mine", &Frame{Payload: []byte("hi")}, &out, grpc.ForceCodecV2(rawCodec{})); err != nil {
+	if err := conn.Invoke(context.Background(), "/x.Unknown/Mine", &Frame{Payload: []byte("me hi")}, &out, grpc.ForceCodecV2(rawCodec{})); err != nil {
 		t.Fatal(err)
 	}
-	if string(out.Payload) != "sidecar:hi" {
+	if string(out.Payload) != "sidecar:me hi" {
 		t.Errorf("intercepted answer %q", out.Payload)
+	}
+	// Read by the handler, then passed on: the upstream (which reverses
+	// the bytes of the methods it does not know) answers.
+	if err := conn.Invoke(context.Background(), "/x.Unknown/Mine", &Frame{Payload: []byte("you")}, &out, grpc.ForceCodecV2(rawCodec{})); err != nil {
+		t.Fatal(err)
+	}
+	if string(out.Payload) != "uoy" {
+		t.Errorf("passed-on answer %q, want the upstream's \"uoy\"", out.Payload)
 	}
 	if err := conn.Invoke(context.Background(), "/x.Unknown/Echo", &Frame{Payload: []byte("ab")}, &out, grpc.ForceCodecV2(rawCodec{})); err != nil {
 		t.Fatal(err)
@@ -366,7 +380,7 @@ func TestGRPCInterceptorSeam(t *testing.T) {
 	if string(out.Payload) != "ba" {
 		t.Errorf("passed-through answer %q", out.Payload)
 	}
-	if want := []string{"/x.Unknown/Mine", "/x.Unknown/Echo"}; !slices.Equal(consulted, want) {
+	if want := []string{"/x.Unknown/Mine", "/x.Unknown/Mine", "/x.Unknown/Echo"}; !slices.Equal(consulted, want) {
 		t.Errorf("consulted for %q, want %q", consulted, want)
 	}
 }
@@ -398,11 +412,11 @@ func TestGRPCCompressedRequests(t *testing.T) {
 // its call an INTERNAL status, not the process.
 func TestGRPCInterceptorPanic(t *testing.T) {
 	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler((&rawUpstream{cancelled: make(chan struct{})}).handle), grpc.ForceServerCodecV2(rawCodec{}))
-	s := startSidecar(t, Config{TritonGRPC: up, InterceptGRPC: func(method string) grpc.StreamHandler {
+	s := startSidecar(t, Config{TritonGRPC: up, InterceptGRPC: func(method string) GRPCHandler {
 		if method != "/x.Unknown/Boom" {
 			return nil
 		}
-		return func(any, grpc.ServerStream) error { panic("boom") }
+		return func(grpc.ServerStream, func(*Frame) error) error { panic("boom") }
 	}})
 	conn := dial(t, s.GRPCAddr().String())
 	err := conn.Invoke(context.Background(), "/x.Unknown/Boom", &Frame{}, &Frame{}, grpc.ForceCodecV2(rawCodec{}))

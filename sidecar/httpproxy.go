@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log"
 	"net/http"
@@ -14,8 +15,9 @@ import (
 // bodies pass as they are), and keeps enough idle connections for a busy
 // client's concurrency (the default keeps 2 per host, so a client with more
 // requests in flight would open a new connection for most of them).
-func upstreamTransport() *http.Transport {
+func upstreamTransport(tlsCfg *tls.Config) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = tlsCfg
 	t.Proxy = nil
 	t.DisableCompression = true
 	t.MaxIdleConns = 1024
@@ -33,8 +35,13 @@ var forwardingHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Ho
 // included, and streams each response back as it arrives. An unreachable
 // upstream answers 502 Bad Gateway with a message naming target. intercept
 // may be nil; errLog receives proxy errors (nil: the standard logger).
-func NewHTTPProxy(target string, intercept HTTPInterceptor, errLog *log.Logger) (http.Handler, error) {
-	u, err := url.Parse("http://" + target)
+// tlsCfg, when not nil, makes the upstream HTTPS.
+func NewHTTPProxy(target string, tlsCfg *tls.Config, intercept HTTPInterceptor, errLog *log.Logger) (http.Handler, error) {
+	scheme := "http"
+	if tlsCfg != nil {
+		scheme = "https"
+	}
+	u, err := url.Parse(scheme + "://" + target)
 	if err != nil || u.Host == "" || u.Path != "" {
 		return nil, fmt.Errorf("http proxy: bad upstream address %q: want host:port", target)
 	}
@@ -53,7 +60,7 @@ func NewHTTPProxy(target string, intercept HTTPInterceptor, errLog *log.Logger) 
 				}
 			}
 		},
-		Transport: upstreamTransport(),
+		Transport: upstreamTransport(tlsCfg),
 		// Flush every write: Triton's generate_stream answers with
 		// server-sent events.
 		FlushInterval: -1,
@@ -76,7 +83,7 @@ func NewHTTPProxy(target string, intercept HTTPInterceptor, errLog *log.Logger) 
 		return rp, nil
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if h := intercept(r); h != nil {
+		if h := intercept(r, rp); h != nil {
 			h.ServeHTTP(w, r)
 			return
 		}

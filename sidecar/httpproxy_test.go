@@ -133,7 +133,7 @@ func TestHTTPInterceptorSeam(t *testing.T) {
 	up := startUpstreamHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "triton")
 	}))
-	s := startSidecar(t, Config{TritonHTTP: up, InterceptHTTP: func(r *http.Request) http.Handler {
+	s := startSidecar(t, Config{TritonHTTP: up, InterceptHTTP: func(r *http.Request, _ http.Handler) http.Handler {
 		if r.URL.Path != "/v2/models/mine/infer" {
 			return nil
 		}

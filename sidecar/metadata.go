@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"google.golang.org/grpc/metadata"
+
+	"github.com/mergectl/react-triton/control"
 )
 
 // notForwarded lists the metadata keys the proxy does not copy from the
@@ -31,12 +33,13 @@ var notForwarded = map[string]bool{
 }
 
 // forwardable returns a copy of the client's metadata without the keys in
-// notForwarded and without pseudo-headers. Everything else, binary "-bin"
+// notForwarded, without pseudo-headers and without ReACT's own keys
+// ("react-*", which never reach Triton). Everything else, binary "-bin"
 // keys and repeated values included, is forwarded as it came.
 func forwardable(in metadata.MD) metadata.MD {
 	out := make(metadata.MD, len(in))
 	for k, v := range in {
-		if strings.HasPrefix(k, ":") || notForwarded[k] {
+		if strings.HasPrefix(k, ":") || notForwarded[k] || control.IsOwnKey(k) {
 			continue
 		}
 		out[k] = append([]string(nil), v...)

@@ -16,16 +16,17 @@ func TestForwardable(t *testing.T) {
 		"te":                   {"trailers"},
 		"connection":           {"keep-alive"},
 		"react-preference":     {"cars=0.6,dtd=0.4"},
+		"React-Preset":         {"texture"},
 		"x-multi":              {"a", "b"},
 		"trace-bin":            {"\x00\xff"},
 		"grpc-trace-bin":       {"\x01"},
 	}
 	got := forwardable(in)
+	// ReACT's own keys never reach Triton.
 	want := metadata.MD{
-		"react-preference": {"cars=0.6,dtd=0.4"},
-		"x-multi":          {"a", "b"},
-		"trace-bin":        {"\x00\xff"},
-		"grpc-trace-bin":   {"\x01"},
+		"x-multi":        {"a", "b"},
+		"trace-bin":      {"\x00\xff"},
+		"grpc-trace-bin": {"\x01"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("forwardable = %v, want %v", got, want)

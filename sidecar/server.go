@@ -2,16 +2,17 @@ package sidecar
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
-	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 )
 
@@ -23,9 +24,18 @@ const DefaultShutdownTimeout = 10 * time.Second
 type Config struct {
 	// TritonGRPC and TritonHTTP are the upstream Triton's endpoints (host:port).
 	TritonGRPC, TritonHTTP string
+	// TritonTLS, when not nil, secures both upstream connections.
+	TritonTLS *tls.Config
+	// Conn is the gRPC connection to Triton (see DialTriton); nil makes New
+	// dial one. The server closes it when it stops.
+	Conn *grpc.ClientConn
 	// GRPCListen and HTTPListen are where the sidecar listens (host:port;
 	// port 0 picks a free one, see Server.GRPCAddr).
 	GRPCListen, HTTPListen string
+	// MetricsListen, when not empty, serves MetricsHandler (Prometheus
+	// metrics, profiles).
+	MetricsListen  string
+	MetricsHandler http.Handler
 	// ShutdownTimeout bounds the graceful part of shutting down; 0 means
 	// DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
@@ -33,8 +43,8 @@ type Config struct {
 	// passes everything through.
 	InterceptGRPC GRPCInterceptor
 	InterceptHTTP HTTPInterceptor
-	// Log receives start, stop and proxy error messages; nil discards them.
-	Log *log.Logger
+	// Log receives proxy error messages; nil discards them.
+	Log *slog.Logger
 }
 
 // Server is a running sidecar's listeners, its upstream connection and its
@@ -44,32 +54,24 @@ type Server struct {
 	conn     *grpc.ClientConn
 	grpc     *grpc.Server
 	http     *http.Server
+	metrics  *http.Server
 	grpcLis  net.Listener
 	httpLis  net.Listener
+	metLis   net.Listener
 	shutdown time.Duration
 }
 
-// New opens the upstream gRPC connection (lazily: an unreachable Triton
-// shows up as UNAVAILABLE per call, not here) and both listeners. Call
-// Serve to serve, or Close to release everything without serving.
-func New(cfg Config) (*Server, error) {
-	logger := cfg.Log
-	if logger == nil {
-		logger = log.New(io.Discard, "", 0)
+// DialTriton returns a gRPC connection to Triton at addr, TLS when tlsCfg
+// is not nil. It connects lazily: an unreachable Triton shows up as
+// UNAVAILABLE per call. It reconnects at least once a second after an
+// outage.
+func DialTriton(addr string, tlsCfg *tls.Config) (*grpc.ClientConn, error) {
+	creds := insecure.NewCredentials()
+	if tlsCfg != nil {
+		creds = credentials.NewTLS(tlsCfg)
 	}
-	s := &Server{cfg: cfg, shutdown: cfg.ShutdownTimeout}
-	if s.shutdown <= 0 {
-		s.shutdown = DefaultShutdownTimeout
-	}
-	if cfg.TritonGRPC == "" || cfg.TritonHTTP == "" {
-		return nil, errors.New("sidecar: both upstream Triton addresses (gRPC and HTTP) are required")
-	}
-	handler, err := NewHTTPProxy(cfg.TritonHTTP, cfg.InterceptHTTP, logger)
-	if err != nil {
-		return nil, fmt.Errorf("sidecar: %w", err)
-	}
-	s.conn, err = grpc.NewClient(cfg.TritonGRPC,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+	conn, err := grpc.NewClient(addr,
+		grpc.WithTransportCredentials(creds),
 		// grpc-go's default reconnect backoff grows to 120 s, so after a long
 		// Triton outage the sidecar would stay UNAVAILABLE for up to two
 		// minutes after Triton is back. Retry at least once a second.
@@ -78,10 +80,38 @@ func New(cfg Config) (*Server, error) {
 			MinConnectTimeout: 5 * time.Second,
 		}))
 	if err != nil {
-		return nil, fmt.Errorf("sidecar: upstream Triton gRPC %s: %w", cfg.TritonGRPC, err)
+		return nil, fmt.Errorf("upstream Triton gRPC %s: %w", addr, err)
+	}
+	return conn, nil
+}
+
+// New opens the upstream gRPC connection (lazily: an unreachable Triton
+// shows up as UNAVAILABLE per call, not here) and both listeners. Call
+// Serve to serve, or Close to release everything without serving.
+func New(cfg Config) (*Server, error) {
+	logger := cfg.Log
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
+	s := &Server{cfg: cfg, shutdown: cfg.ShutdownTimeout}
+	if s.shutdown <= 0 {
+		s.shutdown = DefaultShutdownTimeout
+	}
+	if cfg.TritonGRPC == "" || cfg.TritonHTTP == "" {
+		return nil, errors.New("sidecar: both upstream Triton addresses (gRPC and HTTP) are required")
+	}
+	handler, err := NewHTTPProxy(cfg.TritonHTTP, cfg.TritonTLS, cfg.InterceptHTTP, errLog)
+	if err != nil {
+		return nil, fmt.Errorf("sidecar: %w", err)
+	}
+	if s.conn = cfg.Conn; s.conn == nil {
+		if s.conn, err = DialTriton(cfg.TritonGRPC, cfg.TritonTLS); err != nil {
+			return nil, fmt.Errorf("sidecar: %w", err)
+		}
 	}
 	s.grpc = NewGRPCProxy(s.conn, cfg.TritonGRPC, cfg.InterceptGRPC).NewServer()
-	s.http = &http.Server{Handler: handler, ErrorLog: logger, ReadHeaderTimeout: time.Minute}
+	s.http = &http.Server{Handler: handler, ErrorLog: errLog, ReadHeaderTimeout: time.Minute}
 	if s.grpcLis, err = net.Listen("tcp", cfg.GRPCListen); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sidecar: gRPC listener: %w", err)
@@ -90,7 +120,23 @@ func New(cfg Config) (*Server, error) {
 		s.Close()
 		return nil, fmt.Errorf("sidecar: HTTP listener: %w", err)
 	}
+	if cfg.MetricsListen != "" && cfg.MetricsHandler != nil {
+		if s.metLis, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("sidecar: metrics listener: %w", err)
+		}
+		s.metrics = &http.Server{Handler: cfg.MetricsHandler, ErrorLog: errLog, ReadHeaderTimeout: time.Minute}
+	}
 	return s, nil
+}
+
+// MetricsAddr is the address the metrics listener is bound to, nil when
+// metrics are not served.
+func (s *Server) MetricsAddr() net.Addr {
+	if s.metLis == nil {
+		return nil
+	}
+	return s.metLis.Addr()
 }
 
 // GRPCAddr is the address the gRPC listener is bound to.
@@ -104,7 +150,7 @@ func (s *Server) HTTPAddr() net.Addr { return s.httpLis.Addr() }
 // shutdown timeout, closes what is left and the upstream connection. It
 // returns nil after a requested stop, and the listener's error otherwise.
 func (s *Server) Serve(ctx context.Context) error {
-	failed := make(chan error, 2)
+	failed := make(chan error, 3)
 	go func() {
 		if err := s.grpc.Serve(s.grpcLis); err != nil {
 			failed <- fmt.Errorf("sidecar: serving gRPC: %w", err)
@@ -115,6 +161,13 @@ func (s *Server) Serve(ctx context.Context) error {
 			failed <- fmt.Errorf("sidecar: serving HTTP: %w", err)
 		}
 	}()
+	if s.metrics != nil {
+		go func() {
+			if err := s.metrics.Serve(s.metLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				failed <- fmt.Errorf("sidecar: serving metrics: %w", err)
+			}
+		}()
+	}
 	var err error
 	select {
 	case <-ctx.Done():
@@ -137,6 +190,9 @@ func (s *Server) stop() {
 	if err := s.http.Shutdown(deadline); err != nil {
 		s.http.Close()
 	}
+	if s.metrics != nil {
+		s.metrics.Close()
+	}
 	select {
 	case <-graceful:
 	case <-deadline.Done():
@@ -150,7 +206,7 @@ func (s *Server) stop() {
 // that is not serving.
 func (s *Server) Close() error {
 	var errs []error
-	for _, l := range []net.Listener{s.grpcLis, s.httpLis} {
+	for _, l := range []net.Listener{s.grpcLis, s.httpLis, s.metLis} {
 		if l != nil {
 			errs = append(errs, l.Close())
 		}

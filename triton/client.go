@@ -45,7 +45,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	var creds credentials.TransportCredentials = insecure.NewCredentials()
 	switch {
 	case o.tlsFiles != nil:
-		cfg, err := o.tlsFiles.config()
+		cfg, err := o.tlsFiles.Config()
 		if err != nil {
 			return nil, fmt.Errorf("triton: dialing %s: %w", addr, err)
 		}

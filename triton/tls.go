@@ -8,8 +8,9 @@ import (
 	"os"
 )
 
-// config builds the TLS configuration the files describe.
-func (f TLSFiles) config() (*tls.Config, error) {
+// Config builds the TLS configuration the files describe: it reads and
+// parses them, and fails naming the file at fault.
+func (f TLSFiles) Config() (*tls.Config, error) {
 	cfg := &tls.Config{
 		MinVersion:         tls.VersionTLS12,
 		ServerName:         f.ServerName,

@@ -1,0 +1,377 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/sidecar/pipeline"
+	"github.com/mergectl/react-triton/triton/tritonpb"
+)
+
+// The methods of Triton's inference service the sidecar answers itself for
+// controllable models.
+const (
+	service             = "/inference.GRPCInferenceService/"
+	methodInfer         = service + "ModelInfer"
+	methodStreamInfer   = service + "ModelStreamInfer"
+	methodModelMetadata = service + "ModelMetadata"
+	methodModelReady    = service + "ModelReady"
+	methodModelConfig   = service + "ModelConfig"
+	methodModelStats    = service + "ModelStatistics"
+	methodIndex         = service + "RepositoryIndex"
+	methodServerReady   = service + "ServerReady"
+)
+
+// GRPCInterceptor returns the handler of the methods that concern
+// controllable models, for the proxy's seam. Each reads the request and
+// passes it on untouched unless it names a controllable model.
+func (ms *Models) GRPCInterceptor() GRPCInterceptor {
+	return func(method string) GRPCHandler {
+		switch method {
+		case methodInfer:
+			return ms.grpcInfer
+		case methodStreamInfer:
+			return ms.grpcStream
+		case methodModelMetadata:
+			return ms.unary(ms.metadata)
+		case methodModelReady:
+			return ms.unary(ms.ready)
+		case methodModelConfig:
+			return ms.unary(ms.config)
+		case methodModelStats:
+			return ms.grpcStatistics
+		case methodIndex:
+			return ms.grpcIndex
+		case methodServerReady:
+			return ms.grpcServerReady
+		}
+		return nil
+	}
+}
+
+// modelName reads field 1, the model name of every request message that
+// names a model, from a serialized message without decoding the rest. A
+// message it cannot read names no model; Triton will say what is wrong.
+func modelName(b []byte) string { return stringField(b, 1) }
+
+// stringField reads a string field of a serialized message ("" when absent
+// or unreadable). As in proto, the last occurrence wins.
+func stringField(b []byte, field protowire.Number) string {
+	value := ""
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return ""
+		}
+		b = b[n:]
+		if num == field && typ == protowire.BytesType {
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return ""
+			}
+			value = string(v)
+			b = b[n:]
+			continue
+		}
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return ""
+		}
+		b = b[n:]
+	}
+	return value
+}
+
+// recvRequest reads the one request message of a unary call.
+func recvRequest(ss grpc.ServerStream) (*Frame, error) {
+	f := new(Frame)
+	if err := ss.RecvMsg(f); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// sendProto serializes a response message onto the raw stream.
+func sendProto(ss grpc.ServerStream, m proto.Message) error {
+	b, err := proto.Marshal(m)
+	if err != nil {
+		return status.Errorf(codes.Internal, "sidecar: encoding the response: %v", err)
+	}
+	return ss.SendMsg(&Frame{Payload: b})
+}
+
+// unary adapts an answer for one controllable model to a unary gRPC
+// handler: requests for other models pass through.
+func (ms *Models) unary(answer func(ctx context.Context, m *pipeline.Model, req []byte) (proto.Message, error)) GRPCHandler {
+	return func(ss grpc.ServerStream, pass func(*Frame) error) error {
+		f, err := recvRequest(ss)
+		if err != nil {
+			return err
+		}
+		m, _, ok, err := ms.lookup(modelName(f.Payload))
+		if !ok {
+			return pass(f)
+		}
+		if err != nil {
+			return err
+		}
+		resp, err := answer(ss.Context(), m, f.Payload)
+		if err != nil {
+			return err
+		}
+		return sendProto(ss, resp)
+	}
+}
+
+// checkVersion refuses a version other than the controllable models' one.
+func checkVersion(m *pipeline.Model, version string) error {
+	if version != "" && version != pipeline.Version {
+		return status.Errorf(codes.NotFound, "model %q has no version %s (a controllable model has only version %s)", m.Name(), version, pipeline.Version)
+	}
+	return nil
+}
+
+func (ms *Models) metadata(_ context.Context, m *pipeline.Model, b []byte) (proto.Message, error) {
+	var req tritonpb.ModelMetadataRequest
+	if err := proto.Unmarshal(b, &req); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "sidecar: ModelMetadataRequest: %v", err)
+	}
+	if err := checkVersion(m, req.GetVersion()); err != nil {
+		return nil, err
+	}
+	return m.Metadata(), nil
+}
+
+func (ms *Models) ready(ctx context.Context, m *pipeline.Model, b []byte) (proto.Message, error) {
+	var req tritonpb.ModelReadyRequest
+	if err := proto.Unmarshal(b, &req); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "sidecar: ModelReadyRequest: %v", err)
+	}
+	if err := checkVersion(m, req.GetVersion()); err != nil {
+		return nil, err
+	}
+	ready, err := ms.modelReady(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	return &tritonpb.ModelReadyResponse{Ready: ready}, nil
+}
+
+func (ms *Models) config(_ context.Context, m *pipeline.Model, b []byte) (proto.Message, error) {
+	var req tritonpb.ModelConfigRequest
+	if err := proto.Unmarshal(b, &req); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "sidecar: ModelConfigRequest: %v", err)
+	}
+	if err := checkVersion(m, req.GetVersion()); err != nil {
+		return nil, err
+	}
+	return &tritonpb.ModelConfigResponse{Config: m.Config()}, nil
+}
+
+// grpcStatistics answers ModelStatistics: a controllable model's own
+// counts; for every model (an empty name), Triton's list with the
+// controllable models' counts in place of any model they shadow.
+func (ms *Models) grpcStatistics(ss grpc.ServerStream, pass func(*Frame) error) error {
+	f, err := recvRequest(ss)
+	if err != nil {
+		return err
+	}
+	var req tritonpb.ModelStatisticsRequest
+	if err := proto.Unmarshal(f.Payload, &req); err != nil {
+		return pass(f)
+	}
+	if req.GetName() != "" {
+		m, _, ok, err := ms.lookup(req.GetName())
+		if !ok {
+			return pass(f)
+		}
+		if err != nil {
+			return err
+		}
+		if err := checkVersion(m, req.GetVersion()); err != nil {
+			return err
+		}
+		return sendProto(ss, &tritonpb.ModelStatisticsResponse{ModelStats: []*tritonpb.ModelStatistics{m.Stats().Proto(m.Name(), pipeline.Version)}})
+	}
+	ctx := upstreamContext(ss.Context())
+	resp, err := ms.rpc.ModelStatistics(ctx, &req)
+	if err != nil {
+		return err
+	}
+	resp.ModelStats = ms.mergeStatistics(resp.GetModelStats())
+	return sendProto(ss, resp)
+}
+
+// mergeStatistics replaces the statistics of shadowed models with the
+// controllable models' and appends the others.
+func (ms *Models) mergeStatistics(stats []*tritonpb.ModelStatistics) []*tritonpb.ModelStatistics {
+	st := ms.state.Load()
+	out := stats[:0]
+	for _, s := range stats {
+		if !st.names[s.GetName()] {
+			out = append(out, s)
+		}
+	}
+	for _, m := range ms.all() {
+		out = append(out, m.Stats().Proto(m.Name(), pipeline.Version))
+	}
+	return out
+}
+
+// grpcIndex answers RepositoryIndex: Triton's index, with each controllable
+// model listed as version 1, READY once it is built (UNAVAILABLE while
+// loading), in place of any model it shadows.
+func (ms *Models) grpcIndex(ss grpc.ServerStream, pass func(*Frame) error) error {
+	f, err := recvRequest(ss)
+	if err != nil {
+		return err
+	}
+	var req tritonpb.RepositoryIndexRequest
+	if err := proto.Unmarshal(f.Payload, &req); err != nil {
+		return pass(f)
+	}
+	resp, err := ms.rpc.RepositoryIndex(upstreamContext(ss.Context()), &req)
+	if err != nil {
+		return err
+	}
+	resp.Models = ms.mergeIndex(resp.GetModels(), req.GetReady())
+	return sendProto(ss, resp)
+}
+
+// mergeIndex puts the controllable models into a repository index.
+func (ms *Models) mergeIndex(models []*tritonpb.RepositoryIndexResponse_ModelIndex, readyOnly bool) []*tritonpb.RepositoryIndexResponse_ModelIndex {
+	st := ms.state.Load()
+	out := models[:0]
+	for _, m := range models {
+		if !st.names[m.GetName()] {
+			out = append(out, m)
+		}
+	}
+	for _, name := range ms.declared() {
+		e := &tritonpb.RepositoryIndexResponse_ModelIndex{Name: name, Version: pipeline.Version, State: "READY"}
+		if st.set == nil {
+			e.State, e.Reason = "UNAVAILABLE", "the sidecar is loading its controllable models"
+		}
+		if readyOnly && e.State != "READY" {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// grpcServerReady answers ServerReady: ready when Triton is and the
+// controllable models are built.
+func (ms *Models) grpcServerReady(ss grpc.ServerStream, pass func(*Frame) error) error {
+	f, err := recvRequest(ss)
+	if err != nil {
+		return err
+	}
+	if ms.Ready() {
+		return pass(f)
+	}
+	return sendProto(ss, &tritonpb.ServerReadyResponse{Ready: false})
+}
+
+// upstreamContext is the context of a call the sidecar makes to Triton on a
+// client's behalf: the client's deadline, cancellation and forwardable
+// metadata.
+func upstreamContext(ctx context.Context) context.Context {
+	in, _ := metadata.FromIncomingContext(ctx)
+	return metadata.NewOutgoingContext(ctx, forwardable(in))
+}
+
+// preferenceHeader reads ReACT's keys from gRPC metadata.
+func preferenceHeader(md metadata.MD) control.Values {
+	var v control.Values
+	if p := md.Get(control.KeyPreference); len(p) > 0 {
+		v.Preference, v.HasPreference = p[0], true
+	}
+	if p := md.Get(control.KeyPreset); len(p) > 0 {
+		v.Preset, v.HasPreset = p[0], true
+	}
+	return v
+}
+
+// grpcInfer answers ModelInfer for controllable models.
+func (ms *Models) grpcInfer(ss grpc.ServerStream, pass func(*Frame) error) error {
+	f, err := recvRequest(ss)
+	if err != nil {
+		return err
+	}
+	m, up, ok, err := ms.lookup(modelName(f.Payload))
+	if !ok {
+		return pass(f)
+	}
+	if err != nil {
+		return err
+	}
+	md, _ := metadata.FromIncomingContext(ss.Context())
+	resp, err := ms.infer(ss.Context(), m, up, f.Payload, preferenceHeader(md), "grpc")
+	if err != nil {
+		return err
+	}
+	if err := ss.SendHeader(metadata.Pairs(control.KeyPreference, preferenceOf(resp))); err != nil {
+		return err
+	}
+	return sendProto(ss, resp)
+}
+
+// infer decodes and serves one request for a controllable model, and
+// records it in the model's statistics and the metrics.
+func (ms *Models) infer(ctx context.Context, m *pipeline.Model, up *pipeline.Upstream, payload []byte, hdr control.Values, protocol string) (*tritonpb.ModelInferResponse, error) {
+	start := time.Now()
+	req := new(tritonpb.ModelInferRequest)
+	err := proto.Unmarshal(payload, req)
+	if err != nil {
+		err = status.Errorf(codes.InvalidArgument, "sidecar: ModelInferRequest: %v", err)
+	}
+	return ms.serve(upstreamContext(ctx), m, up, req, hdr, protocol, start, err)
+}
+
+// serve runs a decoded request through the pipeline (unless decoding
+// failed: decodeErr) and records it.
+func (ms *Models) serve(ctx context.Context, m *pipeline.Model, up *pipeline.Upstream, req *tritonpb.ModelInferRequest, hdr control.Values,
+	protocol string, start time.Time, decodeErr error) (*tritonpb.ModelInferResponse, error) {
+	var res *pipeline.Result
+	err := decodeErr
+	if err == nil {
+		res, err = m.Infer(ctx, up, pipeline.Request{Proto: req, Header: hdr})
+	}
+	took := time.Since(start)
+	rows := 0
+	if res != nil {
+		rows = res.Rows
+	}
+	m.Stats().Record(rows, took, err == nil)
+	code := status.Code(err)
+	if errors.Is(err, context.Canceled) {
+		code = codes.Canceled
+	}
+	if ms.metrics != nil {
+		ms.metrics.served(m.Name(), protocol, res, took, code)
+	}
+	if err != nil {
+		if code == codes.Internal || code == codes.Unknown {
+			ms.log.Error("inference failed", "model", m.Name(), "protocol", protocol, "error", err)
+		} else {
+			ms.log.Debug("inference refused", "model", m.Name(), "protocol", protocol, "code", code.String(), "error", err)
+		}
+		return nil, err
+	}
+	return res.Response, nil
+}
+
+// preferenceOf returns the react-preference parameter of a response.
+func preferenceOf(resp *tritonpb.ModelInferResponse) string {
+	return resp.GetParameters()[control.KeyPreference].GetStringParam()
+}

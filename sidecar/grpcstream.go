@@ -1,0 +1,205 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/triton/tritonpb"
+)
+
+// grpcStream serves ModelStreamInfer. One stream may carry requests for
+// controllable models and for others: the sidecar answers the former
+// itself, each as soon as it is done, and relays the latter over one
+// upstream stream to Triton, opened when the first one comes, relaying
+// Triton's responses back as they arrive. A controllable request that fails
+// is answered with an error_message, as Triton does, and the stream goes
+// on. When the client half-closes, the sidecar waits for its own answers,
+// half-closes upstream and ends with Triton's status and trailers; if the
+// upstream stream fails first, the call ends with its status.
+func (ms *Models) grpcStream(ss grpc.ServerStream, _ func(*Frame) error) error {
+	ctx, cancel := context.WithCancel(ss.Context())
+	md, _ := metadata.FromIncomingContext(ss.Context())
+	x := &streamMux{ms: ms, ss: ss, ctx: ctx, cancel: cancel, hdr: preferenceHeader(md), upDone: make(chan error, 1)}
+	received := make(chan error, 1)
+	go func() { received <- x.receive() }()
+	var err error
+	select {
+	case err = <-received:
+		if err == nil {
+			err = x.finish()
+		}
+	case err = <-x.upDoneEarly():
+		if errors.Is(err, io.EOF) {
+			err = nil
+		}
+	}
+	x.stop()
+	return err
+}
+
+// streamMux is the state of one ModelStreamInfer call.
+type streamMux struct {
+	ms     *Models
+	ss     grpc.ServerStream
+	ctx    context.Context
+	cancel context.CancelFunc
+	hdr    control.Values
+
+	mu       sync.Mutex // guards stopped and the WaitGroup's Add
+	stopped  bool
+	inflight sync.WaitGroup
+
+	sendMu     sync.Mutex // one sender at a time on ss
+	headerSent bool
+
+	up        grpc.ClientStream // nil until a request must pass through
+	upDone    chan error        // the upstream relay's end: io.EOF or a status
+	relayDone chan struct{}
+}
+
+// receive reads the client's requests until it half-closes (nil) or fails.
+func (x *streamMux) receive() error {
+	for {
+		f := new(Frame)
+		if err := x.ss.RecvMsg(f); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		m, up, ok, lookupErr := x.ms.lookup(modelName(f.Payload))
+		if !ok {
+			if err := x.toUpstream(f); err != nil {
+				return err
+			}
+			continue
+		}
+		if !x.begin() {
+			return nil
+		}
+		go func() {
+			defer x.inflight.Done()
+			var resp *tritonpb.ModelInferResponse
+			err := lookupErr
+			if err == nil {
+				resp, err = x.ms.infer(x.ctx, m, up, f.Payload, x.hdr, "grpc")
+			}
+			out := &tritonpb.ModelStreamInferResponse{InferResponse: resp}
+			if err != nil {
+				out = &tritonpb.ModelStreamInferResponse{
+					ErrorMessage:  status.Convert(err).Message(),
+					InferResponse: &tritonpb.ModelInferResponse{ModelName: m.Name(), Id: stringField(f.Payload, 3)},
+				}
+			}
+			b, err := proto.Marshal(out)
+			if err == nil {
+				x.send(&Frame{Payload: b})
+			}
+		}()
+	}
+}
+
+// begin counts a controllable request in flight, unless the call is
+// stopping.
+func (x *streamMux) begin() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.stopped {
+		return false
+	}
+	x.inflight.Add(1)
+	return true
+}
+
+// toUpstream sends a request on to Triton, opening the upstream stream on
+// first use.
+func (x *streamMux) toUpstream(f *Frame) error {
+	if x.up == nil {
+		cs, err := x.ms.conn.NewStream(upstreamContext(x.ctx), proxyDesc, methodStreamInfer, upstreamCallOptions...)
+		if err != nil {
+			return status.Convert(err).Err()
+		}
+		x.up = cs
+		x.relayDone = make(chan struct{})
+		go x.relay(cs)
+	}
+	if err := x.up.SendMsg(f); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	// On io.EOF the upstream call has ended; the relay reports how.
+	return nil
+}
+
+// relay copies Triton's header and responses to the client until the
+// upstream stream ends.
+func (x *streamMux) relay(cs grpc.ClientStream) {
+	defer close(x.relayDone)
+	if md, err := cs.Header(); err == nil && md != nil {
+		x.sendMu.Lock()
+		if !x.headerSent {
+			x.ss.SendHeader(md)
+			x.headerSent = true
+		}
+		x.sendMu.Unlock()
+	}
+	for {
+		f := new(Frame)
+		if err := cs.RecvMsg(f); err != nil {
+			x.upDone <- err
+			return
+		}
+		x.send(f)
+	}
+}
+
+// upDoneEarly is the channel on which the upstream relay ends, nil (never
+// ready) while no request has passed through. It is read only by the
+// handler's goroutine, after receive has started.
+func (x *streamMux) upDoneEarly() <-chan error {
+	return x.upDone
+}
+
+// send writes one response to the client.
+func (x *streamMux) send(f *Frame) {
+	x.sendMu.Lock()
+	defer x.sendMu.Unlock()
+	x.headerSent = true
+	x.ss.SendMsg(f)
+}
+
+// finish ends a call whose client half-closed: it waits for the sidecar's
+// own answers, then half-closes upstream and waits for Triton's end.
+func (x *streamMux) finish() error {
+	x.inflight.Wait()
+	if x.up == nil {
+		return nil
+	}
+	x.up.CloseSend()
+	err := <-x.upDone
+	x.ss.SetTrailer(x.up.Trailer())
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// stop cancels what is left and waits until nothing will write to the
+// client's stream any more.
+func (x *streamMux) stop() {
+	x.mu.Lock()
+	x.stopped = true
+	x.mu.Unlock()
+	x.cancel()
+	x.inflight.Wait()
+	if x.relayDone != nil {
+		<-x.relayDone
+	}
+}

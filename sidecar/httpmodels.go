@@ -1,0 +1,305 @@
+package sidecar
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/sidecar/pipeline"
+	"github.com/mergectl/react-triton/triton/tritonhttp"
+	"github.com/mergectl/react-triton/triton/tritonpb"
+)
+
+// headerContentLength is the HTTP header of Triton's binary tensor
+// extension: the length of the JSON part of a body.
+const headerContentLength = "Inference-Header-Content-Length"
+
+// route is a request path of Triton's HTTP API about one model:
+// /v2/models/NAME[/versions/V][/ACTION].
+type route struct {
+	model, version, action string
+}
+
+// parseRoute parses a /v2/models/... path; ok is false for any other path
+// (and for /v2/models/stats, which is about every model).
+func parseRoute(path string) (r route, ok bool) {
+	rest, found := strings.CutPrefix(path, "/v2/models/")
+	if !found || rest == "" {
+		return r, false
+	}
+	parts := strings.Split(rest, "/")
+	r.model = parts[0]
+	parts = parts[1:]
+	if len(parts) >= 2 && parts[0] == "versions" {
+		r.version = parts[1]
+		parts = parts[2:]
+	}
+	switch len(parts) {
+	case 0:
+	case 1:
+		r.action = parts[0]
+	default:
+		return r, false
+	}
+	return r, r.model != ""
+}
+
+// HTTPInterceptor returns the HTTP side of the controllable models, for the
+// proxy's seam. It answers inference, metadata, readiness, configuration
+// and statistics requests for controllable models, adds them to the
+// repository index and the statistics of every model, and holds the
+// server's readiness until they are built. Every inference request, for
+// any model, is first read (within the configured size limit) and its
+// framing checked (tritonhttp.ParseRequest): a malformed one is answered
+// with 400 (413 when too large) and never reaches Triton, which one such
+// request can crash. Everything else passes through.
+func (ms *Models) HTTPInterceptor() HTTPInterceptor {
+	return func(r *http.Request, pass http.Handler) http.Handler {
+		switch {
+		case r.URL.Path == "/v2/health/ready" && r.Method == http.MethodGet:
+			if !ms.Ready() {
+				return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+					writeHTTPError(w, http.StatusServiceUnavailable, "sidecar: the controllable models are not loaded yet")
+				})
+			}
+			return nil
+		case r.URL.Path == "/v2/models/stats" && r.Method == http.MethodGet:
+			return ms.httpAllStatistics()
+		case r.URL.Path == "/v2/repository/index" && r.Method == http.MethodPost:
+			return ms.httpIndex()
+		}
+		rt, ok := parseRoute(r.URL.Path)
+		if !ok {
+			return nil
+		}
+		if rt.action == "infer" && r.Method == http.MethodPost {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { ms.httpInfer(w, r, rt, pass) })
+		}
+		m, _, declared, err := ms.lookup(rt.model)
+		if !declared {
+			return nil
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err == nil {
+				err = checkVersion(m, rt.version)
+			}
+			if err != nil {
+				writeStatusError(w, err)
+				return
+			}
+			switch {
+			case rt.action == "" && r.Method == http.MethodGet:
+				writeHTTPJSON(w, m.Metadata())
+			case rt.action == "ready" && r.Method == http.MethodGet:
+				ready, err := ms.modelReady(r.Context(), m)
+				switch {
+				case err != nil:
+					writeStatusError(w, err)
+				case ready:
+					w.WriteHeader(http.StatusOK)
+				default:
+					w.WriteHeader(http.StatusBadRequest)
+				}
+			case rt.action == "config" && r.Method == http.MethodGet:
+				writeHTTPJSON(w, m.Config())
+			case rt.action == "stats" && r.Method == http.MethodGet:
+				writeHTTPJSON(w, &tritonpb.ModelStatisticsResponse{ModelStats: []*tritonpb.ModelStatistics{m.Stats().Proto(m.Name(), pipeline.Version)}})
+			default:
+				writeHTTPError(w, http.StatusNotFound, "sidecar: "+r.Method+" "+r.URL.Path+" is not served for the controllable model "+strconv.Quote(m.Name()))
+			}
+		})
+	}
+}
+
+// httpInfer reads and checks an inference request, then serves it if it is
+// for a controllable model and passes it on otherwise (the body as it came,
+// compressed or not).
+func (ms *Models) httpInfer(w http.ResponseWriter, r *http.Request, rt route, pass http.Handler) {
+	start := time.Now()
+	limit := int64(ms.Config().Limits.MaxRequestBytes)
+	raw, err := readRaw(r.Body, limit)
+	if err == nil {
+		var body []byte
+		if body, err = tritonhttp.ReadBody(bytes.NewReader(raw), r.Header.Get("Content-Encoding"), limit); err == nil {
+			var req *tritonhttp.Request
+			if req, err = tritonhttp.ParseRequest(body, r.Header.Get(headerContentLength)); err == nil {
+				m, up, declared, lerr := ms.lookup(rt.model)
+				if !declared {
+					r.Body = io.NopCloser(bytes.NewReader(raw))
+					r.ContentLength = int64(len(raw))
+					pass.ServeHTTP(w, r)
+					return
+				}
+				if lerr != nil {
+					writeStatusError(w, lerr)
+					return
+				}
+				ms.httpServe(w, r, m, up, rt, req, start)
+				return
+			}
+		}
+	}
+	ms.httpRefuse(w, err)
+}
+
+// readRaw reads at most limit bytes of a body, failing with a
+// *tritonhttp.TooLargeError beyond.
+func readRaw(body io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err != nil {
+		return nil, &tritonhttp.RequestError{Msg: "reading the request body: " + err.Error()}
+	}
+	if int64(len(b)) > limit {
+		return nil, &tritonhttp.TooLargeError{Limit: limit}
+	}
+	return b, nil
+}
+
+// httpRefuse answers a request that failed the checks.
+func (ms *Models) httpRefuse(w http.ResponseWriter, err error) {
+	var tooLarge *tritonhttp.TooLargeError
+	var enc *tritonhttp.EncodingError
+	code, reason := http.StatusBadRequest, "malformed"
+	switch {
+	case errors.As(err, &tooLarge):
+		code, reason = http.StatusRequestEntityTooLarge, "too_large"
+	case errors.As(err, &enc):
+		code, reason = http.StatusNotImplemented, "encoding"
+		w.Header().Set("Accept-Encoding", "gzip, deflate")
+	}
+	if ms.metrics != nil {
+		ms.metrics.reject("http", reason)
+	}
+	writeHTTPError(w, code, "sidecar: "+err.Error())
+}
+
+// httpServe serves a checked inference request for a controllable model.
+func (ms *Models) httpServe(w http.ResponseWriter, r *http.Request, m *pipeline.Model, up *pipeline.Upstream, rt route, req *tritonhttp.Request, start time.Time) {
+	req.Proto.ModelName, req.Proto.ModelVersion = rt.model, rt.version
+	hdr := control.Values{}
+	if v, ok := r.Header[http.CanonicalHeaderKey(control.KeyPreference)]; ok && len(v) > 0 {
+		hdr.Preference, hdr.HasPreference = v[0], true
+	}
+	if v, ok := r.Header[http.CanonicalHeaderKey(control.KeyPreset)]; ok && len(v) > 0 {
+		hdr.Preset, hdr.HasPreset = v[0], true
+	}
+	resp, err := ms.serve(r.Context(), m, up, req.Proto, hdr, "http", start, nil)
+	if err != nil {
+		writeStatusError(w, err)
+		return
+	}
+	body, headerLength, err := tritonhttp.EncodeResponse(resp, req)
+	if err != nil {
+		var re *tritonhttp.RequestError
+		if errors.As(err, &re) {
+			writeHTTPError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		writeHTTPError(w, http.StatusInternalServerError, "sidecar: encoding the response: "+err.Error())
+		return
+	}
+	h := w.Header()
+	h.Set(control.KeyPreference, preferenceOf(resp))
+	if headerLength >= 0 {
+		h.Set(headerContentLength, strconv.Itoa(headerLength))
+		h.Set("Content-Type", "application/octet-stream")
+	} else {
+		h.Set("Content-Type", "application/json")
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(body)
+}
+
+// httpAllStatistics answers GET /v2/models/stats: Triton's statistics with
+// the controllable models'.
+func (ms *Models) httpAllStatistics() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		resp, err := ms.rpc.ModelStatistics(r.Context(), &tritonpb.ModelStatisticsRequest{})
+		if err != nil {
+			writeStatusError(w, err)
+			return
+		}
+		resp.ModelStats = ms.mergeStatistics(resp.GetModelStats())
+		writeHTTPJSON(w, resp)
+	})
+}
+
+// httpIndex answers POST /v2/repository/index: Triton's index with the
+// controllable models. Triton answers it with a bare JSON array.
+func (ms *Models) httpIndex() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Ready bool `json:"ready"`
+		}
+		raw, err := readRaw(r.Body, 1<<20)
+		if err == nil && len(bytes.TrimSpace(raw)) > 0 {
+			err = json.Unmarshal(raw, &body)
+		}
+		if err != nil {
+			writeHTTPError(w, http.StatusBadRequest, "sidecar: repository index request: "+err.Error())
+			return
+		}
+		resp, err := ms.rpc.RepositoryIndex(r.Context(), &tritonpb.RepositoryIndexRequest{Ready: body.Ready})
+		if err != nil {
+			writeStatusError(w, err)
+			return
+		}
+		models := ms.mergeIndex(resp.GetModels(), body.Ready)
+		entries := make([]map[string]any, len(models))
+		for i, m := range models {
+			entries[i] = jsonMessage(m.ProtoReflect())
+		}
+		writeJSONValue(w, http.StatusOK, entries)
+	})
+}
+
+// httpStatus maps a gRPC status code to the HTTP status Triton uses for
+// the same error.
+func httpStatus(c codes.Code) int {
+	switch c {
+	case codes.OK:
+		return http.StatusOK
+	case codes.NotFound:
+		return http.StatusNotFound
+	case codes.Unavailable:
+		return http.StatusBadGateway
+	case codes.DeadlineExceeded:
+		return http.StatusGatewayTimeout
+	case codes.Unimplemented:
+		return http.StatusNotImplemented
+	case codes.Internal, codes.Unknown, codes.DataLoss:
+		return http.StatusInternalServerError
+	case codes.ResourceExhausted:
+		return http.StatusTooManyRequests
+	}
+	return http.StatusBadRequest
+}
+
+// writeStatusError answers a gRPC status error in Triton's HTTP form.
+func writeStatusError(w http.ResponseWriter, err error) {
+	st := status.Convert(err)
+	writeHTTPError(w, httpStatus(st.Code()), st.Message())
+}
+
+// writeHTTPError answers {"error": msg} with an HTTP status.
+func writeHTTPError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	w.Write(tritonhttp.ErrorBody(msg))
+}
+
+// writeHTTPJSON answers a protocol message as Triton's JSON.
+func writeHTTPJSON(w http.ResponseWriter, m proto.Message) {
+	writeJSONValue(w, http.StatusOK, jsonMessage(m.ProtoReflect()))
+}

@@ -1,0 +1,253 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/mergectl/react-triton/config"
+	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/sidecar/pipeline"
+	"github.com/mergectl/react-triton/triton/tritonpb"
+)
+
+// Models serves the controllable models of the configuration: it builds
+// them against Triton (at start-up and at each reload), holds the current
+// set, and answers for them on both protocols through the interception
+// seams. Requests for other models pass through.
+//
+// The set in use is replaced atomically, and only by one that was built and
+// checked completely: requests see the old set or the new one, never a
+// half-loaded state.
+type Models struct {
+	log     *slog.Logger
+	conn    *grpc.ClientConn // to Triton, shared with the pass-through
+	rpc     tritonpb.GRPCInferenceServiceClient
+	cache   *control.Cache
+	stats   *pipeline.StatsRegistry
+	metrics *Metrics
+
+	state  atomic.Pointer[modelsState]
+	reload sync.Mutex // one build at a time
+}
+
+// modelsState is one configuration's controllable models.
+type modelsState struct {
+	cfg *config.Config
+	// up is the upstream Triton, as cfg configures it.
+	up *pipeline.Upstream
+	// names are the controllable model names the configuration declares,
+	// known before the set is built.
+	names map[string]bool
+	// set is nil until the first build succeeds.
+	set *pipeline.Set
+	// pending says why set is still nil.
+	pending error
+}
+
+// NewModels returns the controllable models of cfg, not yet built: Start
+// builds them. conn is the connection to the upstream Triton; m may be nil.
+func NewModels(cfg *config.Config, conn *grpc.ClientConn, m *Metrics, log *slog.Logger) (*Models, error) {
+	cache, err := control.NewCache(cfg.Cache.Size)
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ms := &Models{
+		log:     log,
+		conn:    conn,
+		rpc:     tritonpb.NewGRPCInferenceServiceClient(conn),
+		cache:   cache,
+		stats:   &pipeline.StatsRegistry{},
+		metrics: m,
+	}
+	if m != nil {
+		m.cacheSize(cache.Len)
+	}
+	ms.state.Store(ms.newState(cfg, nil, errors.New("loading")))
+	return ms, nil
+}
+
+// newState returns the state of cfg with set (nil while pending).
+func (ms *Models) newState(cfg *config.Config, set *pipeline.Set, pending error) *modelsState {
+	names := make(map[string]bool, len(cfg.Models))
+	for _, m := range cfg.Models {
+		names[m.Name] = true
+	}
+	up := &pipeline.Upstream{RPC: ms.rpc, Addr: cfg.Triton.GRPC, Timeout: cfg.Triton.Timeout}
+	return &modelsState{cfg: cfg, up: up, names: names, set: set, pending: pending}
+}
+
+// Start builds the configured models, trying again while the only problems
+// are transient ones (Triton unreachable, models not loaded yet) until the
+// configuration's start-up timeout. Meanwhile the controllable models answer
+// UNAVAILABLE and the sidecar reports not ready. A permanent problem, or
+// the timeout, is returned with every problem listed.
+func (ms *Models) Start(ctx context.Context) error {
+	st := ms.state.Load()
+	if len(st.cfg.Models) == 0 && len(st.cfg.Components) == 0 {
+		ms.state.Store(ms.newState(st.cfg, &pipeline.Set{}, nil))
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, st.cfg.Triton.StartupTimeout)
+	defer cancel()
+	delay := 250 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		set, err := ms.build(ctx, st)
+		if err == nil {
+			ms.state.Store(ms.newState(st.cfg, set, nil))
+			ms.log.Info("controllable models ready", "models", len(set.Models), "attempts", attempt)
+			return nil
+		}
+		ms.state.Store(ms.newState(st.cfg, nil, err))
+		var be *pipeline.BuildError
+		if !errors.As(err, &be) || !be.Transient() {
+			return fmt.Errorf("loading the controllable models:\n%w", err)
+		}
+		if attempt == 1 || attempt%20 == 0 {
+			ms.log.Warn("waiting for Triton", "problems", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("loading the controllable models: not ready within triton.startup_timeout %v:\n%w", st.cfg.Triton.StartupTimeout, err)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+// Reload builds the models of a new configuration and, if every check
+// passes, puts them in service; otherwise the old ones keep serving and the
+// error lists every problem. The upstream addresses, listen addresses and
+// limits that need a restart are the caller's to compare.
+func (ms *Models) Reload(ctx context.Context, cfg *config.Config) error {
+	ms.reload.Lock()
+	defer ms.reload.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, cfg.Triton.StartupTimeout)
+	defer cancel()
+	next := ms.newState(cfg, nil, nil)
+	set, err := ms.build(ctx, next)
+	if err != nil {
+		return err
+	}
+	next.set = set
+	ms.cache.Resize(cfg.Cache.Size)
+	ms.state.Store(next)
+	return nil
+}
+
+// build builds the models of a state's configuration and logs their
+// warnings.
+func (ms *Models) build(ctx context.Context, st *modelsState) (*pipeline.Set, error) {
+	var obs control.Observer
+	if ms.metrics != nil {
+		obs = ms.metrics
+	}
+	set, err := pipeline.Build(ctx, st.cfg, st.up, pipeline.Options{Cache: ms.cache, Observer: obs, Stats: ms.stats})
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range set.Warnings {
+		ms.log.Warn(w)
+	}
+	return set, nil
+}
+
+// Files returns the components files in use, for the reload watcher.
+func (ms *Models) Files() []string {
+	st := ms.state.Load()
+	files := make([]string, 0, len(st.cfg.Components))
+	for _, c := range st.cfg.Components {
+		files = append(files, c.Path)
+	}
+	return files
+}
+
+// Checksums returns the SHA-256 of each components file in use, by path.
+func (ms *Models) Checksums() map[string]string {
+	if st := ms.state.Load(); st.set != nil {
+		return st.set.Files
+	}
+	return nil
+}
+
+// Config returns the configuration in use.
+func (ms *Models) Config() *config.Config { return ms.state.Load().cfg }
+
+// Ready reports whether the configured models are built.
+func (ms *Models) Ready() bool { return ms.state.Load().set != nil }
+
+// lookup finds a controllable model by name, with the upstream to serve it
+// through. ok is false for a model the configuration does not declare (pass
+// it through); a declared model that is not built yet gives an UNAVAILABLE
+// status.
+func (ms *Models) lookup(name string) (m *pipeline.Model, up *pipeline.Upstream, ok bool, err error) {
+	st := ms.state.Load()
+	if !st.names[name] {
+		return nil, nil, false, nil
+	}
+	if st.set == nil {
+		return nil, nil, true, status.Errorf(codes.Unavailable, "sidecar: model %q is not loaded yet: %v", name, st.pending)
+	}
+	m = st.set.Models[name]
+	if m == nil {
+		return nil, nil, true, status.Errorf(codes.Unavailable, "sidecar: model %q is not loaded", name)
+	}
+	return m, st.up, true, nil
+}
+
+// all returns the built controllable models, in configuration order.
+func (ms *Models) all() []*pipeline.Model {
+	st := ms.state.Load()
+	if st.set == nil {
+		return nil
+	}
+	out := make([]*pipeline.Model, 0, len(st.cfg.Models))
+	for _, mc := range st.cfg.Models {
+		if m := st.set.Models[mc.Name]; m != nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// declared returns the configured model names, in configuration order.
+func (ms *Models) declared() []string {
+	st := ms.state.Load()
+	out := make([]string, len(st.cfg.Models))
+	for i, mc := range st.cfg.Models {
+		out[i] = mc.Name
+	}
+	return out
+}
+
+// modelReady asks Triton whether every model a controllable model calls is
+// ready.
+func (ms *Models) modelReady(ctx context.Context, m *pipeline.Model) (bool, error) {
+	models, versions := m.Dependencies()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for i, name := range models {
+		r, err := ms.rpc.ModelReady(ctx, &tritonpb.ModelReadyRequest{Name: name, Version: versions[i]})
+		if err != nil {
+			if c := status.Code(err); c == codes.NotFound {
+				return false, nil
+			}
+			return false, err
+		}
+		if !r.GetReady() {
+			return false, nil
+		}
+	}
+	return true, nil
+}

@@ -1,0 +1,12 @@
+// Package pipeline is the sidecar's controllable path, independent of the
+// transport: it builds the controllable models of a configuration against
+// a live Triton (Build), and serves their inference requests, given as
+// Triton's gRPC messages, by calling the merged backbone, correcting its
+// feature with W_p and calling the head(s) (Model.Infer). It also answers
+// for them what Triton answers for its own models: metadata, configuration
+// and statistics.
+//
+// The gRPC and HTTP front ends of package sidecar translate to and from
+// these messages; package control resolves preferences and holds the W_p
+// cache.
+package pipeline

@@ -1,0 +1,187 @@
+package sidecar
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/spf13/pflag"
+
+	"github.com/mergectl/react-triton/config"
+	"github.com/mergectl/react-triton/triton"
+)
+
+// tritonTLS returns the TLS configuration to Triton, nil when disabled.
+func tritonTLS(c config.TLS) (*tls.Config, error) {
+	if !c.Enabled {
+		return nil, nil
+	}
+	cfg, err := triton.TLSFiles{CAFile: c.CAFile, CertFile: c.CertFile, KeyFile: c.KeyFile,
+		ServerName: c.ServerName, InsecureSkipVerify: c.InsecureSkipVerify}.Config()
+	if err != nil {
+		return nil, fmt.Errorf("triton.tls: %w", err)
+	}
+	return cfg, nil
+}
+
+// reloadDebounce is how long the reloader waits after a file event for
+// more events, so that one edit (or one ConfigMap update, several renames)
+// reloads once.
+const reloadDebounce = 250 * time.Millisecond
+
+// reloader reloads the configuration and the components files on SIGHUP
+// and when any of them changes on disk. It watches the directories that
+// hold the files, not the files themselves, so that it sees a file
+// replaced by an atomic rename and a Kubernetes ConfigMap update (a symlink
+// swap of the ..data directory); it then compares the files' contents with
+// the ones in service and reloads only when they differ.
+type reloader struct {
+	flags   *pflag.FlagSet
+	models  *Models
+	metrics *Metrics
+	log     *slog.Logger
+	level   *slog.LevelVar
+
+	// sums are the SHA-256 of the files in service, by path.
+	sums map[string][32]byte
+}
+
+// run serves reloads until ctx is done. hup may be nil.
+func (r *reloader) run(ctx context.Context, hup <-chan os.Signal) {
+	r.sums = r.fingerprint()
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		r.log.Warn("reload on file change disabled; SIGHUP still reloads", "error", err)
+		w = nil
+	}
+	var events <-chan fsnotify.Event
+	var watchErrs <-chan error
+	if w != nil {
+		defer w.Close()
+		r.watch(w)
+		events, watchErrs = w.Events, w.Errors
+	}
+	var debounce <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			r.log.Info("SIGHUP: reloading")
+			r.reload(ctx, true)
+			if w != nil {
+				r.watch(w)
+			}
+		case <-events:
+			debounce = time.After(reloadDebounce)
+		case err := <-watchErrs:
+			r.log.Warn("watching the configuration files", "error", err)
+		case <-debounce:
+			debounce = nil
+			if r.changed() {
+				r.log.Info("configuration or components file changed: reloading")
+				r.reload(ctx, false)
+				r.watch(w)
+			}
+		}
+	}
+}
+
+// files returns the files a reload reads: the configuration file, if any,
+// and the components files in service.
+func (r *reloader) files() []string {
+	var files []string
+	if f := r.models.Config().File; f != "" {
+		files = append(files, f)
+	}
+	return append(files, r.models.Files()...)
+}
+
+// watch watches the directories of the files in service.
+func (r *reloader) watch(w *fsnotify.Watcher) {
+	for _, f := range r.files() {
+		dir := filepath.Dir(f)
+		if err := w.Add(dir); err != nil {
+			r.log.Warn("cannot watch for changes", "dir", dir, "error", err)
+		}
+	}
+}
+
+// fingerprint hashes the files in service; a file that cannot be read
+// hashes to zero.
+func (r *reloader) fingerprint() map[string][32]byte {
+	sums := make(map[string][32]byte)
+	for _, f := range r.files() {
+		if b, err := os.ReadFile(f); err == nil {
+			sums[f] = sha256.Sum256(b)
+		} else {
+			sums[f] = [32]byte{}
+		}
+	}
+	return sums
+}
+
+// changed reports whether a file differs from the one in service.
+func (r *reloader) changed() bool {
+	return !reflect.DeepEqual(r.fingerprint(), r.sums)
+}
+
+// reload loads the configuration again and rebuilds the controllable
+// models. On success the new state serves; on failure the old one keeps
+// serving, the problems are logged and react_config_last_reload_successful
+// drops to 0. forced reloads report even when nothing changed.
+func (r *reloader) reload(ctx context.Context, forced bool) {
+	sums := r.fingerprint()
+	old := r.models.Config()
+	err := func() error {
+		path := old.File
+		cfg, err := config.Load(path, r.flags)
+		if err != nil {
+			return err
+		}
+		restart := needsRestart(old, cfg)
+		// What a reload cannot change stays as it is, and says so.
+		cfg.Triton.GRPC, cfg.Triton.HTTP, cfg.Triton.TLS = old.Triton.GRPC, old.Triton.HTTP, old.Triton.TLS
+		cfg.Listen, cfg.Log.Format = old.Listen, old.Log.Format
+		if err := r.models.Reload(ctx, cfg); err != nil {
+			return err
+		}
+		for _, what := range restart {
+			r.log.Warn("changed setting needs a restart to take effect; the old value stays in use", "setting", what)
+		}
+		r.level.Set(parseLevel(cfg.Log.Level))
+		return nil
+	}()
+	r.sums = sums
+	r.metrics.reloaded(err == nil)
+	if err != nil {
+		r.log.Error("reload failed; the previous configuration keeps serving", "error", err)
+		return
+	}
+	r.log.Info("reloaded", "controllable_models", len(r.models.Config().Models), "forced", forced)
+}
+
+// needsRestart lists the settings of next that differ from cur and that a
+// reload does not apply: the listeners, the upstream addresses and TLS,
+// and the log format.
+func needsRestart(cur, next *config.Config) []string {
+	var out []string
+	add := func(name string, a, b any) {
+		if !reflect.DeepEqual(a, b) {
+			out = append(out, name)
+		}
+	}
+	add("triton.grpc", cur.Triton.GRPC, next.Triton.GRPC)
+	add("triton.http", cur.Triton.HTTP, next.Triton.HTTP)
+	add("triton.tls", cur.Triton.TLS, next.Triton.TLS)
+	add("listen", cur.Listen, next.Listen)
+	add("log.format", cur.Log.Format, next.Log.Format)
+	return out
+}
