@@ -11,7 +11,9 @@ import (
 	"github.com/mergectl/react-triton/react"
 )
 
-func header(spec string) Request { return Request{Header: Values{Preference: spec, HasPreference: true}} }
+func header(spec string) Request {
+	return Request{Header: Values{Preference: spec, HasPreference: true}}
+}
 
 func TestPinnedAndCachedLookups(t *testing.T) {
 	obs := &countingObserver{}

@@ -57,6 +57,7 @@ type Profile struct {
 	name        string
 	tasks       []string
 	d           int
+	backbone    react.ModelRef
 	key         Key // Components, Beta and Normalization set; Preference per request
 	solver      *react.Solver
 	def         Choice
@@ -82,16 +83,17 @@ func NewProfile(ctx context.Context, spec ProfileSpec) (*Profile, error) {
 		return nil, fmt.Errorf("profile %s: %w", spec.Name, err)
 	}
 	p := &Profile{
-		name:    spec.Name,
-		tasks:   solver.Tasks(),
-		d:       solver.D(),
-		key:     Key{Components: spec.Checksum, Beta: spec.Options.Beta, Normalization: spec.Options.Normalization},
-		solver:  solver,
-		presets: make(map[string]Choice, len(spec.Presets)),
-		pinned:  make(map[string]*Matrix),
-		maxLen:  spec.MaxPreferenceLength,
-		cache:   spec.Cache,
-		obs:     spec.Observer,
+		name:     spec.Name,
+		tasks:    solver.Tasks(),
+		d:        solver.D(),
+		backbone: spec.Components.Backbone,
+		key:      Key{Components: spec.Checksum, Beta: spec.Options.Beta, Normalization: spec.Options.Normalization},
+		solver:   solver,
+		presets:  make(map[string]Choice, len(spec.Presets)),
+		pinned:   make(map[string]*Matrix),
+		maxLen:   spec.MaxPreferenceLength,
+		cache:    spec.Cache,
+		obs:      spec.Observer,
 	}
 	if p.obs == nil {
 		p.obs = nopObserver{}
@@ -143,6 +145,10 @@ func (p *Profile) Tasks() []string { return append([]string(nil), p.tasks...) }
 
 // D returns the feature dimension.
 func (p *Profile) D() int { return p.d }
+
+// Backbone returns the backbone model and output the components were
+// calibrated on.
+func (p *Profile) Backbone() react.ModelRef { return p.backbone }
 
 // Default returns the default choice.
 func (p *Profile) Default() Choice { return p.def }

@@ -217,5 +217,3 @@ func TestMatrixMatchesReference(t *testing.T) {
 		t.Errorf("Matrix(none) = %v, %v, want nil, nil", m, err)
 	}
 }
-
-
