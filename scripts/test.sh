@@ -11,9 +11,12 @@
 #   TRITON_GRPC_ADDR, TRITON_HTTP_ADDR, TRITON_METRICS_ADDR   (127.0.0.1:port)
 #   TRITON_MODEL_REPOSITORY                                   (absolute path)
 #   ZOO_MODEL_REPOSITORY                                      (absolute path)
-# In front of it runs the sidecar (built here from cmd/sidecar), passing
-# everything through, so that the same tests also prove it a drop-in:
-#   SIDECAR_GRPC_ADDR, SIDECAR_HTTP_ADDR                      (127.0.0.1:port)
+# In front of it runs the sidecar (built here from cmd/sidecar) with the
+# zoo's configuration (tritonmodels/zoo/sidecar.yaml): the zoo's ensembles
+# are its controllable models, and everything else passes through, so that
+# the same tests also prove it a drop-in:
+#   SIDECAR_GRPC_ADDR, SIDECAR_HTTP_ADDR, SIDECAR_METRICS_ADDR (127.0.0.1:port)
+#   SIDECAR_CONFIG                                            (absolute path)
 # Both are stopped on exit; if anything failed, the tails of their logs are printed.
 # Both the Go tests and pytest always run; the exit status is non-zero if
 # either failed (pytest's "no tests collected", status 5, counts as a failure).
@@ -85,15 +88,16 @@ export TRITON_MODEL_REPOSITORY=$repo
 export ZOO_MODEL_REPOSITORY=$zoo_repo
 
 # The sidecar in front of it, on free ports (retried like Triton's). It is
-# ready when its HTTP port answers /v2/health/ready through to Triton; both
-# of its listeners are bound before either serves.
+# ready when its HTTP port answers /v2/health/ready: Triton is ready and the
+# controllable models are built.
 go build -o "$run_dir/sidecar" ./cmd/sidecar
+export SIDECAR_CONFIG=$PWD/tritonmodels/zoo/sidecar.yaml
 started=
 for attempt in 1 2 3; do
-	read -r sidecar_grpc_port sidecar_http_port _ < <(free_ports)
-	"$run_dir/sidecar" --triton-grpc "$TRITON_GRPC_ADDR" --triton-http "$TRITON_HTTP_ADDR" \
+	read -r sidecar_grpc_port sidecar_http_port sidecar_metrics_port < <(free_ports)
+	REACT_TRITON_GRPC=$TRITON_GRPC_ADDR REACT_TRITON_HTTP=$TRITON_HTTP_ADDR "$run_dir/sidecar" --config "$SIDECAR_CONFIG" \
 		--grpc-listen "127.0.0.1:$sidecar_grpc_port" --http-listen "127.0.0.1:$sidecar_http_port" \
-		</dev/null >>"$sidecar_log" 2>&1 &
+		--metrics-listen "127.0.0.1:$sidecar_metrics_port" </dev/null >>"$sidecar_log" 2>&1 &
 	sidecar_pid=$!
 	for _ in $(seq 300); do
 		kill -0 "$sidecar_pid" 2>/dev/null || break
@@ -112,6 +116,7 @@ done
 [ -n "$started" ] || { status=1; exit 1; }
 export SIDECAR_GRPC_ADDR=127.0.0.1:$sidecar_grpc_port
 export SIDECAR_HTTP_ADDR=127.0.0.1:$sidecar_http_port
+export SIDECAR_METRICS_ADDR=127.0.0.1:$sidecar_metrics_port
 
 go test -count=1 ./... || status=1
 

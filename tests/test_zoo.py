@@ -47,7 +47,7 @@ RESULTS = json.loads((ZOO / "results.json").read_text())
 TASKS = list(MANIFEST["tasks"])
 BACKBONES = [name for name, entry in MANIFEST["files"].items() if entry["kind"] == "backbone"]
 HEADS = [f"head_{task}" for task in TASKS]
-ZOO_MODELS = BACKBONES + HEADS + TASKS
+ZOO_MODELS = BACKBONES + HEADS + TASKS + [make_repo.FP16_BACKBONE]
 IMAGE = MANIFEST["backbone"]["input"]["name"]
 FEATURE = MANIFEST["backbone"]["output"]["name"]
 LOGITS = MANIFEST["head"]["output"]
@@ -187,6 +187,10 @@ def test_repo_configs():
         assert config.parameters["intra_op_num_threads"].string_value == "1"
         onnx = (REPO / config.parameters["onnx_file"].string_value).resolve()
         assert onnx == (ZOO / MANIFEST["files"][name]["path"]).resolve()
+    fp16 = _parse(REPO / make_repo.FP16_BACKBONE / "config.pbtxt")
+    deployed = _parse(REPO / DEPLOYED / "config.pbtxt")
+    assert fp16.parameters["onnx_file"] == deployed.parameters["onnx_file"]
+    assert [o.data_type for o in fp16.output] == [model_config_pb2.TYPE_FP16]
     for task in TASKS:
         config = _parse(REPO / task / "config.pbtxt")
         assert config.platform == "ensemble" and config.max_batch_size > 0
@@ -286,6 +290,16 @@ def test_backbone_feature_matches_onnxruntime(clients, model):
         assert served.shape == direct.shape == (len(x), MANIFEST["D"])
         diff = float(np.abs(served - direct).max())
         assert diff <= 1e-4, f"{model} ({protocol}): max abs diff {diff:.2e}"
+
+
+def test_fp16_backbone_is_the_deployed_one_in_fp16(clients):
+    """The FP16 backbone answers the deployed backbone's feature rounded to
+    float16, the input of the sidecar's half-precision tests."""
+    x = _mixed_images()[:32]
+    full = _served(clients["grpc"], "grpc", DEPLOYED, IMAGE, FEATURE, x)
+    half = _served(clients["grpc"], "grpc", make_repo.FP16_BACKBONE, IMAGE, FEATURE, x)
+    assert half.dtype == np.float16
+    np.testing.assert_array_equal(half, full.astype(np.float16))
 
 
 @pytest.mark.parametrize("task", TASKS)

@@ -11,6 +11,8 @@ The config names the ONNX file (parameter onnx_file, relative to repo/), so
 the ONNX bytes live only in tritonmodels/zoo/onnx/. For every task it writes
 an ensemble named after the task: image -> DEPLOYMENT_BACKBONE -> head_<task>
 -> logits, the "existing deployment" that the ReACT sidecar upgrades in place.
+It also writes FP16_BACKBONE: the deployed backbone with its feature in FP16
+(the runner casts the ONNX output), for the sidecar's half-precision tests.
 The output is committed; tests/test_zoo.py checks it is current.
 """
 
@@ -27,6 +29,9 @@ REPO = HERE / "repo"
 # The merged backbone behind every task ensemble: the one choice of the
 # deployment. One of the manifest's merges (ta, ties, adamerging) or "base".
 DEPLOYMENT_BACKBONE = "adamerging"
+
+# The deployed backbone again, answering its feature in FP16.
+FP16_BACKBONE = f"backbone_{DEPLOYMENT_BACKBONE}_fp16"
 
 MAX_BATCH_SIZE = 256
 # A short wait lets concurrent requests share one onnxruntime call.
@@ -46,17 +51,17 @@ from onnx_runner import TritonPythonModel  # noqa: E402,F401
 '''
 
 
-def tensor(name, dims):
-    return (f'  {{\n    name: "{name}"\n    data_type: TYPE_FP32\n'
+def tensor(name, dims, data_type="TYPE_FP32"):
+    return (f'  {{\n    name: "{name}"\n    data_type: {data_type}\n'
             f'    dims: [ {", ".join(str(d) for d in dims)} ]\n  }}\n')
 
 
-def onnx_config(name, about, onnx_path, inp, out):
+def onnx_config(name, about, onnx_path, inp, out, out_type="TYPE_FP32"):
     """A Python-backend model running one ONNX file; inp/out are (name, dims without batch)."""
     return (HEADER + f"# {about}\n"
             f'name: "{name}"\nbackend: "python"\nmax_batch_size: {MAX_BATCH_SIZE}\n'
             f"input [\n{tensor(*inp)}]\n"
-            f"output [\n{tensor(*out)}]\n"
+            f"output [\n{tensor(*out, out_type)}]\n"
             f"dynamic_batching {{\n  max_queue_delay_microseconds: {MAX_QUEUE_DELAY_US}\n}}\n"
             "instance_group [ { kind: KIND_CPU, count: 1 } ]\n"
             f'parameters {{ key: "onnx_file", value: {{ string_value: "../zoo/{onnx_path}" }} }}\n'
@@ -85,6 +90,7 @@ def render(manifest, deployment=DEPLOYMENT_BACKBONE):
     image = (backbone["input"]["name"], backbone["input"]["shape"][1:])
     feature = (backbone["output"]["name"], backbone["output"]["shape"][1:])
     deployed = f"backbone_{deployment}"
+    fp16 = f"{deployed}_fp16"  # FP16_BACKBONE for the default deployment
     if deployed not in files or files[deployed]["kind"] != "backbone":
         raise SystemExit(f"make_repo: DEPLOYMENT_BACKBONE {deployment!r}: no {deployed} in the manifest")
 
@@ -101,6 +107,10 @@ def render(manifest, deployment=DEPLOYMENT_BACKBONE):
             raise SystemExit(f"make_repo: {name}: unknown kind {entry['kind']!r}")
         out[f"{name}/config.pbtxt"] = onnx_config(name, about, entry["path"], inp, outp)
         out[f"{name}/1/model.py"] = MODEL_PY.format(name=name, runner=RUNNER)
+        if name == deployed:
+            about = f"Backbone {entry['source']} with its feature in FP16 (the runner casts it)."
+            out[f"{fp16}/config.pbtxt"] = onnx_config(fp16, about, entry["path"], inp, outp, "TYPE_FP16")
+            out[f"{fp16}/1/model.py"] = MODEL_PY.format(name=fp16, runner=RUNNER)
 
     for task, info in manifest["tasks"].items():
         if f"head_{task}" not in files:

@@ -33,6 +33,9 @@ class TritonPythonModel:
             raise pb_utils.TritonModelException(f"{self.name}: the runner needs exactly one input and one output")
         self.input = config["input"][0]["name"]
         self.output = config["output"][0]["name"]
+        # The ONNX files take and give float32; the config may declare the
+        # output in another type (the FP16 backbone), which the runner casts to.
+        self.output_dtype = pb_utils.triton_string_to_numpy(config["output"][0]["data_type"])
 
         relative = _parameter(config, "onnx_file")
         if not relative:
@@ -64,5 +67,5 @@ class TritonPythonModel:
         for x in xs:
             part = y[start:start + len(x)]
             start += len(x)
-            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor(self.output, part)]))
+            responses.append(pb_utils.InferenceResponse([pb_utils.Tensor(self.output, part.astype(self.output_dtype, copy=False))]))
         return responses
