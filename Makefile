@@ -6,7 +6,7 @@ BIN      := bin
 VENV     := .venv
 GOFILES  := $(shell git ls-files '*.go' 2>/dev/null)
 
-.PHONY: all setup build test test-unit bench lint proto proto-check demo zoo clean help
+.PHONY: all setup build test test-unit bench lint proto proto-check demo serve zoo clean help
 
 all: build
 
@@ -55,6 +55,10 @@ proto-check:
 ## zoo: rebuild the demo model zoo from packaged data, on the CPU (about 10 minutes; CI never runs it)
 zoo:
 	scripts/zoo-build.sh
+
+## serve: Triton with the zoo and the sidecar in front of it (scripts/serve; GRPC_PORT, HTTP_PORT choose the sidecar's ports)
+serve: setup build
+	scripts/serve $(if $(GRPC_PORT),--grpc-port $(GRPC_PORT)) $(if $(HTTP_PORT),--http-port $(HTTP_PORT))
 
 ## demo: the main job end to end on the bundled example
 demo: setup build

@@ -9,6 +9,9 @@
 #   export    ONNX files + tritonmodels/zoo/manifest.json
 #   evaluate  onnxruntime on test -> tritonmodels/zoo/results.json and the
 #             table in tritonmodels/README.md
+#   repo      tritonmodels/repo from the manifest (make_repo.py)
+#   calibrate the shipped components files, on Triton serving that repo
+#             (scripts/zoo-components.sh)
 #
 # Checkpoints go to .cache/zoo-models (git-ignored); stage timings to
 # .cache/zoo-models/timings.json. Everything runs under `nice -n 19` with one
@@ -51,4 +54,7 @@ py evaluate.py
 cd ../..
 # The Triton repository's configs follow the manifest (stdlib only).
 "$python" tritonmodels/make_repo.py
+# The components files the zoo ships, calibrated on the new models.
+go build -o bin/calibrate ./cmd/calibrate
+scripts/zoo-components.sh
 echo "zoo: done in $(($(date +%s) - start)) s (stage timings in .cache/zoo-models/timings.json)"
