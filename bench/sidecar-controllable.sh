@@ -1,0 +1,379 @@
+#!/usr/bin/env bash
+# The sidecar's controllable path against the same work done without it.
+#
+#   bench/sidecar-controllable.sh [--pair fashion|synth|all] [--rounds N] [-d SECONDS]
+#       [--warmup SECONDS] [--concurrency "1 8 32"] [--skip-sidecar] [--pprof FILE]
+#       [--out FILE]
+#
+# For two backbone/head pairs, fashion (the zoo: backbone_adamerging ->
+# head_fashion, ensemble fashion, image [1,28,28], D=64) and synth
+# (bench/models: synth_backbone -> synth_head, ensemble synth, x [768],
+# D=768), it measures three ways of getting the head's answer for an input,
+# with the closed-loop load generator bench/loadgen over gRPC:
+#   sidecar   the sidecar's controllable model (named like the ensemble, with
+#             a two-task preference in the gRPC metadata react-preference):
+#             backbone, W_p correction, head;
+#   twocall   a client calling the backbone, then the head with the
+#             backbone's feature bytes, on Triton directly (the same work
+#             without the correction);
+#   ensemble  the Triton ensemble (backbone -> head inside Triton).
+# For each concurrency (default 1, 8 and 32) it runs --rounds rounds (default
+# 3); each round runs every pair's three ways in turn, -d seconds each
+# (default 10) after --warmup seconds (default 2), so that all see the same
+# machine load. It prints a markdown table of the medians over the rounds and,
+# against two-call, the added p50/p99 latency and the throughput ratio
+# (medians of the per-round differences and ratios). Every loadgen line goes to
+# --out, by default bench/results/sidecar-controllable-DATE.jsonl (with
+# -skip-sidecar in the name for --skip-sidecar, and -2, -3... rather than
+# overwrite a file).
+#
+# It builds bin/sidecar, bin/calibrate and .cache/bench/loadgen, starts one
+# Triton (tritonmodels/repo and bench/models, only the models used) and the
+# sidecar on free ports, and stops both on any exit. The synthetic components
+# file (D=768, tasks t0..t7) is made by bench/synth-components.py and
+# `calibrate fit`, and reused while neither changes. The zoo's is
+# tritonmodels/zoo/components.safetensors.
+#
+# A sidecar that does not build or start, or whose calls fail, is reported
+# and the other ways still run; --skip-sidecar runs only those.
+# --pprof FILE saves a CPU profile of the sidecar (its metrics listener's
+# /debug/pprof/profile) taken during the first concurrency-32 round of synth.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+usage() { sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+pair=all rounds=3 seconds=10 warmup=2 concurrencies="1 8 32" skip_sidecar= pprof= results=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--pair) pair=$2; shift 2 ;;
+	--rounds) rounds=$2; shift 2 ;;
+	-d | --duration) seconds=$2; shift 2 ;;
+	--warmup) warmup=$2; shift 2 ;;
+	--concurrency) concurrencies=$2; shift 2 ;;
+	--skip-sidecar) skip_sidecar=1; shift ;;
+	--pprof) pprof=$2; shift 2 ;;
+	--out) results=$2; shift 2 ;;
+	-h | --help) usage 0 ;;
+	*) echo "bench: unknown argument $1" >&2; usage ;;
+	esac
+done
+case $pair in
+all) pairs=(fashion synth) ;;
+fashion | synth) pairs=("$pair") ;;
+*) echo "bench: --pair $pair: want fashion, synth or all" >&2; exit 2 ;;
+esac
+for n in "$rounds" "$seconds" "$warmup" $concurrencies; do
+	case $n in '' | *[!0-9]*) echo "bench: '$n' is not a whole number" >&2; exit 2 ;; esac
+done
+[ "$rounds" -ge 1 ] && [ "$seconds" -ge 1 ] || { echo "bench: --rounds and -d must be at least 1" >&2; exit 2; }
+[ -n "$concurrencies" ] || { echo "bench: --concurrency is empty" >&2; exit 2; }
+[ -x .venv/bin/python ] || { echo "bench: no .venv: run make setup" >&2; exit 1; }
+
+# The pairs: input, backbone, feature output, head, task, ensemble (also the
+# sidecar's model name), preference sent to the sidecar, components file.
+declare -A input=([fashion]=image:1,28,28 [synth]=x:768)
+declare -A backbone=([fashion]=backbone_adamerging [synth]=synth_backbone)
+declare -A head=([fashion]=head_fashion [synth]=synth_head)
+declare -A task=([fashion]=fashion [synth]=t0)
+declare -A ensemble=([fashion]=fashion [synth]=synth)
+declare -A preference=([fashion]=fashion=0.6,mnist=0.4 [synth]=t0=0.6,t1=0.4)
+declare -A components=([fashion]=$PWD/tritonmodels/zoo/components.safetensors [synth]=$PWD/.cache/bench/synth/components.safetensors)
+feature=feature
+
+run_dir=$(mkdir -p .cache/bench && mktemp -d "$PWD/.cache/bench/controllable.XXXXXX")
+sidecar_pid= done=
+finish() {
+	if [ -n "$sidecar_pid" ]; then
+		kill -TERM "$sidecar_pid" 2>/dev/null || true
+		wait "$sidecar_pid" 2>/dev/null || true
+	fi
+	scripts/triton-down --pid "$run_dir/tritonserver.pid" >/dev/null 2>&1 || true
+	# Keep the logs of a failed run.
+	if [ -n "$done" ]; then rm -rf "$run_dir"; else echo "bench: logs kept in $run_dir" >&2; fi
+}
+trap finish EXIT
+trap 'exit 130' INT TERM
+
+# sidecar_ok[PAIR]=1 while the sidecar way of PAIR can run; why_not[PAIR]
+# says why not otherwise.
+declare -A sidecar_ok=() why_not=()
+no_sidecar() { # no_sidecar REASON [PAIR...]: the sidecar way of PAIR (default all) will not run
+	local reason=$1 p
+	shift
+	[ $# -gt 0 ] || set -- "${pairs[@]}"
+	echo "bench: SIDECAR NOT RUN ($*): $reason" >&2
+	for p in "$@"; do
+		sidecar_ok[$p]=0
+		why_not[$p]=$reason
+	done
+}
+for p in "${pairs[@]}"; do
+	if [ -n "$skip_sidecar" ]; then
+		sidecar_ok[$p]=0
+		why_not[$p]=--skip-sidecar
+	else
+		sidecar_ok[$p]=1
+	fi
+done
+any_sidecar() { local p; for p in "${pairs[@]}"; do [ "${sidecar_ok[$p]}" = 1 ] && return 0; done; return 1; }
+
+echo "bench: building" >&2
+go build -o .cache/bench/loadgen ./bench/loadgen
+loadgen=.cache/bench/loadgen
+if any_sidecar; then
+	go build -o bin/sidecar ./cmd/sidecar 2>"$run_dir/build-sidecar.log" ||
+		{ cat "$run_dir/build-sidecar.log" >&2; no_sidecar "bin/sidecar does not build"; }
+	go build -o bin/calibrate ./cmd/calibrate 2>"$run_dir/build-calibrate.log" ||
+		{ cat "$run_dir/build-calibrate.log" >&2; no_sidecar "bin/calibrate does not build"; }
+fi
+
+# The components files the sidecar needs.
+if [ "${sidecar_ok[fashion]-0}" = 1 ] && [ ! -f "${components[fashion]}" ]; then
+	no_sidecar "no zoo components file ${components[fashion]}" fashion
+fi
+if [ "${sidecar_ok[synth]-0}" = 1 ]; then
+	synth_dir=$(dirname "${components[synth]}")
+	key=$(cat bench/synth-components.py bin/calibrate | sha256sum | cut -d' ' -f1)
+	if [ -f "${components[synth]}" ] && [ "$(cat "$synth_dir/key" 2>/dev/null)" = "$key" ]; then
+		echo "bench: reusing ${components[synth]}" >&2
+	else
+		echo "bench: making the synthetic components (D=768, 8 tasks; about 30 s)" >&2
+		rm -rf "$synth_dir" && mkdir -p "$synth_dir"
+		if .venv/bin/python bench/synth-components.py "$synth_dir/embeddings" >&2 &&
+			bin/calibrate fit --embeddings "$synth_dir/embeddings" --beta 0.1 \
+				--out "${components[synth]}" >"$run_dir/calibrate.log" 2>&1; then
+			echo "$key" >"$synth_dir/key"
+			rm -rf "$synth_dir/embeddings"
+		else
+			tail -n 20 "$run_dir/calibrate.log" >&2 || true
+			no_sidecar "the synthetic components could not be made" synth
+		fi
+	fi
+fi
+
+# One Triton with the models used (explicit loading: only those).
+. scripts/lib/ports.sh
+load=()
+for p in "${pairs[@]}"; do
+	load+=(--load-model="${backbone[$p]}" --load-model="${head[$p]}" --load-model="${ensemble[$p]}")
+done
+for attempt in 1 2 3; do
+	read -r grpc_port http_port metrics_port < <(free_ports)
+	scripts/triton-up --repo tritonmodels/repo --repo bench/models --grpc-port "$grpc_port" \
+		--http-port "$http_port" --metrics-port "$metrics_port" --log "$run_dir/tritonserver.log" \
+		--pid "$run_dir/tritonserver.pid" --timeout 300 -- --model-control-mode=explicit "${load[@]}" >&2 && break
+	[ "$attempt" -lt 3 ] || { echo "bench: Triton did not start" >&2; exit 1; }
+	echo "bench: retrying Triton on other ports" >&2
+done
+triton=127.0.0.1:$grpc_port
+
+# The sidecar, configured with the controllable models whose way can run.
+if any_sidecar; then
+	read -r sc_grpc sc_http sc_metrics < <(free_ports)
+	config=$run_dir/sidecar.yaml
+	{
+		echo "# Written by bench/sidecar-controllable.sh."
+		echo "triton:"
+		echo "  grpc: $triton"
+		echo "  http: 127.0.0.1:$http_port"
+		echo "log:"
+		echo "  level: warn"
+		echo "components:"
+		for p in "${pairs[@]}"; do
+			[ "${sidecar_ok[$p]}" = 1 ] || continue
+			echo "  - name: $p"
+			echo "    path: ${components[$p]}"
+		done
+		echo "models:"
+		for p in "${pairs[@]}"; do
+			[ "${sidecar_ok[$p]}" = 1 ] || continue
+			echo "  - name: ${ensemble[$p]}"
+			echo "    components: $p"
+			echo "    backbone: { model: ${backbone[$p]}, output: $feature }"
+			echo "    heads:"
+			echo "      - { task: ${task[$p]}, model: ${head[$p]} }"
+		done
+	} >"$config"
+	bin/sidecar --config "$config" --grpc-listen "127.0.0.1:$sc_grpc" --http-listen "127.0.0.1:$sc_http" \
+		--metrics-listen "127.0.0.1:$sc_metrics" >"$run_dir/sidecar.log" 2>&1 &
+	sidecar_pid=$!
+	ready= deadline=$((SECONDS + 120))
+	while [ "$SECONDS" -lt "$deadline" ]; do
+		if [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$sc_http/v2/health/ready" || true)" = 200 ]; then
+			ready=1
+			break
+		fi
+		kill -0 "$sidecar_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if [ -z "$ready" ]; then
+		if kill -0 "$sidecar_pid" 2>/dev/null; then
+			kill -TERM "$sidecar_pid" 2>/dev/null || true
+			why="not ready after 120 s"
+		else
+			why="exited before it was ready"
+		fi
+		wait "$sidecar_pid" 2>/dev/null && rc=0 || rc=$?
+		sidecar_pid=
+		echo "bench: the sidecar $why (status $rc); config $config; last lines of its log:" >&2
+		tail -n 15 "$run_dir/sidecar.log" | sed 's/^/    /' >&2
+		running=()
+		for p in "${pairs[@]}"; do [ "${sidecar_ok[$p]}" = 0 ] || running+=("$p"); done
+		no_sidecar "the sidecar $why (status $rc)" "${running[@]}"
+	else
+		echo "bench: sidecar ready: grpc 127.0.0.1:$sc_grpc, metrics 127.0.0.1:$sc_metrics" >&2
+	fi
+fi
+
+if [ -z "$results" ]; then
+	base=bench/results/sidecar-controllable-$(date +%F)${skip_sidecar:+-skip-sidecar}
+	results=$base.jsonl n=2
+	while [ -e "$results" ]; do results=$base-$n.jsonl n=$((n + 1)); done
+fi
+mkdir -p "$(dirname "$results")"
+printf '{"run":{"date":"%s","nproc":%d,"loadavg":"%s","pairs":"%s","concurrency":"%s","rounds":%d,"duration_s":%d,"warmup_s":%d,"skip_sidecar":%s,"go":"%s","commit":"%s"}}\n' \
+	"$(date -Is)" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "${pairs[*]}" "$concurrencies" "$rounds" \
+	"$seconds" "$warmup" "$([ -n "$skip_sidecar" ] && echo true || echo false)" "$(go env GOVERSION)" \
+	"$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" >"$results"
+echo "bench: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); results in $results" >&2
+
+# measure PAIR WAY CONCURRENCY ROUND: one loadgen run, its line appended to
+# the results. A loadgen that fails is reported; the run goes on.
+measure() {
+	local p=$1 way=$2 c=$3 round=$4 args out line
+	# Triton's Python backend has crashed under heavy machine load
+	# (docs/triton-runtime.md): stop then, rather than measure a dead server.
+	if ! kill -0 "$(cat "$run_dir/tritonserver.pid")" 2>/dev/null; then
+		echo "bench: TRITON IS GONE before $p $way c=$c round $round; last lines of its log:" >&2
+		tail -n 15 "$run_dir/tritonserver.log" | sed 's/^/    /' >&2
+		echo "bench: partial results in $results" >&2
+		exit 1
+	fi
+	args=(-concurrency "$c" -duration "${seconds}s" -warmup "${warmup}s" -input "${input[$p]}" -label "$p/$way/c$c/r$round")
+	case $way in
+	sidecar) args+=(-addr "127.0.0.1:$sc_grpc" -model "${ensemble[$p]}" -metadata "react-preference=${preference[$p]}") ;;
+	twocall) args+=(-addr "$triton" -mode twocall -backbone "${backbone[$p]}" -feature "$feature" -head "${head[$p]}") ;;
+	ensemble) args+=(-addr "$triton" -model "${ensemble[$p]}") ;;
+	esac
+	out=$run_dir/loadgen.out
+	if ! "$loadgen" "${args[@]}" >"$out" 2>"$run_dir/loadgen.err"; then
+		echo "bench:   $p $way c=$c: LOADGEN FAILED: $(tail -n 3 "$run_dir/loadgen.err")" >&2
+		return 0
+	fi
+	line=$(cat "$out")
+	echo "$line" >>"$results"
+	.venv/bin/python -c '
+import json, sys
+r = json.loads(sys.argv[1])
+pair, way, c = sys.argv[2:]
+msg = "%9.1f infer/s  p50 %s ms  p99 %s ms  (%d requests)" % (r["throughput"], r["p50_ms"], r["p99_ms"], r["requests"])
+if r["errors"] or r["warmup_errors"]:
+    msg += "  ERRORS %d (+%d in warmup), first: %s" % (r["errors"], r["warmup_errors"], r.get("first_error", "")[:300])
+print("bench:   %-8s %-8s c=%-3s %s" % (pair, way, c, msg), file=sys.stderr)
+' "$line" "$p" "$way" "$c"
+}
+
+profiled=
+for c in $concurrencies; do
+	for round in $(seq "$rounds"); do
+		echo "bench: concurrency $c, round $round/$rounds (load average $(cut -d' ' -f1 /proc/loadavg))" >&2
+		for p in "${pairs[@]}"; do
+			for way in sidecar twocall ensemble; do
+				if [ "$way" = sidecar ] && [ "${sidecar_ok[$p]}" != 1 ]; then
+					continue
+				fi
+				prof_pid=
+				if [ "$way" = sidecar ] && [ -n "$pprof" ] && [ -z "$profiled" ] && [ "$p" = synth ] && [ "$c" = 32 ]; then
+					profiled=1
+					(
+						sleep "$warmup"
+						code=$(curl -s -o "$run_dir/cpu.pprof" -w '%{http_code}' --max-time $((seconds + 30)) \
+							"http://127.0.0.1:$sc_metrics/debug/pprof/profile?seconds=$seconds" || true)
+						if [ "$code" = 200 ]; then
+							mkdir -p "$(dirname "$pprof")" && cp "$run_dir/cpu.pprof" "$pprof" &&
+								echo "bench: CPU profile of the sidecar (synth, c=32, ${seconds}s) in $pprof" >&2
+						else
+							[ "$code" != 000 ] || code="nothing (no listener?)"
+							echo "bench: NO PROFILE: the sidecar's metrics listener answered ${code:-nothing} at /debug/pprof/profile" >&2
+						fi
+					) &
+					prof_pid=$!
+				fi
+				measure "$p" "$way" "$c" "$round"
+				[ -z "$prof_pid" ] || wait "$prof_pid" || true
+			done
+		done
+	done
+done
+if [ -n "$pprof" ] && [ -z "$profiled" ]; then
+	echo "bench: NO PROFILE: it is taken during the sidecar's synth round at concurrency 32, which did not run" >&2
+fi
+echo "bench: load average after $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+printf '{"end":{"date":"%s","loadavg":"%s"}}\n' "$(date -Is)" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$results"
+
+why_lines=
+for p in "${pairs[@]}"; do
+	[ "${sidecar_ok[$p]}" = 1 ] || why_lines+="$p=${why_not[$p]}"$'\n'
+done
+.venv/bin/python - "$results" "$why_lines" <<'PY'
+import collections, json, statistics, sys
+
+path, why = sys.argv[1], dict(l.split("=", 1) for l in sys.argv[2].splitlines() if l)
+runs, pairs, concs = collections.defaultdict(dict), [], []
+for line in open(path):
+    r = json.loads(line)
+    if "mode" not in r:
+        continue
+    pair, way, c, rnd = r["label"].split("/")
+    c, rnd = int(c[1:]), int(rnd[1:])
+    runs[(pair, c, way)][rnd] = r
+    pairs += [pair] if pair not in pairs else []
+    concs += [c] if c not in concs else []
+
+def ok(r):
+    return r["requests"] > 0 and r["errors"] == 0
+
+def med(rs, key):
+    vals = [r[key] for r in rs if ok(r)]
+    return statistics.median(vals) if vals else None
+
+def fmt(x, digits=2):
+    return "—" if x is None else f"{x:.{digits}f}"
+
+print("| pair | concurrency | way | infer/s | p50 ms | p99 ms | Δp50 ms vs two-call | Δp99 ms vs two-call | infer/s ÷ two-call | errors |")
+print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+notes = []
+for pair in pairs:
+    for c in sorted(concs):
+        base = runs.get((pair, c, "twocall"), {})
+        for way in ("sidecar", "twocall", "ensemble"):
+            rs = runs.get((pair, c, way), {})
+            if not rs:
+                if way == "sidecar":
+                    print(f"| {pair} | {c} | sidecar | not run: {why.get(pair, 'no results')} | | | | | | |")
+                continue
+            errors = sum(r["errors"] for r in rs.values())
+            d50 = d99 = ratio = None
+            if way == "twocall":
+                d50 = d99 = ratio = "(baseline)"
+            else:
+                paired = [(r, base[k]) for k, r in rs.items() if k in base and ok(r) and ok(base[k])]
+                if paired:
+                    d50 = fmt(statistics.median(r["p50_ms"] - b["p50_ms"] for r, b in paired))
+                    d99 = fmt(statistics.median(r["p99_ms"] - b["p99_ms"] for r, b in paired))
+                    ratio = fmt(statistics.median(r["throughput"] / b["throughput"] for r, b in paired))
+            print(f"| {pair} | {c} | {way} | {fmt(med(rs.values(), 'throughput'), 0)} | {fmt(med(rs.values(), 'p50_ms'))} "
+                  f"| {fmt(med(rs.values(), 'p99_ms'))} | {d50 or '—'} | {d99 or '—'} | {ratio or '—'} | {errors} |")
+            bad = [r for r in rs.values() if not ok(r)]
+            if bad:
+                first = next((r.get("first_error") for r in bad if r.get("first_error")), "no answers")
+                notes.append(f"- {pair} {way} c={c}: {len(bad)} of {len(rs)} rounds had errors or no answers "
+                             f"(left out of the medians); first error: {first[:400]}")
+n = max((len(v) for v in runs.values()), default=0)
+print(f"\n(medians over {n} rounds; Δ and ÷ are medians of the per-round differences and ratios against "
+      "two-call in the same round; a round with any error is left out)")
+if notes:
+    print("\nErrors:\n" + "\n".join(notes))
+PY
+echo "bench: raw results in $results" >&2
+done=1
