@@ -1,53 +1,57 @@
 #!/usr/bin/env bash
 # The main job end to end on the bundled zoo (tritonmodels/), on a real
-# Triton (`make demo`):
+# Triton with the ReACT sidecar in front of it (`make demo`):
 #   1. start Triton with tritonmodels/repo on free ports (stopped on exit);
 #   2. export each task's unlabelled calibration images (.cache/zoo-data) to
-#      <task>.npy;
-#   3. calibrate fit --triton: the merged backbone (backbone_adamerging) and
-#      each task's expert (expert_<task>) run on Triton over those images;
-#   4. calibrate inspect;
-#   5. calibrate solve for each one-hot preference, each "priority" one (one
-#      task at 0.5, the others sharing 0.5), the uniform one and
-#      fashion=0.6,mnist=0.4, for three settings: sum β=0.1 (the paper's and
-#      the default), mean β=1e-3 and mean β=1e-2 (the statistics are fitted
-#      once; β and the normalisation are chosen at solve time);
-#   6. tritonmodels/demo/evaluate.py: test accuracy through Triton with the
-#      official tritonclient, for the experts, the uncorrected merged
-#      backbone and ReACT at every preference, with HV and U.
+#      <task>.npy, and calibrate: `calibrate fit --triton` runs the merged
+#      backbone and each task's expert on Triton over those images, for the
+#      AdaMerging and the Task Arithmetic backbones (scripts/zoo-components.sh);
+#   3. calibrate inspect;
+#   4. start the sidecar in front of Triton with the zoo's configuration
+#      (tritonmodels/zoo/sidecar.yaml) pointed at the components just fitted:
+#      the zoo's ensembles (fashion, mnist, ...) become controllable models
+#      under their usual names;
+#   5. one request as a client would send it, with a preference header;
+#   6. tritonmodels/demo/evaluate.py: test accuracy through the sidecar with
+#      the official tritonclient, calling the ensembles by their names with
+#      the preference in the react-preference header: the uncorrected merged
+#      backbone ("none"), and one-hot, priority and uniform preferences, for
+#      both backbones, with the experts as reference, HV and U.
 #
-#   scripts/demo.sh [--triton HOST:PORT] [--record FILE]
+#   scripts/demo.sh [--record FILE]
 #
-# --triton uses a Triton already serving tritonmodels/repo (gRPC) instead of
-# starting one; --record also writes the tables, dated, to FILE (e.g.
-# docs/demo-results.md).
+# --record also writes the tables, dated, to FILE (e.g. docs/demo-results.md).
 #
-# Expects bin/calibrate (make build) and the venv (make setup). The older demo
-# on precomputed .npy embeddings, without Triton, is scripts/demo-npy.sh.
+# Expects bin/calibrate and bin/sidecar (make build) and the venv (make
+# setup). The older demo on precomputed .npy embeddings, without Triton, is
+# scripts/demo-npy.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start_time=$(date +%s)
 
-record='' addr=''
+record=''
 while [ $# -gt 0 ]; do
 	case $1 in
 	--record) record=$2; shift 2 ;;
-	--triton) addr=$2; shift 2 ;;
-	*) echo "usage: $0 [--triton HOST:PORT] [--record FILE]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--record FILE]" >&2; exit 2 ;;
 	esac
 done
 
 CAL=bin/calibrate
 PY=.venv/bin/python
 DATA=${ZOO_DATA:-.cache/zoo-data}
-[ -x "$CAL" ] || { echo "demo: $CAL is missing; run make build" >&2; exit 1; }
+[ -x "$CAL" ] && [ -x bin/sidecar ] || { echo "demo: bin/calibrate or bin/sidecar is missing; run make build" >&2; exit 1; }
 [ -x "$PY" ] || { echo "demo: no .venv; run make setup" >&2; exit 1; }
 [ -f tritonmodels/zoo/manifest.json ] || { echo "demo: the zoo is not built (tritonmodels/zoo/manifest.json); run make zoo" >&2; exit 1; }
 [ -d "$DATA/fashion" ] || scripts/zoo-data.sh
 
+. scripts/lib/ports.sh
+. scripts/lib/sidecar.sh
 work=$(mktemp -d)
 pid_file=$work/tritonserver.pid
+sidecar_pid=
 cleanup() {
+	stop_sidecar
 	scripts/triton-down --pid "$pid_file" >/dev/null 2>&1 || true
 	rm -rf "$work"
 }
@@ -56,95 +60,75 @@ trap 'exit 130' INT TERM
 
 step() { printf '\n== %s\n' "$*"; }
 
-start_triton() {
-	local attempt grpc_port http_port metrics_port
-	for attempt in 1 2 3; do
-		read -r grpc_port http_port metrics_port < <(free_ports)
-		if scripts/triton-up --repo tritonmodels/repo --grpc-port "$grpc_port" --http-port "$http_port" \
-			--metrics-port "$metrics_port" --pid "$pid_file" --log "$work/tritonserver.log" --timeout 300 \
-			>"$work/triton-up.out" 2>&1; then
-			cat "$work/triton-up.out"
-			addr=127.0.0.1:$grpc_port
-			return 0
-		fi
-		echo "demo: Triton did not start (attempt $attempt)" >&2
-	done
-	cat "$work/triton-up.out" >&2
-	return 1
-}
-# free_ports, shared with the other scripts that start a Triton
-. scripts/lib/ports.sh
-if [ -z "$addr" ]; then
-	step "start Triton with tritonmodels/repo"
-	start_triton
-else
-	step "use the Triton at $addr"
-fi
+step "start Triton with tritonmodels/repo"
+started=
+for attempt in 1 2 3; do
+	read -r tg th tm < <(free_ports)
+	if scripts/triton-up --repo tritonmodels/repo --grpc-port "$tg" --http-port "$th" --metrics-port "$tm" \
+		--pid "$pid_file" --log "$work/tritonserver.log" --timeout 300 >"$work/triton-up.out" 2>&1; then
+		cat "$work/triton-up.out"
+		started=1
+		break
+	fi
+	echo "demo: Triton did not start (attempt $attempt)" >&2
+done
+[ -n "$started" ] || { cat "$work/triton-up.out" >&2; exit 1; }
+triton=127.0.0.1:$tg
 
-tasks=$("$PY" -c 'import json; print(" ".join(json.load(open("tritonmodels/zoo/manifest.json"))["tasks"]))')
-
-step "export the calibration images (unlabelled calib split) to <task>.npy"
-"$PY" tritonmodels/demo/export_calib.py --data "$DATA" --out "$work/calib"
-
-step "fit: backbone_adamerging vs expert_<task> on Triton at $addr"
-experts=()
-for t in $tasks; do experts+=(--expert "$t=expert_$t"); done
+step "calibrate: calibrate fit --triton, backbone_adamerging and backbone_ta against expert_<task>, on the calib splits"
 fit_start=$(date +%s%N)
-"$CAL" fit --triton "$addr" --inputs "$work/calib" --tasks "${tasks// /,}" \
-	--backbone-model backbone_adamerging --backbone-output feature "${experts[@]}" \
-	--beta 0.1 --normalize sum --out "$work/components.safetensors"
+scripts/zoo-components.sh --triton "$triton" --out "$work"
 fit_ms=$((($(date +%s%N) - fit_start) / 1000000))
 fit_s=$((fit_ms / 1000)).$((fit_ms % 1000 / 100))
 
 step "inspect"
 "$CAL" inspect "$work/components.safetensors"
 
-# The preferences: one-hot, priority (0.5 on one task), uniform, a two-task mix.
-prefs=()
-for t in $tasks; do prefs+=("$t=1"); done
-for t in $tasks; do
-	p="$t=5"
-	for o in $tasks; do [ "$o" = "$t" ] || p+=",$o=1"; done
-	prefs+=("$p")
-done
-uniform=
-for t in $tasks; do uniform+="${uniform:+,}$t=1"; done
-prefs+=("$uniform" "fashion=0.6,mnist=0.4")
+step "start the sidecar in front of Triton, with the zoo's configuration and these components"
+cp tritonmodels/zoo/sidecar.yaml "$work/sidecar.yaml" # its relative paths now name the fresh files
+start_sidecar "$work/sidecar.yaml" "$triton" "127.0.0.1:$th" "$work/sidecar.log" || exit 1
+echo "sidecar: gRPC $sidecar_grpc, HTTP $sidecar_http, metrics http://$sidecar_metrics/metrics"
+echo "the zoo's ensembles are now controllable, under their usual names:"
+curl -s "http://$sidecar_http/v2/models/fashion/config" | "$PY" -c '
+import json, sys
+c = json.load(sys.stdin)
+print("  fashion:", c["parameters"]["react.backbone"]["string_value"], "->", c["parameters"]["react.heads"]["string_value"],
+      "| presets:", c["parameters"]["react.presets"]["string_value"])'
 
-settings=("sum 0.1" "mean 0.001" "mean 0.01")
-step "solve: ${#prefs[@]} preferences x ${#settings[@]} settings (sum β=0.1, mean β=1e-3, mean β=1e-2)"
-mkdir -p "$work/W"
-plan=$work/plan.tsv
-: >"$plan"
-i=0
-for s in "${settings[@]}"; do
-	read -r norm beta <<<"$s"
-	for p in "${prefs[@]}"; do
-		i=$((i + 1))
-		"$CAL" solve --components "$work/components.safetensors" --preference "$p" \
-			--normalize "$norm" --beta "$beta" --out "$work/W/$i.npy" >/dev/null
-		printf '%s β=%s\t%s\t%s\n' "$norm" "$beta" "$p" "$work/W/$i.npy" >>"$plan"
-	done
-done
-echo "wrote $i matrices W_p"
-echo "e.g. calibrate solve --components components.safetensors --preference fashion=0.6,mnist=0.4 --out W.npy"
+step "one request, as a client sends it: the fashion ensemble, preference fashion=0.6,mnist=0.4 in a header"
+"$PY" - "$sidecar_grpc" "$DATA" <<'PY'
+import sys
+import numpy as np
+import tritonclient.grpc as grpcclient
+sys.path.insert(0, "tritonmodels/demo")
+from export_calib import images
+client = grpcclient.InferenceServerClient(sys.argv[1])
+x, y = images(sys.argv[2], "fashion", "test")
+inp = grpcclient.InferInput("image", [8, 1, 28, 28], "FP32")
+inp.set_data_from_numpy(x[:8])
+for pref in ("none", "fashion=0.6,mnist=0.4"):
+    r = client.infer("fashion", [inp], headers={"react-preference": pref})
+    applied = r.get_response().parameters["react-preference"].string_param
+    print(f"  react-preference: {pref:<22} -> applied {applied:<22} predictions {r.as_numpy('logits').argmax(1)} (labels {y[:8]})")
+PY
 
-step "evaluate on the test splits through Triton (tritonmodels/demo/evaluate.py)"
-"$PY" tritonmodels/demo/evaluate.py --triton "$addr" --data "$DATA" --plan "$plan" --markdown "$work/results.md"
+step "evaluate on the test splits through the sidecar (tritonmodels/demo/evaluate.py)"
+"$PY" tritonmodels/demo/evaluate.py --sidecar "$sidecar_grpc" --triton "$triton" --data "$DATA" --markdown "$work/results.md"
 
 elapsed=$(($(date +%s) - start_time))
-step "done in ${elapsed}s (fit from Triton: ${fit_s}s)"
+step "done in ${elapsed}s (calibration from Triton: ${fit_s}s for both backbones)"
 
 # --record: the dated run between the markers of FILE (kept around it: notes
 # written by hand), or a new FILE.
 if [ -n "$record" ]; then
 	{
 		echo "Recorded by \`scripts/demo.sh --record $record\` (what \`make demo\` runs) on $(date -u '+%Y-%m-%d %H:%M UTC'),"
-		echo "$(nproc) CPU cores: ${elapsed} s in all, Triton start-up included; the fit from Triton took ${fit_s} s."
+		echo "$(nproc) CPU cores: ${elapsed} s in all, Triton start-up included; calibrating both backbones from Triton took ${fit_s} s."
 		echo "Calibration: each task's unlabelled \`calib\` split ($("$PY" -c "
 import json; m=json.load(open('tritonmodels/zoo/manifest.json'))
 print(', '.join(f\"{t} {v['sizes']['calib']}\" for t, v in m['tasks'].items()))") images),"
-		echo "backbone_adamerging against expert_<task>, fitted once; evaluation on the labelled \`test\` splits."
+		echo "backbone_adamerging and backbone_ta against expert_<task>, β=0.1, sum; every accuracy below was served by the"
+		echo "sidecar (the preference in the react-preference header), on the labelled \`test\` splits."
 		echo "Zoo: \`tritonmodels/zoo/manifest.json\` sha256 $(sha256sum tritonmodels/zoo/manifest.json | cut -c1-16)…"
 		echo
 		cat "$work/results.md"

@@ -35,14 +35,16 @@ log=$run_dir/tritonserver.log
 sidecar_log=$run_dir/sidecar.log
 sidecar_pid=
 
+# free_ports, and start_sidecar and stop_sidecar, shared with the other
+# scripts that start a Triton and a sidecar
+. scripts/lib/ports.sh
+. scripts/lib/sidecar.sh
+
 status=0
 finish() {
 	local rc=$?
 	[ "$status" -ne 0 ] || status=$rc
-	if [ -n "$sidecar_pid" ]; then
-		kill -TERM "$sidecar_pid" 2>/dev/null || true
-		wait "$sidecar_pid" 2>/dev/null || true
-	fi
+	stop_sidecar
 	scripts/triton-down --pid "$pid_file" >/dev/null 2>&1 || true
 	if [ "$status" -ne 0 ]; then
 		if [ -s "$log" ]; then
@@ -65,8 +67,6 @@ finish() {
 trap finish EXIT
 trap 'exit 130' INT TERM
 
-# free_ports, shared with the other scripts that start a Triton
-. scripts/lib/ports.sh
 
 # A port can be taken between the check and Triton's bind: retry with others.
 started=
@@ -87,36 +87,12 @@ export TRITON_METRICS_ADDR=127.0.0.1:$metrics_port
 export TRITON_MODEL_REPOSITORY=$repo
 export ZOO_MODEL_REPOSITORY=$zoo_repo
 
-# The sidecar in front of it, on free ports (retried like Triton's). It is
-# ready when its HTTP port answers /v2/health/ready: Triton is ready and the
-# controllable models are built.
+# The sidecar in front of it, on free ports, ready once Triton is ready and
+# the controllable models are built.
 go build -o "$run_dir/sidecar" ./cmd/sidecar
 export SIDECAR_CONFIG=$PWD/tritonmodels/zoo/sidecar.yaml
-started=
-for attempt in 1 2 3; do
-	read -r sidecar_grpc_port sidecar_http_port sidecar_metrics_port < <(free_ports)
-	REACT_TRITON_GRPC=$TRITON_GRPC_ADDR REACT_TRITON_HTTP=$TRITON_HTTP_ADDR "$run_dir/sidecar" --config "$SIDECAR_CONFIG" \
-		--grpc-listen "127.0.0.1:$sidecar_grpc_port" --http-listen "127.0.0.1:$sidecar_http_port" \
-		--metrics-listen "127.0.0.1:$sidecar_metrics_port" </dev/null >>"$sidecar_log" 2>&1 &
-	sidecar_pid=$!
-	for _ in $(seq 300); do
-		kill -0 "$sidecar_pid" 2>/dev/null || break
-		if [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$sidecar_http_port/v2/health/ready" || true)" = 200 ]; then
-			started=1
-			break
-		fi
-		sleep 0.1
-	done
-	[ -z "$started" ] || break
-	kill -TERM "$sidecar_pid" 2>/dev/null || true
-	wait "$sidecar_pid" 2>/dev/null || true
-	sidecar_pid=
-	echo "test: the sidecar did not start (attempt $attempt)" >&2
-done
-[ -n "$started" ] || { status=1; exit 1; }
-export SIDECAR_GRPC_ADDR=127.0.0.1:$sidecar_grpc_port
-export SIDECAR_HTTP_ADDR=127.0.0.1:$sidecar_http_port
-export SIDECAR_METRICS_ADDR=127.0.0.1:$sidecar_metrics_port
+SIDECAR_BIN=$run_dir/sidecar start_sidecar "$SIDECAR_CONFIG" "$TRITON_GRPC_ADDR" "$TRITON_HTTP_ADDR" "$sidecar_log" || { status=1; exit 1; }
+export SIDECAR_GRPC_ADDR=$sidecar_grpc SIDECAR_HTTP_ADDR=$sidecar_http SIDECAR_METRICS_ADDR=$sidecar_metrics
 
 go test -count=1 ./... || status=1
 
