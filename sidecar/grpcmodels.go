@@ -327,12 +327,18 @@ func (ms *Models) grpcInfer(ss grpc.ServerStream, pass func(*Frame) error) error
 }
 
 // infer decodes and serves one request for a controllable model, and
-// records it in the model's statistics and the metrics.
+// records it in the model's statistics and the metrics. A message over
+// limits.max_request_bytes is refused with RESOURCE_EXHAUSTED.
 func (ms *Models) infer(ctx context.Context, m *pipeline.Model, up *pipeline.Upstream, payload []byte, hdr control.Values, protocol string) (*tritonpb.ModelInferResponse, error) {
 	start := time.Now()
 	req := new(tritonpb.ModelInferRequest)
-	err := proto.Unmarshal(payload, req)
-	if err != nil {
+	var err error
+	if limit := int64(ms.Config().Limits.MaxRequestBytes); int64(len(payload)) > limit {
+		err = status.Errorf(codes.ResourceExhausted, "sidecar: model %q: request of %d bytes is larger than limits.max_request_bytes (%d)", m.Name(), len(payload), limit)
+		if ms.metrics != nil {
+			ms.metrics.reject(protocol, "too_large")
+		}
+	} else if err = proto.Unmarshal(payload, req); err != nil {
 		err = status.Errorf(codes.InvalidArgument, "sidecar: ModelInferRequest: %v", err)
 	}
 	return ms.serve(upstreamContext(ctx), m, up, req, hdr, protocol, start, err)

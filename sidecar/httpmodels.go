@@ -281,7 +281,7 @@ func httpStatus(c codes.Code) int {
 	case codes.Internal, codes.Unknown, codes.DataLoss:
 		return http.StatusInternalServerError
 	case codes.ResourceExhausted:
-		return http.StatusTooManyRequests
+		return http.StatusRequestEntityTooLarge
 	}
 	return http.StatusBadRequest
 }
