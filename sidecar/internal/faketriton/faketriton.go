@@ -88,6 +88,7 @@ type Server struct {
 	models      map[string]*state
 	serverReady bool
 	httpCalls   int
+	httpHeader  http.Header
 	statsCalls  int
 	indexCalls  int
 }
@@ -209,6 +210,13 @@ func (s *Server) HTTPCalls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.httpCalls
+}
+
+// LastHTTPHeader returns the headers of the last HTTP request.
+func (s *Server) LastHTTPHeader() http.Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.httpHeader.Clone()
 }
 
 // StatisticsCalls and IndexCalls count the ModelStatistics and
@@ -497,6 +505,7 @@ func (s *Server) HTTPHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.httpCalls++
+		s.httpHeader = r.Header.Clone()
 		s.mu.Unlock()
 		rest, ok := strings.CutPrefix(r.URL.Path, "/v2/models/")
 		parts := strings.Split(rest, "/")

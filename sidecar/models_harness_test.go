@@ -1,0 +1,385 @@
+package sidecar
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/mergectl/react-triton/config"
+	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
+	"github.com/mergectl/react-triton/triton/tritonpb"
+)
+
+// The tests of the controllable models run the whole sidecar (Models, its
+// gRPC and HTTP interceptors, the proxy) in front of an in-process fake
+// Triton (package faketriton) serving a backbone (x [-1,3] FP32 → feature
+// [-1,4]) and a linear head per task a, b and c, whose answers the tests
+// compute on their own in float64.
+
+// ctlTasks are the scenario's tasks.
+var ctlTasks = []string{"a", "b", "c"}
+
+// knownBug skips a test that shows a bug reported to the developer, unless
+// REACT_TEST_BUGS=1, so that the suite stays green while the bug is open
+// and the test can be run to see it fail.
+func knownBug(t *testing.T, msg string) {
+	t.Helper()
+	if os.Getenv("REACT_TEST_BUGS") != "1" {
+		t.Skip("BUG: " + msg)
+	}
+}
+
+// waitFor polls cond until it holds or timeout passes, and fails the test
+// with what.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// ctlConfig are the knobs of the test configuration file.
+type ctlConfig struct {
+	tritonGRPC, tritonHTTP string
+	components             string // path, relative to the file's directory or absolute
+	defaultPreference      string
+	presets                map[string]string
+	maxRequestBytes        string
+	cacheSize              int
+	startupTimeout         string
+	// headTask overrides the task of models[0].heads[0] (single).
+	headTask string
+}
+
+// yaml writes the configuration: models "single" (backbone → head_a) and
+// "multi" (backbone → head_a, head_b, head_c, logits renamed logits_a,
+// logits_b, logits_c).
+func (c ctlConfig) yaml() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "triton:\n  grpc: %s\n  http: %s\n  timeout: 10s\n  startup_timeout: %s\n", c.tritonGRPC, c.tritonHTTP, or(c.startupTimeout, "20s"))
+	fmt.Fprintf(&b, "listen:\n  grpc: 127.0.0.1:0\n  http: 127.0.0.1:0\n  metrics: \"\"\n")
+	fmt.Fprintf(&b, "limits:\n  max_request_bytes: %s\n  max_preference_length: 64\n", or(c.maxRequestBytes, "64KiB"))
+	fmt.Fprintf(&b, "cache:\n  size: %d\n", max(c.cacheSize, 4))
+	fmt.Fprintf(&b, "log:\n  level: debug\n")
+	fmt.Fprintf(&b, "components:\n  - name: zoo\n    path: %s\n", c.components)
+	if c.defaultPreference != "" {
+		fmt.Fprintf(&b, "    default_preference: %q\n", c.defaultPreference)
+	}
+	if len(c.presets) > 0 {
+		fmt.Fprintf(&b, "    presets:\n")
+		names := make([]string, 0, len(c.presets))
+		for n := range c.presets {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			fmt.Fprintf(&b, "      %s: %q\n", n, c.presets[n])
+		}
+	}
+	fmt.Fprintf(&b, `models:
+  - name: single
+    backbone: {model: backbone, output: feature}
+    heads:
+      - {task: %s, model: head_a}
+  - name: multi
+    backbone: {model: backbone, output: feature}
+    heads:
+      - {task: a, model: head_a, outputs: {logits: logits_a}}
+      - {task: b, model: head_b, outputs: {logits: logits_b}}
+      - {task: c, model: head_c, outputs: {logits: logits_c}}
+`, or(c.headTask, "a"))
+	return b.String()
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// harness is a sidecar in front of a fake Triton.
+type harness struct {
+	sc       *faketriton.Scenario
+	fake     *faketriton.Server
+	fakeHTTP string // the fake's HTTP address
+	dir      string // holds config.yaml and components.safetensors
+	cfgPath  string
+	cfg      ctlConfig
+	log      *syncBuffer
+	metrics  *Metrics
+	models   *Models
+	srv      *Server
+	client   tritonpb.GRPCInferenceServiceClient
+	// http is the sidecar's HTTP handler, for in-process requests.
+	http    http.Handler
+	httpURL string
+}
+
+// ctlModels are the fake's models: the scenario's backbone and heads, and
+// a model named "multi" that the controllable model of that name shadows.
+func ctlModels(sc *faketriton.Scenario) []*faketriton.Model {
+	return []*faketriton.Model{
+		sc.BackboneModel("backbone", "FP32"),
+		sc.HeadModel("head_a", "a", "FP32"),
+		sc.HeadModel("head_b", "b", "FP16"),
+		sc.HeadModel("head_c", "c", "BF16"),
+		sc.HeadModel("multi", "a", "FP32"), // the ensemble the controllable model replaces
+	}
+}
+
+// newHarness starts a fake Triton and a sidecar with the test
+// configuration (edit may change it), without building the models: call
+// start (or Models.Start) for that.
+func newHarness(t *testing.T, edit func(*ctlConfig)) *harness {
+	t.Helper()
+	h := &harness{sc: faketriton.NewScenario(7, 4, ctlTasks...), dir: t.TempDir(), log: &syncBuffer{}}
+	h.fake = faketriton.Start(t, ctlModels(h.sc)...)
+	hs := httptest.NewServer(h.fake.HTTPHandler())
+	t.Cleanup(hs.Close)
+	h.fakeHTTP = hs.Listener.Addr().String()
+	h.sc.WriteComponents(t, h.dir, "components.safetensors")
+	h.cfg = ctlConfig{
+		tritonGRPC: h.fake.Addr, tritonHTTP: h.fakeHTTP, components: "components.safetensors",
+		defaultPreference: "a=1", presets: map[string]string{"b_first": "a=0.2,b=0.8"},
+	}
+	if edit != nil {
+		edit(&h.cfg)
+	}
+	h.cfgPath = filepath.Join(h.dir, "config.yaml")
+	writeFile(t, h.cfgPath, h.cfg.yaml())
+	cfg, err := config.Load(h.cfgPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := DialTriton(cfg.Triton.GRPC, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.metrics = NewMetrics()
+	logger := slog.New(slog.NewTextHandler(h.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if h.models, err = NewModels(cfg, conn, h.metrics, logger); err != nil {
+		t.Fatal(err)
+	}
+	h.srv = startSidecar(t, Config{
+		TritonGRPC: cfg.Triton.GRPC, TritonHTTP: cfg.Triton.HTTP, Conn: conn,
+		InterceptGRPC: h.models.GRPCInterceptor(), InterceptHTTP: h.models.HTTPInterceptor(),
+	})
+	h.client = tritonpb.NewGRPCInferenceServiceClient(dial(t, h.srv.GRPCAddr().String()))
+	if h.http, err = NewHTTPProxy(cfg.Triton.HTTP, nil, h.models.HTTPInterceptor(), nil); err != nil {
+		t.Fatal(err)
+	}
+	h.httpURL = "http://" + h.srv.HTTPAddr().String()
+	return h
+}
+
+// startHarness is newHarness with the models built.
+func startHarness(t *testing.T, edit func(*ctlConfig)) *harness {
+	t.Helper()
+	h := newHarness(t, edit)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := h.models.Start(ctx); err != nil {
+		t.Fatalf("Start: %v\nlog:\n%s", err, h.log.String())
+	}
+	return h
+}
+
+// writeFile writes a file atomically (a temporary file renamed over it).
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	writeBytes(t, path, []byte(content))
+}
+
+func writeBytes(t *testing.T, path string, b []byte) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ctlBatch is the test input, rows of x (B×3).
+var ctlBatch = []float64{
+	1, 0, 0,
+	0, 1, 0,
+	0, 0, 1,
+	0.5, -1.5, 2,
+}
+
+// ctlRequest returns a request for model on the batch x.
+func ctlRequest(model, id string, x []float64, outputs ...string) *tritonpb.ModelInferRequest {
+	req := &tritonpb.ModelInferRequest{
+		ModelName:        model,
+		Id:               id,
+		Inputs:           []*tritonpb.ModelInferRequest_InferInputTensor{{Name: "x", Datatype: "FP32", Shape: []int64{int64(len(x) / 3), 3}}},
+		RawInputContents: [][]byte{faketriton.Encode("FP32", x)},
+	}
+	for _, o := range outputs {
+		req.Outputs = append(req.Outputs, &tritonpb.ModelInferRequest_InferRequestedOutputTensor{Name: o})
+	}
+	return req
+}
+
+// headRequest returns a request straight to a head of the fake (a
+// pass-through model) on the feature rows f (B×4, FP32).
+func headRequest(model, id string, f []float64) *tritonpb.ModelInferRequest {
+	return &tritonpb.ModelInferRequest{
+		ModelName:        model,
+		Id:               id,
+		Inputs:           []*tritonpb.ModelInferRequest_InferInputTensor{{Name: "feature", Datatype: "FP32", Shape: []int64{int64(len(f) / 4), 4}}},
+		RawInputContents: [][]byte{faketriton.Encode("FP32", f)},
+	}
+}
+
+// wantLogits computes the logits of the head of task for the batch x with
+// the correction W_p(weights) (nil: none), in float64, as the head
+// receives the feature in headDT; and the tolerance.
+func wantLogits(sc *faketriton.Scenario, task, headDT string, weights []float64, x []float64) (want, tol []float64) {
+	d := sc.D
+	z := sc.Feature("FP32", x)
+	var w [][]float64
+	if weights != nil {
+		w = sc.Reference(weights, sc.Beta, false)
+	}
+	h := sc.Head(task)
+	e := map[string]float64{"FP32": 0, "FP16": 0x1p-11, "BF16": 0x1p-8}[headDT]
+	for r := 0; r < len(z)/d; r++ {
+		zhat := make([]float64, d)
+		ztol := make([]float64, d)
+		for i := 0; i < d; i++ {
+			if w == nil {
+				zhat[i] = z[r*d+i]
+			} else {
+				mag := 0.0
+				for j := 0; j < d; j++ {
+					zhat[i] += w[i][j] * z[r*d+j]
+					mag += math.Abs(w[i][j] * z[r*d+j])
+				}
+				ztol[i] = 1e-5 * mag
+			}
+			ztol[i] += e*math.Abs(zhat[i]) + 1e-7
+		}
+		for i := range h {
+			s, tl := 0.0, 1e-7
+			for j := 0; j < d; j++ {
+				s += h[i][j] * zhat[j]
+				tl += math.Abs(h[i][j]) * (ztol[j] + 1e-5*math.Abs(zhat[j]))
+			}
+			want, tol = append(want, s), append(tol, tl)
+		}
+	}
+	return want, tol
+}
+
+// headDT is the datatype each head of the fake takes the feature in.
+var headDT = map[string]string{"a": "FP32", "b": "FP16", "c": "BF16"}
+
+// checkLogits compares raw FP32 logits with wantLogits.
+func checkLogits(sc *faketriton.Scenario, task string, weights []float64, x []float64, raw []byte) error {
+	got, err := faketriton.Decode("FP32", raw)
+	if err != nil {
+		return err
+	}
+	want, tol := wantLogits(sc, task, headDT[task], weights, x)
+	if len(got) != len(want) {
+		return fmt.Errorf("logits of %s: %d values, want %d", task, len(got), len(want))
+	}
+	for i := range want {
+		if !(math.Abs(got[i]-want[i]) <= tol[i]) {
+			return fmt.Errorf("logits of %s (weights %v) = %v, want %v", task, weights, got, want)
+		}
+	}
+	return nil
+}
+
+// scrape reads the metrics, by family name.
+func scrape(t *testing.T, h http.Handler) map[string]*dto.MetricFamily {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	return parseMetrics(t, rec.Body)
+}
+
+func parseMetrics(t *testing.T, r io.Reader) map[string]*dto.MetricFamily {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		t.Fatalf("parsing the metrics: %v", err)
+	}
+	return fams
+}
+
+// metricValue returns the value of the series of family name whose labels
+// include labels (a counter, gauge or untyped value; a histogram's count),
+// and false when there is none.
+func metricValue(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
+	f := fams[name]
+	if f == nil {
+		return 0, false
+	}
+	for _, m := range f.GetMetric() {
+		match := 0
+		for _, lp := range m.GetLabel() {
+			if v, ok := labels[lp.GetName()]; ok && v == lp.GetValue() {
+				match++
+			}
+		}
+		if match != len(labels) {
+			continue
+		}
+		switch {
+		case m.GetCounter() != nil:
+			return m.GetCounter().GetValue(), true
+		case m.GetGauge() != nil:
+			return m.GetGauge().GetValue(), true
+		case m.GetHistogram() != nil:
+			return float64(m.GetHistogram().GetSampleCount()), true
+		case m.GetUntyped() != nil:
+			return m.GetUntyped().GetValue(), true
+		}
+	}
+	return 0, false
+}

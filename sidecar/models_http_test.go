@@ -1,0 +1,470 @@
+package sidecar
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
+	"github.com/mergectl/react-triton/triton/tritonhttp"
+	"github.com/mergectl/react-triton/triton/tritonpb"
+)
+
+// httpDo sends a request to the sidecar's HTTP listener and returns the
+// response with its body read.
+func httpDo(t *testing.T, method, url string, body []byte, header map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
+}
+
+// inferBody encodes a request as an HTTP body, with its headers.
+func inferBody(t *testing.T, req *tritonpb.ModelInferRequest, binary bool) ([]byte, map[string]string) {
+	t.Helper()
+	body, hl, err := tritonhttp.EncodeRequest(req, binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := map[string]string{"Content-Type": "application/json"}
+	if hl >= 0 {
+		hdr[headerContentLength] = strconv.Itoa(hl)
+		hdr["Content-Type"] = "application/octet-stream"
+	}
+	return body, hdr
+}
+
+func TestModelsHTTPInfer(t *testing.T) {
+	h := startHarness(t, nil)
+	tests := []struct {
+		name      string
+		binary    bool
+		header    map[string]string
+		params    map[string]string
+		outputs   []string
+		weights   []float64
+		canonical string
+	}{
+		{name: "json default", weights: []float64{1, 0, 0}, canonical: "a=1"},
+		{name: "binary default", binary: true, weights: []float64{1, 0, 0}, canonical: "a=1"},
+		{name: "json header", header: map[string]string{"React-Preference": "a=1,b=1,c=1"},
+			weights: []float64{0.333334, 0.333333, 0.333333}, canonical: "a=0.333334,b=0.333333,c=0.333333"},
+		{name: "binary lower-case header preset", binary: true, header: map[string]string{"react-preset": "b_first"},
+			weights: []float64{0.2, 0.8, 0}, canonical: "a=0.2,b=0.8"},
+		{name: "parameter", params: map[string]string{"react-preference": "c=1"}, weights: []float64{0, 0, 1}, canonical: "c=1"},
+		{name: "header beats parameter", header: map[string]string{"React-Preference": "b=1"}, params: map[string]string{"react-preference": "c=1"},
+			weights: []float64{0, 1, 0}, canonical: "b=1"},
+		{name: "none", binary: true, header: map[string]string{"React-Preference": "none"}, canonical: "none"},
+		{name: "subset of outputs", binary: true, outputs: []string{"logits_c", "logits_a"}, weights: []float64{1, 0, 0}, canonical: "a=1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := ctlRequest("multi", "h-"+tt.name, ctlBatch, tt.outputs...)
+			req.Parameters = map[string]*tritonpb.InferParameter{}
+			for k, v := range tt.params {
+				req.Parameters[k] = &tritonpb.InferParameter{ParameterChoice: &tritonpb.InferParameter_StringParam{StringParam: v}}
+			}
+			body, hdr := inferBody(t, req, tt.binary)
+			for k, v := range tt.header {
+				hdr[k] = v
+			}
+			before := h.fake.HTTPCalls()
+			resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/multi/infer", body, hdr)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d: %s", resp.StatusCode, out)
+			}
+			if h.fake.HTTPCalls() != before {
+				t.Error("a controllable request reached Triton's HTTP endpoint")
+			}
+			if got := resp.Header.Get("React-Preference"); got != tt.canonical {
+				t.Errorf("react-preference header %q, want %q", got, tt.canonical)
+			}
+			hl := resp.Header.Get(headerContentLength)
+			if tt.binary != (hl != "") {
+				t.Errorf("binary %v, but Inference-Header-Content-Length %q", tt.binary, hl)
+			}
+			if cl := resp.Header.Get("Content-Length"); cl != strconv.Itoa(len(out)) {
+				t.Errorf("Content-Length %q for %d bytes", cl, len(out))
+			}
+			dec, err := tritonhttp.DecodeResponse(out, hl)
+			if err != nil {
+				t.Fatalf("decoding %q: %v", out, err)
+			}
+			if dec.GetId() != "h-"+tt.name || dec.GetModelName() != "multi" || dec.GetModelVersion() != "1" {
+				t.Errorf("id %q model %q version %q", dec.GetId(), dec.GetModelName(), dec.GetModelVersion())
+			}
+			if p := dec.GetParameters()["react-preference"].GetStringParam(); p != tt.canonical {
+				t.Errorf("react-preference parameter %q", p)
+			}
+			want := tt.outputs
+			if want == nil {
+				want = []string{"logits_a", "logits_b", "logits_c"}
+			}
+			var names []string
+			for _, o := range dec.GetOutputs() {
+				names = append(names, o.GetName())
+			}
+			if !slices.Equal(names, want) {
+				t.Fatalf("outputs %v, want %v", names, want)
+			}
+			for i, name := range want {
+				if err := checkLogits(h.sc, strings.TrimPrefix(name, "logits_"), tt.weights, ctlBatch, dec.GetRawOutputContents()[i]); err != nil {
+					t.Error(err)
+				}
+			}
+			if tt.outputs != nil && h.fake.LastRequest("head_b").GetId() == "h-"+tt.name {
+				t.Error("head_b was called for outputs it does not produce")
+			}
+		})
+	}
+
+	t.Run("pass-through", func(t *testing.T) {
+		body, hdr := inferBody(t, headRequest("head_a", "p", []float64{1, 2, 3, 4}), true)
+		before := h.fake.HTTPCalls()
+		resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/head_a/infer", body, hdr)
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Fake-Triton") != "1" || h.fake.HTTPCalls() != before+1 {
+			t.Fatalf("status %d, %s; want Triton's answer", resp.StatusCode, out)
+		}
+		if resp.Header.Get("React-Preference") != "" {
+			t.Error("a pass-through answer has a react-preference header")
+		}
+	})
+
+	t.Run("errors", func(t *testing.T) {
+		body, hdr := inferBody(t, ctlRequest("multi", "e", ctlBatch), false)
+		tests := []struct {
+			path   string
+			header map[string]string
+			code   int
+			msg    string
+		}{
+			{"/v2/models/multi/infer", map[string]string{"React-Preference": "a=1,q=1"}, http.StatusBadRequest, "valid tasks: a, b, c"},
+			{"/v2/models/multi/infer", map[string]string{"React-Preset": "nope"}, http.StatusBadRequest, "presets: b_first"},
+			{"/v2/models/multi/infer", map[string]string{"React-Preference": ""}, http.StatusBadRequest, "react-preference header"},
+			{"/v2/models/multi/versions/2/infer", nil, http.StatusNotFound, "no version 2"},
+			{"/v2/models/multi/versions/1/infer", nil, http.StatusOK, ""},
+		}
+		for _, tt := range tests {
+			hd := map[string]string{}
+			for k, v := range hdr {
+				hd[k] = v
+			}
+			for k, v := range tt.header {
+				hd[k] = v
+			}
+			resp, out := httpDo(t, http.MethodPost, h.httpURL+tt.path, body, hd)
+			if resp.StatusCode != tt.code {
+				t.Errorf("%s %v: status %d (%s), want %d", tt.path, tt.header, resp.StatusCode, out, tt.code)
+				continue
+			}
+			if tt.code != http.StatusOK {
+				var e struct{ Error string }
+				if err := json.Unmarshal(out, &e); err != nil || !strings.Contains(e.Error, tt.msg) {
+					t.Errorf("%s: body %s, want {\"error\": ...%s...}", tt.path, out, tt.msg)
+				}
+			}
+		}
+	})
+}
+
+// TestModelsHTTPPassThroughStripsReactHeaders: ReACT's keys never reach
+// Triton (control.KeyPrefix: "the sidecar strips all such keys before
+// calling Triton"), on HTTP as on gRPC.
+func TestModelsHTTPPassThroughStripsReactHeaders(t *testing.T) {
+	h := startHarness(t, nil)
+	body, hdr := inferBody(t, headRequest("head_a", "p", []float64{1, 2, 3, 4}), true)
+	hdr["React-Preference"] = "a=1"
+	hdr["X-Trace"] = "kept"
+	resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/head_a/infer", body, hdr)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.StatusCode, out)
+	}
+	got := h.fake.LastHTTPHeader()
+	if got.Get("X-Trace") != "kept" {
+		t.Fatalf("the fake did not record the request's headers: %v", got)
+	}
+	if v := got.Get("React-Preference"); v != "" {
+		knownBug(t, "httpproxy.go: the HTTP pass-through forwards react-* headers to Triton (React-Preference reached it), while forwardable() strips them from gRPC metadata")
+		t.Errorf("React-Preference %q reached Triton through the HTTP pass-through", v)
+	}
+}
+
+// TestModelsHTTPMalformed: every inference body, for any model, is checked
+// before anything reaches Triton: a malformed one is answered 400, a too
+// large one 413, an unknown encoding 501, and counted as rejected.
+func TestModelsHTTPMalformed(t *testing.T) {
+	h := startHarness(t, nil)
+	header := `{"inputs":[{"name":"x","datatype":"FP32","shape":[4,3],"parameters":{"binary_data_size":48}}]}`
+	data := faketriton.Encode("FP32", ctlBatch)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(`{"inputs":[{"name":"x","datatype":"FP32","shape":[1,3],"data":[1,2,3]}]}` + strings.Repeat(" ", 200<<10)))
+	zw.Close()
+	tests := []struct {
+		name   string
+		body   []byte
+		header map[string]string
+		code   int
+		reason string
+	}{
+		{"header length beyond the body", []byte(header), map[string]string{headerContentLength: strconv.Itoa(len(header) + 100)}, 400, "malformed"},
+		{"header length not a number", append([]byte(header), data...), map[string]string{headerContentLength: "4x"}, 400, "malformed"},
+		{"JSON garbage", []byte(`{"inputs":[{"name":"x",`), nil, 400, "malformed"},
+		{"not JSON", []byte("hello"), nil, 400, "malformed"},
+		{"byte size disagreeing with shape", append([]byte(strings.Replace(header, "48", "44", 1)), data[:44]...),
+			map[string]string{headerContentLength: strconv.Itoa(len(header))}, 400, "malformed"},
+		{"binary data beyond the sizes", append(append([]byte(header), data...), 0, 0, 0, 0),
+			map[string]string{headerContentLength: strconv.Itoa(len(header))}, 400, "malformed"},
+		{"JSON data count", []byte(`{"inputs":[{"name":"x","datatype":"FP32","shape":[2,3],"data":[1,2,3]}]}`), nil, 400, "malformed"},
+		{"over the limit", []byte(`{"inputs":[]}` + strings.Repeat(" ", 65<<10)), nil, 413, "too_large"},
+		{"over the limit once decompressed", gz.Bytes(), map[string]string{"Content-Encoding": "gzip"}, 413, "too_large"},
+		{"unknown encoding", []byte(`{}`), map[string]string{"Content-Encoding": "br"}, 501, "encoding"},
+	}
+	for _, model := range []string{"multi", "head_a"} {
+		for _, tt := range tests {
+			t.Run(model+"/"+tt.name, func(t *testing.T) {
+				beforeHTTP, beforeRPC := h.fake.HTTPCalls(), h.fake.TotalCalls()
+				rejected, _ := metricValue(scrape(t, h.metrics.Handler()), "react_rejected_requests_total", map[string]string{"protocol": "http", "reason": tt.reason})
+				resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/"+model+"/infer", tt.body, tt.header)
+				if resp.StatusCode != tt.code {
+					t.Errorf("status %d (%s), want %d", resp.StatusCode, out, tt.code)
+				}
+				var e struct{ Error string }
+				if err := json.Unmarshal(out, &e); err != nil || e.Error == "" {
+					t.Errorf("body %q is not a JSON error", out)
+				}
+				if h.fake.HTTPCalls() != beforeHTTP || h.fake.TotalCalls() != beforeRPC {
+					t.Error("a refused request reached Triton")
+				}
+				if tt.code == 501 && resp.Header.Get("Accept-Encoding") == "" {
+					t.Error("501 without Accept-Encoding")
+				}
+				after, _ := metricValue(scrape(t, h.metrics.Handler()), "react_rejected_requests_total", map[string]string{"protocol": "http", "reason": tt.reason})
+				if after != rejected+1 {
+					t.Errorf("react_rejected_requests_total{reason=%q} went from %v to %v", tt.reason, rejected, after)
+				}
+			})
+		}
+	}
+	// A gzip body within the limit is served.
+	var ok bytes.Buffer
+	zw = gzip.NewWriter(&ok)
+	body, hdr := inferBody(t, ctlRequest("multi", "gz", ctlBatch), false)
+	zw.Write(body)
+	zw.Close()
+	hdr["Content-Encoding"] = "gzip"
+	if resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/multi/infer", ok.Bytes(), hdr); resp.StatusCode != http.StatusOK {
+		t.Errorf("gzip body: %d %s", resp.StatusCode, out)
+	}
+}
+
+// getJSON GETs (or POSTs body to) url and decodes the JSON answer with
+// numbers kept as json.Number.
+func getJSON(t *testing.T, method, url, body string) (int, any) {
+	t.Helper()
+	resp, out := httpDo(t, method, url, []byte(body), nil)
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode == 200 && ct != "application/json" {
+		t.Errorf("%s: Content-Type %q", url, ct)
+	}
+	d := json.NewDecoder(bytes.NewReader(out))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		t.Fatalf("%s: %q is not JSON: %v", url, out, err)
+	}
+	return resp.StatusCode, v
+}
+
+// jget walks a decoded JSON value: keys for objects, ints for arrays.
+func jget(v any, path ...any) any {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil
+			}
+			v = m[k]
+		case int:
+			a, ok := v.([]any)
+			if !ok || k >= len(a) {
+				return nil
+			}
+			v = a[k]
+		}
+	}
+	return v
+}
+
+// jnum returns a JSON number as an int64, failing when it is anything else
+// (a string, as protojson writes 64-bit integers, included).
+func jnum(t *testing.T, what string, v any) int64 {
+	t.Helper()
+	n, ok := v.(json.Number)
+	if !ok {
+		t.Errorf("%s = %#v, want a JSON number", what, v)
+		return -1
+	}
+	i, err := n.Int64()
+	if err != nil {
+		t.Errorf("%s = %v: %v", what, n, err)
+	}
+	return i
+}
+
+func TestModelsHTTPModelAPI(t *testing.T) {
+	h := startHarness(t, nil)
+	for i := 1; i <= 2; i++ {
+		body, hdr := inferBody(t, ctlRequest("multi", "s", ctlBatch[:3*i]), true)
+		if resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/multi/infer", body, hdr); resp.StatusCode != 200 {
+			t.Fatalf("infer: %d %s", resp.StatusCode, out)
+		}
+	}
+	if _, err := h.client.ModelInfer(context.Background(), ctlRequest("multi", "s", ctlBatch[:3*4])); err != nil {
+		t.Fatal(err)
+	}
+
+	code, md := getJSON(t, http.MethodGet, h.httpURL+"/v2/models/multi", "")
+	if code != 200 || jget(md, "name") != "multi" || jget(md, "platform") != "react" || jget(md, "versions", 0) != "1" ||
+		jget(md, "outputs", 2, "name") != "logits_c" || jget(md, "inputs", 0, "datatype") != "FP32" {
+		t.Errorf("metadata: %d %v", code, md)
+	}
+	if jnum(t, "inputs[0].shape[0]", jget(md, "inputs", 0, "shape", 0)) != -1 || jnum(t, "inputs[0].shape[1]", jget(md, "inputs", 0, "shape", 1)) != 3 {
+		t.Errorf("metadata input shape %v", jget(md, "inputs", 0, "shape"))
+	}
+	code, md = getJSON(t, http.MethodGet, h.httpURL+"/v2/models/multi/versions/1", "")
+	if code != 200 || jget(md, "name") != "multi" {
+		t.Errorf("metadata of version 1: %d %v", code, md)
+	}
+	if code, _ := getJSON(t, http.MethodGet, h.httpURL+"/v2/models/multi/versions/2", ""); code != 404 {
+		t.Errorf("metadata of version 2: %d", code)
+	}
+
+	code, cfg := getJSON(t, http.MethodGet, h.httpURL+"/v2/models/multi/config", "")
+	if code != 200 || jget(cfg, "name") != "multi" || jget(cfg, "backend") != "react" || jget(cfg, "input", 0, "data_type") != "TYPE_FP32" ||
+		jget(cfg, "output", 1, "name") != "logits_b" || jget(cfg, "parameters", "react.tasks", "string_value") != "a,b,c" {
+		t.Errorf("config: %d %v", code, cfg)
+	}
+	if jnum(t, "max_batch_size", jget(cfg, "max_batch_size")) != 8 || jnum(t, "input[0].dims[0]", jget(cfg, "input", 0, "dims", 0)) != 3 {
+		t.Errorf("config numbers: %v", cfg)
+	}
+
+	code, st := getJSON(t, http.MethodGet, h.httpURL+"/v2/models/multi/stats", "")
+	s := jget(st, "model_stats", 0)
+	if code != 200 || jget(s, "name") != "multi" || jget(s, "version") != "1" {
+		t.Errorf("stats: %d %v", code, st)
+	}
+	if n := jnum(t, "inference_count", jget(s, "inference_count")); n != 1+2+4 {
+		t.Errorf("inference_count %d, want 7", n)
+	}
+	if n := jnum(t, "execution_count", jget(s, "execution_count")); n != 3 {
+		t.Errorf("execution_count %d, want 3", n)
+	}
+	if n := jnum(t, "success.count", jget(s, "inference_stats", "success", "count")); n != 3 {
+		t.Errorf("success.count %d", n)
+	}
+	if n := jnum(t, "queue.count", jget(s, "inference_stats", "queue", "count")); n != 3 {
+		t.Errorf("queue.count %d", n)
+	}
+	if jnum(t, "success.ns", jget(s, "inference_stats", "success", "ns")) <= 0 || jnum(t, "last_inference", jget(s, "last_inference")) <= 0 {
+		t.Errorf("stats times: %v", s)
+	}
+	jnum(t, "fail.count", jget(s, "inference_stats", "fail", "count"))
+
+	code, all := getJSON(t, http.MethodGet, h.httpURL+"/v2/models/stats", "")
+	names := map[string]int{}
+	if arr, ok := jget(all, "model_stats").([]any); code == 200 && ok {
+		for _, e := range arr {
+			names[fmt.Sprint(jget(e, "name"))]++
+			if jget(e, "name") == "multi" && jnum(t, "multi inference_count", jget(e, "inference_count")) != 7 {
+				t.Errorf("all stats: multi is not the sidecar's: %v", e)
+			}
+		}
+	}
+	for _, n := range []string{"backbone", "head_a", "multi", "single"} {
+		if names[n] != 1 {
+			t.Errorf("all stats: %d entries for %s (%d %v)", names[n], n, code, all)
+		}
+	}
+
+	code, idx := getJSON(t, http.MethodPost, h.httpURL+"/v2/repository/index", "")
+	arr, ok := idx.([]any)
+	if code != 200 || !ok {
+		t.Fatalf("index: %d %v; want a bare JSON array", code, idx)
+	}
+	names = map[string]int{}
+	for _, e := range arr {
+		names[fmt.Sprint(jget(e, "name"))]++
+		if jget(e, "name") == "single" && (jget(e, "state") != "READY" || jget(e, "version") != "1") {
+			t.Errorf("index entry %v", e)
+		}
+	}
+	if names["multi"] != 1 || names["single"] != 1 || names["head_a"] != 1 {
+		t.Errorf("index: %v", arr)
+	}
+	if code, _ := getJSON(t, http.MethodPost, h.httpURL+"/v2/repository/index", `{"ready": tru`); code != 400 {
+		t.Errorf("index with a bad body: %d", code)
+	}
+	if code, v := getJSON(t, http.MethodPost, h.httpURL+"/v2/repository/index", `{"ready": true}`); code != 200 || len(v.([]any)) != len(arr) {
+		t.Errorf("ready index: %d %v", code, v)
+	}
+
+	ready := func(model string) int {
+		resp, _ := httpDo(t, http.MethodGet, h.httpURL+"/v2/models/"+model+"/ready", nil, nil)
+		return resp.StatusCode
+	}
+	if ready("multi") != 200 {
+		t.Error("multi not ready")
+	}
+	h.fake.SetReady("head_b", false)
+	if ready("multi") != 400 || ready("single") != 200 {
+		t.Errorf("with head_b not ready: multi %d, single %d; want 400, 200", ready("multi"), ready("single"))
+	}
+	h.fake.SetReady("head_b", true)
+
+	if resp, _ := httpDo(t, http.MethodGet, h.httpURL+"/v2/models/multi/nope", nil, nil); resp.StatusCode != 404 {
+		t.Errorf("unknown action: %d", resp.StatusCode)
+	}
+	if resp, _ := httpDo(t, http.MethodGet, h.httpURL+"/v2/health/ready", nil, nil); resp.StatusCode == http.StatusServiceUnavailable {
+		t.Errorf("health/ready: %d once the models are built", resp.StatusCode)
+	}
+}
+
+// TestModelsHTTPWhileLoading: /v2/health/ready answers 503 until the
+// controllable models are built.
+func TestModelsHTTPWhileLoading(t *testing.T) {
+	h := newHarness(t, nil)
+	resp, out := httpDo(t, http.MethodGet, h.httpURL+"/v2/health/ready", nil, nil)
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("health/ready while loading: %d %s", resp.StatusCode, out)
+	}
+	body, hdr := inferBody(t, ctlRequest("multi", "l", ctlBatch), false)
+	if resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/multi/infer", body, hdr); resp.StatusCode < 500 {
+		t.Errorf("infer while loading: %d %s; want a 5xx", resp.StatusCode, out)
+	}
+	if resp, _ := httpDo(t, http.MethodGet, h.httpURL+"/v2/models/multi", nil, nil); resp.StatusCode < 500 {
+		t.Errorf("metadata while loading: %d", resp.StatusCode)
+	}
+}
