@@ -75,7 +75,8 @@ func (x *streamMux) receive() error {
 			}
 			return err
 		}
-		m, up, ok, lookupErr := x.ms.lookup(modelName(f.Payload))
+		name := modelName(f.Payload)
+		m, up, ok, lookupErr := x.ms.lookup(name)
 		if !ok {
 			if err := x.toUpstream(f); err != nil {
 				return err
@@ -96,7 +97,7 @@ func (x *streamMux) receive() error {
 			if err != nil {
 				out = &tritonpb.ModelStreamInferResponse{
 					ErrorMessage:  status.Convert(err).Message(),
-					InferResponse: &tritonpb.ModelInferResponse{ModelName: m.Name(), Id: stringField(f.Payload, 3)},
+					InferResponse: &tritonpb.ModelInferResponse{ModelName: name, Id: stringField(f.Payload, 3)},
 				}
 			}
 			b, err := proto.Marshal(out)

@@ -137,6 +137,7 @@ func (ms *Models) httpInfer(w http.ResponseWriter, r *http.Request, rt route, pa
 				if !declared {
 					r.Body = io.NopCloser(bytes.NewReader(raw))
 					r.ContentLength = int64(len(raw))
+					r.TransferEncoding = nil
 					pass.ServeHTTP(w, r)
 					return
 				}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+
+	"github.com/mergectl/react-triton/control"
 )
 
 // upstreamTransport is the HTTP transport to Triton: like
@@ -57,6 +59,12 @@ func NewHTTPProxy(target string, tlsCfg *tls.Config, intercept HTTPInterceptor, 
 			for _, k := range forwardingHeaders {
 				if v, ok := r.In.Header[k]; ok {
 					r.Out.Header[k] = v
+				}
+			}
+			// ReACT's own headers never reach Triton.
+			for k := range r.Out.Header {
+				if control.IsOwnKey(k) {
+					delete(r.Out.Header, k)
 				}
 			}
 		},

@@ -151,3 +151,34 @@ func TestHTTPInterceptorSeam(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPProxyStripsOwnHeaders: ReACT's react-* headers, in any case,
+// never reach Triton; other headers do.
+func TestHTTPProxyStripsOwnHeaders(t *testing.T) {
+	seen := make(chan http.Header, 1)
+	up := startUpstreamHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Header.Clone()
+	}))
+	s := startSidecar(t, Config{TritonHTTP: up})
+	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://%s/v2/models/x", s.HTTPAddr()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("React-Preference", "a=1")
+	req.Header["react-preset"] = []string{"p"}
+	req.Header.Set("X-Other", "kept")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	h := <-seen
+	for k := range h {
+		if strings.HasPrefix(strings.ToLower(k), "react-") {
+			t.Errorf("header %s reached Triton", k)
+		}
+	}
+	if h.Get("X-Other") != "kept" {
+		t.Errorf("X-Other = %q, want it forwarded", h.Get("X-Other"))
+	}
+}
