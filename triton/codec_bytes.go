@@ -58,6 +58,25 @@ func SplitBytes(raw []byte) ([][]byte, error) {
 	return out, nil
 }
 
+// CountBytes returns the number of elements of raw BYTES contents without
+// splitting them (it allocates nothing). It fails, as SplitBytes does, on a
+// truncated length or element.
+func CountBytes(raw []byte) (int64, error) {
+	var n int64
+	for off := 0; off < len(raw); n++ {
+		if len(raw)-off < 4 {
+			return 0, fmt.Errorf("BYTES element %d: %d bytes left, need a 4-byte length", n, len(raw)-off)
+		}
+		l := uint64(binary.LittleEndian.Uint32(raw[off:]))
+		off += 4
+		if l > uint64(len(raw)-off) {
+			return 0, fmt.Errorf("BYTES element %d: length %d, but %d bytes left", n, l, len(raw)-off)
+		}
+		off += int(l)
+	}
+	return n, nil
+}
+
 // Bytes returns the elements of a BYTES tensor. They alias t.Raw.
 func (t Tensor) Bytes() ([][]byte, error) {
 	if t.Datatype != BYTES {

@@ -72,22 +72,31 @@ func checkTensor(m *tritonpb.ModelMetadataResponse_TensorMetadata, t Tensor) err
 	return checkData(t, n)
 }
 
-// checkData checks that t's raw data holds exactly n elements. For a fixed
-// size type it divides the data's length by the element size instead of
-// multiplying n by it, so that no shape can make the comparison overflow.
-func checkData(t Tensor, n int64) error {
-	if size, ok := ElementSize(t.Datatype); ok {
-		if len(t.Raw)%size != 0 || int64(len(t.Raw)/size) != n {
-			return fmt.Errorf("%d bytes of data, but shape %s of %s needs %s", len(t.Raw), FormatShape(t.Shape), t.Datatype, byteCount(n, size))
+// checkData checks that t's raw data holds exactly n elements.
+func checkData(t Tensor, n int64) error { return CheckData(t.Datatype, t.Shape, n, t.Raw) }
+
+// CheckData checks that raw holds exactly the n elements of datatype dt
+// that shape describes (n is NumElements(shape)). For a fixed-size type it
+// divides the data's length by the element size instead of multiplying n
+// by it, so that no shape can make the comparison overflow; BYTES elements
+// are counted without being split. The error says what was found and what
+// the shape needs.
+func CheckData(dt string, shape []int64, n int64, raw []byte) error {
+	if size, ok := ElementSize(dt); ok {
+		if len(raw)%size != 0 || int64(len(raw)/size) != n {
+			return fmt.Errorf("%d bytes of data, but shape %s of %s needs %s", len(raw), FormatShape(shape), dt, byteCount(n, size))
 		}
 		return nil
 	}
-	elems, err := SplitBytes(t.Raw)
+	if dt != BYTES {
+		return fmt.Errorf("unknown datatype %q", dt)
+	}
+	got, err := CountBytes(raw)
 	if err != nil {
 		return err
 	}
-	if int64(len(elems)) != n {
-		return fmt.Errorf("%d BYTES elements, but shape %s needs %d", len(elems), FormatShape(t.Shape), n)
+	if got != n {
+		return fmt.Errorf("%d BYTES elements, but shape %s needs %d", got, FormatShape(shape), n)
 	}
 	return nil
 }

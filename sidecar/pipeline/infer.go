@@ -199,7 +199,7 @@ func (m *Model) checkInputs(in *tritonpb.ModelInferRequest) (int, error) {
 			batch = b
 		}
 		if len(raw) != 0 {
-			if err := checkRaw(t.GetDatatype(), shape, n, raw[i]); err != nil {
+			if err := triton.CheckData(t.GetDatatype(), shape, n, raw[i]); err != nil {
 				return 0, fmt.Errorf("input %q: %v", t.GetName(), err)
 			}
 		}
@@ -210,24 +210,6 @@ func (m *Model) checkInputs(in *tritonpb.ModelInferRequest) (int, error) {
 		}
 	}
 	return max(batch, 1), nil
-}
-
-// checkRaw checks that raw holds exactly n elements of dt.
-func checkRaw(dt string, shape []int64, n int64, raw []byte) error {
-	if size, ok := triton.ElementSize(dt); ok {
-		if len(raw)%size != 0 || int64(len(raw)/size) != n {
-			return fmt.Errorf("%d bytes of data, but shape %s of %s needs %d×%d", len(raw), triton.FormatShape(shape), dt, n, size)
-		}
-		return nil
-	}
-	elems, err := triton.SplitBytes(raw)
-	if err != nil {
-		return err
-	}
-	if int64(len(elems)) != n {
-		return fmt.Errorf("%d BYTES elements, but shape %s needs %d", len(elems), triton.FormatShape(shape), n)
-	}
-	return nil
 }
 
 // shapeFits reports whether shape fits a metadata shape, where -1 matches
@@ -354,7 +336,7 @@ func outputTensor(resp *tritonpb.ModelInferResponse, name string) (triton.Tensor
 		if err != nil {
 			return t, fmt.Errorf("output %q: %v", name, err)
 		}
-		if err := checkRaw(t.Datatype, t.Shape, n, t.Raw); err != nil {
+		if err := triton.CheckData(t.Datatype, t.Shape, n, t.Raw); err != nil {
 			return t, fmt.Errorf("output %q: %v", name, err)
 		}
 		return t, nil

@@ -14,8 +14,11 @@ import (
 //
 // Every request is one execution. Its whole time in the sidecar, from the
 // request's arrival to the response, is counted as success or fail and as
-// compute_infer; queue, compute_input and compute_output stay 0, because
-// the sidecar neither queues nor batches. The split into backbone,
+// compute_infer. Each successful request also counts once in queue,
+// compute_input and compute_output, with no time, because the sidecar
+// neither queues nor batches: as in Triton, where every request passes each
+// stage, these counts equal the success count (perf_analyzer finds the
+// model version whose queue count grew). The split into backbone,
 // correction and head time is in the Prometheus metrics.
 type Stats struct {
 	successCount, successNs atomic.Uint64
@@ -52,10 +55,10 @@ func (s *Stats) Proto(name, version string) *tritonpb.ModelStatistics {
 		InferenceStats: &tritonpb.InferStatistics{
 			Success:       success,
 			Fail:          &tritonpb.StatisticDuration{Count: s.failCount.Load(), Ns: s.failNs.Load()},
-			Queue:         &tritonpb.StatisticDuration{},
-			ComputeInput:  &tritonpb.StatisticDuration{},
+			Queue:         &tritonpb.StatisticDuration{Count: success.Count},
+			ComputeInput:  &tritonpb.StatisticDuration{Count: success.Count},
 			ComputeInfer:  &tritonpb.StatisticDuration{Count: success.Count, Ns: success.Ns},
-			ComputeOutput: &tritonpb.StatisticDuration{},
+			ComputeOutput: &tritonpb.StatisticDuration{Count: success.Count},
 			CacheHit:      &tritonpb.StatisticDuration{},
 			CacheMiss:     &tritonpb.StatisticDuration{},
 		},

@@ -1,7 +1,6 @@
 package tritonhttp
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -53,7 +52,7 @@ func splitBinary(specs []tensorSpec, rest []byte, framed bool) error {
 		if t.datatype != triton.BYTES {
 			continue
 		}
-		n, err := countBytes(t.raw)
+		n, err := triton.CountBytes(t.raw)
 		if err != nil {
 			return fmt.Errorf("%s %q: binary data: %w", t.kind, t.name, err)
 		}
@@ -63,22 +62,4 @@ func splitBinary(specs []tensorSpec, rest []byte, framed bool) error {
 		}
 	}
 	return nil
-}
-
-// countBytes counts the length-prefixed BYTES elements of raw, without
-// allocating.
-func countBytes(raw []byte) (int64, error) {
-	var n int64
-	for off := 0; off < len(raw); n++ {
-		if len(raw)-off < 4 {
-			return 0, fmt.Errorf("BYTES element %d: %d bytes left, need a 4-byte length", n, len(raw)-off)
-		}
-		l := uint64(binary.LittleEndian.Uint32(raw[off:]))
-		off += 4
-		if l > uint64(len(raw)-off) {
-			return 0, fmt.Errorf("BYTES element %d: length %d, but %d bytes left", n, l, len(raw)-off)
-		}
-		off += int(l)
-	}
-	return n, nil
 }

@@ -143,7 +143,7 @@ func appendInput(b []byte, in *tritonpb.ModelInferRequest_InferInputTensor, data
 		if err != nil {
 			return b, err
 		}
-		if err := checkSize(in.GetDatatype(), data, n, in.GetShape()); err != nil {
+		if err := triton.CheckData(in.GetDatatype(), in.GetShape(), n, data); err != nil {
 			return b, err
 		}
 		if !binary && (in.GetDatatype() == triton.FP16 || in.GetDatatype() == triton.BF16) {

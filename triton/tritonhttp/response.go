@@ -159,7 +159,7 @@ func appendOutput(b []byte, o *tritonpb.ModelInferResponse_InferOutputTensor, da
 		return b, err
 	}
 	if form != formNone {
-		if err := checkSize(o.GetDatatype(), data, n, o.GetShape()); err != nil {
+		if err := triton.CheckData(o.GetDatatype(), o.GetShape(), n, data); err != nil {
 			return b, err
 		}
 	}
@@ -192,27 +192,6 @@ func appendOutput(b []byte, o *tritonpb.ModelInferResponse_InferOutputTensor, da
 		}
 	}
 	return append(b, '}'), nil
-}
-
-// checkSize checks that data holds exactly n elements of datatype dt.
-func checkSize(dt string, data []byte, n int64, shape []int64) error {
-	if size, ok := triton.ElementSize(dt); ok {
-		if uint64(len(data)) != uint64(n)*uint64(size) {
-			return fmt.Errorf("%d bytes of data, but shape %s of %s needs %d", len(data), triton.FormatShape(shape), dt, uint64(n)*uint64(size))
-		}
-		return nil
-	}
-	if dt != triton.BYTES {
-		return fmt.Errorf("unknown datatype %q", dt)
-	}
-	got, err := countBytes(data)
-	if err != nil {
-		return err
-	}
-	if got != n {
-		return fmt.Errorf("%d BYTES elements, but shape %s needs %d", got, triton.FormatShape(shape), n)
-	}
-	return nil
 }
 
 // appendData appends raw little-endian data of datatype dt as a flat JSON
