@@ -87,6 +87,14 @@ type ctlConfig struct {
 	startupTimeout         string
 	// headTask overrides the task of models[0].heads[0] (single).
 	headTask string
+	// backbone overrides the backbone model of both models.
+	backbone string
+	// metricsListen and logFormat set listen.metrics and log.format.
+	metricsListen, logFormat string
+	// configMap lays the files out as a Kubernetes ConfigMap volume does:
+	// config.yaml and components.safetensors are symlinks through the
+	// ..data symlink to a timestamped directory.
+	configMap bool
 }
 
 // yaml writes the configuration: models "single" (backbone → head_a) and
@@ -95,10 +103,10 @@ type ctlConfig struct {
 func (c ctlConfig) yaml() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "triton:\n  grpc: %s\n  http: %s\n  timeout: 10s\n  startup_timeout: %s\n", c.tritonGRPC, c.tritonHTTP, or(c.startupTimeout, "20s"))
-	fmt.Fprintf(&b, "listen:\n  grpc: 127.0.0.1:0\n  http: 127.0.0.1:0\n  metrics: \"\"\n")
+	fmt.Fprintf(&b, "listen:\n  grpc: 127.0.0.1:0\n  http: 127.0.0.1:0\n  metrics: %q\n", c.metricsListen)
 	fmt.Fprintf(&b, "limits:\n  max_request_bytes: %s\n  max_preference_length: 64\n", or(c.maxRequestBytes, "64KiB"))
 	fmt.Fprintf(&b, "cache:\n  size: %d\n", max(c.cacheSize, 4))
-	fmt.Fprintf(&b, "log:\n  level: debug\n")
+	fmt.Fprintf(&b, "log:\n  level: debug\n  format: %s\n", or(c.logFormat, "text"))
 	fmt.Fprintf(&b, "components:\n  - name: zoo\n    path: %s\n", c.components)
 	if c.defaultPreference != "" {
 		fmt.Fprintf(&b, "    default_preference: %q\n", c.defaultPreference)
@@ -116,16 +124,16 @@ func (c ctlConfig) yaml() string {
 	}
 	fmt.Fprintf(&b, `models:
   - name: single
-    backbone: {model: backbone, output: feature}
+    backbone: {model: %[2]s, output: feature}
     heads:
-      - {task: %s, model: head_a}
+      - {task: %[1]s, model: head_a}
   - name: multi
-    backbone: {model: backbone, output: feature}
+    backbone: {model: %[2]s, output: feature}
     heads:
       - {task: a, model: head_a, outputs: {logits: logits_a}}
       - {task: b, model: head_b, outputs: {logits: logits_b}}
       - {task: c, model: head_c, outputs: {logits: logits_c}}
-`, or(c.headTask, "a"))
+`, or(c.headTask, "a"), or(c.backbone, "backbone"))
 	return b.String()
 }
 
@@ -176,7 +184,6 @@ func newHarness(t *testing.T, edit func(*ctlConfig)) *harness {
 	hs := httptest.NewServer(h.fake.HTTPHandler())
 	t.Cleanup(hs.Close)
 	h.fakeHTTP = hs.Listener.Addr().String()
-	h.sc.WriteComponents(t, h.dir, "components.safetensors")
 	h.cfg = ctlConfig{
 		tritonGRPC: h.fake.Addr, tritonHTTP: h.fakeHTTP, components: "components.safetensors",
 		defaultPreference: "a=1", presets: map[string]string{"b_first": "a=0.2,b=0.8"},
@@ -185,7 +192,26 @@ func newHarness(t *testing.T, edit func(*ctlConfig)) *harness {
 		edit(&h.cfg)
 	}
 	h.cfgPath = filepath.Join(h.dir, "config.yaml")
-	writeFile(t, h.cfgPath, h.cfg.yaml())
+	if h.cfg.configMap {
+		data := filepath.Join(h.dir, "..2026_01_01_00_00_00.000000001")
+		if err := os.Mkdir(data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		h.sc.WriteComponents(t, data, "components.safetensors")
+		writeFile(t, filepath.Join(data, "config.yaml"), h.cfg.yaml())
+		for _, link := range [][2]string{
+			{filepath.Base(data), "..data"},
+			{"..data/config.yaml", "config.yaml"},
+			{"..data/components.safetensors", "components.safetensors"},
+		} {
+			if err := os.Symlink(link[0], filepath.Join(h.dir, link[1])); err != nil {
+				t.Fatal(err)
+			}
+		}
+	} else {
+		h.sc.WriteComponents(t, h.dir, "components.safetensors")
+		writeFile(t, h.cfgPath, h.cfg.yaml())
+	}
 	cfg, err := config.Load(h.cfgPath, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,534 @@
+package sidecar
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/metadata"
+
+	"github.com/mergectl/react-triton/config"
+	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
+	"github.com/mergectl/react-triton/triton/tritonpb"
+)
+
+// otherStats returns a scenario with the same backbone and heads as sc but
+// other calibration samples, hence other W_p.
+func otherStats(sc *faketriton.Scenario, seed uint64) *faketriton.Scenario {
+	o := faketriton.NewScenario(seed, sc.D, sc.Tasks...)
+	o.M, o.Bias, o.Heads = sc.M, sc.Bias, sc.Heads
+	return o
+}
+
+// corruptComponents returns the bytes of sc's components file with one data
+// byte flipped.
+func corruptComponents(t *testing.T, sc *faketriton.Scenario) []byte {
+	t.Helper()
+	b := sc.ComponentsBytes(t)
+	b[len(b)-5] ^= 0x10
+	return b
+}
+
+// loadConfig writes a configuration file into dir and loads it.
+func loadConfig(t *testing.T, dir, name string, c ctlConfig) *config.Config {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	writeFile(t, path, c.yaml())
+	cfg, err := config.Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// load runs requests on the sidecar until stop is called, checking each
+// answer against the scenarios whose statistics may be in service (the
+// test changes them around a reload), and counts the requests and keeps
+// the first error.
+type load struct {
+	h       *harness
+	accept  atomic.Pointer[[]*faketriton.Scenario]
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	n       atomic.Int64
+	each    []atomic.Int64 // requests done by each worker
+	errOnce sync.Once
+	err     error       // read after the workers stopped
+	failed  atomic.Bool // set with err
+}
+
+func startLoad(h *harness, workers int) *load {
+	l := &load{h: h, stop: make(chan struct{}), each: make([]atomic.Int64, workers)}
+	l.set(h.sc)
+	for w := 0; w < workers; w++ {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				if err := l.one(w, i); err != nil {
+					l.errOnce.Do(func() { l.err = err })
+					l.failed.Store(true)
+					return
+				}
+				l.n.Add(1)
+				l.each[w].Add(1)
+			}
+		}()
+	}
+	return l
+}
+
+// one sends one request: the default preference on gRPC or HTTP, or the
+// preset b_first, which every configuration of these tests keeps.
+func (l *load) one(w, i int) error {
+	accept := *l.accept.Load()
+	x := ctlBatch[3*((w+i)%4):]
+	ctx := context.Background()
+	weights := []float64{1, 0, 0}
+	if i%3 == 1 {
+		ctx = metadata.NewOutgoingContext(ctx, metadata.Pairs("react-preset", "b_first"))
+		weights = []float64{0.2, 0.8, 0}
+	}
+	resp, err := l.h.client.ModelInfer(ctx, ctlRequest("single", fmt.Sprint(w, i), x))
+	if err != nil {
+		return fmt.Errorf("request %d of worker %d: %w", i, w, err)
+	}
+	var err1 error
+	for _, sc := range accept {
+		if err1 = checkLogits(sc, "a", weights, x, resp.GetRawOutputContents()[0]); err1 == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("request %d of worker %d: %w", i, w, err1)
+}
+
+// set sets the scenarios whose answers are right from now on.
+func (l *load) set(scs ...*faketriton.Scenario) { l.accept.Store(&scs) }
+
+// progress waits until the load has made n more requests.
+func (l *load) progress(t *testing.T, n int64) {
+	t.Helper()
+	start := l.n.Load()
+	waitFor(t, 10*time.Second, "requests under load", func() bool { return l.n.Load() >= start+n || l.failed.Load() })
+}
+
+// settle waits until every worker has finished two more requests: the one
+// it had in flight, and one it started afterwards.
+func (l *load) settle(t *testing.T) {
+	t.Helper()
+	start := make([]int64, len(l.each))
+	for i := range l.each {
+		start[i] = l.each[i].Load()
+	}
+	waitFor(t, 10*time.Second, "every worker's requests", func() bool {
+		for i := range l.each {
+			if l.each[i].Load() < start[i]+2 && !l.failed.Load() {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func (l *load) finish(t *testing.T) {
+	t.Helper()
+	close(l.stop)
+	l.wg.Wait()
+	if l.err != nil {
+		t.Errorf("under load: %v", l.err)
+	}
+	if l.n.Load() == 0 {
+		t.Error("no request completed under load")
+	}
+}
+
+// TestModelsReloadUnderLoad: Models.Reload with a corrupt components file
+// or an invalid configuration keeps the old state serving, requests in
+// flight included; a valid configuration takes effect at once.
+func TestModelsReloadUnderLoad(t *testing.T) {
+	h := startHarness(t, nil)
+	l := startLoad(h, 4)
+	defer func() {
+		if l != nil {
+			l.finish(t)
+		}
+	}()
+	ctx := context.Background()
+	oldCfg, oldSums := h.models.Config(), h.models.Checksums()
+	l.progress(t, 20)
+
+	// A corrupt components file.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bad.safetensors"), corruptComponents(t, h.sc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := h.cfg
+	c.components = "bad.safetensors"
+	err := h.models.Reload(ctx, loadConfig(t, dir, "corrupt.yaml", c))
+	if err == nil || !strings.Contains(err.Error(), "components[0].path") {
+		t.Errorf("Reload with a corrupt components file: %v", err)
+	}
+	if h.models.Config() != oldCfg || !h.models.Ready() {
+		t.Error("a failed Reload changed the configuration in service")
+	}
+	l.progress(t, 20)
+
+	// A configuration that does not fit Triton.
+	c = h.cfg
+	c.components = filepath.Join(h.dir, "components.safetensors")
+	c.headTask = "zz"
+	if err := h.models.Reload(ctx, loadConfig(t, dir, "invalid.yaml", c)); err == nil || !strings.Contains(err.Error(), `unknown task "zz"`) {
+		t.Errorf("Reload with an unknown task: %v", err)
+	}
+	if h.models.Config() != oldCfg {
+		t.Error("a failed Reload changed the configuration in service")
+	}
+	l.progress(t, 20)
+
+	// A valid configuration with a new preset and new statistics.
+	sc2 := otherStats(h.sc, 99)
+	sc2.WriteComponents(t, dir, "new.safetensors")
+	c = h.cfg
+	c.components = "new.safetensors"
+	c.presets = map[string]string{"b_first": "a=0.2,b=0.8", "c_only": "c=1"}
+	c.cacheSize = 8
+	newCfg := loadConfig(t, dir, "new.yaml", c)
+	l.set(h.sc, sc2) // requests in flight may get either
+	if err := h.models.Reload(ctx, newCfg); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	l.settle(t) // the requests that were in flight are done
+	l.set(sc2)
+	if h.models.Config() != newCfg {
+		t.Error("the new configuration is not in service")
+	}
+	if sums := h.models.Checksums(); sums[filepath.Join(dir, "new.safetensors")] == "" || len(oldSums) != 1 {
+		t.Errorf("Checksums after Reload = %v", sums)
+	}
+	l.progress(t, 20)
+	l.finish(t)
+	l = nil
+
+	md := metadata.NewOutgoingContext(ctx, metadata.Pairs("react-preset", "c_only"))
+	resp, err := h.client.ModelInfer(md, ctlRequest("multi", "c", ctlBatch))
+	if err != nil {
+		t.Fatalf("new preset: %v", err)
+	}
+	for i, task := range ctlTasks {
+		if err := checkLogits(sc2, task, []float64{0, 0, 1}, ctlBatch, resp.GetRawOutputContents()[i]); err != nil {
+			t.Error(err)
+		}
+	}
+	// The statistics survive the reload.
+	st, err := h.client.ModelStatistics(ctx, &tritonpb.ModelStatisticsRequest{Name: "single"})
+	if err != nil || st.GetModelStats()[0].GetInferenceStats().GetSuccess().GetCount() < 80 {
+		t.Errorf("statistics after Reload: %v, %v", st, err)
+	}
+}
+
+// TestModelsReloadDuringStart: a reload that succeeds while Start is still
+// waiting for Triton stays in service; Start must not put the old, unbuilt
+// configuration back.
+func TestModelsReloadDuringStart(t *testing.T) {
+	h := newHarness(t, nil)
+	h.fake.Put(h.sc.BackboneModel("backbone2", "FP32"))
+	h.fake.SetReady("backbone", false)
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan error, 1)
+	go func() { started <- h.models.Start(ctx) }()
+	defer func() {
+		cancel()
+		<-started
+	}()
+	waitFor(t, 5*time.Second, "Start's first attempt", func() bool { return h.fake.ReadyCalls("backbone") > 0 })
+
+	c := h.cfg
+	c.components = filepath.Join(h.dir, "components.safetensors")
+	c.backbone = "backbone2"
+	newCfg := loadConfig(t, t.TempDir(), "new.yaml", c)
+	if err := h.models.Reload(context.Background(), newCfg); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	if !h.models.Ready() {
+		t.Fatal("not ready right after a successful Reload")
+	}
+	// Let Start make two more attempts: the first has stored its outcome
+	// once the second begins.
+	n := h.fake.ReadyCalls("backbone")
+	waitFor(t, 10*time.Second, "two more attempts of Start", func() bool { return h.fake.ReadyCalls("backbone") >= n+2 })
+	if !h.models.Ready() || h.models.Config() != newCfg {
+		knownBug(t, "models.go Start(): it keeps retrying the configuration it started with and stores its state (not ready, then the old set) over a Reload that succeeded meanwhile (reload.go runs the reloader while Start is still trying)")
+		t.Errorf("after Start's next attempts: ready %v, backbone %q; want the reloaded configuration serving",
+			h.models.Ready(), h.models.Config().Models[0].Backbone.Model)
+	}
+}
+
+// reloaderHarness runs the reloader of reload.go on a harness's files until
+// the test ends, with a SIGHUP channel of the test's.
+func runReloader(t *testing.T, h *harness) chan<- os.Signal {
+	t.Helper()
+	hup := make(chan os.Signal, 1)
+	r := &reloader{models: h.models, metrics: h.metrics, log: slog.New(slog.NewTextHandler(h.log, nil)), level: new(slog.LevelVar)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.run(ctx, hup)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return hup
+}
+
+// reloads returns the reload counters and the last-reload gauge.
+func reloads(t *testing.T, h http.Handler) (success, failure, ok float64) {
+	t.Helper()
+	fams := scrape(t, h)
+	success, _ = metricValue(fams, "react_config_reloads_total", map[string]string{"result": "success"})
+	failure, _ = metricValue(fams, "react_config_reloads_total", map[string]string{"result": "failure"})
+	ok, _ = metricValue(fams, "react_config_last_reload_successful", nil)
+	return
+}
+
+// answers reports whether the single model's default answer is sc's.
+func answers(h *harness, sc *faketriton.Scenario, preset string, weights []float64) error {
+	ctx := context.Background()
+	if preset != "" {
+		ctx = metadata.NewOutgoingContext(ctx, metadata.Pairs("react-preset", preset))
+	}
+	resp, err := h.client.ModelInfer(ctx, ctlRequest("single", "r", ctlBatch))
+	if err != nil {
+		return err
+	}
+	return checkLogits(sc, "a", weights, ctlBatch, resp.GetRawOutputContents()[0])
+}
+
+// TestReloaderFiles: the reloader reloads when a file is replaced by an
+// atomic rename and on SIGHUP; a corrupt file leaves the old state serving
+// and drops react_config_last_reload_successful to 0.
+func TestReloaderFiles(t *testing.T) {
+	h := startHarness(t, nil)
+	hup := runReloader(t, h)
+	metrics := h.metrics.Handler()
+	wait := func(what string, cond func(success, failure, ok float64) bool) {
+		t.Helper()
+		waitFor(t, 10*time.Second, what, func() bool { return cond(reloads(t, metrics)) })
+	}
+
+	// A forced reload with nothing changed succeeds; once it is done the
+	// watches are in place.
+	hup <- syscall.SIGHUP
+	wait("the SIGHUP reload", func(s, f, ok float64) bool { return s == 1 && ok == 1 })
+
+	// (a) The components file replaced by an atomic rename.
+	sc2 := otherStats(h.sc, 42)
+	writeBytes(t, filepath.Join(h.dir, "components.safetensors"), sc2.ComponentsBytes(t))
+	wait("the reload of new components", func(s, f, ok float64) bool { return s == 2 })
+	if err := answers(h, sc2, "", []float64{1, 0, 0}); err != nil {
+		t.Errorf("after new components: %v", err)
+	}
+
+	// (b) A corrupt one: the reload fails, the old state serves.
+	writeBytes(t, filepath.Join(h.dir, "components.safetensors"), corruptComponents(t, h.sc))
+	wait("the failed reload", func(s, f, ok float64) bool { return f == 1 && ok == 0 })
+	if err := answers(h, sc2, "", []float64{1, 0, 0}); err != nil {
+		t.Errorf("after a failed reload: %v", err)
+	}
+	if !strings.Contains(h.log.String(), "reload failed") {
+		t.Error("the failed reload was not logged")
+	}
+	// SIGHUP while it is still corrupt: fails again.
+	hup <- syscall.SIGHUP
+	wait("the second failed reload", func(s, f, ok float64) bool { return f == 2 && ok == 0 })
+
+	// (c) The configuration file replaced: a new preset; the components
+	// file repaired.
+	writeBytes(t, filepath.Join(h.dir, "components.safetensors"), h.sc.ComponentsBytes(t))
+	c := h.cfg
+	c.presets = map[string]string{"b_first": "a=0.2,b=0.8", "c_only": "c=1"}
+	writeFile(t, h.cfgPath, c.yaml())
+	wait("the reload of the new configuration", func(s, f, ok float64) bool { return s >= 3 && ok == 1 })
+	waitFor(t, 10*time.Second, "the new preset", func() bool { return answers(h, h.sc, "c_only", []float64{0, 0, 1}) == nil })
+	if err := answers(h, h.sc, "", []float64{1, 0, 0}); err != nil {
+		t.Errorf("after the repair: %v", err)
+	}
+
+	// (d) An invalid configuration file: the reload fails, the old state
+	// serves.
+	_, f0, _ := reloads(t, metrics)
+	writeFile(t, h.cfgPath, "triton: [\n")
+	wait("the failed reload of a broken file", func(s, f, ok float64) bool { return f == f0+1 && ok == 0 })
+	if err := answers(h, h.sc, "c_only", []float64{0, 0, 1}); err != nil {
+		t.Errorf("after a broken configuration: %v", err)
+	}
+}
+
+// TestReloaderConfigMap: a Kubernetes ConfigMap update (a new timestamped
+// directory, and the ..data symlink swapped by renaming ..data_tmp over it)
+// reloads the configuration and the components.
+func TestReloaderConfigMap(t *testing.T) {
+	h := startHarness(t, func(c *ctlConfig) { c.configMap = true })
+	hup := runReloader(t, h)
+	metrics := h.metrics.Handler()
+	hup <- syscall.SIGHUP
+	waitFor(t, 10*time.Second, "the SIGHUP reload", func() bool { s, _, _ := reloads(t, metrics); return s == 1 })
+
+	swap := func(name string, sc *faketriton.Scenario, comps []byte, c ctlConfig) {
+		t.Helper()
+		data := filepath.Join(h.dir, name)
+		if err := os.Mkdir(data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(data, "components.safetensors"), comps, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(data, "config.yaml"), []byte(c.yaml()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tmp := filepath.Join(h.dir, "..data_tmp")
+		if err := os.Symlink(name, tmp); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(h.dir, "..data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	sc2 := otherStats(h.sc, 5)
+	c := h.cfg
+	c.presets = map[string]string{"b_first": "a=0.2,b=0.8", "c_only": "c=1"}
+	swap("..2026_01_02_00_00_00.000000002", sc2, sc2.ComponentsBytes(t), c)
+	waitFor(t, 10*time.Second, "the ConfigMap update", func() bool { return answers(h, sc2, "c_only", []float64{0, 0, 1}) == nil })
+	if s, _, ok := reloads(t, metrics); s != 2 || ok != 1 {
+		t.Errorf("after the ConfigMap update: %v successes, gauge %v", s, ok)
+	}
+	if err := answers(h, sc2, "", []float64{1, 0, 0}); err != nil {
+		t.Error(err)
+	}
+
+	// An update with a corrupt components file: kept out of service.
+	swap("..2026_01_03_00_00_00.000000003", h.sc, corruptComponents(t, h.sc), h.cfg)
+	waitFor(t, 10*time.Second, "the failed ConfigMap update", func() bool { _, f, ok := reloads(t, metrics); return f == 1 && ok == 0 })
+	if err := answers(h, sc2, "c_only", []float64{0, 0, 1}); err != nil {
+		t.Errorf("after a corrupt update: %v", err)
+	}
+}
+
+// TestCommandReload runs the whole command (NewCommand) with a SIGHUP
+// channel of the test's, and follows a reload through its metrics
+// endpoint.
+func TestCommandReload(t *testing.T) {
+	sc := faketriton.NewScenario(7, 4, ctlTasks...)
+	fake := faketriton.Start(t, ctlModels(sc)...)
+	dir := t.TempDir()
+	sc.WriteComponents(t, dir, "components.safetensors")
+	c := ctlConfig{tritonGRPC: fake.Addr, tritonHTTP: closedAddr(t), components: "components.safetensors",
+		defaultPreference: "a=1", metricsListen: "127.0.0.1:0", logFormat: "json"}
+	cfgPath := filepath.Join(dir, "config.yaml")
+	writeFile(t, cfgPath, c.yaml())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	hup := make(chan os.Signal, 1)
+	stderr := &syncBuffer{}
+	cmd := NewCommand(ctx, hup, stderr, stderr)
+	cmd.SetArgs([]string{"--config", cfgPath})
+	done := make(chan error, 1)
+	go func() { done <- cmd.Execute() }()
+	defer func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Execute: %v\n%s", err, stderr.String())
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("the command did not stop")
+		}
+	}()
+
+	// The addresses, from the log.
+	var grpcAddr, metricsAddr string
+	waitFor(t, 10*time.Second, "the sidecar ready in the log", func() bool {
+		ready := false
+		sc := bufio.NewScanner(strings.NewReader(stderr.String()))
+		for sc.Scan() {
+			var line map[string]any
+			if json.Unmarshal(sc.Bytes(), &line) != nil {
+				continue
+			}
+			switch line["msg"] {
+			case "sidecar listening":
+				grpcAddr, _ = line["grpc"].(string)
+				metricsAddr, _ = line["metrics"].(string)
+			case "sidecar ready":
+				ready = true
+			}
+		}
+		return ready && grpcAddr != "" && metricsAddr != ""
+	})
+	client := tritonpb.NewGRPCInferenceServiceClient(dial(t, grpcAddr))
+	scrapeHTTP := func() (success, failure, ok float64) {
+		t.Helper()
+		resp, err := http.Get("http://" + metricsAddr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		fams := parseMetrics(t, resp.Body)
+		success, _ = metricValue(fams, "react_config_reloads_total", map[string]string{"result": "success"})
+		failure, _ = metricValue(fams, "react_config_reloads_total", map[string]string{"result": "failure"})
+		ok, _ = metricValue(fams, "react_config_last_reload_successful", nil)
+		return
+	}
+	infer := func(sc *faketriton.Scenario) error {
+		resp, err := client.ModelInfer(context.Background(), ctlRequest("single", "cmd", ctlBatch))
+		if err != nil {
+			return err
+		}
+		return checkLogits(sc, "a", []float64{1, 0, 0}, ctlBatch, resp.GetRawOutputContents()[0])
+	}
+	if err := infer(sc); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := scrapeHTTP(); ok != 1 {
+		t.Errorf("react_config_last_reload_successful = %v at start", ok)
+	}
+
+	hup <- syscall.SIGHUP
+	waitFor(t, 10*time.Second, "the SIGHUP reload", func() bool { s, _, _ := scrapeHTTP(); return s == 1 })
+
+	writeBytes(t, filepath.Join(dir, "components.safetensors"), corruptComponents(t, sc))
+	waitFor(t, 10*time.Second, "the failed reload", func() bool { _, f, ok := scrapeHTTP(); return f == 1 && ok == 0 })
+	if err := infer(sc); err != nil {
+		t.Errorf("after a failed reload: %v", err)
+	}
+
+	sc2 := otherStats(sc, 11)
+	writeBytes(t, filepath.Join(dir, "components.safetensors"), sc2.ComponentsBytes(t))
+	waitFor(t, 10*time.Second, "the reload of new components", func() bool { s, _, ok := scrapeHTTP(); return s == 2 && ok == 1 })
+	if err := infer(sc2); err != nil {
+		t.Errorf("after new components: %v", err)
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		t.Fatal("cancelled early")
+	}
+}
