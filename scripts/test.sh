@@ -95,5 +95,8 @@ SIDECAR_BIN=$run_dir/sidecar start_sidecar "$SIDECAR_CONFIG" "$TRITON_GRPC_ADDR"
 export SIDECAR_GRPC_ADDR=$sidecar_grpc SIDECAR_HTTP_ADDR=$sidecar_http SIDECAR_METRICS_ADDR=$sidecar_metrics
 
 go test -count=1 ./... || status=1
+# The servers' packages again under the race detector: concurrent requests,
+# reloads and streams (about half a minute).
+go test -race -count=1 ./control/... ./sidecar/... || status=1
 
 .venv/bin/python -m pytest -q tests/ 2>&1 | tee "$run_dir/pytest.out" || status=1
