@@ -177,7 +177,7 @@ func ctlModels(sc *faketriton.Scenario) []*faketriton.Model {
 // newHarness starts a fake Triton and a sidecar with the test
 // configuration (edit may change it), without building the models: call
 // start (or Models.Start) for that.
-func newHarness(t *testing.T, edit func(*ctlConfig)) *harness {
+func newHarness(t testing.TB, edit func(*ctlConfig)) *harness {
 	t.Helper()
 	h := &harness{sc: faketriton.NewScenario(7, 4, ctlTasks...), dir: t.TempDir(), log: &syncBuffer{}}
 	h.fake = faketriton.Start(t, ctlModels(h.sc)...)
@@ -238,7 +238,7 @@ func newHarness(t *testing.T, edit func(*ctlConfig)) *harness {
 }
 
 // startHarness is newHarness with the models built.
-func startHarness(t *testing.T, edit func(*ctlConfig)) *harness {
+func startHarness(t testing.TB, edit func(*ctlConfig)) *harness {
 	t.Helper()
 	h := newHarness(t, edit)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -250,12 +250,12 @@ func startHarness(t *testing.T, edit func(*ctlConfig)) *harness {
 }
 
 // writeFile writes a file atomically (a temporary file renamed over it).
-func writeFile(t *testing.T, path, content string) {
+func writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	writeBytes(t, path, []byte(content))
 }
 
-func writeBytes(t *testing.T, path string, b []byte) {
+func writeBytes(t testing.TB, path string, b []byte) {
 	t.Helper()
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
