@@ -1,10 +1,12 @@
 package sidecar
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -580,4 +582,83 @@ func streamWhileLoading(t *testing.T) {
 		t.Errorf("response while loading: %v", resp)
 	}
 	stream.CloseSend()
+}
+
+// TestModelsCancellationReachesTriton: a client's cancellation or deadline
+// ends the sidecar's calls to Triton, on unary calls, streams and HTTP.
+func TestModelsCancellationReachesTriton(t *testing.T) {
+	h := startHarness(t, nil)
+	release := h.fake.Hold("backbone")
+	defer release()
+	calls := func() int { return h.fake.Calls("backbone") }
+
+	t.Run("unary cancel", func(t *testing.T) {
+		n, c := calls(), h.fake.Cancelled("backbone")
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := h.client.ModelInfer(ctx, ctlRequest("multi", "c", ctlBatch))
+			done <- err
+		}()
+		waitFor(t, 5*time.Second, "the backbone call", func() bool { return calls() > n })
+		cancel()
+		if err := <-done; status.Code(err) != codes.Canceled {
+			t.Errorf("ModelInfer: %v", err)
+		}
+		waitFor(t, 5*time.Second, "the cancellation at Triton", func() bool { return h.fake.Cancelled("backbone") > c })
+	})
+	t.Run("unary deadline", func(t *testing.T) {
+		c := h.fake.Cancelled("backbone")
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		if _, err := h.client.ModelInfer(ctx, ctlRequest("multi", "d", ctlBatch)); status.Code(err) != codes.DeadlineExceeded {
+			t.Errorf("ModelInfer: %v", err)
+		}
+		waitFor(t, 5*time.Second, "the deadline at Triton", func() bool { return h.fake.Cancelled("backbone") > c })
+	})
+	t.Run("stream cancel", func(t *testing.T) {
+		n, c := calls(), h.fake.Cancelled("backbone")
+		ctx, cancel := context.WithCancel(context.Background())
+		stream, err := h.client.ModelStreamInfer(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 2; i++ {
+			if err := stream.Send(ctlRequest("single", fmt.Sprint(i), ctlBatch)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitFor(t, 5*time.Second, "the backbone calls", func() bool { return calls() >= n+2 })
+		cancel()
+		if _, err := stream.Recv(); status.Code(err) != codes.Canceled {
+			t.Errorf("Recv after cancel: %v", err)
+		}
+		waitFor(t, 5*time.Second, "the cancellations at Triton", func() bool { return h.fake.Cancelled("backbone") >= c+2 })
+	})
+	t.Run("http cancel", func(t *testing.T) {
+		n, c := calls(), h.fake.Cancelled("backbone")
+		ctx, cancel := context.WithCancel(context.Background())
+		body, hdr := inferBody(t, ctlRequest("multi", "h", ctlBatch), false)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.httpURL+"/v2/models/multi/infer", bytes.NewReader(body))
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		done := make(chan error, 1)
+		go func() {
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			done <- err
+		}()
+		waitFor(t, 5*time.Second, "the backbone call", func() bool { return calls() > n })
+		cancel()
+		<-done
+		waitFor(t, 5*time.Second, "the cancellation at Triton", func() bool { return h.fake.Cancelled("backbone") > c })
+	})
+
+	release()
+	if _, err := h.client.ModelInfer(context.Background(), ctlRequest("multi", "after", ctlBatch)); err != nil {
+		t.Errorf("after the cancellations: %v", err)
+	}
 }

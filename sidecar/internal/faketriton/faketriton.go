@@ -71,6 +71,7 @@ type state struct {
 	gate     chan struct{} // ModelInfer waits for it to close (or its context)
 
 	calls      int // ModelInfer calls that reached the model (stream included)
+	cancelled  int // held calls whose context ended first
 	readyCalls int
 	last       *tritonpb.ModelInferRequest
 	lastMD     metadata.MD
@@ -184,6 +185,14 @@ func (s *Server) SetServerReady(ready bool) {
 func (s *Server) Calls(name string) int {
 	var n int
 	s.with(name, func(st *state) { n = st.calls })
+	return n
+}
+
+// Cancelled returns how many held calls of a model ended because their
+// context did (the client's cancellation or deadline reached Triton).
+func (s *Server) Cancelled(name string) int {
+	var n int
+	s.with(name, func(st *state) { n = st.cancelled })
 	return n
 }
 
@@ -382,6 +391,9 @@ func (s *Server) infer(ctx context.Context, req *tritonpb.ModelInferRequest) (*t
 		select {
 		case <-gate:
 		case <-ctx.Done():
+			s.mu.Lock()
+			st.cancelled++
+			s.mu.Unlock()
 			return nil, status.FromContextError(ctx.Err()).Err()
 		}
 	}

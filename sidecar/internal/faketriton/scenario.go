@@ -234,3 +234,15 @@ func (s *Scenario) Head(task string) [][]float64 {
 	}
 	panic("faketriton: no task " + task)
 }
+
+// Truncate keeps only the first n calibration samples of a task, so that
+// with n < D and β = 0 its C_t is singular.
+func (s *Scenario) Truncate(task string, n int) {
+	for k, t := range s.Tasks {
+		if t == task {
+			s.mtl[k], s.ind[k] = s.mtl[k][:n*s.D], s.ind[k][:n*s.D]
+			return
+		}
+	}
+	panic("faketriton: no task " + task)
+}
