@@ -5,10 +5,12 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -49,13 +51,13 @@ type reloader struct {
 	log     *slog.Logger
 	level   *slog.LevelVar
 
-	// sums are the SHA-256 of the files in service, by path.
-	sums map[string][32]byte
+	// sums describe the files in service, by path.
+	sums map[string]fileState
 }
 
 // run serves reloads until ctx is done. hup may be nil.
 func (r *reloader) run(ctx context.Context, hup <-chan os.Signal) {
-	r.sums = r.fingerprint()
+	r.sums = r.fingerprint(nil)
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		r.log.Warn("reload on file change disabled; SIGHUP still reloads", "error", err)
@@ -79,8 +81,10 @@ func (r *reloader) run(ctx context.Context, hup <-chan os.Signal) {
 			if w != nil {
 				r.watch(w)
 			}
-		case <-events:
-			debounce = time.After(reloadDebounce)
+		case ev := <-events:
+			if r.relevant(ev) {
+				debounce = time.After(reloadDebounce)
+			}
 		case err := <-watchErrs:
 			r.log.Warn("watching the configuration files", "error", err)
 		case <-debounce:
@@ -114,23 +118,98 @@ func (r *reloader) watch(w *fsnotify.Watcher) {
 	}
 }
 
-// fingerprint hashes the files in service; a file that cannot be read
-// hashes to zero.
-func (r *reloader) fingerprint() map[string][32]byte {
-	sums := make(map[string][32]byte)
-	for _, f := range r.files() {
-		if b, err := os.ReadFile(f); err == nil {
-			sums[f] = sha256.Sum256(b)
-		} else {
-			sums[f] = [32]byte{}
-		}
-	}
-	return sums
+// fileState identifies a file's content cheaply: what os.Stat says (which
+// follows symlinks, so a ConfigMap swap shows as another file), with the
+// SHA-256 of the content computed only when that changes.
+type fileState struct {
+	size    int64
+	modTime time.Time
+	stat    any // os.FileInfo.Sys(): device and inode on Unix
+	sum     [32]byte
+	missing bool
 }
 
-// changed reports whether a file differs from the one in service.
+// sameFile reports whether a and b describe the same file, unchanged.
+func (a fileState) sameFile(b fileState) bool {
+	return a.missing == b.missing && a.size == b.size && a.modTime.Equal(b.modTime) && reflect.DeepEqual(a.stat, b.stat)
+}
+
+// fingerprint describes the files in service. A file whose stat matches
+// prev keeps its recorded hash; any other is hashed again. A file that
+// cannot be read is missing.
+func (r *reloader) fingerprint(prev map[string]fileState) map[string]fileState {
+	out := make(map[string]fileState)
+	for _, f := range r.files() {
+		fi, err := os.Stat(f)
+		if err != nil {
+			out[f] = fileState{missing: true}
+			continue
+		}
+		st := fileState{size: fi.Size(), modTime: fi.ModTime(), stat: fi.Sys()}
+		if old, ok := prev[f]; ok && old.sameFile(st) {
+			out[f] = old
+			continue
+		}
+		sum, err := hashFile(f)
+		if err != nil {
+			out[f] = fileState{missing: true}
+			continue
+		}
+		st.sum = sum
+		out[f] = st
+	}
+	return out
+}
+
+// hashFile returns the SHA-256 of a file's content, streamed.
+func hashFile(path string) ([32]byte, error) {
+	var sum [32]byte
+	f, err := os.Open(path)
+	if err != nil {
+		return sum, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return sum, err
+	}
+	copy(sum[:], h.Sum(nil))
+	return sum, nil
+}
+
+// changed reports whether a file's content differs from the one in
+// service. It records what it found, so that a file only touched (same
+// content) is not hashed again.
 func (r *reloader) changed() bool {
-	return !reflect.DeepEqual(r.fingerprint(), r.sums)
+	next := r.fingerprint(r.sums)
+	differs := len(next) != len(r.sums)
+	for f, st := range next {
+		old, ok := r.sums[f]
+		if !ok || old.missing != st.missing || old.sum != st.sum {
+			differs = true
+		}
+	}
+	if !differs {
+		r.sums = next
+	}
+	return differs
+}
+
+// relevant reports whether a file event can concern a file in service: an
+// event on the file's own name, or on a ConfigMap's "..data" symlink or
+// timestamped directory (names starting with ".."). Other files in the same
+// directories, such as logs written next to the configuration, are ignored.
+func (r *reloader) relevant(ev fsnotify.Event) bool {
+	base := filepath.Base(ev.Name)
+	if strings.HasPrefix(base, "..") {
+		return true
+	}
+	for _, f := range r.files() {
+		if filepath.Base(f) == base && filepath.Dir(f) == filepath.Dir(ev.Name) {
+			return true
+		}
+	}
+	return false
 }
 
 // reload loads the configuration again and rebuilds the controllable
@@ -138,7 +217,7 @@ func (r *reloader) changed() bool {
 // serving, the problems are logged and react_config_last_reload_successful
 // drops to 0. forced reloads report even when nothing changed.
 func (r *reloader) reload(ctx context.Context, forced bool) {
-	sums := r.fingerprint()
+	sums := r.fingerprint(r.sums)
 	old := r.models.Config()
 	err := func() error {
 		path := old.File
@@ -159,7 +238,9 @@ func (r *reloader) reload(ctx context.Context, forced bool) {
 		r.level.Set(parseLevel(cfg.Log.Level))
 		return nil
 	}()
-	r.sums = sums
+	// The files in service now (a new configuration may name others),
+	// from what was read before loading.
+	r.sums = r.fingerprint(sums)
 	r.metrics.reloaded(err == nil)
 	if err != nil {
 		r.log.Error("reload failed; the previous configuration keeps serving", "error", err)

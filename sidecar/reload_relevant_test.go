@@ -1,0 +1,33 @@
+package sidecar
+
+import (
+	"testing"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/mergectl/react-triton/config"
+)
+
+// TestReloaderIgnoresOtherFiles: only events on the files in service, or on
+// a ConfigMap's ..data entries, start a reload check; a log written next to
+// the configuration does not (each check may hash large components files).
+func TestReloaderIgnoresOtherFiles(t *testing.T) {
+	cfg := &config.Config{File: "/etc/react/sidecar.yaml",
+		Components: []config.Components{{Name: "c", Path: "/models/react/components.safetensors"}}}
+	r := &reloader{models: &Models{}}
+	r.models.state.Store(&modelsState{cfg: cfg})
+	for name, want := range map[string]bool{
+		"/etc/react/sidecar.yaml":                  true,
+		"/etc/react/..data":                        true,
+		"/etc/react/..2026_11_23_10_00_00.1234":    true,
+		"/models/react/components.safetensors":     true,
+		"/etc/react/sidecar.log":                   false,
+		"/models/react/components.safetensors.tmp": false,
+		"/elsewhere/sidecar.yaml":                  false,
+		"/models/react/other.safetensors":          false,
+	} {
+		if got := r.relevant(fsnotify.Event{Name: name, Op: fsnotify.Write}); got != want {
+			t.Errorf("relevant(%s) = %v, want %v", name, got, want)
+		}
+	}
+}
