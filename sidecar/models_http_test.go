@@ -152,6 +152,35 @@ func TestModelsHTTPInfer(t *testing.T) {
 		}
 	})
 
+	t.Run("pass-through chunked", func(t *testing.T) {
+		body, hdr := inferBody(t, headRequest("head_a", "p", []float64{1, 2, 3, 4}), true)
+		// A reader of unknown length: the client sends the body chunked.
+		req, err := http.NewRequest(http.MethodPost, h.httpURL+"/v2/models/head_a/infer", io.MultiReader(bytes.NewReader(body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Fake-Triton") != "1" {
+			t.Fatalf("chunked pass-through: %d %s", resp.StatusCode, out)
+		}
+		dec, err := tritonhttp.DecodeResponse(out, resp.Header.Get(headerContentLength))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := faketriton.Decode("FP32", dec.GetRawOutputContents()[0])
+		if want := faketriton.Apply(h.sc.Head("a"), []float64{1, 2, 3, 4}); !closeTo(got, want, 1e-6) {
+			t.Errorf("chunked pass-through: %v, want %v", got, want)
+		}
+	})
+
 	t.Run("errors", func(t *testing.T) {
 		body, hdr := inferBody(t, ctlRequest("multi", "e", ctlBatch), false)
 		tests := []struct {
