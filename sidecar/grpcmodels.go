@@ -132,9 +132,22 @@ func (ms *Models) unary(answer func(ctx context.Context, m *pipeline.Model, req 
 	}
 }
 
+// knownVersion reports whether a request's version names the controllable
+// models' one (or none).
+func knownVersion(version string) bool { return version == "" || version == pipeline.Version }
+
+// checkStatisticsVersion refuses, as Triton does for statistics, a version
+// other than the controllable models' one with INVALID_ARGUMENT.
+func checkStatisticsVersion(m *pipeline.Model, version string) error {
+	if !knownVersion(version) {
+		return status.Errorf(codes.InvalidArgument, "model %q: requested model version %s is not available (a controllable model has only version %s)", m.Name(), version, pipeline.Version)
+	}
+	return nil
+}
+
 // checkVersion refuses a version other than the controllable models' one.
 func checkVersion(m *pipeline.Model, version string) error {
-	if version != "" && version != pipeline.Version {
+	if !knownVersion(version) {
 		return status.Errorf(codes.NotFound, "model %q has no version %s (a controllable model has only version %s)", m.Name(), version, pipeline.Version)
 	}
 	return nil
@@ -156,8 +169,9 @@ func (ms *Models) ready(ctx context.Context, m *pipeline.Model, b []byte) (proto
 	if err := proto.Unmarshal(b, &req); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "sidecar: ModelReadyRequest: %v", err)
 	}
-	if err := checkVersion(m, req.GetVersion()); err != nil {
-		return nil, err
+	if !knownVersion(req.GetVersion()) {
+		// As Triton: a version that does not exist is not ready.
+		return &tritonpb.ModelReadyResponse{Ready: false}, nil
 	}
 	ready, err := ms.modelReady(ctx, m)
 	if err != nil {
@@ -197,7 +211,7 @@ func (ms *Models) grpcStatistics(ss grpc.ServerStream, pass func(*Frame) error) 
 		if err != nil {
 			return err
 		}
-		if err := checkVersion(m, req.GetVersion()); err != nil {
+		if err := checkStatisticsVersion(m, req.GetVersion()); err != nil {
 			return err
 		}
 		return sendProto(ss, &tritonpb.ModelStatisticsResponse{ModelStats: []*tritonpb.ModelStatistics{m.Stats().Proto(m.Name(), pipeline.Version)}})

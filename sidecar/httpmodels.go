@@ -91,7 +91,18 @@ func (ms *Models) HTTPInterceptor() HTTPInterceptor {
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if err == nil {
-				err = checkVersion(m, rt.version)
+				switch rt.action {
+				case "ready":
+					if !knownVersion(rt.version) {
+						// As Triton: a version that does not exist is not ready.
+						w.WriteHeader(http.StatusBadRequest)
+						return
+					}
+				case "stats":
+					err = checkStatisticsVersion(m, rt.version)
+				default:
+					err = checkVersion(m, rt.version)
+				}
 			}
 			if err != nil {
 				writeStatusError(w, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"time"
@@ -72,6 +73,10 @@ func DialTriton(addr string, tlsCfg *tls.Config) (*grpc.ClientConn, error) {
 	}
 	conn, err := grpc.NewClient(addr,
 		grpc.WithTransportCredentials(creds),
+		// Triton and its clients allow messages up to INT32_MAX; grpc-go's
+		// default receive limit is 4 MiB, too small for a large batch's
+		// feature or a head's output.
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.MaxCallSendMsgSize(math.MaxInt32)),
 		// grpc-go's default reconnect backoff grows to 120 s, so after a long
 		// Triton outage the sidecar would stay UNAVAILABLE for up to two
 		// minutes after Triton is back. Retry at least once a second.
