@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/mergectl/react-triton/config"
@@ -530,5 +531,63 @@ func TestCommandReload(t *testing.T) {
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		t.Fatal("cancelled early")
+	}
+}
+
+// TestReloaderFingerprintAfterNewPaths: after a reload that moves the
+// components to another file, the reloader's record of the files in
+// service is that of the new files, so that nothing counts as changed
+// (and the next unrelated event in the directory reloads nothing).
+func TestReloaderFingerprintAfterNewPaths(t *testing.T) {
+	h := startHarness(t, nil)
+	r := &reloader{models: h.models, metrics: h.metrics, log: slog.New(slog.NewTextHandler(h.log, nil)), level: new(slog.LevelVar)}
+	r.sums = r.fingerprint(nil)
+	if r.changed() {
+		t.Fatal("changed right after fingerprinting")
+	}
+	otherStats(h.sc, 3).WriteComponents(t, h.dir, "moved.safetensors")
+	c := h.cfg
+	c.components = "moved.safetensors"
+	writeFile(t, h.cfgPath, c.yaml())
+	if !r.changed() {
+		t.Fatal("a new configuration file does not count as a change")
+	}
+	r.reload(context.Background(), false)
+	if s, _, ok := reloads(t, h.metrics.Handler()); s != 1 || ok != 1 {
+		t.Fatalf("reload: %v successes, gauge %v\n%s", s, ok, h.log.String())
+	}
+	if got := h.models.Files(); len(got) != 1 || filepath.Base(got[0]) != "moved.safetensors" {
+		t.Fatalf("files in service: %v", got)
+	}
+	if r.changed() {
+		t.Error("nothing changed since the reload, but changed() reports a change")
+	}
+	// Touching a file (same content) is no change either.
+	now := time.Now().Add(time.Second)
+	if err := os.Chtimes(filepath.Join(h.dir, "moved.safetensors"), now, now); err != nil {
+		t.Fatal(err)
+	}
+	if r.changed() {
+		t.Error("a touched file with the same content counts as a change")
+	}
+	// Only events on the files in service (or a ConfigMap's ..data) matter.
+	for _, tt := range []struct {
+		name string
+		want bool
+	}{
+		{"moved.safetensors", true},
+		{"config.yaml", true},
+		{"..data", true},
+		{"..2026_01_01_00_00_00.000000001", true},
+		{"components.safetensors", false}, // no longer in service
+		{"sidecar.log", false},
+		{"config.yaml.tmp", false},
+	} {
+		if got := r.relevant(fsnotify.Event{Name: filepath.Join(h.dir, tt.name), Op: fsnotify.Write}); got != tt.want {
+			t.Errorf("relevant(%s) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if r.relevant(fsnotify.Event{Name: filepath.Join(t.TempDir(), "config.yaml"), Op: fsnotify.Write}) {
+		t.Error("an event on a config.yaml in another directory is relevant")
 	}
 }
