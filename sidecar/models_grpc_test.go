@@ -141,15 +141,36 @@ func TestModelsGRPCInfer(t *testing.T) {
 // TestModelsGRPCMaxRequestBytes: limits.max_request_bytes bounds "a gRPC
 // message of a controllable model" (config.Limits).
 func TestModelsGRPCMaxRequestBytes(t *testing.T) {
-	knownBug(t, "limits.max_request_bytes is documented to bound gRPC messages of controllable models, but nothing on the gRPC path checks it (only httpInfer reads it)")
 	h := startHarness(t, func(c *ctlConfig) { c.maxRequestBytes = "1KiB" })
-	req := ctlRequest("multi", "big", ctlBatch)
-	req.Parameters = map[string]*tritonpb.InferParameter{"pad": {ParameterChoice: &tritonpb.InferParameter_StringParam{StringParam: strings.Repeat("x", 4096)}}}
-	before := h.fake.TotalCalls()
-	_, err := h.client.ModelInfer(context.Background(), req)
-	if err == nil || h.fake.TotalCalls() != before {
-		t.Errorf("a %d-byte request passed limits.max_request_bytes 1KiB: %v", 4096, err)
+	padded := func(n int) *tritonpb.ModelInferRequest {
+		req := ctlRequest("multi", "big", ctlBatch)
+		req.Parameters = map[string]*tritonpb.InferParameter{"pad": {ParameterChoice: &tritonpb.InferParameter_StringParam{StringParam: strings.Repeat("x", n)}}}
+		return req
 	}
+	before := h.fake.TotalCalls()
+	_, err := h.client.ModelInfer(context.Background(), padded(4096))
+	if status.Code(err) != codes.ResourceExhausted || h.fake.TotalCalls() != before {
+		t.Errorf("a request of over 4 KiB with limits.max_request_bytes 1KiB: %v (%d calls reached Triton)", err, h.fake.TotalCalls()-before)
+	}
+	if v, _ := metricValue(scrape(t, h.metrics.Handler()), "react_rejected_requests_total", map[string]string{"protocol": "grpc", "reason": "too_large"}); v != 1 {
+		t.Errorf("react_rejected_requests_total{grpc,too_large} = %v", v)
+	}
+	if _, err := h.client.ModelInfer(context.Background(), padded(600)); err != nil {
+		t.Errorf("a request under the limit: %v", err)
+	}
+	// On a stream too, as an error_message.
+	stream, err := h.client.ModelStreamInfer(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(padded(4096)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := stream.Recv()
+	if err != nil || !strings.Contains(resp.GetErrorMessage(), "max_request_bytes") || resp.GetInferResponse().GetId() != "big" {
+		t.Errorf("stream: %v, %v", resp, err)
+	}
+	stream.CloseSend()
 }
 
 // TestModelsGRPCModelAPI: metadata, readiness, configuration, statistics
@@ -552,7 +573,6 @@ func TestModelsStreamWhileLoading(t *testing.T) {
 		streamWhileLoading(t)
 		return
 	}
-	knownBug(t, "grpcstream.go receive(): for a declared model that is not built yet, lookup returns m == nil with an error, and the goroutine calls m.Name() on it: nil pointer panic in a goroutine, which crashes the whole sidecar")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestModelsStreamWhileLoading$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "SIDECAR_TEST_CHILD=stream-while-loading")
 	out, err := cmd.CombinedOutput()

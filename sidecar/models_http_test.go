@@ -235,7 +235,6 @@ func TestModelsHTTPPassThroughStripsReactHeaders(t *testing.T) {
 		t.Fatalf("the fake did not record the request's headers: %v", got)
 	}
 	if v := got.Get("React-Preference"); v != "" {
-		knownBug(t, "httpproxy.go: the HTTP pass-through forwards react-* headers to Triton (React-Preference reached it), while forwardable() strips them from gRPC metadata")
 		t.Errorf("React-Preference %q reached Triton through the HTTP pass-through", v)
 	}
 }
