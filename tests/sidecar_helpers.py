@@ -76,11 +76,21 @@ def wait_for(what, probe, timeout=30.0, interval=0.05):
 # ---------------------------------------------------------------- binaries
 
 
+def _newest_go_source():
+    newest = 0.0
+    for top in ("cmd", "calibrate", "config", "control", "internal", "react", "sidecar", "triton"):
+        for path in (ROOT / top).rglob("*.go"):
+            if not path.name.endswith("_test.go"):
+                newest = max(newest, path.stat().st_mtime)
+    return max(newest, (ROOT / "go.mod").stat().st_mtime, (ROOT / "go.sum").stat().st_mtime)
+
+
 @functools.cache
 def binary(name):
-    """bin/<name>, built with go from cmd/<name> when missing."""
+    """bin/<name>, built with go from cmd/<name> when missing or older than
+    the Go sources (a stale binary would test old code)."""
     path = ROOT / "bin" / name
-    if not path.is_file():
+    if not path.is_file() or path.stat().st_mtime < _newest_go_source():
         run = subprocess.run(["go", "build", "-o", str(path), f"./cmd/{name}"], cwd=ROOT,
                              capture_output=True, text=True, timeout=600)
         if run.returncode != 0:
@@ -316,11 +326,13 @@ class Sidecar:
     listens on port 0)."""
 
     LISTENING = re.compile(r'msg="sidecar listening" grpc=(\S+) http=(\S+) .*metrics=(\S+)')
+    _serial = 0
 
     def __init__(self, config, workdir, args=(), env=None):
         self.config, self.workdir = pathlib.Path(config), pathlib.Path(workdir)
         self.args, self.env = list(args), env
-        self.log_path = self.workdir / f"sidecar-{self.config.stem}.log"
+        Sidecar._serial += 1
+        self.log_path = self.workdir / f"sidecar-{Sidecar._serial}.log"
         self.proc = None
         self.grpc = self.http = self.metrics = None
 
@@ -381,7 +393,7 @@ def sidecar_config(triton, components, models, **sections):
         "models": models,
     }
     cfg.update(sections)
-    return cfg
+    return json.loads(json.dumps(cfg))  # a deep copy: callers may edit it
 
 
 def config_text(cfg):

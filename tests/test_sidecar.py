@@ -257,6 +257,9 @@ def test_grpc_response_metadata_carries_preference(addrs):
         response, call = stub.ModelInfer.with_call(request, metadata=[("react-preset", "scripts")], timeout=30)
     assert dict(call.initial_metadata()).get("react-preference") == SCRIPTS
     assert response.parameters["react-preference"].string_param == SCRIPTS
+    # Output data come back as raw_output_contents, as from Triton.
+    assert [o.name for o in response.outputs] == [LOGITS] and not response.outputs[0].HasField("contents")
+    assert len(response.raw_output_contents) == 1 and len(response.raw_output_contents[0]) == 4 * 10
 
 
 # (id, headers, parameters, canonical applied)
@@ -329,6 +332,9 @@ BAD_PREFERENCES = [
     ("zero-sum", "header", "fashion=0,mnist=0", ["sum"]),
     ("unknown-preset-header", "preset-header", "nosuch", ['"nosuch"', "preset"]),
     ("unknown-preset-parameter", "preset-parameter", "nosuch", ['"nosuch"', "preset"]),
+    # limits.max_preference_length defaults to 1024 bytes.
+    ("too-long", "header", "fashion=1" + "0" * 1100, ["1109", "1024"]),
+    ("too-long-preset", "preset-parameter", "u" * 1025, ["1025", "1024"]),
 ]
 
 
@@ -486,13 +492,18 @@ def test_model_config(clients, components, protocol, model):
 
 
 def _stats(clients, protocol, model):
-    """(success, fail, inference_count, execution_count) of a model."""
+    """(success, fail, inference_count, execution_count, queue, compute_input,
+    compute_infer, compute_output) counts of a model."""
     raw = _json(clients[protocol], protocol, "get_inference_statistics", model)
     [s] = raw["model_stats"]
     assert s["name"] == model and s["version"] == "1"
     inf = s.get("inference_stats", {})
-    return (int(inf.get("success", {}).get("count", 0)), int(inf.get("fail", {}).get("count", 0)),
-            int(s.get("inference_count", 0)), int(s.get("execution_count", 0)))
+
+    def count(stage):
+        return int(inf.get(stage, {}).get("count", 0))
+
+    return (count("success"), count("fail"), int(s.get("inference_count", 0)), int(s.get("execution_count", 0)),
+            count("queue"), count("compute_input"), count("compute_infer"), count("compute_output"))
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
@@ -503,8 +514,10 @@ def test_statistics_count_exactly_the_requests_sent(clients, protocol):
         _infer(clients, protocol, "fashion", images("fashion", n, seed=n), parameters={"react-preference": "fashion=1"})
     _error(lambda: _infer(clients, protocol, "fashion", images("fashion", 3), headers={"react-preference": "bogus=1"}))
     after = _stats(clients, protocol, "fashion")
-    success, fail, inferences, executions = (a - b for a, b in zip(after, before))
+    success, fail, inferences, executions, *stages = (a - b for a, b in zip(after, before))
     assert (success, inferences, executions, fail) == (len(rows), sum(rows), len(rows), 1)
+    # Every successful request passes each stage once, as in Triton.
+    assert stages == [len(rows)] * 4
     # Both protocols read the same counts.
     other = "http" if protocol == "grpc" else "grpc"
     assert _stats(clients, other, "fashion") == after
@@ -734,6 +747,17 @@ def test_shield_refuses_a_fuzzed_family(clients, addrs):
                           grpc_infer(clients["triton"], "fashion", {IMAGE: x}).as_numpy(LOGITS))
 
 
+def test_unsupported_content_encoding(addrs):
+    body = json_infer_body({"INPUT0": np.ones((1, 4), np.float32)})
+    before = metric(scrape(addrs["SIDECAR_METRICS_ADDR"]), "react_rejected_requests_total", reason="encoding")
+    status, headers, answer = http_request(addrs["SIDECAR_HTTP_ADDR"], "POST", "/v2/models/affine_fp32/infer", body,
+                                           {"Content-Encoding": "br"})
+    assert status == 501, answer[:300]
+    assert "br" in _error_message(answer)
+    after = metric(scrape(addrs["SIDECAR_METRICS_ADDR"]), "react_rejected_requests_total", reason="encoding")
+    assert after - before == 1
+
+
 # ---------------------------------------------------------------- metrics
 
 
@@ -794,6 +818,6 @@ def test_other_parameters_pass_through(clients, protocol):
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_own_parameters_never_reach_triton(clients, protocol):
     seen = _echo_parameters(clients, protocol, {"react-preference": "fashion=1", "react-preset": "uniform",
-                                                "react-other": "x", "keep": "y"},
+                                                "react-other": "x", "REACT-Upper": "x", "keep": "y"},
                             headers={"react-preference": "fashion=1"})
     assert seen == {"keep": "y"}
