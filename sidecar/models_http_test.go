@@ -13,6 +13,9 @@ import (
 	"strings"
 	"testing"
 
+	grpccodes "google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
 	"github.com/mergectl/react-triton/triton/tritonhttp"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -480,8 +483,9 @@ func TestModelsHTTPModelAPI(t *testing.T) {
 	}
 }
 
-// TestModelsHTTPWhileLoading: /v2/health/ready answers 503 until the
-// controllable models are built.
+// TestModelsHTTPWhileLoading: until the controllable models are built,
+// /v2/health/ready and the controllable models answer 503 (docs/contracts.md:
+// "controllable models not built yet (start-up) | UNAVAILABLE | 503").
 func TestModelsHTTPWhileLoading(t *testing.T) {
 	h := newHarness(t, nil)
 	resp, out := httpDo(t, http.MethodGet, h.httpURL+"/v2/health/ready", nil, nil)
@@ -489,10 +493,66 @@ func TestModelsHTTPWhileLoading(t *testing.T) {
 		t.Errorf("health/ready while loading: %d %s", resp.StatusCode, out)
 	}
 	body, hdr := inferBody(t, ctlRequest("multi", "l", ctlBatch), false)
-	if resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/multi/infer", body, hdr); resp.StatusCode < 500 {
-		t.Errorf("infer while loading: %d %s; want a 5xx", resp.StatusCode, out)
+	codes := map[string]int{}
+	resp, out = httpDo(t, http.MethodPost, h.httpURL+"/v2/models/multi/infer", body, hdr)
+	codes["infer"] = resp.StatusCode
+	if !strings.Contains(string(out), "not loaded yet") {
+		t.Errorf("infer while loading: %s", out)
 	}
-	if resp, _ := httpDo(t, http.MethodGet, h.httpURL+"/v2/models/multi", nil, nil); resp.StatusCode < 500 {
-		t.Errorf("metadata while loading: %d", resp.StatusCode)
+	for _, path := range []string{"", "/config", "/stats"} {
+		resp, _ := httpDo(t, http.MethodGet, h.httpURL+"/v2/models/multi"+path, nil, nil)
+		codes["GET"+path] = resp.StatusCode
+	}
+	for what, code := range codes {
+		if code != http.StatusServiceUnavailable {
+			knownBug(t, "httpmodels.go httpStatus(): every UNAVAILABLE becomes 502, so a controllable model still loading answers 502 over HTTP where docs/contracts.md promises 503 (502 is for Triton unreachable)")
+			t.Errorf("%s while loading: %d, want 503", what, code)
+		}
+	}
+}
+
+// TestModelsTritonGone: once Triton goes away, controllable requests fail
+// with UNAVAILABLE / 502 naming Triton's address, and the sidecar keeps
+// running.
+func TestModelsTritonGone(t *testing.T) {
+	h := startHarness(t, nil)
+	h.fake.Stop()
+	_, err := h.client.ModelInfer(context.Background(), ctlRequest("multi", "g", ctlBatch))
+	if st := status.Convert(err); st.Code() != grpccodes.Unavailable || !strings.Contains(st.Message(), h.fake.Addr) {
+		t.Errorf("gRPC with Triton gone: %v", err)
+	}
+	body, hdr := inferBody(t, ctlRequest("multi", "g", ctlBatch), false)
+	resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/multi/infer", body, hdr)
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(out), h.fake.Addr) {
+		t.Errorf("HTTP with Triton gone: %d %s", resp.StatusCode, out)
+	}
+	if r, err := h.client.ModelReady(context.Background(), &tritonpb.ModelReadyRequest{Name: "multi"}); err == nil && r.GetReady() {
+		t.Error("multi ready with Triton gone")
+	}
+}
+
+// TestModelsHTTPTritonErrors: Triton's own error on a backbone or head
+// call keeps its meaning over HTTP, with the model called named.
+func TestModelsHTTPTritonErrors(t *testing.T) {
+	h := startHarness(t, nil)
+	tests := []struct {
+		model string
+		err   error
+		code  int
+	}{
+		{"backbone", status.Error(grpccodes.InvalidArgument, "bad input"), 400},
+		{"head_b", status.Error(grpccodes.Internal, "head crashed"), 500},
+		{"head_c", status.Error(grpccodes.NotFound, "unloaded"), 404},
+	}
+	body, hdr := inferBody(t, ctlRequest("multi", "t", ctlBatch), true)
+	for _, tt := range tests {
+		h.fake.Fail(tt.model, tt.err)
+		resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/multi/infer", body, hdr)
+		h.fake.Fail(tt.model, nil)
+		var e struct{ Error string }
+		json.Unmarshal(out, &e)
+		if resp.StatusCode != tt.code || !strings.Contains(e.Error, `"`+tt.model+`"`) || !strings.Contains(e.Error, status.Convert(tt.err).Message()) {
+			t.Errorf("%s failing with %v: %d %s", tt.model, tt.err, resp.StatusCode, out)
+		}
 	}
 }

