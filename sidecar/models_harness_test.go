@@ -89,8 +89,9 @@ type ctlConfig struct {
 	headTask string
 	// backbone overrides the backbone model of both models.
 	backbone string
-	// metricsListen and logFormat set listen.metrics and log.format.
-	metricsListen, logFormat string
+	// metricsListen, logFormat and logLevel set listen.metrics, log.format
+	// and log.level.
+	metricsListen, logFormat, logLevel string
 	// configMap lays the files out as a Kubernetes ConfigMap volume does:
 	// config.yaml and components.safetensors are symlinks through the
 	// ..data symlink to a timestamped directory.
@@ -106,7 +107,7 @@ func (c ctlConfig) yaml() string {
 	fmt.Fprintf(&b, "listen:\n  grpc: 127.0.0.1:0\n  http: 127.0.0.1:0\n  metrics: %q\n", c.metricsListen)
 	fmt.Fprintf(&b, "limits:\n  max_request_bytes: %s\n  max_preference_length: 64\n", or(c.maxRequestBytes, "64KiB"))
 	fmt.Fprintf(&b, "cache:\n  size: %d\n", max(c.cacheSize, 4))
-	fmt.Fprintf(&b, "log:\n  level: debug\n  format: %s\n", or(c.logFormat, "text"))
+	fmt.Fprintf(&b, "log:\n  level: %s\n  format: %s\n", or(c.logLevel, "debug"), or(c.logFormat, "text"))
 	fmt.Fprintf(&b, "components:\n  - name: zoo\n    path: %s\n", c.components)
 	if c.defaultPreference != "" {
 		fmt.Fprintf(&b, "    default_preference: %q\n", c.defaultPreference)

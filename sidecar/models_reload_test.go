@@ -529,6 +529,26 @@ func TestCommandReload(t *testing.T) {
 	if err := infer(sc2); err != nil {
 		t.Errorf("after new components: %v", err)
 	}
+
+	// Triton's address cannot change without a restart: the old one stays,
+	// with a warning. The log level does change.
+	c2 := c
+	c2.tritonGRPC = closedAddr(t)
+	c2.logLevel = "error"
+	writeFile(t, cfgPath, c2.yaml())
+	waitFor(t, 10*time.Second, "the reload of the new configuration", func() bool { s, _, ok := scrapeHTTP(); return s == 3 && ok == 1 })
+	if !strings.Contains(stderr.String(), "needs a restart") || !strings.Contains(stderr.String(), `"setting":"triton.grpc"`) {
+		t.Errorf("no restart warning for triton.grpc in the log:\n%s", stderr.String())
+	}
+	if err := infer(sc2); err != nil {
+		t.Errorf("after a reload that changes triton.grpc: %v", err)
+	}
+	sighups := strings.Count(stderr.String(), "SIGHUP: reloading")
+	hup <- syscall.SIGHUP
+	waitFor(t, 10*time.Second, "the second SIGHUP reload", func() bool { s, _, _ := scrapeHTTP(); return s == 4 })
+	if n := strings.Count(stderr.String(), "SIGHUP: reloading"); n != sighups {
+		t.Errorf("an info message was logged at log.level error")
+	}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		t.Fatal("cancelled early")
 	}
@@ -590,4 +610,74 @@ func TestReloaderFingerprintAfterNewPaths(t *testing.T) {
 	if r.relevant(fsnotify.Event{Name: filepath.Join(t.TempDir(), "config.yaml"), Op: fsnotify.Write}) {
 		t.Error("an event on a config.yaml in another directory is relevant")
 	}
+}
+
+// TestModelsReloadKeepsCache: W_p solved for a request stay cached across
+// a reload that keeps the components file, β and the normalisation; a
+// reload that changes β solves again (docs/sidecar.md, Reload).
+func TestModelsReloadKeepsCache(t *testing.T) {
+	h := startHarness(t, nil)
+	lookups := func() (hit, miss float64) {
+		fams := scrape(t, h.metrics.Handler())
+		hit, _ = metricValue(fams, "react_wp_cache_lookups_total", map[string]string{"components": "zoo", "result": "hit"})
+		miss, _ = metricValue(fams, "react_wp_cache_lookups_total", map[string]string{"components": "zoo", "result": "miss"})
+		return
+	}
+	infer := func() {
+		t.Helper()
+		ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs("react-preference", "b=1,c=3"))
+		if _, err := h.client.ModelInfer(ctx, ctlRequest("single", "k", ctlBatch)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	infer()
+	if hit, miss := lookups(); hit != 0 || miss != 1 {
+		t.Fatalf("first request: %v hits, %v misses", hit, miss)
+	}
+	// The same file, loaded again.
+	cfg, err := config.Load(h.cfgPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.models.Reload(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	infer()
+	if hit, miss := lookups(); hit != 1 || miss != 1 {
+		t.Errorf("after a reload of the same configuration: %v hits, %v misses; want the cached W_p", hit, miss)
+	}
+	// Another β: another W_p.
+	beta := 3.0
+	cfg, err = config.Load(h.cfgPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Components[0].Beta = &beta
+	if err := h.models.Reload(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	infer()
+	if hit, miss := lookups(); hit != 1 || miss != 2 {
+		t.Errorf("after a reload with another β: %v hits, %v misses; want a new solve", hit, miss)
+	}
+	ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs("react-preference", "b=1,c=3"))
+	resp, err := h.client.ModelInfer(ctx, ctlRequest("single", "k", ctlBatch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The answer is β=3's, computed independently.
+	want, tol := wantLogitsBeta(h.sc, []float64{0, 0.25, 0.75}, beta, ctlBatch)
+	got, _ := faketriton.Decode("FP32", resp.GetRawOutputContents()[0])
+	for i := range want {
+		if !(abs(got[i]-want[i]) <= tol[i]) {
+			t.Fatalf("with β=3: %v, want %v", got, want)
+		}
+	}
+}
+
+// wantLogitsBeta is wantLogits for head a (FP32) with another β.
+func wantLogitsBeta(sc *faketriton.Scenario, weights []float64, beta float64, x []float64) (want, tol []float64) {
+	s := *sc
+	s.Beta = beta
+	return wantLogits(&s, "a", "FP32", weights, x)
 }
