@@ -298,10 +298,16 @@ func httpStatus(c codes.Code) int {
 	return http.StatusBadRequest
 }
 
-// writeStatusError answers a gRPC status error in Triton's HTTP form.
+// writeStatusError answers a gRPC status error in Triton's HTTP form; a
+// model still loading is 503.
 func writeStatusError(w http.ResponseWriter, err error) {
 	st := status.Convert(err)
-	writeHTTPError(w, httpStatus(st.Code()), st.Message())
+	code := httpStatus(st.Code())
+	var loading *loadingError
+	if errors.As(err, &loading) {
+		code = http.StatusServiceUnavailable
+	}
+	writeHTTPError(w, code, st.Message())
 }
 
 // writeHTTPError answers {"error": msg} with an HTTP status.

@@ -93,37 +93,60 @@ func (ms *Models) newState(cfg *config.Config, set *pipeline.Set, pending error)
 // configuration's start-up timeout. Meanwhile the controllable models answer
 // UNAVAILABLE and the sidecar reports not ready. A permanent problem, or
 // the timeout, is returned with every problem listed.
+//
+// Each attempt builds the configuration then in service, under the same
+// lock as Reload: a reload that succeeds while Start waits for Triton ends
+// Start (the models are built), and one that fails leaves Start trying the
+// configuration it had.
 func (ms *Models) Start(ctx context.Context) error {
-	st := ms.state.Load()
-	if len(st.cfg.Models) == 0 && len(st.cfg.Components) == 0 {
-		ms.state.Store(ms.newState(st.cfg, &pipeline.Set{}, nil))
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, st.cfg.Triton.StartupTimeout)
+	timeout := ms.state.Load().cfg.Triton.StartupTimeout
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	delay := 250 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		set, err := ms.build(ctx, st)
-		if err == nil {
-			ms.state.Store(ms.newState(st.cfg, set, nil))
-			ms.log.Info("controllable models ready", "models", len(set.Models), "attempts", attempt)
-			return nil
-		}
-		ms.state.Store(ms.newState(st.cfg, nil, err))
-		var be *pipeline.BuildError
-		if !errors.As(err, &be) || !be.Transient() {
-			return fmt.Errorf("loading the controllable models:\n%w", err)
+		done, err := ms.startAttempt(ctx)
+		if done {
+			if err == nil {
+				ms.log.Info("controllable models ready", "models", len(ms.state.Load().set.Models), "attempts", attempt)
+			}
+			return err
 		}
 		if attempt == 1 || attempt%20 == 0 {
 			ms.log.Warn("waiting for Triton", "problems", err.Error())
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("loading the controllable models: not ready within triton.startup_timeout %v:\n%w", st.cfg.Triton.StartupTimeout, err)
+			return fmt.Errorf("loading the controllable models: not ready within triton.startup_timeout %v:\n%w", timeout, err)
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, 2*time.Second)
 	}
+}
+
+// startAttempt makes one attempt of Start. done reports that Start is over:
+// built (err nil, perhaps by a reload meanwhile) or failed for good.
+func (ms *Models) startAttempt(ctx context.Context) (done bool, err error) {
+	ms.reload.Lock()
+	defer ms.reload.Unlock()
+	st := ms.state.Load()
+	if st.set != nil {
+		return true, nil // a reload built the models meanwhile
+	}
+	if len(st.cfg.Models) == 0 && len(st.cfg.Components) == 0 {
+		ms.state.Store(ms.newState(st.cfg, &pipeline.Set{}, nil))
+		return true, nil
+	}
+	set, err := ms.build(ctx, st)
+	if err == nil {
+		ms.state.Store(ms.newState(st.cfg, set, nil))
+		return true, nil
+	}
+	ms.state.Store(ms.newState(st.cfg, nil, err))
+	var be *pipeline.BuildError
+	if !errors.As(err, &be) || !be.Transient() {
+		return true, fmt.Errorf("loading the controllable models:\n%w", err)
+	}
+	return false, err
 }
 
 // Reload builds the models of a new configuration and, if every check
@@ -197,14 +220,22 @@ func (ms *Models) lookup(name string) (m *pipeline.Model, up *pipeline.Upstream,
 		return nil, nil, false, nil
 	}
 	if st.set == nil {
-		return nil, nil, true, status.Errorf(codes.Unavailable, "sidecar: model %q is not loaded yet: %v", name, st.pending)
+		return nil, nil, true, &loadingError{status.Newf(codes.Unavailable, "sidecar: model %q is not loaded yet: %v", name, st.pending)}
 	}
 	m = st.set.Models[name]
 	if m == nil {
-		return nil, nil, true, status.Errorf(codes.Unavailable, "sidecar: model %q is not loaded", name)
+		return nil, nil, true, &loadingError{status.Newf(codes.Unavailable, "sidecar: model %q is not loaded", name)}
 	}
 	return m, st.up, true, nil
 }
+
+// loadingError is the UNAVAILABLE status of a controllable model the sidecar
+// has not built yet: HTTP answers it 503, where an unreachable Triton is
+// 502.
+type loadingError struct{ st *status.Status }
+
+func (e *loadingError) Error() string              { return e.st.Err().Error() }
+func (e *loadingError) GRPCStatus() *status.Status { return e.st }
 
 // all returns the built controllable models, in configuration order.
 func (ms *Models) all() []*pipeline.Model {

@@ -505,7 +505,6 @@ func TestModelsHTTPWhileLoading(t *testing.T) {
 	}
 	for what, code := range codes {
 		if code != http.StatusServiceUnavailable {
-			knownBug(t, "httpmodels.go httpStatus(): every UNAVAILABLE becomes 502, so a controllable model still loading answers 502 over HTTP where docs/contracts.md promises 503 (502 is for Triton unreachable)")
 			t.Errorf("%s while loading: %d, want 503", what, code)
 		}
 	}

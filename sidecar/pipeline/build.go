@@ -115,8 +115,9 @@ type tritonModel struct {
 	meta *tritonpb.ModelMetadataResponse
 	cfg  *tritonpb.ModelConfig
 	err  error
-	// transient reports whether err may go away by itself.
-	transient bool
+	// transient reports whether err may go away by itself, and unreachable
+	// whether Triton itself could not be reached.
+	transient, unreachable bool
 }
 
 func (b *builder) problem(path string, transient bool, format string, args ...any) {
@@ -258,6 +259,7 @@ func (b *builder) triton(r ref) *tritonModel {
 	if err != nil {
 		code := status.Code(err)
 		tm.transient = code == codes.Unavailable || code == codes.NotFound || code == codes.DeadlineExceeded
+		tm.unreachable = code == codes.Unavailable || code == codes.DeadlineExceeded
 		tm.err = fmt.Errorf("%s on Triton %s: %s", describe(r), b.up.Addr, status.Convert(err).Message())
 	}
 	return tm
@@ -296,10 +298,16 @@ func (b *builder) model(i int, profiles map[string]*control.Profile) *Model {
 		stats:    b.opt.Stats.For(mc.Name),
 	}
 
+	// When the backbone fails, the heads are still checked (what can be
+	// checked without it), so that every problem shows at once and a
+	// permanent one is not hidden behind a transient one.
 	bb := b.triton(m.backbone)
-	if bb.err != nil {
+	bbOK := bb.err == nil
+	if !bbOK {
 		b.problem(path+".backbone.model", bb.transient, "%v", bb.err)
-		return nil
+		if bb.unreachable {
+			return nil // Triton itself is away: nothing more to learn
+		}
 	}
 	if cal := prof.Backbone(); cal.Name != "" && (cal.Name != mc.Backbone.Model || cal.Output != mc.Backbone.Output) {
 		b.warnings = append(b.warnings, fmt.Sprintf("%s.backbone: %s output %q, but the components file was calibrated on %q output %q",
@@ -312,6 +320,7 @@ func (b *builder) model(i int, profiles map[string]*control.Profile) *Model {
 		}
 	}
 	switch {
+	case !bbOK:
 	case featureShape == nil:
 		b.problem(path+".backbone.output", false, "%s has no output %q (outputs: %s)", describe(m.backbone), m.feature, names(bb.meta.GetOutputs()))
 	case !slices.Contains(floatTypes[:], m.featureType):
@@ -367,7 +376,7 @@ func (b *builder) model(i int, profiles map[string]*control.Profile) *Model {
 		if !slices.Contains(floatTypes[:], h.inputType) {
 			b.problem(hpath+".model", false, "%s input %q is %s; it must be FP32, FP16 or BF16 to take the feature", describe(h.ref), h.input, h.inputType)
 		}
-		if featureShape != nil && !shapesCompatible(featureShape, in.GetShape()) {
+		if bbOK && featureShape != nil && !shapesCompatible(featureShape, in.GetShape()) {
 			b.problem(hpath+".model", false, "%s input %q has shape %s, which does not take the backbone's %q of shape %s",
 				describe(h.ref), h.input, triton.FormatShape(in.GetShape()), m.feature, triton.FormatShape(featureShape))
 		}
@@ -376,7 +385,9 @@ func (b *builder) model(i int, profiles map[string]*control.Profile) *Model {
 				b.problem(hpath+".model", false, "%s needs input %q besides the feature; a head may only need the feature", describe(h.ref), other.GetName())
 			}
 		}
-		if headBatching := hm.cfg.GetMaxBatchSize() > 0; headBatching != m.batching {
+		if headBatching := hm.cfg.GetMaxBatchSize() > 0; !bbOK {
+			// The batching rule needs the backbone's configuration.
+		} else if headBatching != m.batching {
 			b.problem(hpath+".model", false, "%s has max_batch_size %d and the backbone %d: both must batch or neither",
 				describe(h.ref), hm.cfg.GetMaxBatchSize(), bb.cfg.GetMaxBatchSize())
 		} else if m.batching && int(hm.cfg.GetMaxBatchSize()) < m.maxBatch {

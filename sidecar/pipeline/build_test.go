@@ -273,7 +273,6 @@ func TestBuildUnreachable(t *testing.T) {
 // the error must list both and not be transient (else Start retries for
 // triton.startup_timeout a configuration that can never load).
 func TestBuildReportsHeadProblemsBesideBackbone(t *testing.T) {
-	knownBug(t, "build.go model(): a failing backbone returns before the heads are checked, so an unknown task (or any head problem) is not reported and BuildError.Transient() is true")
 	e := newEnv(t)
 	e.fake.SetReady("backbone", false)
 	cfg := e.config()

@@ -157,7 +157,8 @@ func splitParameters(in map[string]*tritonpb.InferParameter) (map[string]*triton
 func (m *Model) checkInputs(in *tritonpb.ModelInferRequest) (int, error) {
 	raw := in.GetRawInputContents()
 	if len(raw) != 0 && len(raw) != len(in.GetInputs()) {
-		return 0, fmt.Errorf("%d raw input contents for %d inputs: give one per input, or none", len(raw), len(in.GetInputs()))
+		return 0, fmt.Errorf("%d raw input contents for %d inputs: give one per input, or none "+
+			"(a request to a controllable model cannot mix inputs in shared memory with inputs carrying data)", len(raw), len(in.GetInputs()))
 	}
 	seen := make(map[string]bool, len(in.GetInputs()))
 	batch := -1
