@@ -19,7 +19,6 @@ reloads, limits, start-up, scripts/serve) are in test_sidecar_ops.py.
 import csv
 import gzip
 import json
-import os
 import pathlib
 import queue
 import random
@@ -398,27 +397,13 @@ def test_request_errors_answer_like_triton(clients, protocol, case):
         assert word in message, message
 
 
-def _unknown_version_cases():
-    cases = []
-    for protocol in PROTOCOLS:
-        for what in ("metadata", "config", "ready", "statistics"):
-            marks = []
-            if what == "ready" and protocol == "grpc":
-                marks.append(pytest.mark.xfail(strict=True, reason=(
-                    "BUG: gRPC ModelReady for a controllable model with version 2 answers NOT_FOUND; "
-                    "Triton answers ready=false (tritonclient is_model_ready returns False instead of raising)")))
-            if what == "statistics":
-                marks.append(pytest.mark.xfail(strict=True, reason=(
-                    "BUG: ModelStatistics for version 2 of a controllable model answers NOT_FOUND/404; "
-                    "Triton answers INVALID_ARGUMENT/400 'requested model version is not available'")))
-            cases.append(pytest.param(protocol, what, marks=marks, id=f"{protocol}-{what}"))
-    return cases
-
-
-@pytest.mark.parametrize("protocol,what", _unknown_version_cases())
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("what", ["metadata", "config", "ready", "statistics"])
 def test_unknown_version_answers_like_triton(clients, protocol, what):
     """Drop-in: asking about version 2 of fashion gets what Triton answers
-    for version 2 of its own fashion ensemble."""
+    for version 2 of its own fashion ensemble (metadata and configuration:
+    NOT_FOUND / 404; readiness: not ready; statistics: INVALID_ARGUMENT /
+    400)."""
     def ask(client):
         kwargs = {"as_json": True} if protocol == "grpc" else {}
         if what == "metadata":
