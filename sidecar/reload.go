@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mergectl/react-triton/config"
+	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/triton"
 )
 
@@ -31,6 +33,20 @@ func tritonTLS(c config.TLS) (*tls.Config, error) {
 		return nil, fmt.Errorf("triton.tls: %w", err)
 	}
 	return cfg, nil
+}
+
+// reloadRetry is how long the reloader waits before trying again a reload
+// that failed only because Triton or a model was not ready (a variable for
+// tests).
+var reloadRetry = 10 * time.Second
+
+// retryAfter returns the timer of a retry when transient is true, nil
+// otherwise.
+func (r *reloader) retryAfter(transient bool) <-chan time.Time {
+	if !transient {
+		return nil
+	}
+	return time.After(reloadRetry)
 }
 
 // reloadDebounce is how long the reloader waits after a file event for
@@ -70,17 +86,20 @@ func (r *reloader) run(ctx context.Context, hup <-chan os.Signal) {
 		r.watch(w)
 		events, watchErrs = w.Events, w.Errors
 	}
-	var debounce <-chan time.Time
+	var debounce, retry <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-hup:
 			r.log.Info("SIGHUP: reloading")
-			r.reload(ctx, true)
+			retry = r.retryAfter(r.reload(ctx, true))
 			if w != nil {
 				r.watch(w)
 			}
+		case <-retry:
+			r.log.Info("trying the failed reload again")
+			retry = r.retryAfter(r.reload(ctx, false))
 		case ev := <-events:
 			if r.relevant(ev) {
 				debounce = time.After(reloadDebounce)
@@ -91,7 +110,7 @@ func (r *reloader) run(ctx context.Context, hup <-chan os.Signal) {
 			debounce = nil
 			if r.changed() {
 				r.log.Info("configuration or components file changed: reloading")
-				r.reload(ctx, false)
+				retry = r.retryAfter(r.reload(ctx, false))
 				r.watch(w)
 			}
 		}
@@ -215,8 +234,10 @@ func (r *reloader) relevant(ev fsnotify.Event) bool {
 // reload loads the configuration again and rebuilds the controllable
 // models. On success the new state serves; on failure the old one keeps
 // serving, the problems are logged and react_config_last_reload_successful
-// drops to 0. forced reloads report even when nothing changed.
-func (r *reloader) reload(ctx context.Context, forced bool) {
+// drops to 0. forced reloads report even when nothing changed. It returns
+// true when the reload failed only for transient reasons (Triton or a model
+// not ready), which are worth trying again.
+func (r *reloader) reload(ctx context.Context, forced bool) (transient bool) {
 	sums := r.fingerprint(r.sums)
 	old := r.models.Config()
 	err := func() error {
@@ -243,10 +264,13 @@ func (r *reloader) reload(ctx context.Context, forced bool) {
 	r.sums = r.fingerprint(sums)
 	r.metrics.reloaded(err == nil)
 	if err != nil {
-		r.log.Error("reload failed; the previous configuration keeps serving", "error", err)
-		return
+		var be *pipeline.BuildError
+		transient = errors.As(err, &be) && be.Transient()
+		r.log.Error("reload failed; the previous configuration keeps serving", "error", err, "retry", transient)
+		return transient
 	}
 	r.log.Info("reloaded", "controllable_models", len(r.models.Config().Models), "forced", forced)
+	return false
 }
 
 // needsRestart lists the settings of next that differ from cur and that a

@@ -1,7 +1,9 @@
 package sidecar
 
 import (
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 
@@ -30,4 +32,20 @@ func TestReloaderIgnoresOtherFiles(t *testing.T) {
 			t.Errorf("relevant(%s) = %v, want %v", name, got, want)
 		}
 	}
+}
+
+// TestReloaderRetriesTransientFailure: a reload that fails only because a
+// model is not ready on Triton is tried again by itself, and succeeds once
+// the model is ready, with no file change and no SIGHUP.
+func TestReloaderRetriesTransientFailure(t *testing.T) {
+	defer func(d time.Duration) { reloadRetry = d }(reloadRetry)
+	reloadRetry = 50 * time.Millisecond
+	h := startHarness(t, nil)
+	h.fake.SetReady("head_a", false)
+	hup := runReloader(t, h)
+	metrics := h.metrics.Handler()
+	hup <- syscall.SIGHUP
+	waitFor(t, 10*time.Second, "the failed reload", func() bool { _, f, ok := reloads(t, metrics); return f >= 1 && ok == 0 })
+	h.fake.SetReady("head_a", true)
+	waitFor(t, 10*time.Second, "the retried reload", func() bool { s, _, ok := reloads(t, metrics); return s == 1 && ok == 1 })
 }
