@@ -98,10 +98,6 @@ def components(addrs):
     return files
 
 
-def _module(protocol):
-    return grpcclient if protocol == "grpc" else httpclient
-
-
 def _infer(clients, protocol, model, x, headers=None, parameters=None, outputs=None, datatype="FP32",
            input_name=IMAGE, **kwargs):
     """model through the client clients[protocol] (binary data)."""
@@ -778,12 +774,12 @@ def test_metrics(clients, addrs):
     assert not [v for v in values if "=" in v], "a label value looks like a preference"
 
 
-# ---------------------------------------------------------------- ReACT's keys and Triton
+# ---------------------------------------------------------------- parameters of other models
 
 
 def _echo_parameters(clients, protocol, parameters, headers=None):
     x = np.zeros((1, 4), np.float32)
-    module = _module(protocol)
+    module = grpcclient if isinstance(clients[protocol], grpcclient.InferenceServerClient) else httpclient
     inp = module.InferInput("INPUT0", [1, 4], "FP32")
     inp.set_data_from_numpy(x)
     raw = clients[protocol].infer("echo_parameters", [inp], parameters=parameters, headers=headers)
@@ -791,18 +787,13 @@ def _echo_parameters(clients, protocol, parameters, headers=None):
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-def test_other_parameters_pass_through(clients, protocol):
-    """The echo_parameters model sees a request's own parameters through the
-    sidecar as it does on Triton."""
-    assert _echo_parameters(clients, protocol, {"keep": "y", "n": 3}) == {"keep": "y", "n": 3}
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: react-* request parameters of a pass-through request (echo_parameters) reach Triton's backend; "
-    "ReACT's own keys must never reach Triton"))
-@pytest.mark.parametrize("protocol", PROTOCOLS)
-def test_own_parameters_never_reach_triton(clients, protocol):
-    seen = _echo_parameters(clients, protocol, {"react-preference": "fashion=1", "react-preset": "uniform",
-                                                "react-other": "x", "REACT-Upper": "x", "keep": "y"},
-                            headers={"react-preference": "fashion=1"})
-    assert seen == {"keep": "y"}
+def test_pass_through_parameters_are_relayed_untouched(clients, protocol):
+    """A request for a model the sidecar does not control is relayed with
+    its parameters untouched, react-* ones included (docs/contracts.md: a
+    Triton ensemble running a react backend reads them there); the
+    echo_parameters model shows what its backend received, the same as
+    from Triton itself. (react-* headers are stripped: test_sidecar_ops.py,
+    where Triton forwards headers to backends.)"""
+    params = {"react-preference": "fashion=1", "REACT-Upper": "x", "keep": "y", "n": 3, "flag": True}
+    triton = {"grpc": "triton", "http": "triton_http"}[protocol]
+    assert _echo_parameters(clients, protocol, params) == _echo_parameters(clients, triton, params) == params
