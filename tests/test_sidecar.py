@@ -178,6 +178,48 @@ def test_dropin_http_without_preference(clients, inputs, outputs):
             assert _echoed(result, "http") == "none"
 
 
+def _outcome(clients, target, x, outputs=None, **kwargs):
+    """fashion's answer through clients[target]: ("ok", outputs as arrays,
+    response id) or ("error", code)."""
+    module = grpcclient if isinstance(clients[target], grpcclient.InferenceServerClient) else httpclient
+    inp = module.InferInput(IMAGE, list(x.shape), "FP32")
+    inp.set_data_from_numpy(x)
+    try:
+        result = clients[target].infer("fashion", [inp], outputs=outputs, **kwargs)
+    except InferenceServerException as err:
+        return ("error", _status(err))
+    response = result.get_response()
+    rid = response.id if isinstance(response, service_pb2.ModelInferResponse) else response.get("id", "")
+    return ("ok", [result.as_numpy(o) for o in _output_names(result, "grpc" if module is grpcclient else "http")], rid)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("case", ["class_count", "request_id", "batch_0", "gzip", "deflate"])
+def test_dropin_details(clients, protocol, case):
+    """The same request to the sidecar's fashion and to Triton's ensemble
+    gets the same answer: Triton's classification extension on the output,
+    the request id echoed, an empty batch, compressed messages or bodies."""
+    module = grpcclient if protocol == "grpc" else httpclient
+    x, kwargs = images("fashion", 3, seed=12), {}
+    if case == "class_count":
+        kwargs["outputs"] = [module.InferRequestedOutput(LOGITS, class_count=3)]
+    elif case == "request_id":
+        kwargs["request_id"] = "req-42"
+    elif case == "batch_0":
+        x = np.zeros((0, 1, 28, 28), np.float32)
+    elif protocol == "grpc":
+        kwargs["compression_algorithm"] = case
+    else:
+        kwargs.update(request_compression_algorithm=case, response_compression_algorithm=case)
+    got = _outcome(clients, protocol, x, **kwargs)
+    want = _outcome(clients, "triton" if protocol == "grpc" else "triton_http", x, **kwargs)
+    assert got[0] == want[0] and (got[0] == "error" or got[2] == want[2]), (got, want)
+    if got[0] == "ok":
+        assert len(got[1]) == len(want[1]) and all(np.array_equal(a, b) for a, b in zip(got[1], want[1]))
+    else:
+        assert got[1] == want[1]
+
+
 # ---------------------------------------------------------------- preferences
 
 # (id, protocol, where the preference goes, value, canonical form echoed)
@@ -239,6 +281,45 @@ def test_preference_is_applied(clients, addrs, components, model, protocol, wher
         assert answer["parameters"]["react-preference"] == canonical
         [out] = answer["outputs"]
         assert_close(np.array(out["data"], dtype=np.float32).reshape(out["shape"]), want)
+
+
+# (spec as sent, canonical form): weights normalised and rounded to 1e-6,
+# summing to exactly 1 (the units lost given to the largest remainders,
+# ties to the earlier task), tasks in the components' order, zero weights
+# dropped.
+CANONICAL_FORMS = [
+    ("fashion=1,mnist=1,digits=1", "fashion=0.333334,mnist=0.333333,digits=0.333333"),
+    ("fashion=1,mnist=1e-7", "fashion=1"),
+    ("fashion=.5,mnist=2.", "fashion=0.2,mnist=0.8"),
+    ("fashion=5E+2,mnist=500", "fashion=0.5,mnist=0.5"),
+    ("greek=1e-3,letters=3e-3", "letters=0.75,greek=0.25"),
+    ("fashion=0.1234567,mnist=0.8765433", "fashion=0.123457,mnist=0.876543"),
+]
+
+
+@pytest.mark.parametrize("spec,canonical", CANONICAL_FORMS)
+def test_canonical_form(clients, components, spec, canonical):
+    x = images("fashion", 2, seed=13)
+    result = _infer(clients, "grpc", "fashion", x, parameters={"react-preference": spec})
+    assert _echoed(result, "grpc") == canonical
+    assert_close(result.as_numpy(LOGITS), reference_logits(clients["triton"], x, canonical,
+                                                           components["components.safetensors"]))
+
+
+def test_typed_grpc_contents(addrs):
+    """Inputs as typed contents (not raw bytes) are taken too, with the
+    answer Triton's ensemble gives."""
+    x = images("fashion", 2, seed=14)
+
+    def call(addr):
+        request = service_pb2.ModelInferRequest(model_name="fashion")
+        tensor = request.inputs.add(name=IMAGE, datatype="FP32", shape=list(x.shape))
+        tensor.contents.fp32_contents.extend(x.ravel().tolist())
+        with grpc.insecure_channel(addr) as channel:
+            response = service_pb2_grpc.GRPCInferenceServiceStub(channel).ModelInfer(request, timeout=30)
+        return np.frombuffer(response.raw_output_contents[0], "<f4")
+
+    assert np.array_equal(call(addrs["SIDECAR_GRPC_ADDR"]), call(addrs["TRITON_GRPC_ADDR"]))
 
 
 def test_grpc_response_metadata_carries_preference(addrs):
@@ -347,6 +428,16 @@ def test_bad_preference_is_refused(clients, protocol, case):
     assert ", ".join(TASKS) in message, message
     for preset in PRESETS:
         assert preset in message, message
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_presets_belong_to_their_components(clients, protocol):
+    """mnist_ta resolves against the TA components entry, whose only preset
+    is uniform: another entry's preset is unknown there."""
+    code, message = _error(lambda: _infer(clients, protocol, "mnist_ta", images("mnist", 1),
+                                          headers={"react-preset": "scripts"}))
+    assert code == ("INVALID_ARGUMENT" if protocol == "grpc" else "400"), message
+    assert '"scripts"' in message and "presets: uniform" in message, message
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
@@ -502,6 +593,14 @@ def test_statistics_count_exactly_the_requests_sent(clients, protocol):
     # Both protocols read the same counts.
     other = "http" if protocol == "grpc" else "grpc"
     assert _stats(clients, other, "fashion") == after
+    # The statistics of every model list each controllable model once, with
+    # its own counts in place of the ensemble's it shadows.
+    every = _json(clients[protocol], protocol, "get_inference_statistics", "")["model_stats"]
+    for model in CONTROLLABLE:
+        assert [s["version"] for s in every if s["name"] == model] == ["1"], model
+    [fashion] = [s for s in every if s["name"] == "fashion"]
+    assert int(fashion["inference_stats"]["success"]["count"]) == after[0]
+    assert [s for s in every if s["name"] == "backbone_adamerging"]
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
@@ -634,6 +733,33 @@ def test_stream_metadata_preference_applies_to_every_request(clients, addrs, com
         assert_close(result.as_numpy(LOGITS), want)
 
 
+def test_stream_bad_metadata_preference_fails_only_controllable_requests(addrs):
+    """A bad react-preference in a stream's metadata fails each request for
+    a controllable model, with its error, and none for other models."""
+    answers = queue.Queue()
+    client = grpcclient.InferenceServerClient(addrs["SIDECAR_GRPC_ADDR"])
+    client.start_stream(callback=lambda result, error: answers.put((result, error)), headers={"react-preference": "bogus=1"})
+    a = np.arange(8, dtype=np.float32).reshape(2, 4)
+    try:
+        for i in range(2):
+            inp = grpcclient.InferInput(IMAGE, [1, 1, 28, 28], "FP32")
+            inp.set_data_from_numpy(images("fashion", 1))
+            client.async_stream_infer("fashion", [inp], request_id=f"fashion-{i}")
+            inp = grpcclient.InferInput("INPUT0", [2, 4], "FP32")
+            inp.set_data_from_numpy(a)
+            client.async_stream_infer("affine_fp32", [inp], request_id=f"affine-{i}")
+        results = [answers.get(timeout=60) for _ in range(4)]
+    finally:
+        client.stop_stream()
+        client.close()
+    errors = [e.message() for r, e in results if e is not None]
+    ok = {r.get_response().id: r.as_numpy("OUTPUT0") for r, e in results if e is None}
+    assert len(errors) == 2 and all('"bogus"' in m for m in errors), errors
+    assert sorted(ok) == ["affine-0", "affine-1"]
+    for y in ok.values():
+        np.testing.assert_array_equal(y, 2 * a + 1)
+
+
 # ---------------------------------------------------------------- the HTTP shield
 
 
@@ -752,6 +878,9 @@ def test_metrics(clients, addrs):
     _infer(clients, "grpc", "fashion", x, parameters={"react-preference": pref})
     after_miss = scrape(addrs["SIDECAR_METRICS_ADDR"])
     _infer(clients, "grpc", "fashion", x, parameters={"react-preference": pref})
+    # Another spelling of the same preference shares its W_p.
+    _infer(clients, "grpc", "fashion", x,
+           parameters={"react-preference": f"digits={2 * weights[1]}, fashion = {2 * weights[0]}"})
     after_hit = scrape(addrs["SIDECAR_METRICS_ADDR"])
     _infer(clients, "http", "fashion", x, headers={"react-preset": "uniform"})
     after = scrape(addrs["SIDECAR_METRICS_ADDR"])
@@ -762,13 +891,15 @@ def test_metrics(clients, addrs):
     lookups = "react_wp_cache_lookups_total"
     assert delta(before, after_miss, lookups, components="adamerging", result="miss") == 1
     assert delta(before, after_miss, lookups, components="adamerging", result="hit") == 0
-    assert delta(after_miss, after_hit, lookups, components="adamerging", result="hit") == 1
+    assert delta(after_miss, after_hit, lookups, components="adamerging", result="hit") == 2
+    assert delta(after_miss, after_hit, lookups, components="adamerging", result="miss") == 0
     assert delta(after_hit, after, lookups, components="adamerging", result="pinned") == 1
-    assert delta(before, after, "react_requests_total", model="fashion", protocol="grpc", source="parameter") == 2
+    assert delta(before, after, "react_requests_total", model="fashion", protocol="grpc", source="parameter") == 3
     assert delta(before, after, "react_requests_total", model="fashion", protocol="http", source="preset") == 1
     for stage in ("backbone", "correction", "heads", "total"):
-        assert delta(before, after, "react_request_duration_seconds_count", model="fashion", stage=stage) == 3, stage
+        assert delta(before, after, "react_request_duration_seconds_count", model="fashion", stage=stage) == 4, stage
         assert metric(after, "react_request_duration_seconds_bucket", model="fashion", stage=stage, le="+Inf") > 0
+    assert delta(before, after, "react_corrected_rows_total", model="fashion") == 4
     values = {v for _, labels, _ in after for v in labels.values()}
     assert pref not in values
     assert not [v for v in values if "=" in v], "a label value looks like a preference"

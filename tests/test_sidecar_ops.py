@@ -343,11 +343,24 @@ def test_reloads_under_load(tmp_path, cleanup):
         with pytest.raises(InferenceServerException) as err:
             _infer(s1.grpc, "grpc", "fashion", xf, headers={"react-preset": "fm"})
         assert _status(err.value) == "INVALID_ARGUMENT"
-        good = sidecar_config(triton, {"zoo": (comps, {**presets, "fm": "fashion=3,mnist=1"})}, [FASHION, MNIST])
+        # The same change adds a controllable model; the statistics of the
+        # others outlive the rebuild.
+        stats_client = grpcclient.InferenceServerClient(s1.grpc)
+        served = int(stats_client.get_inference_statistics("fashion", as_json=True)["model_stats"][0]
+                      ["inference_stats"]["success"]["count"])
+        assert not stats_client.is_model_ready("fashion_b")
+        extra = {**FASHION, "name": "fashion_b"}
+        good = sidecar_config(triton, {"zoo": (comps, {**presets, "fm": "fashion=3,mnist=1"})}, [FASHION, MNIST, extra])
         _expect_reload(s1, load1, lambda: atomic_write(plain / "sidecar.yaml", config_text(good)), "success")
         result = _infer(s1.grpc, "grpc", "fashion", xf, headers={"react-preset": "fm"})
         assert _echoed(result) == "fashion=0.75,mnist=0.25"
         assert_close(result.as_numpy(LOGITS), ref(xf, "fashion=0.75,mnist=0.25"))
+        assert stats_client.is_model_ready("fashion_b")
+        result = _infer(s1.http, "http", "fashion_b", xf, parameters={"react-preference": "mnist=1"})
+        assert_close(result.as_numpy(LOGITS), ref(xf, "mnist=1"))
+        assert int(stats_client.get_inference_statistics("fashion", as_json=True)["model_stats"][0]
+                   ["inference_stats"]["success"]["count"]) > served
+        stats_client.close()
 
         # (e) SIGHUP reloads, even with nothing changed.
         _expect_reload(s1, load1, lambda: s1.proc.send_signal(signal.SIGHUP), "success")
