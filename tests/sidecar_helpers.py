@@ -7,12 +7,14 @@ backbone and the heads are called directly on Triton, W_p comes from
 `bin/calibrate solve`, and the correction is a float64 product in numpy.
 """
 
+import atexit
 import functools
 import http.client
 import json
 import os
 import pathlib
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -103,6 +105,7 @@ def binary(name):
 
 
 _WP_DIR = tempfile.mkdtemp(prefix="react-wp-")
+atexit.register(shutil.rmtree, _WP_DIR, ignore_errors=True)
 
 
 @functools.cache

@@ -12,7 +12,8 @@ sources, with a configuration written here, stopped with SIGTERM).
   new preset, a Kubernetes ConfigMap swap, SIGHUP): failed reloads keep the
   previous state serving, good ones take effect, no request fails.
 - Limits: 413 over limits.max_request_bytes (HTTP bodies, gzip bombs, gRPC
-  messages), 400 for malformed bodies; ReACT's keys never reach Triton.
+  messages), 400 for malformed bodies; react-* keys never reach Triton
+  through a controllable model, react-* headers never through the relay.
 - A bad configuration stops start-up with every problem and its path.
 - scripts/serve: its ready line, serving through it, and a clean SIGINT.
 
@@ -157,14 +158,12 @@ class Load:
         client = module.InferenceServerClient(self.sidecar.grpc if protocol == "grpc" else self.sidecar.http)
         inp = module.InferInput(IMAGE, list(x.shape), "FP32")
         inp.set_data_from_numpy(x)
+        deadline = {"client_timeout": 60} if protocol == "grpc" else {}
         while not self.stopping.is_set():
             start = time.monotonic()
             try:
                 result = client.infer(model, [inp], headers=dict(headers) if headers else None,
-                                      parameters=dict(parameters) if parameters else None, client_timeout=60) \
-                    if protocol == "grpc" else \
-                    client.infer(model, [inp], headers=dict(headers) if headers else None,
-                                 parameters=dict(parameters) if parameters else None)
+                                      parameters=dict(parameters) if parameters else None, **deadline)
                 got, echoed = result.as_numpy(LOGITS), _echoed(result)
                 scale = float(np.abs(want).max())
                 diff = float(np.abs(got.astype(np.float64) - want).max())
