@@ -54,10 +54,10 @@ func decodeFile(data []byte) (*fileValues, error) {
 	}
 	d := &decoder{fileValues: fileValues{lines: map[string]int{}, set: map[string]bool{}}}
 	d.value(&doc, reflect.ValueOf(&d.cfg).Elem(), "")
-	if err := d.err(); err != nil {
-		return nil, err
-	}
-	return &d.fileValues, nil
+	// The values that decoded, with the problems of the others (unknown
+	// keys, wrong types), so that Load can also report what validation
+	// finds elsewhere in the file.
+	return &d.fileValues, d.err()
 }
 
 // decoder decodes YAML nodes into Config's types, recording problems.

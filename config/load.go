@@ -64,6 +64,9 @@ func Load(path string, flags *pflag.FlagSet) (*Config, error) {
 // loader holds the state of one Load.
 type loader struct {
 	file    *fileValues       // nil when there is no file
+	// decodeErrs are the file's keys that did not decode (unknown keys,
+	// wrong types); the rest of the file is still loaded and validated.
+	decodeErrs []*FieldError
 	absPath string            // the file's absolute path
 	flags   map[string]string // key → name of the flag that set it
 }
@@ -83,10 +86,14 @@ func (l *loader) readFile(path string) error {
 		return fmt.Errorf("config: reading %s: %w", path, err)
 	}
 	fv, err := decodeFile(data)
-	if err != nil {
+	var fieldErrs *Error
+	if err != nil && (fv == nil || !errors.As(err, &fieldErrs)) {
 		return fmt.Errorf("config: %s: %w", path, err)
 	}
 	l.file, l.absPath = fv, abs
+	if fieldErrs != nil {
+		l.decodeErrs = fieldErrs.Errors
+	}
 	return nil
 }
 
@@ -126,6 +133,7 @@ func (l *loader) load(flags *pflag.FlagSet) (*Config, error) {
 	}
 
 	var p problems
+	p.errs = append(p.errs, l.decodeErrs...)
 	l.checkSectionEnv(&p)
 	for _, k := range scalarKeys {
 		raw := v.Get(k.name)
@@ -146,6 +154,9 @@ func (l *loader) load(flags *pflag.FlagSet) (*Config, error) {
 	}
 	var verr *Error
 	if err := cfg.Validate(); errors.As(err, &verr) {
+		if len(l.decodeErrs) > 0 {
+			verr.Errors = l.unmasked(verr.Errors)
+		}
 		p.errs = append(p.errs, verr.Errors...)
 	} else if err != nil {
 		return nil, err
@@ -158,6 +169,38 @@ func (l *loader) load(flags *pflag.FlagSet) (*Config, error) {
 	}
 	sortByLine(p.errs)
 	return nil, p.err()
+}
+
+// unmasked drops the validation problems that a key which did not decode
+// may explain: every problem in the same top-level section (a typo'd
+// "outptu" leaves "output" missing, which is not worth a second message),
+// and every problem when a top-level key itself is at fault. Problems in the
+// other sections are kept, so that one pass reports them all.
+func (l *loader) unmasked(errs []*FieldError) []*FieldError {
+	sections := make(map[string]bool, len(l.decodeErrs))
+	for _, fe := range l.decodeErrs {
+		top := topSection(fe.Path)
+		if top == fe.Path {
+			return nil // an unknown or malformed section: anything may follow from it
+		}
+		sections[top] = true
+	}
+	var out []*FieldError
+	for _, fe := range errs {
+		if !sections[topSection(fe.Path)] {
+			out = append(out, fe)
+		}
+	}
+	return out
+}
+
+// topSection returns the top-level key of a path: "models" for
+// "models[0].backbone.output", "limits" for "limits.max_batch_size".
+func topSection(path string) string {
+	if i := strings.IndexAny(path, ".["); i >= 0 {
+		return path[:i]
+	}
+	return path
 }
 
 // resolvePaths makes the relative paths that came from the file absolute,

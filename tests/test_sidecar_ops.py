@@ -536,9 +536,6 @@ def test_bad_configuration_values_stop_startup(tmp_path):
         assert path in run.stderr, f"{path} not named:\n{run.stderr}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: a configuration with an unknown key reports only the key problems: the other problems of the "
-    "same file (here cache.size: 0) are not named, against 'every problem is reported at once'"))
 def test_unknown_key_and_bad_value_both_named(tmp_path):
     comps = _copy_components(tmp_path)
     cfg = sidecar_config(_Nowhere(), {"zoo": (comps, None)}, [FASHION])
