@@ -63,12 +63,12 @@ func Load(path string, flags *pflag.FlagSet) (*Config, error) {
 
 // loader holds the state of one Load.
 type loader struct {
-	file    *fileValues       // nil when there is no file
+	file *fileValues // nil when there is no file
 	// decodeErrs are the file's keys that did not decode (unknown keys,
 	// wrong types); the rest of the file is still loaded and validated.
 	decodeErrs []*FieldError
-	absPath string            // the file's absolute path
-	flags   map[string]string // key → name of the flag that set it
+	absPath    string            // the file's absolute path
+	flags      map[string]string // key → name of the flag that set it
 }
 
 // readFile reads and decodes the file at path.
