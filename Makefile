@@ -3,10 +3,15 @@
 
 GO       ?= go
 BIN      := bin
+# The binaries link OpenBLAS and LAPACKE (Debian's libopenblas-dev and
+# liblapacke-dev, installed by make setup) through cgo: the openblas build
+# tag (docs/linear-algebra.md). `make build-go` builds pure-Go binaries
+# instead (CGO_ENABLED=0), as a static container image does.
+GOTAGS   ?= openblas
 VENV     := .venv
 GOFILES  := $(shell git ls-files '*.go' 2>/dev/null)
 
-.PHONY: all setup build test test-unit bench lint proto proto-check demo serve zoo clean help
+.PHONY: all setup build build-go test test-unit bench lint proto proto-check demo serve zoo clean help
 
 all: build
 
@@ -14,18 +19,24 @@ all: build
 setup:
 	scripts/setup.sh
 
-## build: bin/calibrate and bin/sidecar
+## build: bin/calibrate and bin/sidecar, with OpenBLAS (cgo, the openblas tag)
 build:
-	$(GO) build -o $(BIN)/calibrate ./cmd/calibrate
-	$(GO) build -o $(BIN)/sidecar ./cmd/sidecar
+	$(GO) build -tags '$(GOTAGS)' -o $(BIN)/calibrate ./cmd/calibrate
+	$(GO) build -tags '$(GOTAGS)' -o $(BIN)/sidecar ./cmd/sidecar
+
+## build-go: bin/go/calibrate and bin/go/sidecar, pure Go (CGO_ENABLED=0, static)
+build-go:
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/go/calibrate ./cmd/calibrate
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/go/sidecar ./cmd/sidecar
 
 ## test: everything CI runs: setup, lint, unit, property, interop and end-to-end tests
 test: setup build lint proto-check
 	scripts/test.sh
 
-## test-unit: the Go tests that need no Python venv and no Triton
+## test-unit: the Go tests that need no Python venv and no Triton (pure Go, then with OpenBLAS)
 test-unit:
 	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -tags '$(GOTAGS)' ./react/... ./control/... ./sidecar/... ./calibrate/...
 
 ## bench: the Go benchmarks, on one core, as recorded in bench/README.md
 bench:

@@ -121,10 +121,8 @@ echo "bench: building" >&2
 go build -o .cache/bench/loadgen ./bench/loadgen
 loadgen=.cache/bench/loadgen
 if any_sidecar; then
-	go build -o bin/sidecar ./cmd/sidecar 2>"$run_dir/build-sidecar.log" ||
-		{ cat "$run_dir/build-sidecar.log" >&2; no_sidecar "bin/sidecar does not build"; }
-	go build -o bin/calibrate ./cmd/calibrate 2>"$run_dir/build-calibrate.log" ||
-		{ cat "$run_dir/build-calibrate.log" >&2; no_sidecar "bin/calibrate does not build"; }
+	make -s build >"$run_dir/build.log" 2>&1 ||
+		{ cat "$run_dir/build.log" >&2; no_sidecar "bin/sidecar or bin/calibrate does not build"; }
 fi
 
 # The components files the sidecar needs.

@@ -35,7 +35,7 @@ read -r grpc_port http_port metrics_port < <(free_ports)
 scripts/triton-up --repo triton/testdata/repo --grpc-port "$grpc_port" --http-port "$http_port" \
 	--metrics-port "$metrics_port" --log "$run_dir/tritonserver.log" --pid "$run_dir/tritonserver.pid" --timeout 300 >&2
 
-go build -o "$run_dir/sidecar" ./cmd/sidecar
+make -s build && cp bin/sidecar "$run_dir/sidecar"
 read -r sidecar_grpc sidecar_http _ < <(free_ports)
 "$run_dir/sidecar" --triton-grpc "127.0.0.1:$grpc_port" --triton-http "127.0.0.1:$http_port" \
 	--grpc-listen "127.0.0.1:$sidecar_grpc" --http-listen "127.0.0.1:$sidecar_http" >"$run_dir/sidecar.log" 2>&1 &

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/mergectl/react-triton/internal/buildinfo"
+	"github.com/mergectl/react-triton/react"
 )
 
 // runError marks an error returned by a command's own work, as opposed to
@@ -68,6 +69,26 @@ Exit status: 0 on success, 1 on a runtime failure, 2 on a usage error.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return asUsage(err) })
+	var linalg string
+	var threads int
+	root.PersistentFlags().StringVar(&linalg, "linalg", react.BackendAuto,
+		"linear algebra backend: auto (OpenBLAS when this binary has it, else pure Go), go or openblas")
+	root.PersistentFlags().IntVar(&threads, "threads", 0,
+		"most threads one OpenBLAS call may use (0: OpenBLAS's default, every core)")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		name, err := react.ParseBackend(linalg)
+		if err != nil {
+			return usagef("--linalg: %v", err)
+		}
+		if threads < 0 {
+			return usagef("--threads must be ≥ 0, got %d", threads)
+		}
+		if name, err = react.UseBackend(name); err != nil {
+			return usagef("--linalg: %v", err)
+		}
+		react.SetBackendThreads(threads)
+		return nil
+	}
 	root.AddCommand(
 		newFitCommand(stdout, stderr),
 		newSolveCommand(stdout, stderr),

@@ -290,8 +290,8 @@ func (o *fitOptions) run(ctx context.Context, stdout, stderr io.Writer, showProg
 	if len(c.Tasks) == 1 {
 		noun = "task"
 	}
-	fmt.Fprintf(stdout, "wrote %s: %d %s, D=%d, beta=%s, normalization=%s\n",
-		o.out, len(c.Tasks), noun, c.D, formatFloat(c.Beta), c.Normalization)
+	fmt.Fprintf(stdout, "wrote %s: %d %s, D=%d, beta=%s, normalization=%s, linear algebra %s\n",
+		o.out, len(c.Tasks), noun, c.D, formatFloat(c.Beta), c.Normalization, react.CurrentBackend())
 	return nil
 }
 

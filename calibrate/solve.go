@@ -186,8 +186,8 @@ func (o *solveOptions) run(cmd *cobra.Command, stdout, stderr io.Writer) error {
 	if err := npyfile.WriteFileFloat32(o.out, d, d, w32); err != nil {
 		return fmt.Errorf("writing %s: %w", o.out, err)
 	}
-	fmt.Fprintf(stdout, "wrote %s: %d×%d float32 W_p (ẑ = W @ z) for preference %s, method %s, beta=%s, normalization=%s\n",
-		o.out, d, d, p, o.method, formatFloat(opt.Beta), opt.Normalization)
+	fmt.Fprintf(stdout, "wrote %s: %d×%d float32 W_p (ẑ = W @ z) for preference %s, method %s, beta=%s, normalization=%s, linear algebra %s\n",
+		o.out, d, d, p, o.method, formatFloat(opt.Beta), opt.Normalization, react.CurrentBackend())
 	return nil
 }
 

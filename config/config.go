@@ -12,6 +12,7 @@ type Config struct {
 	Listen     Listen       `mapstructure:"listen"`
 	Limits     Limits       `mapstructure:"limits"`
 	Cache      Cache        `mapstructure:"cache"`
+	LinAlg     LinAlg       `mapstructure:"linalg"`
 	Log        Log          `mapstructure:"log"`
 	Components []Components `mapstructure:"components"`
 	Models     []Model      `mapstructure:"models"`
@@ -94,6 +95,19 @@ type Cache struct {
 	// the LRU keeps; the default preference and the presets are kept
 	// apart and never evicted. Default 128; at least 1.
 	Size int `mapstructure:"size"`
+}
+
+// LinAlg chooses the linear algebra behind the W_p solves and the batch
+// correction (react.UseBackend).
+type LinAlg struct {
+	// Backend is auto, go or openblas. auto picks OpenBLAS when the binary
+	// has it (make build), the pure-Go kernels otherwise (a static build).
+	// Default auto.
+	Backend string `mapstructure:"backend"`
+	// Threads bounds the threads one OpenBLAS call may use. Default 1: the
+	// sidecar's parallelism comes from serving requests concurrently, and
+	// every core it takes is one Triton's backbone and heads lose.
+	Threads int `mapstructure:"threads"`
 }
 
 // Log configures the structured log (log/slog).

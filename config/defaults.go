@@ -15,6 +15,8 @@ const (
 	DefaultMaxBatchSize        = 0
 	DefaultMaxPreferenceLength = 1024
 	DefaultCacheSize           = 128
+	DefaultLinAlgBackend       = "auto"
+	DefaultLinAlgThreads       = 1
 	DefaultLogLevel            = "info"
 	DefaultLogFormat           = "text"
 )
@@ -43,7 +45,8 @@ func Default() *Config {
 			MaxBatchSize:        DefaultMaxBatchSize,
 			MaxPreferenceLength: DefaultMaxPreferenceLength,
 		},
-		Cache: Cache{Size: DefaultCacheSize},
-		Log:   Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
+		Cache:  Cache{Size: DefaultCacheSize},
+		LinAlg: LinAlg{Backend: DefaultLinAlgBackend, Threads: DefaultLinAlgThreads},
+		Log:    Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
 	}
 }

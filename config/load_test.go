@@ -61,6 +61,7 @@ func TestLoadGood(t *testing.T) {
 					},
 					Limits: Limits{MaxRequestBytes: 1_000_000_000, MaxBatchSize: 32, MaxPreferenceLength: 256},
 					Cache:  Cache{Size: 7},
+					LinAlg: LinAlg{Backend: DefaultLinAlgBackend, Threads: DefaultLinAlgThreads},
 					Log:    Log{Level: "debug", Format: "json"},
 					Components: []Components{
 						{
@@ -307,6 +308,8 @@ func TestEnvEveryKey(t *testing.T) {
 		"limits.max_batch_size":           {"4", 4},
 		"limits.max_preference_length":    {"5", 5},
 		"cache.size":                      {"6", 6},
+		"linalg.backend":                  {"go", "go"},
+		"linalg.threads":                  {"2", 2},
 		"log.level":                       {"debug", "debug"},
 		"log.format":                      {"json", "json"},
 	}
@@ -340,6 +343,9 @@ limits:
   max_preference_length: 2
 cache:
   size: 3
+linalg:
+  backend: auto
+  threads: 4
 log:
   level: warn
   format: text
@@ -627,7 +633,7 @@ models:
     backbone: {model: b, outptu: f}
     heads: [{task: t, model: h}]
 `, `models[0].backbone.outptu: unknown key, did you mean "output"? (line 9)`},
-		{minimalYAML + "file: x.yaml\n", `file: unknown key (want one of: triton, listen, limits, cache, log, components, models) (line 4)`},
+		{minimalYAML + "file: x.yaml\n", `file: unknown key (want one of: triton, listen, limits, cache, linalg, log, components, models) (line 4)`},
 	}
 	for _, tt := range tests {
 		clearEnv(t)

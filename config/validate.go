@@ -36,6 +36,7 @@ func (c *Config) Validate() error {
 	c.validateListen(&p)
 	c.validateLimits(&p)
 	c.validateCache(&p)
+	c.validateLinAlg(&p)
 	c.validateLog(&p)
 	c.validateComponents(&p)
 	c.validateModels(&p)
@@ -145,6 +146,15 @@ func (c *Config) validateLimits(p *problems) {
 func (c *Config) validateCache(p *problems) {
 	if c.Cache.Size < 1 {
 		p.add("cache.size", "must be at least 1, got %d", c.Cache.Size)
+	}
+}
+
+func (c *Config) validateLinAlg(p *problems) {
+	if _, err := react.ParseBackend(c.LinAlg.Backend); err != nil {
+		p.add("linalg.backend", "%v", err)
+	}
+	if c.LinAlg.Threads < 1 {
+		p.add("linalg.threads", "must be at least 1, got %d", c.LinAlg.Threads)
 	}
 }
 

@@ -43,8 +43,13 @@ type Observer interface {
 	// Lookup reports the result of finding a request's W_p (LookupPinned,
 	// LookupHit or LookupMiss) for the named profile.
 	Lookup(profile, result string)
-	// Solved reports one solve of W_p and how long it took.
+	// Solved reports how long a request's new preference took to become
+	// usable: the weighted sums and the Cholesky factorisation of C_p (or
+	// the whole W_p, for the default and the presets).
 	Solved(profile string, took time.Duration, err error)
+	// Formed reports how long forming W_p from the factorisation took, in
+	// the background, for a new preference.
+	Formed(profile string, took time.Duration, err error)
 }
 
 // Cache keeps the W_p matrices of per-request preferences: an LRU of a
@@ -53,6 +58,8 @@ type Observer interface {
 type Cache struct {
 	lru   *lru.Cache[Key, *Matrix]
 	group singleflight.Group
+	// forming admits one background formation of W_p at a time.
+	forming chan struct{}
 }
 
 // NewCache returns a cache of size entries (at least 1).
@@ -61,8 +68,9 @@ func NewCache(size int) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("W_p cache: size %d: %w", size, err)
 	}
-	return &Cache{lru: l}, nil
+	return &Cache{lru: l, forming: make(chan struct{}, 1)}, nil
 }
+
 
 // Len returns the number of matrices held.
 func (c *Cache) Len() int { return c.lru.Len() }
@@ -111,3 +119,4 @@ type nopObserver struct{}
 
 func (nopObserver) Lookup(string, string)               {}
 func (nopObserver) Solved(string, time.Duration, error) {}
+func (nopObserver) Formed(string, time.Duration, error) {}

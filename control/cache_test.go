@@ -71,10 +71,14 @@ func TestSingleflight(t *testing.T) {
 	if n := obs.solves.Load(); n != 1 {
 		t.Errorf("32 concurrent requests for one new preference solved %d times, want 1", n)
 	}
-	for _, m := range ms[1:] {
-		if m != ms[0] {
-			t.Fatal("concurrent requests got different matrices")
-		}
+	// Each got the one factored matrix or, once formed in the background,
+	// the one formed matrix.
+	seen := map[*Matrix]bool{}
+	for _, m := range ms {
+		seen[m] = true
+	}
+	if len(seen) > 2 {
+		t.Errorf("32 concurrent requests got %d different matrices, want at most 2 (factored, formed)", len(seen))
 	}
 }
 
@@ -214,5 +218,54 @@ func TestIsOwnKey(t *testing.T) {
 		if IsOwnKey(k) != want {
 			t.Errorf("IsOwnKey(%q) = %v", k, !want)
 		}
+	}
+}
+
+// TestNewPreferenceServedFactoredThenFormed: while no formation can run, a
+// new preference is answered through its factorisation; once one can, a
+// later lookup starts it, the same matrix switches to the formed W_p, and
+// it is formed once.
+func TestNewPreferenceServedFactoredThenFormed(t *testing.T) {
+	comps := testComponents(t, 6, 40, tasks3...)
+	obs := &countingObserver{}
+	cache, _ := NewCache(4)
+	p := newTestProfile(t, ProfileSpec{Components: comps, Cache: cache, Observer: obs})
+	c, err := p.Resolve(header("cars=2,svhn=1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache.forming <- struct{}{} // a formation under way elsewhere
+	m, err := p.Matrix(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Formed() || m.Matrix() != nil || obs.formed.Load() != 0 {
+		t.Fatal("formed while no formation could run")
+	}
+	ref := referenceW(t, comps, comps.Beta, map[string]float64{"cars": 2.0 / 3, "svhn": 1.0 / 3})
+	checkApply(t, "factored", m, ref)
+
+	<-cache.forming
+	if _, err := p.Matrix(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !m.Formed() && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if !m.Formed() {
+		t.Fatal("not formed within 10 s")
+	}
+	checkApply(t, "formed", m, ref)
+	for i := 0; i < 5; i++ {
+		if _, err := p.Matrix(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := obs.formed.Load(); n != 1 {
+		t.Errorf("formed %d times, want 1", n)
+	}
+	if n := obs.solves.Load(); n != 1 {
+		t.Errorf("factorised %d times, want 1", n)
 	}
 }

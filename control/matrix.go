@@ -1,29 +1,74 @@
 package control
 
 import (
+	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/mergectl/react-triton/react"
 )
 
-// Matrix is a solved W_p, ready to apply: row-major float32, D×D, with
-// ẑ = W z. It is immutable and shared by every request that uses it.
+// Matrix is a W_p ready to apply: formed, as W (row-major float32, D×D,
+// ẑ = W z), or, for a new preference whose W_p is still being formed, as
+// the factored form of react.Factored (A_p and the Cholesky factor of C_p),
+// which answers the same in float64 without W. It is shared by every
+// request that uses it and safe for concurrent use: a factored Matrix
+// switches to its W_p, atomically, once formed in the background.
 type Matrix struct {
-	// Key is the canonical preference W was solved for.
+	// Key is the canonical preference W_p was solved for.
 	Key string
 	// D is the feature dimension.
 	D int
-	// W holds the D×D entries, row-major.
+	// W holds the D×D entries, row-major; nil while the matrix is only
+	// factored.
 	W []float32
 	// Cond is LAPACK's estimate of the condition number of C_p.
 	Cond float64
+
+	factor *react.Factored           // when W is nil
+	formed atomic.Pointer[[]float32] // W_p of factor, once formed
 }
 
+// Formed reports whether W_p is available as a matrix (else the matrix
+// answers through its factored form).
+func (m *Matrix) Formed() bool { return m.matrix() != nil }
+
+// Matrix returns W_p (D×D row-major float32), nil while the matrix is only
+// factored. The caller must not modify it.
+func (m *Matrix) Matrix() []float32 { return m.matrix() }
+
+// matrix returns W_p, nil while only factored.
+func (m *Matrix) matrix() []float32 {
+	if m.W != nil {
+		return m.W
+	}
+	if w := m.formed.Load(); w != nil {
+		return *w
+	}
+	return nil
+}
+
+// scratchPool holds the float64 scratch of the factored path.
+var scratchPool = sync.Pool{New: func() any { return new(react.FactoredScratch) }}
+
 // Apply stores the corrected batch in dst: each row of z (B×D, row-major)
-// multiplied by W. dst must have z's length and must not overlap it. It
-// does not allocate.
+// multiplied by W_p. dst must have z's length and must not overlap it. With
+// W formed it is react.Correct (one SGEMM for the batch with OpenBLAS) and
+// does not allocate; a factored matrix computes A_p C_p⁻¹ z in float64.
 func (m *Matrix) Apply(dst, z []float32) error {
-	if err := react.Correct(dst, z, m.W, m.D); err != nil {
+	var err error
+	switch w := m.matrix(); {
+	case w != nil:
+		err = react.Correct(dst, z, w, m.D)
+	case m.factor != nil:
+		sc := scratchPool.Get().(*react.FactoredScratch)
+		err = m.factor.Correct(dst, z, sc)
+		scratchPool.Put(sc)
+	default:
+		err = errors.New("no matrix")
+	}
+	if err != nil {
 		return fmt.Errorf("applying W_p for %s: %w", m.Key, err)
 	}
 	return nil

@@ -157,9 +157,14 @@ func (p *Profile) Default() Choice { return p.def }
 func (p *Profile) Presets() []string { return append([]string(nil), p.presetNames...) }
 
 // Matrix returns the W_p of a choice, nil for a choice that applies no
-// correction. The default's and the presets' are pinned; others come from
-// the cache, solved on a miss (see Cache.Get for ctx). A preference whose
-// C_p cannot be factorised reliably gives a *react.SolveError.
+// correction. The default's and the presets' are pinned, formed; others
+// come from the cache. On a miss the preference is only factorised (the
+// weighted sums and the Cholesky factorisation of C_p, about D³/3 flops),
+// which answers the request at once through the factored form; W_p itself
+// (about 2D³ more) is formed in the background, one at a time, and the
+// matrix switches to it for the requests that follow. A preference whose C_p
+// cannot be factorised reliably gives a *react.SolveError. See Cache.Get
+// for ctx.
 func (p *Profile) Matrix(ctx context.Context, c Choice) (*Matrix, error) {
 	if !c.Corrects() {
 		return nil, nil
@@ -170,16 +175,51 @@ func (p *Profile) Matrix(ctx context.Context, c Choice) (*Matrix, error) {
 	}
 	key := p.key
 	key.Preference = c.Key
-	m, hit, err := p.cache.Get(ctx, key, func() (*Matrix, error) { return p.solve(c) })
+	m, hit, err := p.cache.Get(ctx, key, func() (*Matrix, error) { return p.factor(c) })
 	if hit {
 		p.obs.Lookup(p.name, LookupHit)
 	} else {
 		p.obs.Lookup(p.name, LookupMiss)
 	}
+	if err == nil && !m.Formed() {
+		p.formLater(m)
+	}
 	return m, err
 }
 
-// solve computes the W_p of a choice as a float32 Matrix.
+// factor computes the factored form of a choice's W_p.
+func (p *Profile) factor(c Choice) (*Matrix, error) {
+	start := time.Now()
+	f, err := p.solver.Factor(c.Preference)
+	p.obs.Solved(p.name, time.Since(start), err)
+	if err != nil {
+		return nil, err
+	}
+	return &Matrix{Key: c.Key, D: p.d, Cond: f.Stats().Cond, factor: f}, nil
+}
+
+// formLater forms the W_p of a factored matrix in the background, when no
+// other formation is under way (a later request for it tries again), and
+// switches the matrix to it.
+func (p *Profile) formLater(m *Matrix) {
+	select {
+	case p.cache.forming <- struct{}{}:
+	default:
+		return
+	}
+	go func() {
+		defer func() { <-p.cache.forming }()
+		start := time.Now()
+		w, err := react.Float32Matrix(m.factor.Form())
+		p.obs.Formed(p.name, time.Since(start), err)
+		if err != nil {
+			return // the factored form keeps answering
+		}
+		m.formed.CompareAndSwap(nil, &w)
+	}()
+}
+
+// solve computes the formed W_p of a choice as a float32 Matrix.
 func (p *Profile) solve(c Choice) (*Matrix, error) {
 	start := time.Now()
 	dst := mat.NewDense(p.d, p.d, nil)

@@ -22,6 +22,7 @@ type countingObserver struct {
 	mu      sync.Mutex
 	lookups map[string]int
 	solves  atomic.Int64
+	formed  atomic.Int64
 }
 
 func (o *countingObserver) Lookup(_, result string) {
@@ -34,6 +35,8 @@ func (o *countingObserver) Lookup(_, result string) {
 }
 
 func (o *countingObserver) Solved(string, time.Duration, error) { o.solves.Add(1) }
+
+func (o *countingObserver) Formed(string, time.Duration, error) { o.formed.Add(1) }
 
 func (o *countingObserver) count(result string) int {
 	o.mu.Lock()
@@ -185,28 +188,26 @@ func TestMatrixMatchesReference(t *testing.T) {
 			weights[task] = c.Preference.Weights()[i]
 		}
 		ref := referenceW(t, comps, comps.Beta, weights)
-		maxAbs := mat.Norm(ref, math.Inf(1))
-		for i := 0; i < comps.D; i++ {
-			for j := 0; j < comps.D; j++ {
-				if diff := float64(m.W[i*comps.D+j]) - ref.At(i, j); diff > 1e-6*maxAbs || diff < -1e-6*maxAbs {
-					t.Fatalf("%s: W[%d][%d] = %v, reference %v", spec, i, j, m.W[i*comps.D+j], ref.At(i, j))
-				}
+		// A new preference is first answered through its factorisation;
+		// its W_p is formed in the background and replaces it.
+		checkApply(t, spec+" (as first served)", m, ref)
+		deadline := time.Now().Add(10 * time.Second)
+		for !m.Formed() && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+			if m, err = p.Matrix(context.Background(), c); err != nil {
+				t.Fatal(err)
 			}
 		}
-		// Apply is z Wᵀ per row.
-		z := []float32{1, 2, 3, 4, 5, 6, -1, 0, 0.5, 0, 0, 2}
-		dst := make([]float32, len(z))
-		if err := m.Apply(dst, z); err != nil {
-			t.Fatal(err)
+		if !m.Formed() {
+			t.Fatalf("%s: W_p was not formed within 10 s", spec)
 		}
-		for r := 0; r < 2; r++ {
-			for i := 0; i < comps.D; i++ {
-				want := 0.0
-				for j := 0; j < comps.D; j++ {
-					want += ref.At(i, j) * float64(z[r*comps.D+j])
-				}
-				if d := float64(dst[r*comps.D+i]) - want; d > 1e-4 || d < -1e-4 {
-					t.Fatalf("%s: corrected[%d][%d] = %v, want %v", spec, r, i, dst[r*comps.D+i], want)
+		checkApply(t, spec+" (formed)", m, ref)
+		maxAbs := mat.Norm(ref, math.Inf(1))
+		w := m.Matrix()
+		for i := 0; i < comps.D; i++ {
+			for j := 0; j < comps.D; j++ {
+				if diff := float64(w[i*comps.D+j]) - ref.At(i, j); diff > 1e-6*maxAbs || diff < -1e-6*maxAbs {
+					t.Fatalf("%s: W[%d][%d] = %v, reference %v", spec, i, j, w[i*comps.D+j], ref.At(i, j))
 				}
 			}
 		}
@@ -215,5 +216,28 @@ func TestMatrixMatchesReference(t *testing.T) {
 		t.Error("none corrects")
 	} else if m, err := p.Matrix(context.Background(), c); m != nil || err != nil {
 		t.Errorf("Matrix(none) = %v, %v, want nil, nil", m, err)
+	}
+}
+
+// checkApply checks that m corrects a batch as the float64 reference W
+// does, per row.
+func checkApply(t *testing.T, what string, m *Matrix, ref *mat.Dense) {
+	t.Helper()
+	d, _ := ref.Dims()
+	z := []float32{1, 2, 3, 4, 5, 6, -1, 0, 0.5, 0, 0, 2}
+	dst := make([]float32, len(z))
+	if err := m.Apply(dst, z); err != nil {
+		t.Fatal(err)
+	}
+	for r := 0; r < len(z)/d; r++ {
+		for i := 0; i < d; i++ {
+			want := 0.0
+			for j := 0; j < d; j++ {
+				want += ref.At(i, j) * float64(z[r*d+j])
+			}
+			if diff := float64(dst[r*d+i]) - want; diff > 1e-4 || diff < -1e-4 {
+				t.Fatalf("%s: corrected[%d][%d] = %v, want %v", what, r, i, dst[r*d+i], want)
+			}
+		}
 	}
 }

@@ -299,12 +299,6 @@ func (s *Solver) weightsInto(w []float64, p Preference) error {
 // single task when p is empty, names the preference in errors. The stats
 // hold the estimated condition number even when the solve is refused.
 func (s *Solver) solveWeights(dst *mat.Dense, ws *workspace, p Preference, single string) (SolveStats, error) {
-	name := func() string {
-		if single != "" {
-			return single + "=1"
-		}
-		return p.String()
-	}
 	d := s.d
 	if dst.IsEmpty() {
 		dst.ReuseAs(d, d)
@@ -313,36 +307,58 @@ func (s *Solver) solveWeights(dst *mat.Dense, ws *workspace, p Preference, singl
 		return SolveStats{}, fmt.Errorf("solve: destination is %d×%d, want %d×%d", r, c, d, d)
 	}
 	out := dst.RawMatrix()
-
-	// A_p into dst, C_p (upper triangle) into ws.cp.
-	for i := 0; i < d; i++ {
-		clear(out.Data[i*out.Stride : i*out.Stride+d])
+	u, st, err := s.factorWeights(out, ws.cp, ws, p, single)
+	if err != nil {
+		return st, err
 	}
-	clear(ws.cp)
+	solveRows(u, out)
+	return st, nil
+}
+
+// factorWeights stores A_p = Σ w_k A_k in ap and the Cholesky factor U of
+// C_p = Σ w_k C_k = UᵀU in the upper triangle of cp (D×D, stride D), for
+// the weights in ws.w, and checks C_p's condition. p, or the single task
+// when p is empty, names the preference in errors.
+func (s *Solver) factorWeights(ap blas64.General, cp []float64, ws *workspace, p Preference, single string) (blas64.Triangular, SolveStats, error) {
+	name := func() string {
+		if single != "" {
+			return single + "=1"
+		}
+		return p.String()
+	}
+	d := s.d
+	// The weighted sums, one AXPY over each whole matrix (C_k is zero below
+	// its diagonal), or per row when ap has a wider stride.
+	for i := 0; i < d; i++ {
+		clear(ap.Data[i*ap.Stride : i*ap.Stride+d])
+	}
+	clear(cp)
 	for k, wk := range ws.w {
 		if wk == 0 {
 			continue
 		}
-		a, c := s.a[k], s.c[k]
-		for i := 0; i < d; i++ {
-			axpy(wk, a[i*d:i*d+d], out.Data[i*out.Stride:i*out.Stride+d])
-			axpy(wk, c[i*d+i:i*d+d], ws.cp[i*d+i:i*d+d])
+		if ap.Stride == d {
+			axpy(wk, s.a[k], ap.Data[:d*d])
+		} else {
+			for i := 0; i < d; i++ {
+				axpy(wk, s.a[k][i*d:i*d+d], ap.Data[i*ap.Stride:i*ap.Stride+d])
+			}
 		}
+		axpy(wk, s.c[k], cp)
 	}
 
-	cp := blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: ws.cp}
-	anorm := lapack64.Lansy(lapack.MaxColumnSum, cp, ws.work)
-	u, ok := lapack64.Potrf(cp)
+	sym := blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: cp}
+	anorm := lapack64.Lansy(lapack.MaxColumnSum, sym, ws.work)
+	u, ok := lapack64.Potrf(sym)
 	if !ok {
-		return SolveStats{Cond: math.Inf(1)}, s.solveError(ws.w, name(), math.Inf(1))
+		return u, SolveStats{Cond: math.Inf(1)}, s.solveError(ws.w, name(), math.Inf(1))
 	}
-	rcond := lapack64.Pocon(cp, anorm, ws.work, ws.iwork)
+	rcond := lapack64.Pocon(sym, anorm, ws.work, ws.iwork)
 	st := SolveStats{Cond: 1 / rcond}
 	if !(rcond*MaxCondition >= 1) { // also catches NaN
-		return st, s.solveError(ws.w, name(), st.Cond)
+		return u, st, s.solveError(ws.w, name(), st.Cond)
 	}
-	solveRows(u, blas64.General{Rows: d, Cols: d, Stride: out.Stride, Data: out.Data})
-	return st, nil
+	return u, st, nil
 }
 
 // minRowsPerWorker is the smallest block of rows worth a goroutine in

@@ -471,8 +471,15 @@ func TestSolveIntoAllocs(t *testing.T) {
 	if err := s.SolveInto(dst, p); err != nil {
 		t.Fatal(err)
 	}
-	if n := testing.AllocsPerRun(20, func() { _ = s.SolveInto(dst, p) }); n != 0 {
-		t.Errorf("SolveInto allocates %v times per call", n)
+	// With OpenBLAS, gonum's netlib wrapper of Dpocon (the condition
+	// estimate) allocates its two work arrays on each call; the solver's own
+	// scratch stays pooled.
+	want := 0.0
+	if CurrentBackend() == BackendOpenBLAS {
+		want = 2
+	}
+	if n := testing.AllocsPerRun(20, func() { _ = s.SolveInto(dst, p) }); n != want {
+		t.Errorf("SolveInto allocates %v times per call with the %s backend, want %v", n, CurrentBackend(), want)
 	}
 }
 
@@ -504,8 +511,14 @@ func TestSolveRowsParallel(t *testing.T) {
 	runtime.GOMAXPROCS(1)
 	ser := mat.DenseCopyOf(a)
 	solveRows(u.RawTriangular(), ser.RawMatrix())
-	if !mat.Equal(par, ser) {
+	// gonum's kernels solve each row alike whatever the block: the results
+	// are identical. OpenBLAS's blocks its work by the number of rows, so
+	// rounding may differ in the last bits.
+	if CurrentBackend() == BackendGo && !mat.Equal(par, ser) {
 		t.Errorf("parallel and serial solves differ by %.3g", relErr(par, ser))
+	}
+	if e := relErr(par, ser); e > 1e-14 {
+		t.Errorf("parallel and serial solves differ by %.3g", e)
 	}
 	var wc mat.Dense
 	wc.Mul(par, c)

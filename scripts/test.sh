@@ -89,12 +89,17 @@ export ZOO_MODEL_REPOSITORY=$zoo_repo
 
 # The sidecar in front of it, on free ports, ready once Triton is ready and
 # the controllable models are built.
-go build -o "$run_dir/sidecar" ./cmd/sidecar
+make -s build # bin/sidecar and bin/calibrate, as make build makes them (OpenBLAS)
+cp bin/sidecar "$run_dir/sidecar"
 export SIDECAR_CONFIG=$PWD/tritonmodels/zoo/sidecar.yaml
 SIDECAR_BIN=$run_dir/sidecar start_sidecar "$SIDECAR_CONFIG" "$TRITON_GRPC_ADDR" "$TRITON_HTTP_ADDR" "$sidecar_log" || { status=1; exit 1; }
 export SIDECAR_GRPC_ADDR=$sidecar_grpc SIDECAR_HTTP_ADDR=$sidecar_http SIDECAR_METRICS_ADDR=$sidecar_metrics
 
+# Every package on gonum's pure-Go kernels, then the ones that compute on
+# OpenBLAS as well (the openblas tag: what make build links), so that the
+# property and reference tests run against both backends.
 go test -count=1 ./... || status=1
+go test -count=1 -tags openblas ./react/... ./control/... ./sidecar/... ./calibrate/... || status=1
 # The servers' packages again under the race detector: concurrent requests,
 # reloads and streams (about half a minute).
 go test -race -count=1 ./control/... ./sidecar/... || status=1

@@ -55,6 +55,6 @@ cd ../..
 # The Triton repository's configs follow the manifest (stdlib only).
 "$python" tritonmodels/make_repo.py
 # The components files the zoo ships, calibrated on the new models.
-go build -o bin/calibrate ./cmd/calibrate
+make -s build
 scripts/zoo-components.sh
 echo "zoo: done in $(($(date +%s) - start)) s (stage timings in .cache/zoo-models/timings.json)"

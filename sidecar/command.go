@@ -15,6 +15,7 @@ import (
 
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/internal/buildinfo"
+	"github.com/mergectl/react-triton/react"
 )
 
 // Exit codes of the sidecar command.
@@ -86,6 +87,11 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 	}
 	level := new(slog.LevelVar)
 	log := newLogger(stderr, cfg.Log, level)
+	backend, err := react.UseBackend(cfg.LinAlg.Backend)
+	if err != nil {
+		return fmt.Errorf("linalg.backend: %w", err)
+	}
+	react.SetBackendThreads(cfg.LinAlg.Threads)
 	tlsCfg, err := tritonTLS(cfg.Triton.TLS)
 	if err != nil {
 		return err
@@ -119,7 +125,8 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 		return err
 	}
 	attrs := []any{"grpc", s.GRPCAddr().String(), "http", s.HTTPAddr().String(),
-		"triton_grpc", cfg.Triton.GRPC, "triton_http", cfg.Triton.HTTP, "controllable_models", len(cfg.Models)}
+		"triton_grpc", cfg.Triton.GRPC, "triton_http", cfg.Triton.HTTP, "controllable_models", len(cfg.Models),
+		"linalg", backend, "linalg_threads", cfg.LinAlg.Threads}
 	if a := s.MetricsAddr(); a != nil {
 		attrs = append(attrs, "metrics", a.String())
 	}

@@ -27,6 +27,7 @@ type Metrics struct {
 	rows          *prometheus.CounterVec   // model
 	lookups       *prometheus.CounterVec   // components, result
 	solves        *prometheus.HistogramVec // components
+	forms         *prometheus.HistogramVec // components
 	solveErrors   *prometheus.CounterVec   // components
 	rejected      *prometheus.CounterVec   // protocol, reason
 	reloads       *prometheus.CounterVec   // result
@@ -65,7 +66,12 @@ func NewMetrics() *Metrics {
 		}, []string{"components", "result"}),
 		solves: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "react_wp_solve_duration_seconds",
-			Help:    "Time to solve one W_p (the weighted sums, the Cholesky factorisation and the triangular solves).",
+			Help:    "Time for a new preference to become usable: the weighted sums and the Cholesky factorisation of C_p (the whole W_p for the default and the presets), the latency a request with a new preference waits for.",
+			Buckets: latencyBuckets,
+		}, []string{"components"}),
+		forms: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "react_wp_form_duration_seconds",
+			Help:    "Time to form a new preference's W_p from its factorisation (two triangular solves), in the background.",
 			Buckets: latencyBuckets,
 		}, []string{"components"}),
 		solveErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -95,7 +101,7 @@ func NewMetrics() *Metrics {
 		ConstLabels: prometheus.Labels{"version": buildinfo.Version()},
 	})
 	info.Set(1)
-	m.reg.MustRegister(m.requests, m.errors, m.duration, m.rows, m.lookups, m.solves, m.solveErrors, m.rejected,
+	m.reg.MustRegister(m.requests, m.errors, m.duration, m.rows, m.lookups, m.solves, m.forms, m.solveErrors, m.rejected,
 		m.reloads, m.reloadOK, m.reloadSuccess, info,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reloadOK.Set(1)
@@ -114,6 +120,15 @@ func (m *Metrics) cacheSize(size func() int) {
 // Lookup implements control.Observer.
 func (m *Metrics) Lookup(components, result string) {
 	m.lookups.WithLabelValues(components, result).Inc()
+}
+
+// Formed implements control.Observer.
+func (m *Metrics) Formed(components string, took time.Duration, err error) {
+	if err != nil {
+		m.solveErrors.WithLabelValues(components).Inc()
+		return
+	}
+	m.forms.WithLabelValues(components).Observe(took.Seconds())
 }
 
 // Solved implements control.Observer.

@@ -249,7 +249,7 @@ func (r *reloader) reload(ctx context.Context, forced bool) (transient bool) {
 		restart := needsRestart(old, cfg)
 		// What a reload cannot change stays as it is, and says so.
 		cfg.Triton.GRPC, cfg.Triton.HTTP, cfg.Triton.TLS = old.Triton.GRPC, old.Triton.HTTP, old.Triton.TLS
-		cfg.Listen, cfg.Log.Format = old.Listen, old.Log.Format
+		cfg.Listen, cfg.Log.Format, cfg.LinAlg = old.Listen, old.Log.Format, old.LinAlg
 		if err := r.models.Reload(ctx, cfg); err != nil {
 			return err
 		}
@@ -275,7 +275,7 @@ func (r *reloader) reload(ctx context.Context, forced bool) (transient bool) {
 
 // needsRestart lists the settings of next that differ from cur and that a
 // reload does not apply: the listeners, the upstream addresses and TLS,
-// and the log format.
+// the log format and the linear algebra backend.
 func needsRestart(cur, next *config.Config) []string {
 	var out []string
 	add := func(name string, a, b any) {
@@ -288,5 +288,6 @@ func needsRestart(cur, next *config.Config) []string {
 	add("triton.tls", cur.Triton.TLS, next.Triton.TLS)
 	add("listen", cur.Listen, next.Listen)
 	add("log.format", cur.Log.Format, next.Log.Format)
+	add("linalg", cur.LinAlg, next.LinAlg)
 	return out
 }

@@ -89,16 +89,15 @@ def _newest_go_source():
 
 @functools.cache
 def binary(name):
-    """bin/<name>, built with go from cmd/<name> when missing or older than
-    the Go sources (a stale binary would test old code); $SIDECAR_BIN or
+    """bin/<name>, built by make build (with OpenBLAS) when missing or older
+    than the Go sources (a stale binary would test old code); $SIDECAR_BIN or
     $CALIBRATE_BIN, when set, names another binary to test."""
     override = os.environ.get(f"{name.upper()}_BIN")
     if override:
         return pathlib.Path(override).resolve()
     path = ROOT / "bin" / name
     if not path.is_file() or path.stat().st_mtime < _newest_go_source():
-        run = subprocess.run(["go", "build", "-o", str(path), f"./cmd/{name}"], cwd=ROOT,
-                             capture_output=True, text=True, timeout=600)
+        run = subprocess.run(["make", "-s", "build"], cwd=ROOT, capture_output=True, text=True, timeout=600)
         if run.returncode != 0:
             missing(f"cannot build bin/{name}: {run.stderr[-2000:]}")
     return path

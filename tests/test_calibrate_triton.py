@@ -78,9 +78,9 @@ def calibrate(tmp_path_factory):
     go = shutil.which("go")
     _need(go, "go is not on PATH: cannot build cmd/calibrate")
     path = tmp_path_factory.mktemp("bin") / "calibrate"
-    build = subprocess.run([go, "build", "-o", str(path), "./cmd/calibrate"], cwd=ROOT,
+    build = subprocess.run([go, "build", "-tags", "openblas", "-o", str(path), "./cmd/calibrate"], cwd=ROOT,
                            capture_output=True, text=True, timeout=600)
-    assert build.returncode == 0, f"go build ./cmd/calibrate failed:\n{build.stderr}"
+    assert build.returncode == 0, f"go build -tags openblas ./cmd/calibrate failed:\n{build.stderr}"
     return path
 
 

@@ -15,8 +15,10 @@
 #                                the venv's libcudart.so.12 (20-python.sh)
 #   curl                         scripts/triton-up polls /v2/health/ready
 #   util-linux                   setsid, so triton-down can stop the stubs too
+#   libopenblas-dev,             OpenBLAS and LAPACKE, which make build links
+#   liblapacke-dev               (the openblas build tag: docs/linear-algebra.md)
 set -euo pipefail
 
 # shellcheck source=../lib/debian.sh
 . "$(dirname "$0")/../lib/debian.sh"
-ensure_debian_packages debian python3.11 python3.11-venv libpython3.11 libexpat1 zlib1g libb64-0d patchelf curl util-linux
+ensure_debian_packages debian python3.11 python3.11-venv libpython3.11 libexpat1 zlib1g libb64-0d patchelf curl util-linux libopenblas-dev liblapacke-dev

@@ -1,0 +1,74 @@
+package react
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestMain runs the package's tests on the backend REACT_TEST_BACKEND names,
+// by default BackendAuto: OpenBLAS in a build with the openblas tag, gonum's
+// pure Go otherwise. scripts/test.sh runs them both ways.
+func TestMain(m *testing.M) {
+	got, err := UseBackend(envBackend())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "react tests:", err)
+		os.Exit(2)
+	}
+	fmt.Fprintf(os.Stderr, "react tests: linear algebra backend %s (available: %s)\n", got, strings.Join(AvailableBackends(), ", "))
+	os.Exit(m.Run())
+}
+
+// envBackend is the backend REACT_TEST_BACKEND asks for, BackendAuto by
+// default.
+func envBackend() string {
+	if b := os.Getenv("REACT_TEST_BACKEND"); b != "" {
+		return b
+	}
+	return BackendAuto
+}
+
+func TestUseBackend(t *testing.T) {
+	defer func(name string) {
+		if _, err := UseBackend(name); err != nil {
+			t.Fatal(err)
+		}
+	}(CurrentBackend())
+
+	avail := AvailableBackends()
+	if !slices.Contains(avail, BackendGo) {
+		t.Fatalf("AvailableBackends() = %v, want it to include %q", avail, BackendGo)
+	}
+	auto, err := UseBackend(BackendAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantAuto := BackendGo
+	if slices.Contains(avail, BackendOpenBLAS) {
+		wantAuto = BackendOpenBLAS
+	}
+	if auto != wantAuto || CurrentBackend() != wantAuto {
+		t.Errorf("UseBackend(auto) = %q (current %q), want %q", auto, CurrentBackend(), wantAuto)
+	}
+	if got, err := UseBackend(BackendGo); err != nil || got != BackendGo || gemmBatch {
+		t.Errorf("UseBackend(go) = %q, %v (GEMM batches %v); want go, pure-Go GEMV per row", got, err, gemmBatch)
+	}
+	if _, err := UseBackend("mkl"); err == nil || !strings.Contains(err.Error(), `"mkl" is not in this binary`) {
+		t.Errorf("UseBackend(mkl) = %v, want an error listing the backends", err)
+	}
+	if !slices.Contains(avail, BackendOpenBLAS) {
+		if _, err := UseBackend(BackendOpenBLAS); err == nil || !strings.Contains(err.Error(), "built without the openblas tag") {
+			t.Errorf("UseBackend(openblas) without it = %v, want an error that says how to build it", err)
+		}
+	}
+	for _, s := range []string{"auto", "go", "openblas"} {
+		if got, err := ParseBackend(s); err != nil || got != s {
+			t.Errorf("ParseBackend(%q) = %q, %v", s, got, err)
+		}
+	}
+	if _, err := ParseBackend("cuda"); err == nil {
+		t.Error("ParseBackend(cuda) succeeded")
+	}
+}
