@@ -71,7 +71,6 @@ func NewCache(size int) (*Cache, error) {
 	return &Cache{lru: l, forming: make(chan struct{}, 1)}, nil
 }
 
-
 // Len returns the number of matrices held.
 func (c *Cache) Len() int { return c.lru.Len() }
 
