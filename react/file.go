@@ -451,15 +451,20 @@ func denseTensor(f *safetensors.File, name string) (*mat.Dense, error) {
 func symmetric(g *mat.Dense) (*mat.SymDense, error) {
 	n, _ := g.Dims()
 	scale := mat.Norm(g, math.Inf(1)) // ≥ max |g_ij|; NaN is caught by Validate
+	// Row-major, raw: G's upper triangle is copied row by row, and each
+	// entry compared with its mirror (a strided read down a column).
+	src := g.RawMatrix()
 	s := mat.NewSymDense(n, nil)
+	dst := s.RawSymmetric()
 	for i := 0; i < n; i++ {
+		row := src.Data[i*src.Stride : i*src.Stride+n]
 		for j := i; j < n; j++ {
-			a, b := g.At(i, j), g.At(j, i)
+			a, b := row[j], src.Data[j*src.Stride+i]
 			if math.Abs(a-b) > symmetryTol*scale {
 				return nil, fmt.Errorf("G is not symmetric: G[%d][%d] = %g but G[%d][%d] = %g", i, j, a, j, i, b)
 			}
-			s.SetSym(i, j, a)
 		}
+		copy(dst.Data[i*dst.Stride+i:i*dst.Stride+n], row[i:])
 	}
 	return s, nil
 }

@@ -601,3 +601,24 @@ func TestSolveStats(t *testing.T) {
 		t.Errorf("WarnCondition %v ≥ MaxCondition %v", WarnCondition, MaxCondition)
 	}
 }
+
+// TestOneNormUpper checks the 1-norm of a symmetric matrix from its upper
+// triangle against gonum's (LAPACK's Dlansy, on the full matrix).
+func TestOneNormUpper(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	for _, d := range []int{1, 2, 7, 40} {
+		sym := mat.NewSymDense(d, nil)
+		up := make([]float64, d*d)
+		for i := 0; i < d; i++ {
+			for j := i; j < d; j++ {
+				v := rng.NormFloat64()
+				sym.SetSym(i, j, v)
+				up[i*d+j] = v
+			}
+		}
+		want := mat.Norm(sym, 1)
+		if got := oneNormUpper(up, d, make([]float64, d)); math.Abs(got-want) > 1e-12*want {
+			t.Errorf("D=%d: oneNormUpper = %v, want %v", d, got, want)
+		}
+	}
+}
