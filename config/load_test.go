@@ -43,7 +43,7 @@ func TestLoadGood(t *testing.T) {
 						GRPC:           "10.0.0.5:9001",
 						HTTP:           "[::1]:9000",
 						Timeout:        90 * time.Second,
-						StartupTimeout: 0,
+						StartupTimeout: 30 * time.Second,
 						TLS: TLS{
 							Enabled:            true,
 							CAFile:             filepath.Join(dir, "tls/ca.pem"),
@@ -293,7 +293,7 @@ func TestEnvEveryKey(t *testing.T) {
 		"triton.grpc":                     {"env:1", "env:1"},
 		"triton.http":                     {"env:2", "env:2"},
 		"triton.timeout":                  {"1h", time.Hour},
-		"triton.startup_timeout":          {"0", time.Duration(0)},
+		"triton.startup_timeout":          {"45s", 45 * time.Second},
 		"triton.tls.enabled":              {"true", true},
 		"triton.tls.ca_file":              {"tls/ca.pem", "tls/ca.pem"},
 		"triton.tls.cert_file":            {"tls/client.pem", "tls/client.pem"},

@@ -55,7 +55,10 @@ func (c *Config) validateTriton(p *problems) {
 		}
 	}
 	nonNegative(p, "triton.timeout", t.Timeout)
-	nonNegative(p, "triton.startup_timeout", t.StartupTimeout)
+	if t.StartupTimeout <= 0 {
+		// Start-up and every reload build within it: 0 could never succeed.
+		p.add("triton.startup_timeout", "must be positive, got %v", t.StartupTimeout)
+	}
 
 	tls := &t.TLS
 	files := []struct{ key, path string }{

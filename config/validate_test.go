@@ -146,10 +146,14 @@ func TestValidate(t *testing.T) {
 			c.Triton.Timeout, c.Triton.StartupTimeout, c.Listen.ShutdownTimeout = -time.Second, -time.Minute, 0
 		}, []string{
 			"triton.timeout: must not be negative, got -1s",
-			"triton.startup_timeout: must not be negative, got -1m0s",
+			"triton.startup_timeout: must be positive, got -1m0s",
 			"listen.shutdown_timeout: must be positive, got 0s",
 		}},
-		{"zero timeouts", func(c *Config, dir string) { c.Triton.Timeout, c.Triton.StartupTimeout = 0, 0 }, nil},
+		{"zero timeouts", func(c *Config, dir string) { c.Triton.Timeout, c.Triton.StartupTimeout = 0, 0 }, []string{
+			// No bound on upstream calls is allowed; start-up and reloads
+			// must have time to build.
+			"triton.startup_timeout: must be positive, got 0s",
+		}},
 		{"TLS off", func(c *Config, dir string) {
 			c.Triton.TLS = TLS{CAFile: "x", CertFile: "y", KeyFile: "z", ServerName: "n", InsecureSkipVerify: true}
 		}, []string{

@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -60,6 +61,10 @@ type Cache struct {
 	group singleflight.Group
 	// forming admits one background formation of W_p at a time.
 	forming chan struct{}
+	// solving admits at most GOMAXPROCS solves at a time: a client sending
+	// many new preferences at once queues behind them rather than taking
+	// every core from the requests already served.
+	solving chan struct{}
 }
 
 // NewCache returns a cache of size entries (at least 1).
@@ -68,7 +73,7 @@ func NewCache(size int) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("W_p cache: size %d: %w", size, err)
 	}
-	return &Cache{lru: l, forming: make(chan struct{}, 1)}, nil
+	return &Cache{lru: l, forming: make(chan struct{}, 1), solving: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))}, nil
 }
 
 // Len returns the number of matrices held.
@@ -83,7 +88,8 @@ func (c *Cache) Resize(size int) {
 }
 
 // Get returns the matrix for key, calling solve on a miss. Concurrent
-// misses on one key share one call of solve. If ctx ends first, Get returns
+// misses on one key share one call of solve, and at most GOMAXPROCS solves
+// run at once, whatever the keys. If ctx ends first, Get returns
 // ctx's error, but the solve goes on and its result is cached for the
 // requests that follow. hit reports whether the matrix was already held.
 func (c *Cache) Get(ctx context.Context, key Key, solve func() (*Matrix, error)) (m *Matrix, hit bool, err error) {
@@ -95,7 +101,9 @@ func (c *Cache) Get(ctx context.Context, key Key, solve func() (*Matrix, error))
 		if m, ok := c.lru.Get(key); ok {
 			return m, nil
 		}
+		c.solving <- struct{}{}
 		m, err := solve()
+		<-c.solving
 		if err != nil {
 			return nil, err
 		}

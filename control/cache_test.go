@@ -3,8 +3,11 @@ package control
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,16 +132,20 @@ func TestProfilesShareCacheByContent(t *testing.T) {
 	p2 := newTestProfile(t, spec) // a reload of the same file
 	spec.Options = react.Options{Beta: 1, Normalization: react.NormSum}
 	p3 := newTestProfile(t, spec) // another β
+	spec.Options = react.Options{Beta: comps.Beta, Normalization: react.NormMean}
+	p4 := newTestProfile(t, spec) // the same β, the other normalisation
 	ctx := context.Background()
 	c, _ := p1.Resolve(header("cars=1,dtd=1"))
 	m1, _ := p1.Matrix(ctx, c)
 	m2, _ := p2.Matrix(ctx, c)
 	m3, _ := p3.Matrix(ctx, c)
+	m4, _ := p4.Matrix(ctx, c)
 	if m1 != m2 {
 		t.Error("a profile of the same file, β and normalisation did not reuse the cached W_p")
 	}
-	if m3 == m1 || obs.solves.Load() != 2 {
-		t.Errorf("another β: same matrix %v, solves %d; want a new solve", m3 == m1, obs.solves.Load())
+	if m3 == m1 || m4 == m1 || m4 == m3 || obs.solves.Load() != 3 {
+		t.Errorf("another β or normalisation: same matrix (β %v, normalisation %v), solves %d; want a new solve each",
+			m3 == m1, m4 == m1, obs.solves.Load())
 	}
 }
 
@@ -267,5 +274,70 @@ func TestNewPreferenceServedFactoredThenFormed(t *testing.T) {
 	}
 	if n := obs.solves.Load(); n != 1 {
 		t.Errorf("factorised %d times, want 1", n)
+	}
+}
+
+// TestCacheBoundsConcurrentSolves: misses on many keys at once run at most
+// GOMAXPROCS solves at a time.
+func TestCacheBoundsConcurrentSolves(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	cache, _ := NewCache(64)
+	var running, peak atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, err := cache.Get(context.Background(), Key{Preference: fmt.Sprint(i)}, func() (*Matrix, error) {
+				n := running.Add(1)
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				time.Sleep(5 * time.Millisecond)
+				running.Add(-1)
+				return &Matrix{Key: fmt.Sprint(i)}, nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if p := peak.Load(); p > 2 || p < 1 {
+		t.Errorf("%d solves ran at once with GOMAXPROCS 2, want 1 or 2", p)
+	}
+}
+
+// TestCacheSingleflightWhileSolving: while one solve for a key is in
+// flight, every other miss on that key waits for it instead of solving
+// again.
+func TestCacheSingleflightWhileSolving(t *testing.T) {
+	cache, _ := NewCache(4)
+	release := make(chan struct{})
+	var solves, entered atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < 32; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			entered.Add(1)
+			m, _, err := cache.Get(context.Background(), Key{Preference: "same"}, func() (*Matrix, error) {
+				solves.Add(1)
+				<-release
+				return &Matrix{Key: "same"}, nil
+			})
+			if err != nil || m.Key != "same" {
+				t.Errorf("Get = %v, %v", m, err)
+			}
+		}()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for entered.Load() < 32 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // let them all reach the flight
+	close(release)
+	wg.Wait()
+	if n := solves.Load(); n != 1 {
+		t.Errorf("32 misses on one key while its solve was in flight solved %d times, want 1", n)
 	}
 }

@@ -116,6 +116,7 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 		MetricsListen:   cfg.Listen.Metrics,
 		MetricsHandler:  metrics.Handler(),
 		ShutdownTimeout: cfg.Listen.ShutdownTimeout,
+		MaxRecvMsgSize:  int(cfg.Limits.MaxRequestBytes),
 		InterceptGRPC:   models.GRPCInterceptor(),
 		InterceptHTTP:   models.HTTPInterceptor(),
 		Log:             log,
@@ -146,6 +147,12 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 	}()
 	r := &reloader{flags: flags, models: models, metrics: metrics, log: log, level: level}
 	go r.run(ctx, hup)
+	go func() {
+		<-ctx.Done()
+		if errors.Is(context.Cause(ctx), context.Canceled) {
+			log.Info("stopping: calls in flight may finish (a second signal stops at once)", "shutdown_timeout", cfg.Listen.ShutdownTimeout)
+		}
+	}()
 
 	serveErr := s.Serve(ctx)
 	if cause := context.Cause(ctx); serveErr == nil && cause != nil && !errors.Is(cause, context.Canceled) {
@@ -184,6 +191,13 @@ func parseLevel(s string) slog.Level {
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	// After the first signal, the default action returns: a second Ctrl-C
+	// or SIGTERM ends the process at once, without waiting for the calls
+	// in flight.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)

@@ -219,7 +219,7 @@ func (ms *Models) grpcStatistics(ss grpc.ServerStream, pass func(*Frame) error) 
 	ctx := upstreamContext(ss.Context())
 	resp, err := ms.rpc.ModelStatistics(ctx, &req)
 	if err != nil {
-		return err
+		return ms.upstreamError(err)
 	}
 	resp.ModelStats = ms.mergeStatistics(resp.GetModelStats())
 	return sendProto(ss, resp)
@@ -255,7 +255,7 @@ func (ms *Models) grpcIndex(ss grpc.ServerStream, pass func(*Frame) error) error
 	}
 	resp, err := ms.rpc.RepositoryIndex(upstreamContext(ss.Context()), &req)
 	if err != nil {
-		return err
+		return ms.upstreamError(err)
 	}
 	resp.Models = ms.mergeIndex(resp.GetModels(), req.GetReady())
 	return sendProto(ss, resp)

@@ -428,3 +428,25 @@ func TestGRPCInterceptorPanic(t *testing.T) {
 		t.Errorf("the sidecar stopped serving after a panic: %v", err)
 	}
 }
+
+// TestGRPCMaxRecvMsgSize: Config.MaxRecvMsgSize bounds every message the
+// sidecar receives, pass-through included, after decompression: a small
+// gzip message that expands beyond it is refused with RESOURCE_EXHAUSTED
+// (grpc stops decompressing at the limit), and nothing reaches the upstream.
+func TestGRPCMaxRecvMsgSize(t *testing.T) {
+	u := &rawUpstream{cancelled: make(chan struct{})}
+	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.handle), grpc.ForceServerCodecV2(rawCodec{}))
+	s := startSidecar(t, Config{TritonGRPC: up, MaxRecvMsgSize: 4096})
+	conn := dial(t, s.GRPCAddr().String())
+	var out Frame
+	bomb := make([]byte, 1<<20) // 1 MiB of zeros: about 1 KiB gzipped
+	err := conn.Invoke(context.Background(), "/x.Unknown/Echo", &Frame{Payload: bomb}, &out,
+		grpc.ForceCodecV2(rawCodec{}), grpc.UseCompressor("gzip"))
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("1 MiB (gzipped) with a 4 KiB limit: %v, want RESOURCE_EXHAUSTED", err)
+	}
+	if err := conn.Invoke(context.Background(), "/x.Unknown/Echo", &Frame{Payload: make([]byte, 1000)}, &out,
+		grpc.ForceCodecV2(rawCodec{})); err != nil || len(out.Payload) != 1000 {
+		t.Errorf("1000 bytes under the limit: %v (%d bytes back)", err, len(out.Payload))
+	}
+}

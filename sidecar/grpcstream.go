@@ -7,11 +7,13 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -91,7 +93,7 @@ func (x *streamMux) receive() error {
 			var resp *tritonpb.ModelInferResponse
 			err := lookupErr
 			if err == nil {
-				resp, err = x.ms.infer(x.ctx, m, up, f.Payload, x.hdr, "grpc")
+				resp, err = x.infer(m, up, f.Payload)
 			}
 			out := &tritonpb.ModelStreamInferResponse{InferResponse: resp}
 			if err != nil {
@@ -106,6 +108,18 @@ func (x *streamMux) receive() error {
 			}
 		}()
 	}
+}
+
+// infer serves one request of the stream, turning a panic into an error
+// for that request: grpc-go does not recover handler goroutines, and the
+// sidecar must never crash.
+func (x *streamMux) infer(m *pipeline.Model, up *pipeline.Upstream, payload []byte) (resp *tritonpb.ModelInferResponse, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			resp, err = nil, status.Errorf(codes.Internal, "sidecar: serving a stream request for %q failed: %v", m.Name(), r)
+		}
+	}()
+	return x.ms.infer(x.ctx, m, up, payload, x.hdr, "grpc")
 }
 
 // begin counts a controllable request in flight, unless the call is

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -205,7 +207,13 @@ func (ms *Models) httpServe(w http.ResponseWriter, r *http.Request, m *pipeline.
 	if v, ok := r.Header[http.CanonicalHeaderKey(control.KeyPreset)]; ok && len(v) > 0 {
 		hdr.Preset, hdr.HasPreset = v[0], true
 	}
-	resp, err := ms.serve(r.Context(), m, up, req.Proto, hdr, "http", start, nil)
+	if err := jsonOutputsFit(m, req); err != nil {
+		// Refused before Triton is called (Triton answers 400 too).
+		writeHTTPError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	ctx := metadata.NewOutgoingContext(r.Context(), httpMetadata(r.Header))
+	resp, err := ms.serve(ctx, m, up, req.Proto, hdr, "http", start, nil)
 	if err != nil {
 		writeStatusError(w, err)
 		return
@@ -233,13 +241,69 @@ func (ms *Models) httpServe(w http.ResponseWriter, r *http.Request, m *pipeline.
 	w.Write(body)
 }
 
+// jsonOutputsFit refuses a request that asks for an FP16 or BF16 output as
+// JSON, which has no JSON form.
+func jsonOutputsFit(m *pipeline.Model, req *tritonhttp.Request) error {
+	asked := make(map[string]bool, len(req.Proto.GetOutputs()))
+	for _, o := range req.Proto.GetOutputs() {
+		asked[o.GetName()] = true
+	}
+	for _, o := range m.Metadata().GetOutputs() {
+		if len(asked) > 0 && !asked[o.GetName()] {
+			continue
+		}
+		if dt := o.GetDatatype(); (dt == "FP16" || dt == "BF16") && !req.WantsBinary(o.GetName()) {
+			return fmt.Errorf("model %q: output %q is %s, which has no JSON form: ask for it as binary data", m.Name(), o.GetName(), dt)
+		}
+	}
+	return nil
+}
+
+// httpBodyHeaders describe an HTTP body; they mean nothing to the gRPC
+// calls the sidecar makes.
+var httpBodyHeaders = map[string]bool{
+	"content-length": true, "content-encoding": true, "accept-encoding": true,
+	"inference-header-content-length": true, "expect": true,
+}
+
+// httpMetadata is the gRPC metadata of the calls the sidecar makes to Triton
+// for an HTTP request: its headers (an authorization header for Triton's
+// restricted endpoints, tracing headers), less what forwardable drops for
+// gRPC clients (hop-by-hop headers, grpc's own, ReACT's react-*), less the
+// body's headers, and less values gRPC metadata cannot carry (anything but
+// printable ASCII).
+func httpMetadata(h http.Header) metadata.MD {
+	md := make(metadata.MD, len(h))
+	for k, vs := range h {
+		k = strings.ToLower(k)
+		if httpBodyHeaders[k] || strings.HasSuffix(k, "-bin") {
+			continue
+		}
+		for _, v := range vs {
+			if printableASCII(v) {
+				md[k] = append(md[k], v)
+			}
+		}
+	}
+	return forwardable(md)
+}
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
 // httpAllStatistics answers GET /v2/models/stats: Triton's statistics with
 // the controllable models'.
 func (ms *Models) httpAllStatistics() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		resp, err := ms.rpc.ModelStatistics(r.Context(), &tritonpb.ModelStatisticsRequest{})
 		if err != nil {
-			writeStatusError(w, err)
+			writeStatusError(w, ms.upstreamError(err))
 			return
 		}
 		resp.ModelStats = ms.mergeStatistics(resp.GetModelStats())
@@ -264,7 +328,7 @@ func (ms *Models) httpIndex() http.Handler {
 		}
 		resp, err := ms.rpc.RepositoryIndex(r.Context(), &tritonpb.RepositoryIndexRequest{Ready: body.Ready})
 		if err != nil {
-			writeStatusError(w, err)
+			writeStatusError(w, ms.upstreamError(err))
 			return
 		}
 		models := ms.mergeIndex(resp.GetModels(), body.Ready)

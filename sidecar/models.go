@@ -262,6 +262,17 @@ func (ms *Models) declared() []string {
 	return out
 }
 
+// upstreamError names the upstream Triton's address in an UNAVAILABLE
+// status of a call the sidecar made itself, as the pass-through does;
+// other errors stay as they are.
+func (ms *Models) upstreamError(err error) error {
+	st := status.Convert(err)
+	if st.Code() != codes.Unavailable {
+		return err
+	}
+	return status.Errorf(codes.Unavailable, "sidecar: upstream Triton %s: %s", ms.Config().Triton.GRPC, st.Message())
+}
+
 // modelReady asks Triton whether every model a controllable model calls is
 // ready.
 func (ms *Models) modelReady(ctx context.Context, m *pipeline.Model) (bool, error) {
@@ -274,7 +285,7 @@ func (ms *Models) modelReady(ctx context.Context, m *pipeline.Model) (bool, erro
 			if c := status.Code(err); c == codes.NotFound {
 				return false, nil
 			}
-			return false, err
+			return false, ms.upstreamError(err)
 		}
 		if !r.GetReady() {
 			return false, nil

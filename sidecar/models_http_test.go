@@ -527,6 +527,28 @@ func TestModelsTritonGone(t *testing.T) {
 	}
 	if r, err := h.client.ModelReady(context.Background(), &tritonpb.ModelReadyRequest{Name: "multi"}); err == nil && r.GetReady() {
 		t.Error("multi ready with Triton gone")
+	} else if err != nil && !strings.Contains(err.Error(), "upstream Triton "+h.fake.Addr) {
+		t.Errorf("ModelReady with Triton gone: %v, want it to name upstream Triton %s", err, h.fake.Addr)
+	}
+	// The calls the sidecar makes for the model API name Triton as the
+	// pass-through does.
+	_, err = h.client.ModelStatistics(context.Background(), &tritonpb.ModelStatisticsRequest{})
+	if st := status.Convert(err); st.Code() != grpccodes.Unavailable || !strings.Contains(st.Message(), "upstream Triton "+h.fake.Addr) {
+		t.Errorf("ModelStatistics (all) with Triton gone: %v", err)
+	}
+	_, err = h.client.RepositoryIndex(context.Background(), &tritonpb.RepositoryIndexRequest{})
+	if st := status.Convert(err); st.Code() != grpccodes.Unavailable || !strings.Contains(st.Message(), "upstream Triton "+h.fake.Addr) {
+		t.Errorf("RepositoryIndex with Triton gone: %v", err)
+	}
+	for _, path := range []string{"/v2/models/stats"} {
+		resp, out := httpDo(t, http.MethodGet, h.httpURL+path, nil, nil)
+		if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(out), "upstream Triton "+h.fake.Addr) {
+			t.Errorf("GET %s with Triton gone: %d %s", path, resp.StatusCode, out)
+		}
+	}
+	resp, out = httpDo(t, http.MethodPost, h.httpURL+"/v2/repository/index", []byte("{}"), nil)
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(out), "upstream Triton "+h.fake.Addr) {
+		t.Errorf("POST /v2/repository/index with Triton gone: %d %s", resp.StatusCode, out)
 	}
 }
 
@@ -553,5 +575,60 @@ func TestModelsHTTPTritonErrors(t *testing.T) {
 		if resp.StatusCode != tt.code || !strings.Contains(e.Error, `"`+tt.model+`"`) || !strings.Contains(e.Error, status.Convert(tt.err).Message()) {
 			t.Errorf("%s failing with %v: %d %s", tt.model, tt.err, resp.StatusCode, out)
 		}
+	}
+}
+
+// TestModelsHTTPHeadersReachTriton: an HTTP request to a controllable model
+// passes its headers to the Triton calls as gRPC metadata (an authorization
+// header for Triton's restricted endpoints, tracing), but not ReACT's own,
+// nor the body's.
+func TestModelsHTTPHeadersReachTriton(t *testing.T) {
+	h := startHarness(t, nil)
+	body, hdr := inferBody(t, ctlRequest("multi", "m", ctlBatch), true)
+	hdr["Authorization"] = "Bearer secret"
+	hdr["Traceparent"] = "00-abc-def-01"
+	hdr["React-Preference"] = "a=1"
+	resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/multi/infer", body, hdr)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, out)
+	}
+	for _, model := range []string{"backbone", "head_a"} {
+		md := h.fake.LastMetadata(model)
+		if got := md.Get("authorization"); len(got) != 1 || got[0] != "Bearer secret" {
+			t.Errorf("%s: authorization = %q", model, got)
+		}
+		if got := md.Get("traceparent"); len(got) != 1 {
+			t.Errorf("%s: traceparent = %q", model, got)
+		}
+		for _, k := range []string{"react-preference", "inference-header-content-length", "content-length"} {
+			if got := md.Get(k); len(got) != 0 {
+				t.Errorf("%s: %s reached Triton: %q", model, k, got)
+			}
+		}
+	}
+}
+
+// TestModelsHTTPCompressedPassThrough: a gzip-compressed infer request for
+// a model the sidecar does not serve is checked (decompressed) and then
+// relayed as it came: compressed, with its Content-Encoding, and answered.
+func TestModelsHTTPCompressedPassThrough(t *testing.T) {
+	h := startHarness(t, nil)
+	req := ctlRequest("head_a", "z", nil)
+	req.Inputs = []*tritonpb.ModelInferRequest_InferInputTensor{{Name: "feature", Datatype: "FP32", Shape: []int64{1, int64(h.sc.D)}}}
+	req.RawInputContents = [][]byte{make([]byte, 4*h.sc.D)}
+	req.Outputs = nil
+	body, hdr := inferBody(t, req, true)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(body)
+	zw.Close()
+	hdr["Content-Encoding"] = "gzip"
+	before := h.fake.HTTPCalls()
+	resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/head_a/infer", gz.Bytes(), hdr)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Fake-Triton") != "1" || h.fake.HTTPCalls() != before+1 {
+		t.Fatalf("compressed pass-through: %d %s (fake answered %q, %d calls)", resp.StatusCode, out, resp.Header.Get("X-Fake-Triton"), h.fake.HTTPCalls()-before)
+	}
+	if got := h.fake.LastHTTPHeader().Get("Content-Encoding"); got != "gzip" {
+		t.Errorf("Content-Encoding at Triton = %q, want gzip (the body as it came)", got)
 	}
 }

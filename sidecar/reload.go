@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -180,6 +181,43 @@ func (r *reloader) fingerprint(prev map[string]fileState) map[string]fileState {
 	return out
 }
 
+// loaded describes the files of the configuration in service: each
+// components file with the SHA-256 the build computed of the bytes it read,
+// and the stat recorded in before (taken before the reload); the
+// configuration file, and any file before does not describe, as before
+// describes it, or as found now.
+func (r *reloader) loaded(before map[string]fileState) map[string]fileState {
+	checksums := r.models.Checksums()
+	out := make(map[string]fileState)
+	var unknown []string
+	for _, f := range r.files() {
+		st, ok := before[f]
+		if hexSum, built := checksums[f]; built {
+			if b, err := hex.DecodeString(hexSum); err == nil && len(b) == len(st.sum) {
+				if !ok {
+					// A new path: its stat now, with the hash of what was read.
+					st = r.fingerprint(nil)[f]
+				}
+				copy(st.sum[:], b)
+				st.missing = false
+				ok = true
+			}
+		}
+		if !ok {
+			unknown = append(unknown, f)
+			continue
+		}
+		out[f] = st
+	}
+	if len(unknown) > 0 {
+		now := r.fingerprint(before)
+		for _, f := range unknown {
+			out[f] = now[f]
+		}
+	}
+	return out
+}
+
 // hashFile returns the SHA-256 of a file's content, streamed.
 func hashFile(path string) ([32]byte, error) {
 	var sum [32]byte
@@ -259,9 +297,17 @@ func (r *reloader) reload(ctx context.Context, forced bool) (transient bool) {
 		r.level.Set(parseLevel(cfg.Log.Level))
 		return nil
 	}()
-	// The files in service now (a new configuration may name others),
-	// from what was read before loading.
-	r.sums = r.fingerprint(sums)
+	// What is in service now: after a failure, the files as they were
+	// before this reload (so that fixing them triggers the next one); after
+	// a success, the components as the build read them (their SHA-256),
+	// and the configuration file as it was before loading. A file replaced
+	// while the build ran then differs from what is recorded, and the next
+	// check reloads it.
+	if err == nil {
+		r.sums = r.loaded(sums)
+	} else {
+		r.sums = sums
+	}
 	r.metrics.reloaded(err == nil)
 	if err != nil {
 		var be *pipeline.BuildError

@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -48,4 +49,25 @@ func TestReloaderRetriesTransientFailure(t *testing.T) {
 	waitFor(t, 10*time.Second, "the failed reload", func() bool { _, f, ok := reloads(t, metrics); return f >= 1 && ok == 0 })
 	h.fake.SetReady("head_a", true)
 	waitFor(t, 10*time.Second, "the retried reload", func() bool { s, _, ok := reloads(t, metrics); return s == 1 && ok == 1 })
+}
+
+// TestReloaderRecordsWhatWasLoaded: a components file replaced while a
+// reload's build ran (after the build read it) is not taken as in service:
+// the reloader records the hash of the bytes the build read, so the next
+// check sees the change and reloads it.
+func TestReloaderRecordsWhatWasLoaded(t *testing.T) {
+	h := startHarness(t, nil)
+	r := &reloader{models: h.models}
+	before := r.fingerprint(nil) // taken when the reload starts; the build reads this content
+	// Replaced after the build read it.
+	writeBytes(t, filepath.Join(h.dir, "components.safetensors"), otherStats(h.sc, 77).ComponentsBytes(t))
+	r.sums = r.loaded(before)
+	if !r.changed() {
+		t.Fatal("a components file replaced during the build is taken as in service: it would never be loaded")
+	}
+	// Once that content is what the build read, nothing differs.
+	r.sums = r.fingerprint(nil)
+	if r.changed() {
+		t.Error("changed() with nothing changed")
+	}
 }

@@ -37,6 +37,10 @@ type Config struct {
 	// metrics, profiles).
 	MetricsListen  string
 	MetricsHandler http.Handler
+	// MaxRecvMsgSize bounds every gRPC message the sidecar receives, after
+	// decompression (grpc stops decompressing at the limit); 0 means
+	// math.MaxInt32, Triton's own bound.
+	MaxRecvMsgSize int
 	// ShutdownTimeout bounds the graceful part of shutting down; 0 means
 	// DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
@@ -115,7 +119,11 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("sidecar: %w", err)
 		}
 	}
-	s.grpc = NewGRPCProxy(s.conn, cfg.TritonGRPC, cfg.InterceptGRPC).NewServer()
+	var opts []grpc.ServerOption
+	if cfg.MaxRecvMsgSize > 0 {
+		opts = append(opts, grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize))
+	}
+	s.grpc = NewGRPCProxy(s.conn, cfg.TritonGRPC, cfg.InterceptGRPC).NewServer(opts...)
 	s.http = &http.Server{Handler: handler, ErrorLog: errLog, ReadHeaderTimeout: time.Minute}
 	if s.grpcLis, err = net.Listen("tcp", cfg.GRPCListen); err != nil {
 		s.Close()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -466,10 +467,12 @@ func (m *Model) configParameters(mc config.Model, cfg *config.Config) map[string
 	for i, h := range m.heads {
 		heads[i] = h.task + "=" + h.model
 	}
+	// The file's name, not its path: the configuration is served to any
+	// client, and the host's directories are none of its business.
 	comps := ""
 	for _, c := range cfg.Components {
 		if c.Name == mc.Components {
-			comps = c.Path
+			comps = filepath.Base(c.Path)
 		}
 	}
 	param := func(s string) *tritonpb.ModelParameter { return &tritonpb.ModelParameter{StringValue: s} }

@@ -353,7 +353,7 @@ func TestBuildSet(t *testing.T) {
 	wantParams := map[string]string{
 		"react.backbone":           "backbone:feature",
 		"react.heads":              "a=head_a,b=head_small,c=head_c",
-		"react.components":         e.comps,
+		"react.components":         filepath.Base(e.comps), // the name, not the host path
 		"react.default_preference": "a=1",
 		"react.presets":            "b_first,even",
 		"react.tasks":              "a,b,c",

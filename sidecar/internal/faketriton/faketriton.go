@@ -534,7 +534,8 @@ func (s *Server) HTTPHandler() http.Handler {
 		if len(parts) == 4 && parts[1] == "versions" {
 			version = parts[2]
 		}
-		body, err := io.ReadAll(r.Body)
+		// As Triton: the body in its Content-Encoding (gzip, deflate).
+		body, err := tritonhttp.ReadBody(r.Body, r.Header.Get("Content-Encoding"), 1<<30)
 		if err != nil {
 			httpError(w, http.StatusBadRequest, err.Error())
 			return
