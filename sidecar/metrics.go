@@ -80,7 +80,7 @@ func NewMetrics() *Metrics {
 		}, []string{"components"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "react_rejected_requests_total",
-			Help: "Inference requests the sidecar refused before they reached Triton, by protocol and reason (too_large, malformed).",
+			Help: "Inference requests the sidecar refused before they reached Triton, by protocol and reason (too_large, malformed, encoding). A gRPC message over limits.max_request_bytes as the sidecar started is refused by grpc itself and not counted here.",
 		}, []string{"protocol", "reason"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "react_config_reloads_total",
