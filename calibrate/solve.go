@@ -140,7 +140,7 @@ func (o *solveOptions) run(cmd *cobra.Command, stdout, stderr io.Writer) error {
 	if norm != "" {
 		opt.Normalization = norm
 	}
-	s, err := react.NewSolver(c, opt)
+	s, err := react.NewOneShotSolver(c, opt) // one solve: no precomputation
 	if err != nil {
 		return err
 	}

@@ -61,6 +61,9 @@ func (f *Factored) Form() *mat.Dense {
 	return w
 }
 
+// smallBatch is the most rows Factored.Correct solves one at a time.
+const smallBatch = 4
+
 // FactoredScratch is the float64 working memory of Factored.Correct, to be
 // reused across calls (one per goroutine).
 type FactoredScratch struct {
@@ -95,10 +98,22 @@ func (f *Factored) Correct(dst, z []float32, sc *FactoredScratch) error {
 		sc.out = make([]float64, len(z))
 	}
 	sc.out = sc.out[:len(z)]
-	m := blas64.General{Rows: rows, Cols: d, Stride: d, Data: sc.m}
-	solveRows(f.triangular(), m)
-	blas64.Gemm(blas.NoTrans, blas.Trans, 1, m, blas64.General{Rows: d, Cols: d, Stride: d, Data: f.ap}, 0,
-		blas64.General{Rows: rows, Cols: d, Stride: d, Data: sc.out})
+	ap := blas64.General{Rows: d, Cols: d, Stride: d, Data: f.ap}
+	if rows <= smallBatch {
+		// Row by row, with vector routines: for a few rows the matrix
+		// routines' blocking costs more than it saves.
+		u := f.triangular()
+		for r := 0; r < rows; r++ {
+			x := blas64.Vector{N: d, Inc: 1, Data: sc.m[r*d : r*d+d]}
+			blas64.Trsv(blas.Trans, u, x)   // Uᵀ y = z
+			blas64.Trsv(blas.NoTrans, u, x) // U x = y: x = C_p⁻¹ z
+			blas64.Gemv(blas.NoTrans, 1, ap, x, 0, blas64.Vector{N: d, Inc: 1, Data: sc.out[r*d : r*d+d]})
+		}
+	} else {
+		m := blas64.General{Rows: rows, Cols: d, Stride: d, Data: sc.m}
+		solveRows(f.triangular(), m)
+		blas64.Gemm(blas.NoTrans, blas.Trans, 1, m, ap, 0, blas64.General{Rows: rows, Cols: d, Stride: d, Data: sc.out})
+	}
 	for i, v := range sc.out {
 		dst[i] = float32(v)
 	}

@@ -44,26 +44,28 @@ func TestFactoredMatchesReference(t *testing.T) {
 				t.Errorf("%s %v: Form differs from Solve (%v)", norm, w, err)
 			}
 
-			// A batch of 7 rows, corrected in float64 and rounded once.
-			const rows = 7
-			z := make([]float32, rows*d)
-			for i := range z {
-				z[i] = float32(rng.NormFloat64())
-			}
-			got := make([]float32, len(z))
-			var sc FactoredScratch
-			if err := f.Correct(got, z, &sc); err != nil {
-				t.Fatal(err)
-			}
-			for r := 0; r < rows; r++ {
-				for i := 0; i < d; i++ {
-					want, scale := 0.0, 0.0
-					for j := 0; j < d; j++ {
-						want += ref.At(i, j) * float64(z[r*d+j])
-						scale += abs(ref.At(i, j) * float64(z[r*d+j]))
-					}
-					if e := abs(float64(got[r*d+i]) - want); e > 1e-6*scale+1e-30 {
-						t.Fatalf("%s %v: row %d [%d] = %v, want %v (error %.3g of %.3g)", norm, w, r, i, got[r*d+i], want, e, scale)
+			// Batches of 1, 3 (vector routines, row by row) and 7 rows
+			// (matrix routines), corrected in float64 and rounded once.
+			for _, rows := range []int{1, 3, 7} {
+				z := make([]float32, rows*d)
+				for i := range z {
+					z[i] = float32(rng.NormFloat64())
+				}
+				got := make([]float32, len(z))
+				var sc FactoredScratch
+				if err := f.Correct(got, z, &sc); err != nil {
+					t.Fatal(err)
+				}
+				for r := 0; r < rows; r++ {
+					for i := 0; i < d; i++ {
+						want, scale := 0.0, 0.0
+						for j := 0; j < d; j++ {
+							want += ref.At(i, j) * float64(z[r*d+j])
+							scale += abs(ref.At(i, j) * float64(z[r*d+j]))
+						}
+						if e := abs(float64(got[r*d+i]) - want); e > 1e-6*scale+1e-30 {
+							t.Fatalf("%s %v, %d rows: row %d [%d] = %v, want %v (error %.3g of %.3g)", norm, w, rows, r, i, got[r*d+i], want, e, scale)
+						}
 					}
 				}
 			}

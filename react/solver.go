@@ -100,11 +100,12 @@ type Solver struct {
 
 // taskMatrices are one task's statistics as the solver reads them: the raw
 // storage of the components' S_t, W_orth_t and G_t (its upper triangle),
-// and the factor of the normalisation.
+// the factor of the normalisation, and A_t when precomputed.
 type taskMatrices struct {
 	s, w, g                   []float64
 	sStride, wStride, gStride int
-	scale                     float64 // 1 for NormSum, 1/N_t for NormMean
+	scale                     float64   // 1 for NormSum, 1/N_t for NormMean
+	a                         []float64 // A_t = scale S_t + β W_orth_t, D×D, or nil
 }
 
 // workspace is the scratch memory of one SolveInto call.
@@ -120,10 +121,23 @@ type workspace struct {
 //	A_t = S'_t + β W_orth_t,  C_t = G'_t + β I,
 //
 // where S' = S and G' = G for NormSum, and S' = S/N_t and G' = G/N_t for
-// NormMean. It copies nothing: each solve reads S_t, W_orth_t and the upper
-// triangle of G_t from c, which must not be modified while the solver is in
-// use (the components of a file never are).
+// NormMean. It precomputes each A_t (T·D² float64 values) and reads G_t
+// from c in place, so c must not be modified while the solver is in use
+// (the components of a file never are). A server that solves many
+// preferences wants it; a process that solves once wants NewOneShotSolver.
 func NewSolver(c *Components, opt Options) (*Solver, error) {
+	return newSolver(c, opt, true)
+}
+
+// NewOneShotSolver is NewSolver without the precomputation: each solve
+// reads S_t, W_orth_t and G_t from c, which costs no setup time and no
+// memory but makes each solve's weighted sums read more (about 1.7× the
+// data). calibrate solve uses it.
+func NewOneShotSolver(c *Components, opt Options) (*Solver, error) {
+	return newSolver(c, opt, false)
+}
+
+func newSolver(c *Components, opt Options, precompute bool) (*Solver, error) {
 	if c == nil {
 		return nil, errors.New("solver: nil components")
 	}
@@ -150,8 +164,18 @@ func NewSolver(c *Components, opt Options) (*Solver, error) {
 			scale = 1 / float64(t.N)
 		}
 		sr, wr, gr := t.S.RawMatrix(), t.WOrth.RawMatrix(), t.G.RawSymmetric()
-		s.stats[k] = taskMatrices{s: sr.Data, w: wr.Data, g: gr.Data,
+		tm := taskMatrices{s: sr.Data, w: wr.Data, g: gr.Data,
 			sStride: sr.Stride, wStride: wr.Stride, gStride: gr.Stride, scale: scale}
+		if precompute {
+			tm.a = make([]float64, d*d)
+			for i := 0; i < d; i++ {
+				srow, wrow, arow := sr.Data[i*sr.Stride:i*sr.Stride+d], wr.Data[i*wr.Stride:i*wr.Stride+d], tm.a[i*d:i*d+d]
+				for j := range arow {
+					arow[j] = scale*srow[j] + opt.Beta*wrow[j]
+				}
+			}
+		}
+		s.stats[k] = tm
 	}
 	s.pool.New = func() any {
 		return &workspace{
@@ -251,7 +275,7 @@ func (s *Solver) Condition(task string) (float64, error) {
 	}
 	ws := &workspace{w: make([]float64, len(s.tasks)), cp: make([]float64, s.d*s.d)}
 	ws.w[k] = 1
-	s.weightedSums(blas64.General{Rows: s.d, Cols: s.d, Stride: s.d, Data: make([]float64, s.d*s.d)}, ws.cp, ws.w)
+	s.weightedSums(blas64.General{Rows: s.d, Cols: s.d, Stride: s.d, Data: make([]float64, s.d*s.d)}, ws.cp, ws.w, make([]float64, s.d))
 	c := mat.NewSymDense(s.d, ws.cp)
 	var eig mat.EigenSym
 	if !eig.Factorize(c, false) {
@@ -320,9 +344,8 @@ func (s *Solver) factorWeights(ap blas64.General, cp []float64, ws *workspace, p
 		return p.String()
 	}
 	d := s.d
-	s.weightedSums(ap, cp, ws.w)
+	anorm := s.weightedSums(ap, cp, ws.w, ws.work[:d])
 	sym := blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: cp}
-	anorm := oneNormUpper(cp, d, ws.work)
 	u, ok := lapack64.Potrf(sym)
 	if !ok {
 		return u, SolveStats{Cond: math.Inf(1)}, s.solveError(ws.w, name(), math.Inf(1))
@@ -344,8 +367,10 @@ const sumRows = 48
 // weightedSums stores A_p = Σ w_k (scale_k S_k + β W_orth_k) in ap and
 // C_p = Σ w_k (scale_k G_k + β I) in the upper triangle of cp (D×D,
 // stride D), a block of rows at a time, with one AXPY per matrix, task and
-// block (or per row, for matrices with a wider stride).
-func (s *Solver) weightedSums(ap blas64.General, cp []float64, w []float64) {
+// block (or per row, for matrices with a wider stride). It returns the
+// 1-norm of C_p, summed up from each block while it is in the cache, using
+// col (D long) as scratch.
+func (s *Solver) weightedSums(ap blas64.General, cp []float64, w []float64, col []float64) float64 {
 	d, beta := s.d, s.opt.Beta
 	// add adds alpha times rows i0..i1 of src (columns from col on) to dst.
 	add := func(alpha float64, src []float64, srcStride int, dst []float64, dstStride, i0, i1, col int) {
@@ -376,8 +401,12 @@ func (s *Solver) weightedSums(ap blas64.General, cp []float64, w []float64) {
 				continue
 			}
 			t := &s.stats[k]
-			add(wk*t.scale, t.s, t.sStride, ap.Data, ap.Stride, i0, i1, 0)
-			add(wk*beta, t.w, t.wStride, ap.Data, ap.Stride, i0, i1, 0)
+			if t.a != nil {
+				add(wk, t.a, d, ap.Data, ap.Stride, i0, i1, 0)
+			} else {
+				add(wk*t.scale, t.s, t.sStride, ap.Data, ap.Stride, i0, i1, 0)
+				add(wk*beta, t.w, t.wStride, ap.Data, ap.Stride, i0, i1, 0)
+			}
 			// From the block's first diagonal entry on: the upper
 			// triangle, and what lies below it in the block's later rows
 			// (never read).
@@ -386,7 +415,9 @@ func (s *Solver) weightedSums(ap blas64.General, cp []float64, w []float64) {
 		for i := i0; i < i1; i++ {
 			cp[i*d+i] += total * beta
 		}
+		addColumnSums(col, cp, d, i0, i1)
 	}
+	return maxNorm(col)
 }
 
 // oneNormUpper returns the 1-norm (the largest column sum of absolute
@@ -396,7 +427,18 @@ func (s *Solver) weightedSums(ap blas64.General, cp []float64, w []float64) {
 func oneNormUpper(c []float64, d int, col []float64) float64 {
 	col = col[:d]
 	clear(col)
-	for i := 0; i < d; i++ {
+	addColumnSums(col, c, d, 0, d)
+	return maxNorm(col)
+}
+
+// addColumnSums adds to col the absolute values of rows i0..i1 of the upper
+// triangle in c, each entry to its column and, off the diagonal, to its
+// mirror's: the column sums of the symmetric matrix, a block at a time.
+func addColumnSums(col, c []float64, d, i0, i1 int) {
+	if i0 == 0 {
+		clear(col[:d])
+	}
+	for i := i0; i < i1; i++ {
 		row := c[i*d : i*d+d]
 		col[i] += math.Abs(row[i])
 		for j := i + 1; j < d; j++ {
@@ -405,6 +447,10 @@ func oneNormUpper(c []float64, d int, col []float64) float64 {
 			col[i] += v
 		}
 	}
+}
+
+// maxNorm returns the largest of col, or NaN if one is NaN.
+func maxNorm(col []float64) float64 {
 	norm := 0.0
 	for _, v := range col {
 		if v > norm || math.IsNaN(v) {

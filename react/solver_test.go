@@ -622,3 +622,34 @@ func TestOneNormUpper(t *testing.T) {
 		}
 	}
 }
+
+// TestOneShotSolverAgrees: the one-shot solver, which reads S, W_orth and G
+// at each solve, gives the precomputing solver's W_p, single-task
+// corrections and factorisations, for both normalisations.
+func TestOneShotSolverAgrees(t *testing.T) {
+	samples := threeTasks(8, 20, 50, 70, 30)
+	for _, norm := range []Normalization{NormSum, NormMean} {
+		c := components(t, 0.2, norm, samples...)
+		opt := Options{Beta: 0.05, Normalization: norm}
+		full := mustSolver(t, c, opt)
+		once, err := NewOneShotSolver(c, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, spec := range []string{"task0=1", "task0=1,task1=2", "task0=1,task1=1,task2=1"} {
+			p := mustPref(t, spec, full.Tasks())
+			a, err1 := full.Solve(p)
+			b, err2 := once.Solve(p)
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			assertClose(t, string(norm)+" "+spec, b, a, 1e-12)
+			fa, _ := full.Factor(p)
+			fb, _ := once.Factor(p)
+			assertClose(t, string(norm)+" "+spec+" factored", fb.Form(), fa.Form(), 1e-12)
+		}
+		a, _ := full.Single("task2")
+		b, _ := once.Single("task2")
+		assertClose(t, string(norm)+" single", b, a, 1e-12)
+	}
+}
