@@ -143,7 +143,7 @@ func LoadComponents(path string) (*Components, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading components %s: %w", path, err)
 	}
-	c, err := decodeComponents(f)
+	c, err := decodeComponents(f, true)
 	if err != nil {
 		return nil, fmt.Errorf("loading components %s: %w", path, err)
 	}
@@ -157,7 +157,7 @@ func ReadComponents(r io.Reader) (*Components, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading components: %w", err)
 	}
-	c, err := decodeComponents(f)
+	c, err := decodeComponents(f, true)
 	if err != nil {
 		return nil, fmt.Errorf("reading components: %w", err)
 	}
@@ -171,7 +171,7 @@ func ParseComponents(b []byte) (*Components, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading components: %w", err)
 	}
-	c, err := decodeComponents(f)
+	c, err := decodeComponents(f, false)
 	if err != nil {
 		return nil, fmt.Errorf("reading components: %w", err)
 	}
@@ -393,7 +393,12 @@ func decodeInfo(h *safetensors.Header) (*FileInfo, error) {
 // decodeComponents verifies the checksums and builds the components. The
 // data checksum is checked first, so that a metadata mismatch means the
 // data is intact.
-func decodeComponents(f *safetensors.File) (*Components, error) {
+// decodeComponents decodes and verifies a file. When own is true, f's data
+// belong to the caller alone (read from a file or a reader) and the
+// matrices may alias them instead of copying: the tensors are stored
+// little-endian, 8-byte aligned, row-major, which is what gonum's matrices
+// hold on a little-endian machine.
+func decodeComponents(f *safetensors.File, own bool) (*Components, error) {
 	fi, err := decodeInfo(&f.Header)
 	if err != nil {
 		return nil, err
@@ -413,16 +418,16 @@ func decodeComponents(f *safetensors.File) (*Components, error) {
 	}
 	for _, ti := range fi.Tasks {
 		t := &TaskStats{Name: ti.Name, N: ti.N, Expert: ti.Expert}
-		if t.S, err = denseTensor(f, ti.Name+"."+TensorS); err != nil {
+		if t.S, err = denseTensor(f, ti.Name+"."+TensorS, own); err != nil {
 			return nil, err
 		}
-		if t.WOrth, err = denseTensor(f, ti.Name+"."+TensorWOrth); err != nil {
+		if t.WOrth, err = denseTensor(f, ti.Name+"."+TensorWOrth, own); err != nil {
 			return nil, err
 		}
 		if err := checkOrthogonal(t.WOrth); err != nil {
 			return nil, fmt.Errorf("task %q: %w", ti.Name, err)
 		}
-		g, err := denseTensor(f, ti.Name+"."+TensorG)
+		g, err := denseTensor(f, ti.Name+"."+TensorG, own)
 		if err != nil {
 			return nil, err
 		}
@@ -437,8 +442,15 @@ func decodeComponents(f *safetensors.File) (*Components, error) {
 	return c, nil
 }
 
-func denseTensor(f *safetensors.File, name string) (*mat.Dense, error) {
+// denseTensor returns a tensor of f as a matrix, aliasing f's data when
+// view is true and the layout allows, copying it otherwise.
+func denseTensor(f *safetensors.File, name string, view bool) (*mat.Dense, error) {
 	t, _ := f.Tensor(name) // presence and shape checked by decodeInfo
+	if view {
+		if v, ok := t.Float64View(); ok {
+			return mat.NewDense(t.Shape[0], t.Shape[1], v), nil
+		}
+	}
 	v, err := t.Float64s()
 	if err != nil {
 		return nil, err
@@ -451,11 +463,10 @@ func denseTensor(f *safetensors.File, name string) (*mat.Dense, error) {
 func symmetric(g *mat.Dense) (*mat.SymDense, error) {
 	n, _ := g.Dims()
 	scale := mat.Norm(g, math.Inf(1)) // ≥ max |g_ij|; NaN is caught by Validate
-	// Row-major, raw: G's upper triangle is copied row by row, and each
-	// entry compared with its mirror (a strided read down a column).
+	// Row-major, raw: each entry of the upper triangle compared with its
+	// mirror (a strided read down a column). The result shares g's storage,
+	// whose upper triangle is the SymDense's.
 	src := g.RawMatrix()
-	s := mat.NewSymDense(n, nil)
-	dst := s.RawSymmetric()
 	for i := 0; i < n; i++ {
 		row := src.Data[i*src.Stride : i*src.Stride+n]
 		for j := i; j < n; j++ {
@@ -464,7 +475,14 @@ func symmetric(g *mat.Dense) (*mat.SymDense, error) {
 				return nil, fmt.Errorf("G is not symmetric: G[%d][%d] = %g but G[%d][%d] = %g", i, j, a, j, i, b)
 			}
 		}
-		copy(dst.Data[i*dst.Stride+i:i*dst.Stride+n], row[i:])
+	}
+	if src.Stride == n {
+		return mat.NewSymDense(n, src.Data[:n*n]), nil
+	}
+	s := mat.NewSymDense(n, nil)
+	dst := s.RawSymmetric()
+	for i := 0; i < n; i++ {
+		copy(dst.Data[i*dst.Stride+i:i*dst.Stride+n], src.Data[i*src.Stride+i:i*src.Stride+n])
 	}
 	return s, nil
 }

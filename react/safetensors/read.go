@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"unsafe"
 )
 
 // File is a whole safetensors file in memory: its header and its data
@@ -154,6 +155,23 @@ func (t Tensor) Float64s() ([]float64, error) {
 	}
 	return v, nil
 }
+
+// Float64View returns an F64 tensor's values without copying them: a slice
+// that aliases t.Data, which must then outlive it and not be modified. It
+// reports false (and the caller should use Float64s) when the machine is not
+// little-endian, the data are not 8-byte aligned, or the tensor is not F64
+// or empty.
+func (t Tensor) Float64View() ([]float64, bool) {
+	if t.DType != F64 || len(t.Data) == 0 || len(t.Data)%8 != 0 || !littleEndian ||
+		uintptr(unsafe.Pointer(unsafe.SliceData(t.Data)))%8 != 0 {
+		return nil, false
+	}
+	return unsafe.Slice((*float64)(unsafe.Pointer(unsafe.SliceData(t.Data))), len(t.Data)/8), true
+}
+
+// littleEndian reports whether the machine stores numbers as the format
+// does.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // Float64Tensor returns an F64 tensor holding values, which must have as
 // many elements as shape describes.

@@ -3,6 +3,7 @@ package safetensors
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -212,5 +213,34 @@ func TestReadFileHeaderRefusesTruncation(t *testing.T) {
 		if _, err := ReadFileHeader(path); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ReadFileHeader: error %v, want one containing %q", err, tc.want)
 		}
+	}
+}
+
+// TestFloat64View: an aligned F64 tensor is viewed in place, with the
+// values Float64s decodes; a misaligned one is not.
+func TestFloat64View(t *testing.T) {
+	values := []float64{1.5, -2, math.Pi, math.Inf(1), 0}
+	tt := Float64Tensor("x", []int{5}, values)
+	v, ok := tt.Float64View()
+	if !ok {
+		t.Fatal("an 8-byte aligned F64 tensor is not viewed")
+	}
+	for i, want := range values {
+		if v[i] != want {
+			t.Errorf("view[%d] = %v, want %v", i, v[i], want)
+		}
+	}
+	tt.Data[0] ^= 1 // the view aliases the data
+	if v[0] == 1.5 {
+		t.Error("the view does not alias the tensor's data")
+	}
+	buf := make([]byte, len(tt.Data)+1)
+	copy(buf[1:], tt.Data)
+	shifted := Tensor{Name: "y", DType: F64, Shape: []int{5}, Data: buf[1:]}
+	if _, ok := shifted.Float64View(); ok {
+		t.Error("a misaligned tensor is viewed")
+	}
+	if got, err := shifted.Float64s(); err != nil || got[1] != -2 {
+		t.Errorf("Float64s of the misaligned tensor = %v, %v", got, err)
 	}
 }
