@@ -11,7 +11,7 @@ GOTAGS   ?= openblas
 VENV     := .venv
 GOFILES  := $(shell git ls-files '*.go' 2>/dev/null)
 
-.PHONY: all setup build build-go test test-unit bench lint proto proto-check demo serve zoo clean help
+.PHONY: all setup build build-go bench-linalg test test-unit bench lint proto proto-check demo serve zoo clean help
 
 all: build
 
@@ -43,9 +43,14 @@ bench:
 	GOMAXPROCS=1 $(GO) test -run '^$$' -bench 'Solve' -benchmem -cpu 1 -count 3 -benchtime 5x ./react/
 	GOMAXPROCS=1 $(GO) test -run '^$$' -bench 'Correct|Accumulate|Hypervolume' -benchmem -cpu 1 -count 3 -benchtime 1s ./react/
 
+## bench-linalg: pure Go, OpenBLAS and numpy/SciPy side by side on one core (bench/linalg.sh; bench/README.md)
+bench-linalg: setup
+	bench/linalg.sh
+
 ## lint: go vet and gofmt
 lint:
 	$(GO) vet ./...
+	$(GO) vet -tags '$(GOTAGS)' ./react/... ./control/... ./sidecar/... ./calibrate/...
 	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 ## proto: regenerate the Go code in triton/tritonpb from triton/proto

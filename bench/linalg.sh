@@ -37,7 +37,7 @@ go test -c -tags openblas -o .cache/bench/react-openblas.test ./react
 bt=10x
 [ -z "$quick" ] || bt=3x
 {
-	echo "# bench/linalg.sh $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(go version | cut -d' ' -f3), commit $(git rev-parse --short HEAD)"
+	echo "# bench/linalg.sh $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc --all) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(go version | cut -d' ' -f3), commit $(git rev-parse --short HEAD)"
 	grep -m1 'model name' /proc/cpuinfo
 	for r in $(seq "$rounds"); do
 		for b in go openblas; do
