@@ -24,18 +24,9 @@ func Correct(dst, z, w []float32, d int) error {
 	if len(w) != d*d {
 		return fmt.Errorf("correct: W has %d values, want D×D = %d", len(w), d*d)
 	}
-	if len(z)%d != 0 {
-		return fmt.Errorf("correct: batch of %d values is not a whole number of rows of D=%d", len(z), d)
-	}
-	if len(dst) != len(z) {
-		return fmt.Errorf("correct: destination has %d values, want %d", len(dst), len(z))
-	}
-	rows := len(z) / d
-	if rows == 0 {
-		return nil
-	}
-	if overlap(dst, z) {
-		return fmt.Errorf("correct: destination and batch overlap in memory")
+	rows, err := checkBatch(dst, z, d)
+	if err != nil || rows == 0 {
+		return err
 	}
 	wm := blas32.General{Rows: d, Cols: d, Stride: d, Data: w}
 	if gemmBatch && rows > 1 {
@@ -56,6 +47,22 @@ func Correct(dst, z, w []float32, d int) error {
 		blas32.Gemv(blas.NoTrans, 1, wm, x, 0, y)
 	}
 	return nil
+}
+
+// checkBatch checks a batch to correct and its destination, and returns its
+// number of rows: z is a whole number of rows of d, dst has z's length and
+// does not overlap it.
+func checkBatch(dst, z []float32, d int) (int, error) {
+	if len(z)%d != 0 {
+		return 0, fmt.Errorf("correct: batch of %d values is not a whole number of rows of D=%d", len(z), d)
+	}
+	if len(dst) != len(z) {
+		return 0, fmt.Errorf("correct: destination has %d values, want %d", len(dst), len(z))
+	}
+	if len(z) > 0 && overlap(dst, z) {
+		return 0, fmt.Errorf("correct: destination and batch overlap in memory")
+	}
+	return len(z) / d, nil
 }
 
 // overlap reports whether two non-empty slices share memory.

@@ -1,7 +1,6 @@
 package react
 
 import (
-	"fmt"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -77,18 +76,9 @@ type FactoredScratch struct {
 // and must not overlap it. sc, when not nil, supplies reusable scratch.
 func (f *Factored) Correct(dst, z []float32, sc *FactoredScratch) error {
 	d := f.d
-	if len(z)%d != 0 {
-		return fmt.Errorf("correct: batch of %d values is not a whole number of rows of D=%d", len(z), d)
-	}
-	if len(dst) != len(z) {
-		return fmt.Errorf("correct: destination has %d values, want %d", len(dst), len(z))
-	}
-	rows := len(z) / d
-	if rows == 0 {
-		return nil
-	}
-	if overlap(dst, z) {
-		return fmt.Errorf("correct: destination and batch overlap in memory")
+	rows, err := checkBatch(dst, z, d)
+	if err != nil || rows == 0 {
+		return err
 	}
 	if sc == nil {
 		sc = new(FactoredScratch)
