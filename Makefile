@@ -19,10 +19,12 @@ all: build
 setup:
 	scripts/setup.sh
 
-## build: bin/calibrate and bin/sidecar, with OpenBLAS (cgo, the openblas tag)
+## build: bin/calibrate, bin/sidecar and the Triton backend bin/backends/react/libtriton_react.so, with OpenBLAS (cgo, the openblas tag)
 build:
 	$(GO) build -tags '$(GOTAGS)' -o $(BIN)/calibrate ./cmd/calibrate
 	$(GO) build -tags '$(GOTAGS)' -o $(BIN)/sidecar ./cmd/sidecar
+	$(GO) build -tags '$(GOTAGS)' -buildmode=c-shared -o $(BIN)/backends/react/libtriton_react.so ./backend
+	@rm -f $(BIN)/backends/react/libtriton_react.h
 
 ## build-go: bin/go/calibrate and bin/go/sidecar, pure Go (CGO_ENABLED=0, static)
 build-go:
@@ -50,7 +52,7 @@ bench-linalg: setup
 ## lint: go vet and gofmt
 lint:
 	$(GO) vet ./...
-	$(GO) vet -tags '$(GOTAGS)' ./react/... ./control/... ./sidecar/... ./calibrate/...
+	$(GO) vet -tags '$(GOTAGS)' ./react/... ./control/... ./sidecar/... ./calibrate/... ./backend/...
 	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 ## proto: regenerate the Go code in triton/tritonpb from triton/proto

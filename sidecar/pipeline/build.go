@@ -2,11 +2,8 @@ package pipeline
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -166,7 +163,7 @@ func (b *builder) profiles(files map[string]string) map[string]*control.Profile 
 		path := fmt.Sprintf("components[%d]", i)
 		l, ok := byPath[c.Path]
 		if !ok {
-			l.comps, l.sum, l.err = loadComponents(c.Path)
+			l.comps, l.sum, l.err = control.LoadComponents(c.Path)
 			byPath[c.Path] = l
 		}
 		if l.err != nil {
@@ -217,21 +214,6 @@ func (b *builder) profileProblems(path string, err error) {
 			b.problem(path, false, "%v", e)
 		}
 	}
-}
-
-// loadComponents reads and verifies a components file, and returns it with
-// the SHA-256 of its bytes.
-func loadComponents(path string) (*react.Components, string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, "", fmt.Errorf("reading components: %w", err)
-	}
-	c, err := react.ParseComponents(data)
-	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", path, err)
-	}
-	sum := sha256.Sum256(data)
-	return c, hex.EncodeToString(sum[:]), nil
 }
 
 // triton returns what Triton says about a model version: ready, with its

@@ -1,0 +1,251 @@
+package main
+
+/*
+#include "triton.h"
+*/
+import "C"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unsafe"
+
+	"github.com/mergectl/react-triton/backend/model"
+	"github.com/mergectl/react-triton/control"
+)
+
+// TRITONBACKEND_ModelInstanceExecute corrects a batch of requests. Each
+// request gets its own response: its corrected embedding, with the applied
+// preference echoed in the react-preference response parameter, or its own
+// error; a bad request never fails the others. The batch's statistics go
+// to Triton (per request, and for the batch as one execution).
+//
+//export TRITONBACKEND_ModelInstanceExecute
+func TRITONBACKEND_ModelInstanceExecute(inst *C.TRITONBACKEND_ModelInstance, requests **C.TRITONBACKEND_Request, count C.uint32_t) *C.TRITONSERVER_Error {
+	start := nowNS()
+	v, ok := instances.Load(key(unsafe.Pointer(inst)))
+	if !ok {
+		return newError(C.TRITONSERVER_ERROR_INTERNAL, "react backend: execute on an instance that did not initialise")
+	}
+	is := v.(*instanceState)
+	ms := is.model
+	reqs := unsafe.Slice(requests, int(count))
+	responses := make([]*C.TRITONBACKEND_Response, len(reqs))
+	failed := make([]error, len(reqs))
+	is.reqs = is.reqs[:0]
+	is.gather = is.gather[:0]
+	for i, r := range reqs {
+		if err := goError("creating the response", C.TRITONBACKEND_ResponseNew(&responses[i], r)); err != nil {
+			responses[i] = nil
+			failed[i] = err
+		}
+		mr, err := is.read(r)
+		if err != nil && failed[i] == nil {
+			failed[i] = err
+		}
+		is.reqs = append(is.reqs, mr)
+	}
+	// Requests that failed to read take no part: an empty shape fails
+	// model.Execute's check, but their own error is the one reported.
+	for i := range is.reqs {
+		if failed[i] != nil {
+			is.reqs[i] = model.Request{}
+		}
+	}
+	computeStart := nowNS()
+	outcomes := ms.model.Execute(context.Background(), is.reqs, func(i int) ([]byte, error) {
+		return ms.output(responses[i], is.reqs[i])
+	}, &is.scratch)
+	computeEnd := nowNS()
+
+	var rows uint64
+	for i, r := range reqs {
+		err := failed[i]
+		if err == nil {
+			err = outcomes[i].Err
+		}
+		if responses[i] != nil {
+			is.send(responses[i], outcomes[i].Choice, err)
+		} else {
+			logf(logError, "react instance %s: a request got no response: %v", is.name, err)
+		}
+		end := nowNS()
+		if e := C.TRITONBACKEND_ModelInstanceReportStatistics(inst, r, C.bool(err == nil), start, computeStart, computeEnd, end); e != nil {
+			C.TRITONSERVER_ErrorDelete(e)
+		}
+		if err == nil {
+			rows += uint64(is.reqs[i].Rows())
+		}
+		if e := goError("releasing the request", C.TRITONBACKEND_RequestRelease(r, C.REACT_REQUEST_RELEASE_ALL)); e != nil {
+			logf(logError, "react instance %s: %v", is.name, e)
+		}
+	}
+	if rows > 0 {
+		if e := C.TRITONBACKEND_ModelInstanceReportBatchStatistics(inst, C.uint64_t(rows), start, computeStart, computeEnd, nowNS()); e != nil {
+			C.TRITONSERVER_ErrorDelete(e)
+		}
+	}
+	is.reqs = is.reqs[:0]
+	return nil
+}
+
+// read takes a request's input and preference keys. The input's bytes are
+// the server's when they arrive in one host buffer, else joined into the
+// instance's gather memory.
+func (is *instanceState) read(r *C.TRITONBACKEND_Request) (model.Request, error) {
+	var out model.Request
+	keys, err := readKeys(r)
+	if err != nil {
+		return out, err
+	}
+	out.Keys = keys
+	cfg := is.model.model.Config()
+	var in *C.TRITONBACKEND_Input
+	if err := goError("input "+cfg.Input.Name, C.TRITONBACKEND_RequestInput(r, is.model.inputName, &in)); err != nil {
+		return out, &model.RequestError{Code: model.CodeInvalidArgument, Err: err}
+	}
+	var dt C.TRITONSERVER_DataType
+	var shape *C.int64_t
+	var dims, buffers C.uint32_t
+	var size C.uint64_t
+	if err := goError("input "+cfg.Input.Name, C.TRITONBACKEND_InputProperties(in, nil, &dt, &shape, &dims, &size, &buffers)); err != nil {
+		return out, err
+	}
+	if want := datatypes[cfg.Input.Datatype]; dt != want {
+		return out, &model.RequestError{Code: model.CodeInvalidArgument,
+			Err: fmt.Errorf("input %q: datatype %d, want %s", cfg.Input.Name, int(dt), cfg.Input.Datatype)}
+	}
+	for _, d := range unsafe.Slice(shape, int(dims)) {
+		out.Shape = append(out.Shape, int64(d))
+	}
+	start := len(is.gather)
+	for b := C.uint32_t(0); b < buffers; b++ {
+		var p unsafe.Pointer
+		var n C.uint64_t
+		mem := C.TRITONSERVER_MemoryType(C.TRITONSERVER_MEMORY_CPU)
+		var memID C.int64_t
+		if err := goError("input "+cfg.Input.Name, C.TRITONBACKEND_InputBuffer(in, b, &p, &n, &mem, &memID)); err != nil {
+			return out, err
+		}
+		if mem == C.TRITONSERVER_MEMORY_GPU {
+			return out, errors.New(gpuInput)
+		}
+		data := unsafe.Slice((*byte)(p), int(n))
+		if buffers == 1 {
+			out.Data = data
+			return out, nil
+		}
+		is.gather = append(is.gather, data...)
+	}
+	out.Data = is.gather[start:]
+	if uint64(len(out.Data)) != uint64(size) {
+		return out, fmt.Errorf("input %q: buffers hold %d bytes of %d", cfg.Input.Name, len(out.Data), uint64(size))
+	}
+	return out, nil
+}
+
+// gpuInput explains a GPU input to the CPU build.
+const gpuInput = "the input is in GPU memory and this build of the react backend corrects on the CPU only: " +
+	"give the react step host memory (run the model with instance_group KIND_CPU) or use the cuda build"
+
+// datatypes are Triton's codes of the embedding datatypes.
+var datatypes = map[string]C.TRITONSERVER_DataType{
+	"FP32": C.TRITONSERVER_TYPE_FP32,
+	"FP16": C.TRITONSERVER_TYPE_FP16,
+	"BF16": C.TRITONSERVER_TYPE_BF16,
+}
+
+// readKeys reads the request's react-preference and react-preset
+// parameters. Names match regardless of case, since forwarded HTTP headers
+// keep the client's case. A key given twice with different values, or not
+// as a string, is an error.
+func readKeys(r *C.TRITONBACKEND_Request) (control.Values, error) {
+	var v control.Values
+	var n C.uint32_t
+	if err := goError("request parameters", C.TRITONBACKEND_RequestParameterCount(r, &n)); err != nil {
+		return v, err
+	}
+	for i := C.uint32_t(0); i < n; i++ {
+		var ckey *C.char
+		var typ C.TRITONSERVER_ParameterType
+		var val unsafe.Pointer
+		if err := goError("request parameters", C.TRITONBACKEND_RequestParameter(r, i, &ckey, &typ, &val)); err != nil {
+			return v, err
+		}
+		k := C.GoString(ckey)
+		var dst *string
+		var has *bool
+		switch {
+		case strings.EqualFold(k, control.KeyPreference):
+			dst, has = &v.Preference, &v.HasPreference
+		case strings.EqualFold(k, control.KeyPreset):
+			dst, has = &v.Preset, &v.HasPreset
+		default:
+			continue
+		}
+		if typ != C.TRITONSERVER_PARAMETER_STRING {
+			return v, &model.RequestError{Code: model.CodeInvalidArgument, Err: fmt.Errorf("parameter %s: must be a string", k)}
+		}
+		s := C.GoString((*C.char)(val))
+		if *has && *dst != s {
+			return v, &model.RequestError{Code: model.CodeInvalidArgument,
+				Err: fmt.Errorf("parameter %s given twice, as %q and %q (a parameter and a forwarded header?)", k, *dst, s)}
+		}
+		*dst, *has = s, true
+	}
+	return v, nil
+}
+
+// output makes the response's output tensor, shaped as the request's input,
+// and returns its buffer in host memory.
+func (ms *modelState) output(resp *C.TRITONBACKEND_Response, r model.Request) ([]byte, error) {
+	cfg := ms.model.Config()
+	shape := make([]C.int64_t, len(r.Shape))
+	for i, d := range r.Shape {
+		shape[i] = C.int64_t(d)
+	}
+	var out *C.TRITONBACKEND_Output
+	if err := goError("output "+cfg.Output.Name, C.TRITONBACKEND_ResponseOutput(resp, &out, ms.outputName, datatypes[cfg.Output.Datatype], &shape[0], C.uint32_t(len(shape)))); err != nil {
+		return nil, err
+	}
+	n := len(r.Data)
+	if n == 0 {
+		return nil, nil
+	}
+	var p unsafe.Pointer
+	mem := C.TRITONSERVER_MemoryType(C.TRITONSERVER_MEMORY_CPU)
+	var memID C.int64_t
+	if err := goError("output "+cfg.Output.Name, C.TRITONBACKEND_OutputBuffer(out, &p, C.uint64_t(n), &mem, &memID)); err != nil {
+		return nil, err
+	}
+	if mem == C.TRITONSERVER_MEMORY_GPU {
+		return nil, errors.New("output " + cfg.Output.Name + ": the server gave GPU memory for the output of a CPU correction")
+	}
+	return unsafe.Slice((*byte)(p), n), nil
+}
+
+// respPreference is the response parameter that echoes the applied
+// preference, as the sidecar's does.
+var respPreference = C.CString(control.KeyPreference)
+
+// send sends a response, final: the corrected output with the applied
+// preference, or the request's error.
+func (is *instanceState) send(resp *C.TRITONBACKEND_Response, c control.Choice, err error) {
+	var terr *C.TRITONSERVER_Error
+	if err != nil {
+		terr = requestError(err)
+		defer C.TRITONSERVER_ErrorDelete(terr)
+	} else {
+		val := C.CString(c.Canonical())
+		e := C.TRITONBACKEND_ResponseSetStringParameter(resp, respPreference, val)
+		freeString(val)
+		if e != nil {
+			C.TRITONSERVER_ErrorDelete(e)
+		}
+	}
+	if e := goError("sending the response", C.TRITONBACKEND_ResponseSend(resp, C.REACT_RESPONSE_COMPLETE_FINAL, terr)); e != nil {
+		logf(logError, "react instance %s: %v", is.name, e)
+	}
+}

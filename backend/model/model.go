@@ -1,0 +1,113 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/react"
+)
+
+// Model is one loaded react model: its configuration, its components and
+// the profile that resolves preferences over them, with a W_p cache shared
+// by all of the model's instances. It is immutable once loaded and safe for
+// concurrent use; a reload (a new version, or Triton's load call) builds a
+// new Model and the old one is dropped with its last instance.
+type Model struct {
+	cfg     *Config
+	path    string // the components file, resolved
+	profile *control.Profile
+	d       int
+	elem    int // bytes per element of the embedding's datatype
+}
+
+// Load resolves the configuration's components file against versionDir
+// (the directory of the model version being loaded), reads and verifies
+// it, checks it against the configured tensors, and solves the default and
+// preset preferences. It fails with every problem it finds; a Model is
+// either complete or not returned.
+func Load(ctx context.Context, cfg *Config, versionDir string) (*Model, error) {
+	path := cfg.Components
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(versionDir, path)
+	}
+	comps, sum, err := control.LoadComponents(path)
+	if err != nil {
+		return nil, fmt.Errorf("parameters.%s: %w", ParamComponents, err)
+	}
+	if d := cfg.D(); d != comps.D {
+		return nil, fmt.Errorf("input[0]: dims %v: the components file %s has D = %d", cfg.Input.Dims, path, comps.D)
+	}
+	opts := react.DefaultOptions(comps)
+	if cfg.Beta != nil {
+		opts.Beta = *cfg.Beta
+	}
+	if cfg.Normalization != "" {
+		opts.Normalization = cfg.Normalization
+	}
+	cache, err := control.NewCache(cfg.CacheSize)
+	if err != nil {
+		return nil, fmt.Errorf("parameters.%s: %w", ParamCacheSize, err)
+	}
+	profile, err := control.NewProfile(ctx, control.ProfileSpec{
+		Name:                cfg.Name,
+		Components:          comps,
+		Checksum:            sum,
+		Options:             opts,
+		Default:             cfg.DefaultPreference,
+		Presets:             cfg.Presets,
+		MaxPreferenceLength: cfg.MaxPreferenceLength,
+		Cache:               cache,
+	})
+	if err != nil {
+		return nil, profileError(err)
+	}
+	return &Model{cfg: cfg, path: path, profile: profile, d: comps.D, elem: elemSize(cfg.Input.Datatype)}, nil
+}
+
+// profileError names each of NewProfile's problems by its parameter.
+func profileError(err error) error {
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	out := make([]error, 0, len(errs))
+	for _, e := range errs {
+		var fe *control.FieldError
+		if !errors.As(e, &fe) {
+			out = append(out, e)
+			continue
+		}
+		key := fe.Field
+		if name, ok := strings.CutPrefix(fe.Field, "presets."); ok {
+			key = ParamPresetPrefix + name
+		}
+		out = append(out, fmt.Errorf("parameters.%s: %w", key, fe.Err))
+	}
+	return errors.Join(out...)
+}
+
+// elemSize is the size in bytes of one element of an embedding datatype.
+func elemSize(dt string) int {
+	if dt == "FP32" {
+		return 4
+	}
+	return 2
+}
+
+// Config returns the model's configuration.
+func (m *Model) Config() *Config { return m.cfg }
+
+// ComponentsPath returns the components file in use.
+func (m *Model) ComponentsPath() string { return m.path }
+
+// D returns the embedding dimension.
+func (m *Model) D() int { return m.d }
+
+// Profile returns the profile that resolves the model's preferences.
+func (m *Model) Profile() *control.Profile { return m.profile }
