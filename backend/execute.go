@@ -75,8 +75,8 @@ func TRITONBACKEND_ModelInstanceExecute(inst *C.TRITONBACKEND_ModelInstance, req
 		if e := C.TRITONBACKEND_ModelInstanceReportStatistics(inst, r, C.bool(err == nil), start, computeStart, computeEnd, end); e != nil {
 			C.TRITONSERVER_ErrorDelete(e)
 		}
-		if err == nil {
-			rows += uint64(is.reqs[i].Rows())
+		if failed[i] == nil {
+			rows += uint64(is.reqs[i].Rows()) // in the batch, even if it failed later
 		}
 		if e := goError("releasing the request", C.TRITONBACKEND_RequestRelease(r, C.REACT_REQUEST_RELEASE_ALL)); e != nil {
 			logf(logError, "react instance %s: %v", is.name, e)

@@ -68,12 +68,17 @@ trap finish EXIT
 trap 'exit 130' INT TERM
 
 
+# The binaries and the react backend, as make build makes them (OpenBLAS):
+# the zoo's react models need bin/backends/react/libtriton_react.so.
+make -s build
+
 # A port can be taken between the check and Triton's bind: retry with others.
 started=
 for attempt in 1 2 3; do
 	read -r grpc_port http_port metrics_port < <(free_ports)
 	if scripts/triton-up --repo "$repo" --repo "$zoo_repo" --grpc-port "$grpc_port" --http-port "$http_port" \
-		--metrics-port "$metrics_port" --log "$log" --pid "$pid_file" --timeout 300; then
+		--metrics-port "$metrics_port" --log "$log" --pid "$pid_file" --timeout 300 \
+		-- --grpc-header-forward-pattern='react-.*' --http-header-forward-pattern='react-.*'; then
 		started=1
 		break
 	fi
@@ -89,7 +94,6 @@ export ZOO_MODEL_REPOSITORY=$zoo_repo
 
 # The sidecar in front of it, on free ports, ready once Triton is ready and
 # the controllable models are built.
-make -s build # bin/sidecar and bin/calibrate, as make build makes them (OpenBLAS)
 cp bin/sidecar "$run_dir/sidecar"
 export SIDECAR_CONFIG=$PWD/tritonmodels/zoo/sidecar.yaml
 SIDECAR_BIN=$run_dir/sidecar start_sidecar "$SIDECAR_CONFIG" "$TRITON_GRPC_ADDR" "$TRITON_HTTP_ADDR" "$sidecar_log" || { status=1; exit 1; }

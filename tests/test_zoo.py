@@ -66,6 +66,12 @@ import make_repo  # noqa: E402
 
 DEPLOYED = f"backbone_{make_repo.DEPLOYMENT_BACKBONE}"
 ZOO_MODELS.append(make_repo.FP16_BACKBONE)
+# Backend mode: the react models, each task's <task>_react ensemble, and the
+# FP16 head and ensemble of FP16_TASK.
+REACT_MODELS = [make_repo.REACT_MODEL, make_repo.REACT_MODEL_FP16]
+REACT_ENSEMBLES = [f"{t}_react" for t in TASKS] + [f"{make_repo.FP16_TASK}_fp16_react"]
+FP16_HEAD = f"head_{make_repo.FP16_TASK}_fp16"
+ZOO_MODELS += REACT_MODELS + REACT_ENSEMBLES + [FP16_HEAD]
 
 
 def _missing(message):
@@ -180,14 +186,14 @@ def test_repo_is_generated():
 def test_repo_configs():
     models = sorted(p.parent.name for p in REPO.glob("*/config.pbtxt"))
     assert models == sorted(ZOO_MODELS)
-    for name in BACKBONES + HEADS:
+    for name in BACKBONES + HEADS + [FP16_HEAD]:
         config = _parse(REPO / name / "config.pbtxt")
         assert config.name == name and config.backend == "python"
         assert config.max_batch_size > 0 and config.HasField("dynamic_batching")
         assert [(g.kind, g.count) for g in config.instance_group] == [(model_config_pb2.ModelInstanceGroup.KIND_CPU, 1)]
         assert config.parameters["intra_op_num_threads"].string_value == "1"
         onnx = (REPO / config.parameters["onnx_file"].string_value).resolve()
-        assert onnx == (ZOO / MANIFEST["files"][name]["path"]).resolve()
+        assert onnx == (ZOO / MANIFEST["files"][name.removesuffix("_fp16")]["path"]).resolve()
     fp16 = _parse(REPO / make_repo.FP16_BACKBONE / "config.pbtxt")
     deployed = _parse(REPO / DEPLOYED / "config.pbtxt")
     assert fp16.parameters["onnx_file"] == deployed.parameters["onnx_file"]
@@ -198,6 +204,22 @@ def test_repo_configs():
         steps = [s.model_name for s in config.ensemble_scheduling.step]
         assert steps == [DEPLOYED, f"head_{task}"]
         assert list(config.output[0].dims) == [MANIFEST["tasks"][task]["num_classes"]]
+    # Backend mode: the plain ensemble plus one react step, whose corrected
+    # feature the head takes; the react model reads the zoo's components file.
+    for name in REACT_MODELS:
+        config = _parse(REPO / name / "config.pbtxt")
+        assert config.backend == "react" and config.max_batch_size > 0 and config.HasField("dynamic_batching")
+        path = (REPO / name / "1" / config.parameters["components"].string_value).resolve()
+        assert path == (ZOO / "components.safetensors").resolve(), name
+        assert [t.name for t in config.input] == [FEATURE] and [t.name for t in config.output] == [make_repo.CORRECTED]
+    for name in REACT_ENSEMBLES:
+        task = name.split("_")[0]
+        config = _parse(REPO / name / "config.pbtxt")
+        fp16 = name.endswith("_fp16_react")
+        steps = [(s.model_name, dict(s.input_map)) for s in config.ensemble_scheduling.step]
+        assert steps == [(make_repo.FP16_BACKBONE if fp16 else DEPLOYED, {IMAGE: IMAGE}),
+                         (make_repo.REACT_MODEL_FP16 if fp16 else make_repo.REACT_MODEL, {FEATURE: FEATURE}),
+                         (FP16_HEAD if fp16 else f"head_{task}", {FEATURE: make_repo.CORRECTED})], name
 
 
 def test_templates():

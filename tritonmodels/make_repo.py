@@ -13,6 +13,15 @@ an ensemble named after the task: image -> DEPLOYMENT_BACKBONE -> head_<task>
 -> logits, the "existing deployment" that the ReACT sidecar upgrades in place.
 It also writes FP16_BACKBONE: the deployed backbone with its feature in FP16
 (the runner casts the ONNX output), for the sidecar's half-precision tests.
+
+Backend mode: REACT_MODEL is a model of our `react` backend that corrects the
+deployed backbone's feature with the zoo's components file
+(tritonmodels/zoo/components.safetensors), and every task gains an ensemble
+<task>_react: image -> DEPLOYMENT_BACKBONE -> REACT_MODEL -> head_<task>, the
+plain ensemble with one added step and two renamed tensors. The same again
+in FP16: REACT_MODEL_FP16 corrects FP16_BACKBONE's feature and
+<FP16_TASK>_fp16_react ends in head_<FP16_TASK>_fp16, a head that takes the
+feature in FP16 (the runner casts its input).
 The output is committed; tests/test_zoo.py checks it is current.
 """
 
@@ -32,6 +41,23 @@ DEPLOYMENT_BACKBONE = "adamerging"
 
 # The deployed backbone again, answering its feature in FP16.
 FP16_BACKBONE = f"backbone_{DEPLOYMENT_BACKBONE}_fp16"
+
+# The react backend's models (backend mode) and the task whose ensemble is
+# also built in FP16.
+REACT_MODEL = f"react_{DEPLOYMENT_BACKBONE}"
+REACT_MODEL_FP16 = f"{REACT_MODEL}_fp16"
+FP16_TASK = "fashion"
+# The components file of the deployed backbone, relative to a react model's
+# version directory (repo/<model>/1/), and its presets (as in
+# tritonmodels/zoo/sidecar.yaml).
+REACT_COMPONENTS = "../../../zoo/components.safetensors"
+REACT_PRESETS = {
+    "uniform": "fashion=1,mnist=1,digits=1,letters=1,greek=1,fontdigits=1",
+    "digits-first": "digits=5,fashion=1,mnist=1,letters=1,greek=1,fontdigits=1",
+    "scripts": "letters=1,greek=1",
+}
+# The react step's corrected feature, the tensor renamed in its ensembles.
+CORRECTED = "corrected"
 
 MAX_BATCH_SIZE = 256
 # A short wait lets concurrent requests share one onnxruntime call.
@@ -56,11 +82,11 @@ def tensor(name, dims, data_type="TYPE_FP32"):
             f'    dims: [ {", ".join(str(d) for d in dims)} ]\n  }}\n')
 
 
-def onnx_config(name, about, onnx_path, inp, out, out_type="TYPE_FP32"):
+def onnx_config(name, about, onnx_path, inp, out, out_type="TYPE_FP32", in_type="TYPE_FP32"):
     """A Python-backend model running one ONNX file; inp/out are (name, dims without batch)."""
     return (HEADER + f"# {about}\n"
             f'name: "{name}"\nbackend: "python"\nmax_batch_size: {MAX_BATCH_SIZE}\n'
-            f"input [\n{tensor(*inp)}]\n"
+            f"input [\n{tensor(*inp, in_type)}]\n"
             f"output [\n{tensor(*out, out_type)}]\n"
             f"dynamic_batching {{\n  max_queue_delay_microseconds: {MAX_QUEUE_DELAY_US}\n}}\n"
             "instance_group [ { kind: KIND_CPU, count: 1 } ]\n"
@@ -68,19 +94,58 @@ def onnx_config(name, about, onnx_path, inp, out, out_type="TYPE_FP32"):
             'parameters { key: "intra_op_num_threads", value: { string_value: "1" } }\n')
 
 
-def ensemble_config(task, backbone, image, feature, logits):
-    step = ('    {{\n      model_name: "{model}"\n      model_version: -1\n'
-            '      input_map {{ key: "{i}", value: "{i}" }}\n'
-            '      output_map {{ key: "{o}", value: "{o}" }}\n    }}')
-    steps = ",\n".join([step.format(model=backbone, i=image[0], o=feature[0]),
-                        step.format(model=f"head_{task}", i=feature[0], o=logits[0])])
-    return (HEADER + f"# The deployed classifier of task {task}: {backbone} -> head_{task}.\n"
-            f"# Every task's ensemble uses the same backbone (DEPLOYMENT_BACKBONE in make_repo.py);\n"
-            f"# the ReACT sidecar upgrades this deployment in place by correcting its feature.\n"
-            f'name: "{task}"\nplatform: "ensemble"\nmax_batch_size: {MAX_BATCH_SIZE}\n'
+def step(model, inputs, outputs):
+    """One ensemble step; inputs and outputs map the model's tensor names to the ensemble's."""
+    maps = "".join(f'      input_map {{ key: "{k}", value: "{v}" }}\n' for k, v in inputs.items())
+    maps += "".join(f'      output_map {{ key: "{k}", value: "{v}" }}\n' for k, v in outputs.items())
+    return f'    {{\n      model_name: "{model}"\n      model_version: -1\n{maps}    }}'
+
+
+def ensemble(name, about, image, logits, steps):
+    steps = ",\n".join(steps)
+    return (HEADER + about +
+            f'name: "{name}"\nplatform: "ensemble"\nmax_batch_size: {MAX_BATCH_SIZE}\n'
             f"input [\n{tensor(*image)}]\n"
             f"output [\n{tensor(*logits)}]\n"
             f"ensemble_scheduling {{\n  step [\n{steps}\n  ]\n}}\n")
+
+
+def ensemble_config(task, backbone, image, feature, logits):
+    about = (f"# The deployed classifier of task {task}: {backbone} -> head_{task}.\n"
+             f"# Every task's ensemble uses the same backbone (DEPLOYMENT_BACKBONE in make_repo.py);\n"
+             f"# the ReACT sidecar upgrades this deployment in place by correcting its feature.\n")
+    f = feature[0]
+    return ensemble(task, about, image, logits, [step(backbone, {image[0]: image[0]}, {f: f}),
+                                                 step(f"head_{task}", {f: f}, {logits[0]: logits[0]})])
+
+
+def react_ensemble_config(name, task, backbone, react, head, image, feature, logits):
+    """The plain ensemble with the react step between backbone and head: the
+    backbone's feature goes to the react model, whose corrected feature goes
+    to the head under the new ensemble tensor name CORRECTED."""
+    about = (f"# Task {task} in backend mode: {backbone} -> {react} -> {head}.\n"
+             f"# The plain ensemble ({task}) plus one step; the react step corrects the feature\n"
+             f"# for the request's react-preference or react-preset parameter (none: unchanged).\n")
+    f = feature[0]
+    return ensemble(name, about, image, logits, [
+        step(backbone, {image[0]: image[0]}, {f: f}),
+        step(react, {f: f}, {CORRECTED: CORRECTED}),
+        step(head, {f: CORRECTED}, {logits[0]: logits[0]})])
+
+
+def react_config(name, backbone, feature, data_type):
+    """A model of the react backend correcting backbone's feature."""
+    presets = "".join(f'parameters {{ key: "preset.{k}", value: {{ string_value: "{v}" }} }}\n'
+                      for k, v in REACT_PRESETS.items())
+    return (HEADER + f"# The react backend correcting {backbone}'s feature with the zoo's components file.\n"
+            "# No default_preference: a request without react-preference or react-preset passes unchanged.\n"
+            f'name: "{name}"\nbackend: "react"\nmax_batch_size: {MAX_BATCH_SIZE}\n'
+            f"input [\n{tensor(feature[0], feature[1], data_type)}]\n"
+            f"output [\n{tensor(CORRECTED, feature[1], data_type)}]\n"
+            f"dynamic_batching {{\n  max_queue_delay_microseconds: {MAX_QUEUE_DELAY_US}\n}}\n"
+            "instance_group [ { kind: KIND_CPU, count: 1 } ]\n"
+            f'parameters {{ key: "components", value: {{ string_value: "{REACT_COMPONENTS}" }} }}\n'
+            + presets)
 
 
 def render(manifest, deployment=DEPLOYMENT_BACKBONE):
@@ -91,6 +156,7 @@ def render(manifest, deployment=DEPLOYMENT_BACKBONE):
     feature = (backbone["output"]["name"], backbone["output"]["shape"][1:])
     deployed = f"backbone_{deployment}"
     fp16 = f"{deployed}_fp16"  # FP16_BACKBONE for the default deployment
+    react, react16 = f"react_{deployment}", f"react_{deployment}_fp16"  # REACT_MODEL, REACT_MODEL_FP16
     if deployed not in files or files[deployed]["kind"] != "backbone":
         raise SystemExit(f"make_repo: DEPLOYMENT_BACKBONE {deployment!r}: no {deployed} in the manifest")
 
@@ -111,6 +177,11 @@ def render(manifest, deployment=DEPLOYMENT_BACKBONE):
             about = f"Backbone {entry['source']} with its feature in FP16 (the runner casts it)."
             out[f"{fp16}/config.pbtxt"] = onnx_config(fp16, about, entry["path"], inp, outp, "TYPE_FP16")
             out[f"{fp16}/1/model.py"] = MODEL_PY.format(name=fp16, runner=RUNNER)
+        if entry["kind"] == "head" and entry["task"] == FP16_TASK:
+            name16 = f"{name}_fp16"
+            about = f"Head of task {FP16_TASK} taking the feature in FP16 (the runner casts it): {head['form']}."
+            out[f"{name16}/config.pbtxt"] = onnx_config(name16, about, entry["path"], inp, outp, in_type="TYPE_FP16")
+            out[f"{name16}/1/model.py"] = MODEL_PY.format(name=name16, runner=RUNNER)
 
     for task, info in manifest["tasks"].items():
         if f"head_{task}" not in files:
@@ -118,6 +189,20 @@ def render(manifest, deployment=DEPLOYMENT_BACKBONE):
         logits = (head["output"], [info["num_classes"]])
         out[f"{task}/config.pbtxt"] = ensemble_config(task, deployed, image, feature, logits)
         out[f"{task}/1/{ENSEMBLE_KEEP}"] = ""  # an ensemble needs a version directory; git needs a file in it
+        name = f"{task}_react"
+        out[f"{name}/config.pbtxt"] = react_ensemble_config(name, task, deployed, react, f"head_{task}", image, feature, logits)
+        out[f"{name}/1/{ENSEMBLE_KEEP}"] = ""
+        if task == FP16_TASK:
+            name = f"{task}_fp16_react"
+            out[f"{name}/config.pbtxt"] = react_ensemble_config(name, task, fp16, react16, f"head_{task}_fp16", image, feature, logits)
+            out[f"{name}/1/{ENSEMBLE_KEEP}"] = ""
+
+    # The react models, whose version directory holds no file of their own:
+    # the components parameter points at the zoo's file.
+    out[f"{react}/config.pbtxt"] = react_config(react, deployed, feature, "TYPE_FP32")
+    out[f"{react}/1/{ENSEMBLE_KEEP}"] = ""
+    out[f"{react16}/config.pbtxt"] = react_config(react16, fp16, feature, "TYPE_FP16")
+    out[f"{react16}/1/{ENSEMBLE_KEEP}"] = ""
     return out
 
 

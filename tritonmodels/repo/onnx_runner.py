@@ -34,7 +34,8 @@ class TritonPythonModel:
         self.input = config["input"][0]["name"]
         self.output = config["output"][0]["name"]
         # The ONNX files take and give float32; the config may declare the
-        # output in another type (the FP16 backbone), which the runner casts to.
+        # input or the output in another type (the FP16 head and backbone),
+        # which the runner casts from and to.
         self.output_dtype = pb_utils.triton_string_to_numpy(config["output"][0]["data_type"])
 
         relative = _parameter(config, "onnx_file")
@@ -59,7 +60,9 @@ class TritonPythonModel:
     def execute(self, requests):
         xs = [pb_utils.get_input_tensor_by_name(r, self.input).as_numpy() for r in requests]
         try:
-            y = self.session.run([self.output], {self.input: np.concatenate(xs)})[0]
+            # The ONNX files take float32; a head may take its feature in FP16.
+            x = np.concatenate(xs).astype(np.float32, copy=False)
+            y = self.session.run([self.output], {self.input: x})[0]
         except Exception as err:  # onnxruntime's errors are not one type
             error = pb_utils.TritonError(f"{self.name}: {err}")
             return [pb_utils.InferenceResponse(output_tensors=[], error=error) for _ in requests]
