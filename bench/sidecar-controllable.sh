@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The sidecar's controllable path against the same work done without it.
+# The sidecar's controllable path and the react backend's ensemble step
+# against the same work done without them.
 #
 #   bench/sidecar-controllable.sh [--pair fashion|synth|all] [--rounds N] [-d SECONDS]
 #       [--warmup SECONDS] [--concurrency "1 8 32"] [--skip-sidecar] [--pprof FILE]
@@ -16,13 +17,18 @@
 #   twocall   a client calling the backbone, then the head with the
 #             backbone's feature bytes, on Triton directly (the same work
 #             without the correction);
-#   ensemble  the Triton ensemble (backbone -> head inside Triton).
+#   ensemble  the Triton ensemble (backbone -> head inside Triton);
+#   react     the ensemble with the react backend's step between backbone and
+#             head (fashion_react, synth_react: backbone -> react -> head
+#             inside Triton), with the same preference as a request
+#             parameter: backend mode.
 # For each concurrency (default 1, 8 and 32) it runs --rounds rounds (default
 # 3); each round runs every pair's three ways in turn, -d seconds each
 # (default 10) after --warmup seconds (default 2), so that all see the same
 # machine load. It prints a markdown table of the medians over the rounds and,
 # against two-call, the added p50/p99 latency and the throughput ratio
-# (medians of the per-round differences and ratios). Every loadgen line goes to
+# (medians of the per-round differences and ratios), then the react step
+# against the plain ensemble and against the sidecar. Every loadgen line goes to
 # --out, by default bench/results/sidecar-controllable-DATE.jsonl (with
 # -skip-sidecar in the name for --skip-sidecar, and -2, -3... rather than
 # overwrite a file).
@@ -32,7 +38,8 @@
 # sidecar on free ports, and stops both on any exit. The synthetic components
 # file (D=768, tasks t0..t7) is made by bench/synth-components.py and
 # `calibrate fit`, and reused while neither changes. The zoo's is
-# tritonmodels/zoo/components.safetensors.
+# tritonmodels/zoo/components.safetensors. The react way needs the backend
+# (make build) and, for synth, the synthetic components file.
 #
 # A sidecar that does not build or start, or whose calls fail, is reported
 # and the other ways still run; --skip-sidecar runs only those.
@@ -76,6 +83,8 @@ declare -A backbone=([fashion]=backbone_adamerging [synth]=synth_backbone)
 declare -A head=([fashion]=head_fashion [synth]=synth_head)
 declare -A task=([fashion]=fashion [synth]=t0)
 declare -A ensemble=([fashion]=fashion [synth]=synth)
+declare -A react_ensemble=([fashion]=fashion_react [synth]=synth_react)
+declare -A react_model=([fashion]=react_adamerging [synth]=react_synth)
 declare -A preference=([fashion]=fashion=0.6,mnist=0.4 [synth]=t0=0.6,t1=0.4)
 declare -A components=([fashion]=$PWD/tritonmodels/zoo/components.safetensors [synth]=$PWD/.cache/bench/synth/components.safetensors)
 feature=feature
@@ -120,16 +129,22 @@ any_sidecar() { local p; for p in "${pairs[@]}"; do [ "${sidecar_ok[$p]}" = 1 ] 
 echo "bench: building" >&2
 go build -o .cache/bench/loadgen ./bench/loadgen
 loadgen=.cache/bench/loadgen
-if any_sidecar; then
-	make -s build >"$run_dir/build.log" 2>&1 ||
-		{ cat "$run_dir/build.log" >&2; no_sidecar "bin/sidecar or bin/calibrate does not build"; }
+# make build makes the sidecar, calibrate and the react backend.
+react_ok=1
+if ! make -s build >"$run_dir/build.log" 2>&1; then
+	cat "$run_dir/build.log" >&2
+	no_sidecar "bin/sidecar or bin/calibrate does not build"
+	react_ok=0
 fi
 
 # The components files the sidecar needs.
 if [ "${sidecar_ok[fashion]-0}" = 1 ] && [ ! -f "${components[fashion]}" ]; then
 	no_sidecar "no zoo components file ${components[fashion]}" fashion
 fi
-if [ "${sidecar_ok[synth]-0}" = 1 ]; then
+synth_ok=0
+case " ${pairs[*]} " in *" synth "*) [ "$react_ok" = 1 ] && synth_ok=1 ;; esac
+[ "${sidecar_ok[synth]-0}" = 1 ] && synth_ok=1
+if [ "$synth_ok" = 1 ]; then
 	synth_dir=$(dirname "${components[synth]}")
 	key=$(cat bench/synth-components.py bin/calibrate | sha256sum | cut -d' ' -f1)
 	if [ -f "${components[synth]}" ] && [ "$(cat "$synth_dir/key" 2>/dev/null)" = "$key" ]; then
@@ -145,6 +160,7 @@ if [ "${sidecar_ok[synth]-0}" = 1 ]; then
 		else
 			tail -n 20 "$run_dir/calibrate.log" >&2 || true
 			no_sidecar "the synthetic components could not be made" synth
+			synth_ok=0
 		fi
 	fi
 fi
@@ -154,6 +170,9 @@ fi
 load=()
 for p in "${pairs[@]}"; do
 	load+=(--load-model="${backbone[$p]}" --load-model="${head[$p]}" --load-model="${ensemble[$p]}")
+	if [ "$react_ok" = 1 ] && { [ "$p" = fashion ] || [ "$synth_ok" = 1 ]; }; then
+		load+=(--load-model="${react_model[$p]}" --load-model="${react_ensemble[$p]}")
+	fi
 done
 for attempt in 1 2 3; do
 	read -r grpc_port http_port metrics_port < <(free_ports)
@@ -252,6 +271,7 @@ measure() {
 	sidecar) args+=(-addr "127.0.0.1:$sc_grpc" -model "${ensemble[$p]}" -metadata "react-preference=${preference[$p]}") ;;
 	twocall) args+=(-addr "$triton" -mode twocall -backbone "${backbone[$p]}" -feature "$feature" -head "${head[$p]}") ;;
 	ensemble) args+=(-addr "$triton" -model "${ensemble[$p]}") ;;
+	react) args+=(-addr "$triton" -model "${react_ensemble[$p]}" -param "react-preference=${preference[$p]}") ;;
 	esac
 	out=$run_dir/loadgen.out
 	if ! "$loadgen" "${args[@]}" >"$out" 2>"$run_dir/loadgen.err"; then
@@ -276,8 +296,11 @@ for c in $concurrencies; do
 	for round in $(seq "$rounds"); do
 		echo "bench: concurrency $c, round $round/$rounds (load average $(cut -d' ' -f1 /proc/loadavg))" >&2
 		for p in "${pairs[@]}"; do
-			for way in sidecar twocall ensemble; do
+			for way in sidecar twocall ensemble react; do
 				if [ "$way" = sidecar ] && [ "${sidecar_ok[$p]}" != 1 ]; then
+					continue
+				fi
+				if [ "$way" = react ] && { [ "$react_ok" != 1 ] || { [ "$p" = synth ] && [ "$synth_ok" != 1 ]; }; }; then
 					continue
 				fi
 				prof_pid=
@@ -344,7 +367,7 @@ notes = []
 for pair in pairs:
     for c in sorted(concs):
         base = runs.get((pair, c, "twocall"), {})
-        for way in ("sidecar", "twocall", "ensemble"):
+        for way in ("sidecar", "twocall", "ensemble", "react"):
             rs = runs.get((pair, c, way), {})
             if not rs:
                 if way == "sidecar":
@@ -367,6 +390,21 @@ for pair in pairs:
                 first = next((r.get("first_error") for r in bad if r.get("first_error")), "no answers")
                 notes.append(f"- {pair} {way} c={c}: {len(bad)} of {len(rs)} rounds had errors or no answers "
                              f"(left out of the medians); first error: {first[:400]}")
+print("\n| pair | concurrency | react p50 ÷ ensemble p50 | Δp50 ms vs ensemble | Δp99 ms vs ensemble "
+      "| infer/s ÷ ensemble | react p50 ÷ sidecar p50 |")
+print("|---|---:|---:|---:|---:|---:|---:|")
+for pair in pairs:
+    for c in sorted(concs):
+        rs, ens, sc = (runs.get((pair, c, w), {}) for w in ("react", "ensemble", "sidecar"))
+        paired = [(r, ens[k]) for k, r in rs.items() if k in ens and ok(r) and ok(ens[k])]
+        if not paired:
+            continue
+        vs_sc = [r["p50_ms"] / sc[k]["p50_ms"] for k, r in rs.items() if k in sc and ok(r) and ok(sc[k])]
+        print(f"| {pair} | {c} | {fmt(statistics.median(r['p50_ms'] / e['p50_ms'] for r, e in paired), 3)} "
+              f"| {fmt(statistics.median(r['p50_ms'] - e['p50_ms'] for r, e in paired), 3)} "
+              f"| {fmt(statistics.median(r['p99_ms'] - e['p99_ms'] for r, e in paired), 3)} "
+              f"| {fmt(statistics.median(r['throughput'] / e['throughput'] for r, e in paired))} "
+              f"| {fmt(statistics.median(vs_sc) if vs_sc else None)} |")
 n = max((len(v) for v in runs.values()), default=0)
 print(f"\n(medians over {n} rounds; Δ and ÷ are medians of the per-round differences and ratios against "
       "two-call in the same round; a round with any error is left out)")

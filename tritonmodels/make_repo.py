@@ -142,7 +142,10 @@ def react_config(name, backbone, feature, data_type):
             f'name: "{name}"\nbackend: "react"\nmax_batch_size: {MAX_BATCH_SIZE}\n'
             f"input [\n{tensor(feature[0], feature[1], data_type)}]\n"
             f"output [\n{tensor(CORRECTED, feature[1], data_type)}]\n"
-            f"dynamic_batching {{\n  max_queue_delay_microseconds: {MAX_QUEUE_DELAY_US}\n}}\n"
+            # No queue delay: a correction takes microseconds, so waiting for
+            # company would only add latency; under load the requests already
+            # queued are batched anyway.
+            "dynamic_batching { }\n"
             "instance_group [ { kind: KIND_CPU, count: 1 } ]\n"
             f'parameters {{ key: "components", value: {{ string_value: "{REACT_COMPONENTS}" }} }}\n'
             + presets)

@@ -97,7 +97,7 @@ type wireConfig struct {
 type wireTensor struct {
 	Name     string        `json:"name"`
 	DataType string        `json:"data_type"`
-	Dims     []json.Number `json:"dims"` // int64: a string or a number in protobuf JSON
+	Dims     []json.RawMessage `json:"dims"` // int64: a string or a number in protobuf JSON
 }
 
 // ParseConfig reads a react model's configuration from Triton's JSON form
@@ -129,10 +129,11 @@ func ParseConfig(data []byte) (*Config, error) {
 		}
 		t.Datatype = dt
 		for _, d := range ts[0].Dims {
-			n, err := strconv.ParseInt(d.String(), 10, 64)
+			text := strings.Trim(string(d), `"`)
+			n, err := strconv.ParseInt(text, 10, 64)
 			if err != nil {
-				fail(where, "dims: %q is not an integer", d.String())
-				return t
+				fail(where, "dims: %s is not an integer", d)
+				return Tensor{Name: t.Name} // no further checks of its type and dims
 			}
 			t.Dims = append(t.Dims, n)
 		}

@@ -1,0 +1,296 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/triton"
+)
+
+// zooDir holds the demo zoo's components file (D = 64, six tasks).
+const zooDir = "../../tritonmodels/zoo"
+
+// loadZoo loads a react model of datatype dt over the zoo's components
+// file, named relative to zooDir as the version directory.
+func loadZoo(t testing.TB, dt, params string) *Model {
+	t.Helper()
+	if params != "" {
+		params = ", " + params
+	}
+	cfg, err := ParseConfig(config(64, "TYPE_"+dt, `["64"]`, `"components": {"string_value": "components.safetensors"}`+params))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Load(context.Background(), cfg, zooDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// reference is W_p z for each row of z, in float64, with W_p from the
+// one-shot solver (not the serving path's cached, possibly factored one).
+func reference(t testing.TB, spec string, z []float32, d int) []float64 {
+	t.Helper()
+	comps, _, err := control.LoadComponents(filepath.Join(zooDir, "components.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := react.ParsePreference(spec, comps.TaskNames())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := react.NewOneShotSolver(comps, react.DefaultOptions(comps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Solve(p.Rounded())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float64, len(z))
+	for r := 0; r < len(z)/d; r++ {
+		for i := 0; i < d; i++ {
+			var v float64
+			for j := 0; j < d; j++ {
+				v += w.At(i, j) * float64(z[r*d+j])
+			}
+			out[r*d+i] = v
+		}
+	}
+	return out
+}
+
+// request makes a request of rows random rows encoded as dt.
+func request(t testing.TB, rng *rand.Rand, dt string, rows, d int, keys control.Values) (Request, []float32) {
+	t.Helper()
+	z := make([]float32, rows*d)
+	for i := range z {
+		z[i] = float32(rng.NormFloat64())
+	}
+	data, err := triton.EncodeFloat32(nil, dt, z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the model sees is the encoded value.
+	z, err = triton.DecodeFloat32(nil, dt, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Request{Shape: []int64{int64(rows), int64(d)}, Data: data, Keys: keys}, z
+}
+
+func pref(spec string) control.Values   { return control.Values{Preference: spec, HasPreference: true} }
+func preset(name string) control.Values { return control.Values{Preset: name, HasPreset: true} }
+
+func TestExecuteGivesEachRequestItsOwnAnswer(t *testing.T) {
+	const uniform = "fashion=1,mnist=1,digits=1,letters=1,greek=1,fontdigits=1"
+	for _, dt := range []string{"FP32", "FP16", "BF16"} {
+		t.Run(dt, func(t *testing.T) {
+			m := loadZoo(t, dt, `"preset.uniform": {"string_value": "`+uniform+`"}`)
+			d := m.D()
+			rng := rand.New(rand.NewPCG(3, uint64(len(dt))))
+			cases := []struct {
+				keys control.Values
+				spec string // the W_p applied; "" for none
+				err  string // the request's error, if it fails
+			}{
+				{pref("fashion=0.6,mnist=0.4"), "fashion=0.6,mnist=0.4", ""},
+				{control.Values{}, "", ""},
+				{pref("fashion=1,bogus=1"), "", `unknown task "bogus"`},
+				{preset("uniform"), uniform, ""},
+				{pref("mnist=0.4,fashion=0.6"), "fashion=0.6,mnist=0.4", ""}, // the first group again
+				{pref("none"), "", ""},
+				{preset("nope"), "", `"nope"`},
+			}
+			reqs := make([]Request, len(cases))
+			zs := make([][]float32, len(cases))
+			for i, c := range cases {
+				reqs[i], zs[i] = request(t, rng, dt, 1+i%3, d, c.keys)
+			}
+			outs := make(map[int][]byte)
+			var sc Scratch
+			got := m.Execute(context.Background(), reqs, func(i int) ([]byte, error) {
+				if outs[i] != nil {
+					t.Errorf("request %d: output allocated twice", i)
+				}
+				outs[i] = make([]byte, len(reqs[i].Data))
+				return outs[i], nil
+			}, &sc)
+			if len(sc.groups) != 3 {
+				t.Errorf("%d groups, want 3 (one preference in two spellings, the preset, no correction)", len(sc.groups))
+			}
+			for i, c := range cases {
+				o := got[i]
+				if c.err != "" {
+					var re *RequestError
+					if !errors.As(o.Err, &re) || re.Code != CodeInvalidArgument || !strings.Contains(o.Err.Error(), c.err) {
+						t.Errorf("request %d: error %v, want INVALID_ARGUMENT with %s", i, o.Err, c.err)
+					}
+					if outs[i] != nil {
+						t.Errorf("request %d: a failed request got an output", i)
+					}
+					continue
+				}
+				if o.Err != nil {
+					t.Fatalf("request %d: %v", i, o.Err)
+				}
+				if c.spec == "" {
+					if string(outs[i]) != string(reqs[i].Data) || o.Choice.Corrects() {
+						t.Errorf("request %d: without a correction the output must be the input", i)
+					}
+					continue
+				}
+				y, err := triton.DecodeFloat32(nil, dt, outs[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := reference(t, c.spec, zs[i], d)
+				// float32 arithmetic, then the datatype's rounding.
+				tol := map[string]float64{"FP32": 1e-5, "FP16": 2e-3, "BF16": 1.6e-2}[dt]
+				for k := range y {
+					if diff := math.Abs(float64(y[k]) - want[k]); diff > tol*(1+math.Abs(want[k])) {
+						t.Fatalf("request %d element %d: %v, want %v", i, k, y[k], want[k])
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestExecuteChecksShapes(t *testing.T) {
+	m := loadZoo(t, "FP32", "")
+	ok := make([]byte, 2*64*4)
+	for _, tc := range []struct {
+		name string
+		req  Request
+		want string
+	}{
+		{"wrong D", Request{Shape: []int64{2, 32}, Data: ok}, "shape [2 32]: want [batch, 64]"},
+		{"one dimension", Request{Shape: []int64{128}, Data: ok}, "shape [128]"},
+		{"short data", Request{Shape: []int64{2, 64}, Data: ok[:100]}, "100 bytes for shape [2 64] of FP32: want 512"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			good, _ := request(t, rand.New(rand.NewPCG(1, 1)), "FP32", 1, 64, pref("greek=1"))
+			out := m.Execute(context.Background(), []Request{tc.req, good}, func(i int) ([]byte, error) {
+				if i == 0 {
+					t.Error("the bad request got an output")
+				}
+				return make([]byte, len(good.Data)), nil
+			}, &Scratch{})
+			var re *RequestError
+			if !errors.As(out[0].Err, &re) || re.Code != CodeInvalidArgument || !strings.Contains(out[0].Err.Error(), tc.want) {
+				t.Errorf("error %v, want INVALID_ARGUMENT with %q", out[0].Err, tc.want)
+			}
+			if out[1].Err != nil {
+				t.Errorf("the good request failed with its neighbour: %v", out[1].Err)
+			}
+		})
+	}
+}
+
+func TestExecuteAllocFailureFailsOnlyThatRequest(t *testing.T) {
+	m := loadZoo(t, "FP32", "")
+	rng := rand.New(rand.NewPCG(5, 5))
+	a, _ := request(t, rng, "FP32", 1, 64, pref("greek=1"))
+	b, _ := request(t, rng, "FP32", 1, 64, pref("greek=1"))
+	out := m.Execute(context.Background(), []Request{a, b}, func(i int) ([]byte, error) {
+		if i == 0 {
+			return nil, errors.New("no memory")
+		}
+		return make([]byte, len(b.Data)), nil
+	}, &Scratch{})
+	if out[0].Err == nil || !strings.Contains(out[0].Err.Error(), "no memory") || out[1].Err != nil {
+		t.Errorf("outcomes %v, %v", out[0].Err, out[1].Err)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	abs, err := filepath.Abs(filepath.Join(zooDir, "components.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, dims, params, dir, want string
+	}{
+		{"absolute path", `["64"]`, `"components": {"string_value": "` + abs + `"}`, t.TempDir(), ""},
+		{"relative to the version directory", `["64"]`, `"components": {"string_value": "components.safetensors"}`, zooDir, ""},
+		{"missing file", `["64"]`, `"components": {"string_value": "none.safetensors"}`, t.TempDir(),
+			"parameters.components: reading components: open "},
+		{"D differs", `["32"]`, `"components": {"string_value": "components.safetensors"}`, zooDir,
+			"input[0]: dims [32]: the components file " + filepath.Join(zooDir, "components.safetensors") + " has D = 64"},
+		{"bad default and preset", `["64"]`, `"components": {"string_value": "components.safetensors"},
+			"default_preference": {"string_value": "cars=1"}, "preset.p": {"string_value": "fashion=-1"}`, zooDir,
+			"parameters.default_preference: preference \"cars=1\": unknown task \"cars\""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := ParseConfig(config(8, "TYPE_FP32", tc.dims, tc.params))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := Load(context.Background(), cfg, tc.dir)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m.D() != 64 || len(m.Profile().Tasks()) != 6 {
+					t.Errorf("D %d, tasks %v", m.D(), m.Profile().Tasks())
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+			if strings.Contains(tc.name, "preset") && !strings.Contains(err.Error(), "parameters.preset.p: ") {
+				t.Errorf("the preset's problem is not named by its parameter: %v", err)
+			}
+		})
+	}
+}
+
+// BenchmarkExecute is the step's own work for one batch: resolving, one
+// W_p application per preference, decoding and encoding (the server's
+// share is measured by bench/sidecar-controllable.sh).
+func BenchmarkExecute(b *testing.B) {
+	for _, dt := range []string{"FP32", "FP16"} {
+		for _, rows := range []int{1, 8, 64} {
+			b.Run(dt+"/rows="+itoa(rows), func(b *testing.B) {
+				m := loadZoo(b, dt, "")
+				rng := rand.New(rand.NewPCG(1, 2))
+				req, _ := request(b, rng, dt, rows, m.D(), pref("fashion=0.6,mnist=0.4"))
+				reqs := []Request{req}
+				out := make([]byte, len(req.Data))
+				alloc := func(int) ([]byte, error) { return out, nil }
+				var sc Scratch
+				m.Execute(context.Background(), reqs, alloc, &sc) // solve and form W_p
+				for m.Execute(context.Background(), reqs, alloc, &sc); !formed(m, "fashion=0.6,mnist=0.4"); {
+				}
+				b.ReportAllocs()
+				b.SetBytes(int64(len(req.Data)))
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					m.Execute(context.Background(), reqs, alloc, &sc)
+				}
+			})
+		}
+	}
+}
+
+// formed reports whether the W_p of spec is formed (the background
+// formation after the first request has finished).
+func formed(m *Model, spec string) bool {
+	c, err := m.Profile().Resolve(control.Request{Parameter: pref(spec)})
+	if err != nil {
+		panic(err)
+	}
+	w, err := m.Profile().Matrix(context.Background(), c)
+	return err == nil && w.Formed()
+}
+
