@@ -95,8 +95,8 @@ type wireConfig struct {
 }
 
 type wireTensor struct {
-	Name     string        `json:"name"`
-	DataType string        `json:"data_type"`
+	Name     string            `json:"name"`
+	DataType string            `json:"data_type"`
 	Dims     []json.RawMessage `json:"dims"` // int64: a string or a number in protobuf JSON
 }
 

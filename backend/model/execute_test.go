@@ -293,4 +293,3 @@ func formed(m *Model, spec string) bool {
 	w, err := m.Profile().Matrix(context.Background(), c)
 	return err == nil && w.Formed()
 }
-
