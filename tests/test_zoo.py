@@ -241,6 +241,14 @@ def test_templates():
             assert config.max_batch_size > 0, where
             if config.platform == "ensemble":
                 continue
+            if config.backend == "react":
+                # Backend mode's step: the zoo's react model with a components
+                # file in its version directory, on the CPU (the CPU build).
+                assert config.parameters["components"].string_value == "components.safetensors", where
+                assert [(t.name, list(t.dims)) for t in config.input] == [(FEATURE, [MANIFEST["D"]])], where
+                assert [(t.name, list(t.dims)) for t in config.output] == [(make_repo.CORRECTED, [MANIFEST["D"]])], where
+                assert all(g.kind == group.KIND_CPU for g in config.instance_group), where
+                continue
             if flavour == "tensorrt":
                 assert config.platform == "tensorrt_plan", where
             else:
@@ -250,9 +258,22 @@ def test_templates():
             assert batching.preferred_batch_size and batching.max_queue_delay_microseconds > 0, where
             assert max(batching.preferred_batch_size) <= config.max_batch_size, where
         for ensemble in ensembles:
-            task, where = ensemble.name, f"{flavour}/{ensemble.name}"
-            assert (TEMPLATES / flavour / task / "1").is_dir(), f"{where}: an ensemble needs its version directory"
-            backbone_step, head_step = ensemble.ensemble_scheduling.step
+            where = f"{flavour}/{ensemble.name}"
+            assert (TEMPLATES / flavour / ensemble.name / "1").is_dir(), f"{where}: an ensemble needs its version directory"
+            steps = list(ensemble.ensemble_scheduling.step)
+            if ensemble.name.endswith("_react"):
+                # Backend mode: the plain ensemble plus the react step.
+                task = ensemble.name.removesuffix("_react")
+                backbone_step, react_step, head_step = steps
+                assert configs[react_step.model_name].backend == "react", where
+                assert dict(react_step.input_map) == {FEATURE: FEATURE}, where
+                assert dict(head_step.input_map) == {FEATURE: make_repo.CORRECTED}, where
+                plain = configs[task].ensemble_scheduling.step
+                assert [s.model_name for s in plain] == [backbone_step.model_name, head_step.model_name], where
+                assert plain[0].model_version == backbone_step.model_version, where
+                continue
+            task = ensemble.name
+            backbone_step, head_step = steps
             backbone, head = configs[backbone_step.model_name], configs[head_step.model_name]
             assert head.name == f"head_{task}", where
             # The feature is the backbone model's own output, served on its own,
