@@ -7,7 +7,9 @@
 # One real Triton (scripts/triton-up, the venv's tritonserver 2.51.0) serves
 # two model repositories on free ports for the whole run: the protocol-test
 # models of triton/testdata/repo and the demo zoo of tritonmodels/repo (about
-# 20 more Python-backend models, so start-up takes longer). The tests find it in
+# 20 more Python-backend models and our react backend's models, so start-up
+# takes longer; react-* headers are forwarded to backends as request
+# parameters, as docs/backend.md recommends). The tests find it in
 #   TRITON_GRPC_ADDR, TRITON_HTTP_ADDR, TRITON_METRICS_ADDR   (127.0.0.1:port)
 #   TRITON_MODEL_REPOSITORY                                   (absolute path)
 #   ZOO_MODEL_REPOSITORY                                      (absolute path)
@@ -103,9 +105,9 @@ export SIDECAR_GRPC_ADDR=$sidecar_grpc SIDECAR_HTTP_ADDR=$sidecar_http SIDECAR_M
 # OpenBLAS as well (the openblas tag: what make build links), so that the
 # property and reference tests run against both backends.
 go test -count=1 ./... || status=1
-go test -count=1 -tags openblas ./react/... ./control/... ./sidecar/... ./calibrate/... || status=1
+go test -count=1 -tags openblas ./react/... ./control/... ./sidecar/... ./calibrate/... ./backend/... || status=1
 # The servers' packages again under the race detector: concurrent requests,
 # reloads and streams (about half a minute).
-go test -race -count=1 ./control/... ./sidecar/... || status=1
+go test -race -count=1 ./control/... ./sidecar/... ./backend/... || status=1
 
 .venv/bin/python -m pytest -q tests/ 2>&1 | tee "$run_dir/pytest.out" || status=1
