@@ -293,3 +293,54 @@ func formed(m *Model, spec string) bool {
 	w, err := m.Profile().Matrix(context.Background(), c)
 	return err == nil && w.Formed()
 }
+
+// TestExecuteConcurrentInstances runs one model from several instances at
+// once, as Triton does, each with its own scratch: new preferences are
+// solved once and shared, and every answer is right (run with -race).
+func TestExecuteConcurrentInstances(t *testing.T) {
+	m := loadZoo(t, "FP32", "")
+	specs := []string{"fashion=1", "mnist=1,greek=2", "letters=1", "digits=0.3,fontdigits=0.7"}
+	const instances, rounds = 4, 5
+	errs := make(chan error, instances*rounds*len(specs))
+	done := make(chan struct{})
+	for g := 0; g < instances; g++ {
+		go func(g int) {
+			defer func() { done <- struct{}{} }()
+			rng := rand.New(rand.NewPCG(uint64(g), 9))
+			var sc Scratch
+			for r := 0; r < rounds; r++ {
+				reqs := make([]Request, len(specs))
+				zs := make([][]float32, len(specs))
+				for i, s := range specs {
+					reqs[i], zs[i] = request(t, rng, "FP32", 1+(g+r+i)%4, 64, pref(s))
+				}
+				outs := make([][]byte, len(reqs))
+				got := m.Execute(context.Background(), reqs, func(i int) ([]byte, error) {
+					outs[i] = make([]byte, len(reqs[i].Data))
+					return outs[i], nil
+				}, &sc)
+				for i, s := range specs {
+					if got[i].Err != nil {
+						errs <- got[i].Err
+						continue
+					}
+					y, _ := triton.DecodeFloat32(nil, "FP32", outs[i])
+					want := reference(t, s, zs[i], 64)
+					for k := range y {
+						if math.Abs(float64(y[k])-want[k]) > 1e-4*(1+math.Abs(want[k])) {
+							errs <- errors.New(s + ": wrong answer under concurrency")
+							break
+						}
+					}
+				}
+			}
+		}(g)
+	}
+	for g := 0; g < instances; g++ {
+		<-done
+	}
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
