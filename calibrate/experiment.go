@@ -56,7 +56,7 @@ sidecar loads it.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&name, "name", "", "the experiment's `NAME` (part of every hashed key)")
-	f.StringVar(&arms, "arms", "", "the arms in order with their integer weights, `A=50,B=30,C=20`")
+	f.StringVar(&arms, "arms", "", "the `ARMS` in order with their integer weights, such as A=50,B=30,C=20")
 	f.Float64Var(&traffic, "traffic", 1, "the `SHARE` of keys that take part, in (0, 1]")
 	f.StringVar(&file, "config", "", "a sidecar configuration `FILE` to read the experiment from")
 	f.StringVar(&exp, "experiment", "", "the experiment's `NAME` in --config")
