@@ -6,6 +6,7 @@ require (
 	github.com/sbinet/npyio v0.6.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
+	github.com/twmb/murmur3 v1.2.2
 	github.com/x448/float16 v0.8.4
 	golang.org/x/term v0.46.0
 	gonum.org/v1/gonum v0.17.0

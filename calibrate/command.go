@@ -54,7 +54,9 @@ The workflow:
   3. solve    compute W_p for a preference such as cars=0.6,dtd=0.4 and
               write it as a D×D float32 .npy array;
   4. tasks    add or remove tasks in a components file without
-              recalibrating the others.
+              recalibrating the others;
+  5. experiment  print the arm an A/B experiment of the sidecar gives
+              each key, offline.
 
 Exit status: 0 on success, 1 on a runtime failure, 2 on a usage error.`,
 		Example: `  calibrate fit --embeddings emb/ --beta 0.1 --out components.safetensors
@@ -94,6 +96,7 @@ Exit status: 0 on success, 1 on a runtime failure, 2 on a usage error.`,
 		newSolveCommand(stdout, stderr),
 		newInspectCommand(stdout),
 		newTasksCommand(stdout),
+		newExperimentCommand(stdout),
 	)
 	return root
 }

@@ -211,6 +211,8 @@ func TestHelpGolden(t *testing.T) {
 		{"tasks", "--help"},
 		{"tasks", "add", "--help"},
 		{"tasks", "remove", "--help"},
+		{"experiment", "--help"},
+		{"experiment", "assign", "--help"},
 	} {
 		name := strings.Join(append([]string{"calibrate"}, args[:len(args)-1]...), "_")
 		t.Run(name, func(t *testing.T) {

@@ -4,18 +4,19 @@ import "time"
 
 // Config is the sidecar's whole configuration: the upstream Triton, where
 // the sidecar listens, its limits, the W_p cache, logging, the components
-// files and the controllable models. Load fills it from a YAML file,
+// files, the controllable models and the experiments over them. Load fills it from a YAML file,
 // REACT_* environment variables and flags, applies the defaults and
 // validates it.
 type Config struct {
-	Triton     Triton       `mapstructure:"triton"`
-	Listen     Listen       `mapstructure:"listen"`
-	Limits     Limits       `mapstructure:"limits"`
-	Cache      Cache        `mapstructure:"cache"`
-	LinAlg     LinAlg       `mapstructure:"linalg"`
-	Log        Log          `mapstructure:"log"`
-	Components []Components `mapstructure:"components"`
-	Models     []Model      `mapstructure:"models"`
+	Triton      Triton       `mapstructure:"triton"`
+	Listen      Listen       `mapstructure:"listen"`
+	Limits      Limits       `mapstructure:"limits"`
+	Cache       Cache        `mapstructure:"cache"`
+	LinAlg      LinAlg       `mapstructure:"linalg"`
+	Log         Log          `mapstructure:"log"`
+	Components  []Components `mapstructure:"components"`
+	Models      []Model      `mapstructure:"models"`
+	Experiments []Experiment `mapstructure:"experiments"`
 
 	// File is the absolute path of the file the configuration was read
 	// from, "" when it came from flags and the environment only. Relative

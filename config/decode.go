@@ -23,6 +23,7 @@ import (
 var (
 	durationType = reflect.TypeFor[time.Duration]()
 	byteSizeType = reflect.TypeFor[ByteSize]()
+	timeType     = reflect.TypeFor[time.Time]()
 )
 
 // fileValues is what the configuration file holds.
@@ -88,6 +89,9 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		return
 	case byteSizeType:
 		d.byteSize(n, v, path)
+		return
+	case timeType:
+		d.time(n, v, path)
 		return
 	}
 	switch v.Kind() {
@@ -299,6 +303,21 @@ func (d *decoder) byteSize(n *yaml.Node, v reflect.Value, path string) {
 		d.fail(n, path, "want a size in bytes, like 67108864 or \"64MiB\", got %s", describe(n))
 		return
 	}
+	d.set[path] = true
+}
+
+// time decodes a point in time written in RFC 3339, with its offset:
+// 2026-03-01T09:00:00Z, 2026-03-01T10:00:00+01:00.
+func (d *decoder) time(n *yaml.Node, v reflect.Value, path string) {
+	if !d.scalar(n, path, "a time") {
+		return
+	}
+	t, err := time.Parse(time.RFC3339, n.Value)
+	if err != nil || (n.ShortTag() != "!!str" && n.ShortTag() != "!!timestamp") {
+		d.fail(n, path, "want a time in RFC 3339 with its offset, like 2026-03-01T09:00:00Z, got %s", describe(n))
+		return
+	}
+	v.Set(reflect.ValueOf(t.UTC()))
 	d.set[path] = true
 }
 

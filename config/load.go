@@ -29,7 +29,7 @@ import (
 //   - flags, when not nil, are the flags of BindFlags; those that were set
 //     override their key.
 //
-// Components and models come from the file only. Relative paths in the
+// Components, models and experiments come from the file only. Relative paths in the
 // file (components[].path and the triton.tls files) are resolved against
 // the file's directory, and Config.File is set to its absolute path. When
 // there is exactly one components entry, models that name none are given
@@ -114,6 +114,7 @@ func (l *loader) load(flags *pflag.FlagSet) (*Config, error) {
 		cfg.File = l.absPath
 		cfg.Components = l.file.cfg.Components
 		cfg.Models = l.file.cfg.Models
+		cfg.Experiments = l.file.cfg.Experiments
 	}
 	v.SetEnvPrefix(EnvPrefix)
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))

@@ -144,6 +144,41 @@ func TestLoadGood(t *testing.T) {
 			},
 		},
 		{
+			file: "experiments.yaml",
+			want: func(dir string) *Config {
+				c := Default()
+				c.Triton.GRPC, c.Triton.HTTP = "localhost:8101", "localhost:8100"
+				c.Components = []Components{{Name: "c", Path: filepath.Join(dir, "components.safetensors"), Presets: map[string]string{"texture": "dtd=1"}}}
+				bb := Backbone{Model: "backbone", Output: "feature"}
+				c.Models = []Model{
+					{Name: "a", Components: "c", Backbone: bb, Heads: []Head{{Task: "t", Model: "head_t"}}},
+					{Name: "b", Components: "c", Backbone: bb, Heads: []Head{{Task: "t", Model: "head_t"}}},
+				}
+				c.Experiments = []Experiment{
+					{
+						Name:    "first",
+						Models:  []string{"a"},
+						Key:     ExperimentKey{Header: "X-User-Id", Parameter: "user_id"},
+						Traffic: ptr(0.25),
+						Start:   time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC),
+						End:     time.Date(2026, 3, 15, 9, 0, 0, 0, time.UTC),
+						Arms: []Arm{
+							{Name: "control", Weight: ptr(0), Preference: "none"},
+							{Name: "texture", Weight: ptr(3), Preset: "texture"},
+							{Name: "mixed", Weight: ptr(1), Preference: "cars=1,dtd=1"},
+						},
+					},
+					{
+						Name:   "second",
+						Models: []string{"b"},
+						Key:    ExperimentKey{Parameter: "session"},
+						Arms:   []Arm{{Name: "only", Weight: ptr(1), Preference: "dtd=1"}},
+					},
+				}
+				return c
+			},
+		},
+		{
 			file: "anchors.yaml",
 			want: func(dir string) *Config {
 				c := Default()
@@ -243,6 +278,16 @@ func TestLoadExample(t *testing.T) {
 			},
 		},
 	}
+	want.Experiments = []Experiment{{
+		Name:    "fashion-weight",
+		Models:  []string{"classifier"},
+		Key:     ExperimentKey{Header: "x-user-id"},
+		Traffic: ptr(1.0),
+		Arms: []Arm{
+			{Name: "control", Weight: ptr(50), Preset: "fashion_first"},
+			{Name: "mnist-heavy", Weight: ptr(50), Preference: "fashion=0.3,mnist=0.7"},
+		},
+	}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Load(example.yaml):\ngot  %+v\nwant %+v", got, want)
 	}
@@ -633,7 +678,7 @@ models:
     backbone: {model: b, outptu: f}
     heads: [{task: t, model: h}]
 `, `models[0].backbone.outptu: unknown key, did you mean "output"? (line 9)`},
-		{minimalYAML + "file: x.yaml\n", `file: unknown key (want one of: triton, listen, limits, cache, linalg, log, components, models) (line 4)`},
+		{minimalYAML + "file: x.yaml\n", `file: unknown key (want one of: triton, listen, limits, cache, linalg, log, components, models, experiments) (line 4)`},
 	}
 	for _, tt := range tests {
 		clearEnv(t)

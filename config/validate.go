@@ -28,8 +28,9 @@ var versionPattern = regexp.MustCompile(`^[1-9][0-9]*$`)
 // the TLS files must exist and be readable, and relative paths are taken
 // relative to the working directory (Load has made the file's absolute).
 //
-// Task names, in preferences, presets and heads, are not checked here but
-// against the components files when the sidecar loads them.
+// Task names, in preferences, presets, heads and experiment arms, are not
+// checked here but against the components files when the sidecar loads
+// them.
 func (c *Config) Validate() error {
 	var p problems
 	c.validateTriton(&p)
@@ -40,6 +41,7 @@ func (c *Config) Validate() error {
 	c.validateLog(&p)
 	c.validateComponents(&p)
 	c.validateModels(&p)
+	c.validateExperiments(&p)
 	return p.err()
 }
 

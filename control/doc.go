@@ -9,13 +9,22 @@
 //  1. the react-preference header (gRPC metadata),
 //  2. the react-preference request parameter,
 //  3. a preset named by react-preset (header, then parameter),
-//  4. the default preference,
+//  4. the arm of the model's experiment, while it runs,
+//  5. the default preference,
 //
 // and returns a Choice: the preference rounded to its short canonical form
 // (react.Preference.Rounded), which is both what the sidecar echoes and the
 // key of the W_p cache. The word "none" asks for no correction.
-// Profile.Matrix returns the Choice's W_p: the default and the presets are
-// solved once, by Profile.Warm, and pinned; any other preference goes
+//
+// An Experiment (Profile.Experiment) splits the requests of the models that
+// take part in it over weighted arms, each a preference or a preset, by a
+// key the request carries (a user id): package experiment assigns the key,
+// the same on every replica. A request without a key gets a random arm; one
+// that names its own preference or preset is an override and gets no arm.
+// The Choice says which arm, and how it was assigned.
+//
+// Profile.Matrix returns the Choice's W_p: the default, the presets and the
+// experiments' arms are solved once, when the profile is built, and pinned; any other preference goes
 // through the Cache, an LRU with singleflight, so that concurrent requests
 // for one new preference solve it once.
 //

@@ -27,6 +27,10 @@ type ProfileSpec struct {
 	Default string
 	// Presets maps names to preference specs.
 	Presets map[string]string
+	// Experiments are the experiments of the models that use the profile;
+	// each arm's W_p is solved and pinned with the default's and the
+	// presets'.
+	Experiments []ExperimentSpec
 	// MaxPreferenceLength bounds a request's preference or preset value,
 	// in bytes; 0 means no bound.
 	MaxPreferenceLength int
@@ -63,16 +67,18 @@ type Profile struct {
 	def         Choice
 	presets     map[string]Choice
 	presetNames []string
-	pinned      map[string]*Matrix // by Choice.Key: the default's and the presets'
+	pinned      map[string]*Matrix // by Choice.Key: the default's, the presets' and the arms'
+	experiments map[string]*Experiment
 	maxLen      int
 	cache       *Cache
 	obs         Observer
 }
 
 // NewProfile builds a profile: it makes the solver, parses the default and
-// the presets against the components' tasks, and solves each of their W_p,
-// which stay pinned for the profile's life. It reports every problem with
-// the default and the presets at once, as *FieldError values joined by
+// the presets against the components' tasks, resolves the experiments' arms,
+// and solves each of their W_p, which stay pinned for the profile's life.
+// It reports every problem with the default, the presets and the
+// experiments at once, as *FieldError and *ExperimentError values joined by
 // errors.Join. A Profile is either complete or not returned.
 func NewProfile(ctx context.Context, spec ProfileSpec) (*Profile, error) {
 	if spec.Cache == nil {
@@ -83,17 +89,18 @@ func NewProfile(ctx context.Context, spec ProfileSpec) (*Profile, error) {
 		return nil, fmt.Errorf("profile %s: %w", spec.Name, err)
 	}
 	p := &Profile{
-		name:     spec.Name,
-		tasks:    solver.Tasks(),
-		d:        solver.D(),
-		backbone: spec.Components.Backbone,
-		key:      Key{Components: spec.Checksum, Beta: spec.Options.Beta, Normalization: spec.Options.Normalization},
-		solver:   solver,
-		presets:  make(map[string]Choice, len(spec.Presets)),
-		pinned:   make(map[string]*Matrix),
-		maxLen:   spec.MaxPreferenceLength,
-		cache:    spec.Cache,
-		obs:      spec.Observer,
+		name:        spec.Name,
+		tasks:       solver.Tasks(),
+		d:           solver.D(),
+		backbone:    spec.Components.Backbone,
+		key:         Key{Components: spec.Checksum, Beta: spec.Options.Beta, Normalization: spec.Options.Normalization},
+		solver:      solver,
+		presets:     make(map[string]Choice, len(spec.Presets)),
+		pinned:      make(map[string]*Matrix),
+		experiments: make(map[string]*Experiment, len(spec.Experiments)),
+		maxLen:      spec.MaxPreferenceLength,
+		cache:       spec.Cache,
+		obs:         spec.Observer,
 	}
 	if p.obs == nil {
 		p.obs = nopObserver{}
@@ -101,25 +108,29 @@ func NewProfile(ctx context.Context, spec ProfileSpec) (*Profile, error) {
 	p.presetNames = sortedNames(spec.Presets)
 
 	var errs []error
-	pin := func(field, spec string) Choice {
+	pinSpec := func(spec string) (Choice, error) {
 		c, err := p.parseSpec(spec)
 		if err != nil {
-			errs = append(errs, &FieldError{Field: field, Err: err})
-			return Choice{}
+			return Choice{}, err
 		}
 		if !c.Corrects() || p.pinned[c.Key] != nil {
-			return c
+			return c, nil
 		}
 		if err := ctx.Err(); err != nil {
-			errs = append(errs, &FieldError{Field: field, Err: err})
-			return c
+			return c, err
 		}
 		m, err := p.solve(c)
 		if err != nil {
-			errs = append(errs, &FieldError{Field: field, Err: err})
-			return c
+			return c, err
 		}
 		p.pinned[c.Key] = m
+		return c, nil
+	}
+	pin := func(field, spec string) Choice {
+		c, err := pinSpec(spec)
+		if err != nil {
+			errs = append(errs, &FieldError{Field: field, Err: err})
+		}
 		return c
 	}
 	if spec.Default != "" {
@@ -130,6 +141,13 @@ func NewProfile(ctx context.Context, spec ProfileSpec) (*Profile, error) {
 		c := pin("presets."+name, spec.Presets[name])
 		c.Source, c.Preset = SourcePreset, name
 		p.presets[name] = c
+	}
+	for _, es := range spec.Experiments {
+		e, eerrs := p.newExperiment(es, pinSpec)
+		errs = append(errs, eerrs...)
+		if e != nil {
+			p.experiments[es.Name] = e
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/mergectl/react-triton/react"
 )
@@ -16,13 +17,24 @@ type Values struct {
 	// Preset is the react-preset value, if HasPreset.
 	Preset    string
 	HasPreset bool
+	// Key is the experiment key (the header or parameter the experiment
+	// of the request's model names), if HasKey.
+	Key    string
+	HasKey bool
 }
 
 // Request is what a request says about its preference: in its headers (or
-// gRPC metadata) and in its inference parameters.
+// gRPC metadata) and in its inference parameters; and the experiment its
+// model takes part in.
 type Request struct {
 	Header    Values
 	Parameter Values
+	// Experiment is the experiment of the request's model, one of the
+	// profile's (Profile.Experiment); nil for none.
+	Experiment *Experiment
+	// Now is when the request came, for the experiment's start and end;
+	// the zero time means time.Now().
+	Now time.Time
 }
 
 // Source says where the applied preference came from.
@@ -33,12 +45,13 @@ const (
 	SourceHeader    Source = iota // the react-preference header or metadata
 	SourceParameter               // the react-preference request parameter
 	SourcePreset                  // a preset named by react-preset
+	SourceArm                     // the arm of the model's experiment
 	SourceDefault                 // the profile's default preference
 )
 
-var sourceNames = [...]string{"header", "parameter", "preset", "default"}
+var sourceNames = [...]string{"header", "parameter", "preset", "arm", "default"}
 
-// String returns "header", "parameter", "preset" or "default".
+// String returns "header", "parameter", "preset", "arm" or "default".
 func (s Source) String() string {
 	if int(s) < len(sourceNames) {
 		return sourceNames[s]
@@ -55,8 +68,38 @@ type Choice struct {
 	Key string
 	// Source is where it came from.
 	Source Source
-	// Preset is the preset's name when Source is SourcePreset.
+	// Preset is the preset's name when Source is SourcePreset, or when
+	// Source is SourceArm and the arm is a preset.
 	Preset string
+	// Experiment names the experiment that was running for the request's
+	// model, "" for none; Arm is the arm applied (Source SourceArm), ""
+	// when no arm was; Assignment says how the experiment treated the
+	// request.
+	Experiment string
+	Arm        string
+	Assignment Assignment
+}
+
+// Assignment says how an experiment treated a request.
+type Assignment uint8
+
+// How a running experiment treats a request.
+const (
+	AssignNone     Assignment = iota // no experiment running for the model
+	AssignKey                        // the arm of the request's key
+	AssignRandom                     // a random arm: the request had no key
+	AssignOverride                   // the request named its own preference or preset
+	AssignExcluded                   // the key is outside the traffic share: the default
+)
+
+var assignmentNames = [...]string{"none", "key", "random", "override", "excluded"}
+
+// String returns "none", "key", "random", "override" or "excluded".
+func (a Assignment) String() string {
+	if int(a) < len(assignmentNames) {
+		return assignmentNames[a]
+	}
+	return fmt.Sprintf("Assignment(%d)", uint8(a))
 }
 
 // Corrects reports whether the choice applies a correction.
@@ -98,23 +141,62 @@ func (e *InputError) Unwrap() error { return e.Err }
 
 // Resolve applies the precedence of a request's keys: the react-preference
 // header, then the react-preference parameter, then a preset named by
-// react-preset (header before parameter), then the default. Only the
-// winning value is read. A preference spec is parsed against the profile's
-// tasks and rounded (react.Preference.Rounded); the word None asks for no
-// correction. A bad spec, an unknown preset, or a value longer than the
-// profile's limit is an *InputError.
+// react-preset (header before parameter), then the arm of the model's
+// experiment while it runs, then the default. Only the winning value is
+// read. A preference spec is parsed against the profile's tasks and rounded
+// (react.Preference.Rounded); the word None asks for no correction. A bad
+// spec, an unknown preset, or a value longer than the profile's limit is an
+// *InputError.
+//
+// The experiment's arm is that of the request's key, read from the header
+// (gRPC metadata) before the parameter; a request without a key gets a
+// random arm (Assignment AssignRandom), and a key outside the experiment's
+// traffic share the default (AssignExcluded). A request that names its
+// own preference or preset while the experiment runs is an override
+// (AssignOverride): it gets what it named, and no arm.
 func (p *Profile) Resolve(r Request) (Choice, error) {
+	var (
+		c   Choice
+		err error
+	)
 	switch {
 	case r.Header.HasPreference:
-		return p.parse(r.Header.Preference, SourceHeader)
+		c, err = p.parse(r.Header.Preference, SourceHeader)
 	case r.Parameter.HasPreference:
-		return p.parse(r.Parameter.Preference, SourceParameter)
+		c, err = p.parse(r.Parameter.Preference, SourceParameter)
 	case r.Header.HasPreset:
-		return p.preset(r.Header.Preset, "header")
+		c, err = p.preset(r.Header.Preset, "header")
 	case r.Parameter.HasPreset:
-		return p.preset(r.Parameter.Preset, "parameter")
+		c, err = p.preset(r.Parameter.Preset, "parameter")
+	default:
+		if e := p.running(r); e != nil {
+			key, hasKey := r.Header.Key, r.Header.HasKey
+			if !hasKey {
+				key, hasKey = r.Parameter.Key, r.Parameter.HasKey
+			}
+			return e.assign(key, hasKey, p.def), nil
+		}
+		return p.def, nil
 	}
-	return p.def, nil
+	if e := p.running(r); e != nil && err == nil {
+		c.Experiment, c.Assignment = e.Name(), AssignOverride
+	}
+	return c, err
+}
+
+// running returns the request's experiment if it runs now, else nil.
+func (p *Profile) running(r Request) *Experiment {
+	if r.Experiment == nil {
+		return nil
+	}
+	now := r.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	if !r.Experiment.Running(now) {
+		return nil
+	}
+	return r.Experiment
 }
 
 // parse resolves a preference spec from a request.
@@ -160,6 +242,14 @@ func (p *Profile) checkLength(v string) error {
 		return fmt.Errorf("value of %d bytes is longer than the limit of %d", len(v), p.maxLen)
 	}
 	return nil
+}
+
+// namesOrNone lists names, or says "none".
+func namesOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }
 
 func (p *Profile) inputError(key, where string, err error) *InputError {

@@ -16,7 +16,12 @@
 #      the official tritonclient, calling the ensembles by their names with
 #      the preference in the react-preference header: the uncorrected merged
 #      backbone ("none"), and one-hot, priority and uniform preferences, for
-#      both backbones, with the experts as reference, HV and U.
+#      both backbones, with the experts as reference, HV and U;
+#   7. tritonmodels/demo/experiment.py: the zoo's two-arm A/B experiment
+#      (fashion-ab: the merged backbone against W_p for fashion=1) through
+#      the sidecar, 400 simulated users keyed by x-user-id; per arm, the
+#      requests, the accuracy and the mean top-1 confidence, next to the
+#      sidecar's per-arm metrics.
 #
 #   scripts/demo.sh [--record FILE]
 #
@@ -115,6 +120,9 @@ PY
 step "evaluate on the test splits through the sidecar (tritonmodels/demo/evaluate.py)"
 "$PY" tritonmodels/demo/evaluate.py --sidecar "$sidecar_grpc" --triton "$triton" --data "$DATA" --markdown "$work/results.md"
 
+step "A/B experiment fashion-ab through the sidecar (tritonmodels/demo/experiment.py)"
+"$PY" tritonmodels/demo/experiment.py --sidecar "$sidecar_grpc" --metrics "$sidecar_metrics" --data "$DATA" --markdown "$work/experiment.md"
+
 elapsed=$(($(date +%s) - start_time))
 step "done in ${elapsed}s (calibration from Triton: ${fit_s}s for both backbones)"
 
@@ -132,6 +140,10 @@ print(', '.join(f\"{t} {v['sizes']['calib']}\" for t, v in m['tasks'].items()))"
 		echo "Zoo: \`tritonmodels/zoo/manifest.json\` sha256 $(sha256sum tritonmodels/zoo/manifest.json | cut -c1-16)…"
 		echo
 		cat "$work/results.md"
+		echo
+		echo "A/B experiment \`fashion-ab\` (tritonmodels/zoo/sidecar.yaml) on \`fashion_ab\`: 400 users keyed by \`x-user-id\`, 4 fashion test images each:"
+		echo
+		cat "$work/experiment.md"
 	} >"$work/record.md"
 	"$PY" - "$record" "$work/record.md" <<'PY'
 import pathlib, sys

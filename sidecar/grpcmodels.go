@@ -304,8 +304,9 @@ func upstreamContext(ctx context.Context) context.Context {
 	return metadata.NewOutgoingContext(ctx, forwardable(in))
 }
 
-// preferenceHeader reads ReACT's keys from gRPC metadata.
-func preferenceHeader(md metadata.MD) control.Values {
+// preferenceHeader reads ReACT's keys from gRPC metadata, and the key of
+// the model's experiment.
+func preferenceHeader(md metadata.MD, m *pipeline.Model) control.Values {
 	var v control.Values
 	if p := md.Get(control.KeyPreference); len(p) > 0 {
 		v.Preference, v.HasPreference = p[0], true
@@ -313,7 +314,22 @@ func preferenceHeader(md metadata.MD) control.Values {
 	if p := md.Get(control.KeyPreset); len(p) > 0 {
 		v.Preset, v.HasPreset = p[0], true
 	}
+	if h := m.KeyHeader(); h != "" {
+		if p := md.Get(h); len(p) > 0 {
+			v.Key, v.HasKey = p[0], true
+		}
+	}
 	return v
+}
+
+// responseHeader is the header metadata of a controllable model's answer:
+// the applied preference, and the arm when there is one.
+func responseHeader(resp *tritonpb.ModelInferResponse) metadata.MD {
+	md := metadata.Pairs(control.KeyPreference, preferenceOf(resp))
+	if arm := armOf(resp); arm != "" {
+		md.Set(control.KeyArm, arm)
+	}
+	return md
 }
 
 // grpcInfer answers ModelInfer for controllable models.
@@ -330,11 +346,11 @@ func (ms *Models) grpcInfer(ss grpc.ServerStream, pass func(*Frame) error) error
 		return err
 	}
 	md, _ := metadata.FromIncomingContext(ss.Context())
-	resp, err := ms.infer(ss.Context(), m, up, f.Payload, preferenceHeader(md), "grpc")
+	resp, err := ms.infer(ss.Context(), m, up, f.Payload, preferenceHeader(md, m), "grpc")
 	if err != nil {
 		return err
 	}
-	if err := ss.SendHeader(metadata.Pairs(control.KeyPreference, preferenceOf(resp))); err != nil {
+	if err := ss.SendHeader(responseHeader(resp)); err != nil {
 		return err
 	}
 	return sendProto(ss, resp)
@@ -394,4 +410,9 @@ func (ms *Models) serve(ctx context.Context, m *pipeline.Model, up *pipeline.Ups
 // preferenceOf returns the react-preference parameter of a response.
 func preferenceOf(resp *tritonpb.ModelInferResponse) string {
 	return resp.GetParameters()[control.KeyPreference].GetStringParam()
+}
+
+// armOf returns the react-arm parameter of a response, "" when none.
+func armOf(resp *tritonpb.ModelInferResponse) string {
+	return resp.GetParameters()[control.KeyArm].GetStringParam()
 }

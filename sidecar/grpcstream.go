@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -29,7 +28,7 @@ import (
 func (ms *Models) grpcStream(ss grpc.ServerStream, _ func(*Frame) error) error {
 	ctx, cancel := context.WithCancel(ss.Context())
 	md, _ := metadata.FromIncomingContext(ss.Context())
-	x := &streamMux{ms: ms, ss: ss, ctx: ctx, cancel: cancel, hdr: preferenceHeader(md), upDone: make(chan error, 1)}
+	x := &streamMux{ms: ms, ss: ss, ctx: ctx, cancel: cancel, md: md, upDone: make(chan error, 1)}
 	received := make(chan error, 1)
 	go func() { received <- x.receive() }()
 	var err error
@@ -53,7 +52,7 @@ type streamMux struct {
 	ss     grpc.ServerStream
 	ctx    context.Context
 	cancel context.CancelFunc
-	hdr    control.Values
+	md     metadata.MD // the call's metadata: the preference keys and experiment keys of every request
 
 	mu       sync.Mutex // guards stopped and the WaitGroup's Add
 	stopped  bool
@@ -119,7 +118,7 @@ func (x *streamMux) infer(m *pipeline.Model, up *pipeline.Upstream, payload []by
 			resp, err = nil, status.Errorf(codes.Internal, "sidecar: serving a stream request for %q failed: %v", m.Name(), r)
 		}
 	}()
-	return x.ms.infer(x.ctx, m, up, payload, x.hdr, "grpc")
+	return x.ms.infer(x.ctx, m, up, payload, preferenceHeader(x.md, m), "grpc")
 }
 
 // begin counts a controllable request in flight, unless the call is

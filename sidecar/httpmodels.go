@@ -207,6 +207,11 @@ func (ms *Models) httpServe(w http.ResponseWriter, r *http.Request, m *pipeline.
 	if v, ok := r.Header[http.CanonicalHeaderKey(control.KeyPreset)]; ok && len(v) > 0 {
 		hdr.Preset, hdr.HasPreset = v[0], true
 	}
+	if k := m.KeyHeader(); k != "" {
+		if v, ok := r.Header[http.CanonicalHeaderKey(k)]; ok && len(v) > 0 {
+			hdr.Key, hdr.HasKey = v[0], true
+		}
+	}
 	if err := jsonOutputsFit(m, req); err != nil {
 		// Refused before Triton is called (Triton answers 400 too).
 		writeHTTPError(w, http.StatusBadRequest, err.Error())
@@ -230,6 +235,9 @@ func (ms *Models) httpServe(w http.ResponseWriter, r *http.Request, m *pipeline.
 	}
 	h := w.Header()
 	h.Set(control.KeyPreference, preferenceOf(resp))
+	if arm := armOf(resp); arm != "" {
+		h.Set(control.KeyArm, arm)
+	}
 	if headerLength >= 0 {
 		h.Set(headerContentLength, strconv.Itoa(headerLength))
 		h.Set("Content-Type", "application/octet-stream")

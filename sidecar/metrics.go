@@ -17,9 +17,11 @@ import (
 // Metrics are the sidecar's Prometheus metrics, all prefixed react_. Their
 // labels take values only from bounded sets: the configured model and
 // components names, the protocol, the preference's source, gRPC code
-// names, pipeline stages and cache results; never a raw preference.
+// names, pipeline stages and cache results, and the configured experiment
+// and arm names; never a raw preference or an experiment key.
 type Metrics struct {
 	reg *prometheus.Registry
+	exp *experimentMetrics
 
 	requests      *prometheus.CounterVec   // model, protocol, source
 	errors        *prometheus.CounterVec   // model, protocol, code
@@ -43,9 +45,10 @@ var latencyBuckets = prometheus.ExponentialBuckets(100e-6, 2, 18)
 func NewMetrics() *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
+		exp: newExperimentMetrics(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "react_requests_total",
-			Help: "Inference requests served for controllable models, by model, protocol and where the preference came from (header, parameter, preset, default).",
+			Help: "Inference requests served for controllable models, by model, protocol and where the preference came from (header, parameter, preset, arm, default).",
 		}, []string{"model", "protocol", "source"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "react_request_errors_total",
@@ -104,6 +107,7 @@ func NewMetrics() *Metrics {
 	m.reg.MustRegister(m.requests, m.errors, m.duration, m.rows, m.lookups, m.solves, m.forms, m.solveErrors, m.rejected,
 		m.reloads, m.reloadOK, m.reloadSuccess, info,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(m.exp.collectors()...)
 	m.reloadOK.Set(1)
 	m.reloadSuccess.SetToCurrentTime()
 	return m
@@ -143,6 +147,7 @@ func (m *Metrics) Solved(components string, took time.Duration, err error) {
 // served records a request for a controllable model: its result, or the
 // status code it failed with.
 func (m *Metrics) served(model, protocol string, res *pipeline.Result, total time.Duration, code codes.Code) {
+	m.exp.served(model, res, total, code)
 	if code != codes.OK {
 		m.errors.WithLabelValues(model, protocol, code.String()).Inc()
 		return

@@ -92,6 +92,8 @@ type ctlConfig struct {
 	// metricsListen, logFormat and logLevel set listen.metrics, log.format
 	// and log.level.
 	metricsListen, logFormat, logLevel string
+	// experiments is the experiments section, YAML, appended as is.
+	experiments string
 	// configMap lays the files out as a Kubernetes ConfigMap volume does:
 	// config.yaml and components.safetensors are symlinks through the
 	// ..data symlink to a timestamped directory.
@@ -135,6 +137,7 @@ func (c ctlConfig) yaml() string {
       - {task: b, model: head_b, outputs: {logits: logits_b}}
       - {task: c, model: head_c, outputs: {logits: logits_c}}
 `, or(c.headTask, "a"), or(c.backbone, "backbone"))
+	b.WriteString(c.experiments)
 	return b.String()
 }
 

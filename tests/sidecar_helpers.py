@@ -80,7 +80,7 @@ def wait_for(what, probe, timeout=30.0, interval=0.05):
 
 def _newest_go_source():
     newest = 0.0
-    for top in ("backend", "cmd", "calibrate", "config", "control", "internal", "react", "sidecar", "triton"):
+    for top in ("backend", "cmd", "calibrate", "config", "control", "experiment", "internal", "react", "sidecar", "triton"):
         for path in (ROOT / top).rglob("*.go"):
             if not path.name.endswith("_test.go"):
                 newest = max(newest, path.stat().st_mtime)

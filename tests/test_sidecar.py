@@ -48,7 +48,7 @@ UNIFORM = "fashion=0.166667,mnist=0.166667,digits=0.166667,letters=0.166667,gree
 DIGITS_FIRST = "fashion=0.1,mnist=0.1,digits=0.5,letters=0.1,greek=0.1,fontdigits=0.1"
 SCRIPTS = "letters=0.5,greek=0.5"
 # The controllable models of the zoo's configuration.
-CONTROLLABLE = [*TASKS, "all_tasks", "fashion_fp16", *(f"{t}_ta" for t in TASKS)]
+CONTROLLABLE = [*TASKS, "all_tasks", "fashion_fp16", "fashion_ab", *(f"{t}_ta" for t in TASKS)]
 # What each model tested numerically runs: backbone, head, components file
 # (in the directory of SIDECAR_CONFIG), and the task whose images it gets.
 PIPELINES = {

@@ -123,7 +123,8 @@ func (b *builder) problem(path string, transient bool, format string, args ...an
 }
 
 // Build loads the components files of cfg, makes a control.Profile per
-// components entry (solving the default and the presets), and checks every
+// components entry (solving the default, the presets and the arms of the
+// experiments of its models), and checks every
 // controllable model against the live Triton: the backbone and each head
 // are ready, the backbone has the feature output with the components' D in
 // FP32, FP16 or BF16, each head takes that feature, each head's task is one
@@ -159,6 +160,7 @@ func (b *builder) profiles(files map[string]string) map[string]*control.Profile 
 	}
 	byPath := make(map[string]loaded)
 	out := make(map[string]*control.Profile)
+	experiments := experimentSpecs(b.cfg)
 	for i, c := range b.cfg.Components {
 		path := fmt.Sprintf("components[%d]", i)
 		l, ok := byPath[c.Path]
@@ -185,12 +187,13 @@ func (b *builder) profiles(files map[string]string) map[string]*control.Profile 
 			Options:             opts,
 			Default:             c.DefaultPreference,
 			Presets:             c.Presets,
+			Experiments:         experiments[c.Name],
 			MaxPreferenceLength: b.cfg.Limits.MaxPreferenceLength,
 			Cache:               b.opt.Cache,
 			Observer:            b.opt.Observer,
 		})
 		if err != nil {
-			b.profileProblems(path, err)
+			b.profileProblems(path, c.Name, err)
 			continue
 		}
 		out[c.Name] = p
@@ -199,7 +202,7 @@ func (b *builder) profiles(files map[string]string) map[string]*control.Profile 
 }
 
 // profileProblems turns NewProfile's error into problems at their paths.
-func (b *builder) profileProblems(path string, err error) {
+func (b *builder) profileProblems(path, components string, err error) {
 	var errs []error
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		errs = j.Unwrap()
@@ -208,6 +211,9 @@ func (b *builder) profileProblems(path string, err error) {
 	}
 	for _, e := range errs {
 		var fe *control.FieldError
+		if b.experimentProblem(components, e) {
+			continue
+		}
 		if errors.As(e, &fe) {
 			b.problem(path+"."+fe.Field, false, "%v", fe.Err)
 		} else {
@@ -423,6 +429,7 @@ func (b *builder) model(i int, profiles map[string]*control.Profile) *Model {
 	if len(b.problems) > before {
 		return nil
 	}
+	m.setExperiment(b.cfg)
 	m.metadata = &tritonpb.ModelMetadataResponse{
 		Name:     m.name,
 		Versions: []string{Version},

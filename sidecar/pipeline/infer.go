@@ -39,13 +39,18 @@ type Timing struct {
 type Result struct {
 	// Response is the answer, in Triton's message: the requested outputs
 	// under the names the client knows, raw contents, and the applied
-	// preference in the react-preference parameter.
+	// preference in the react-preference parameter (and the arm in
+	// react-arm).
 	Response *tritonpb.ModelInferResponse
-	// Choice is the preference applied.
+	// Choice is the preference applied: where it came from, and the arm of
+	// the model's experiment.
 	Choice control.Choice
 	// Rows is the number of feature rows (the batch size, when batching).
 	Rows   int
 	Timing Timing
+	// Predictions are each head's top-1 class and confidence per row, for
+	// a request served with an experiment's arm; nil otherwise.
+	Predictions []Prediction
 }
 
 // Infer serves one request: it resolves the preference, checks the inputs
@@ -54,41 +59,54 @@ type Result struct {
 // head that produces a requested output (in parallel), and assembles the
 // response. ctx carries the deadline, cancellation and outgoing metadata of
 // both Triton calls. The request id and the request's parameters, less
-// ReACT's own, go to every call.
+// ReACT's own, go to every call. The key of the model's experiment is
+// read from req.Header and from the parameter the experiment names.
 //
 // Errors are gRPC status errors: INVALID_ARGUMENT for what the client got
 // wrong (a bad preference, an unknown input or output, a shape, datatype or
 // batch size that does not fit), NOT_FOUND for a version other than 1,
 // Triton's own code for a failed call, prefixed with the model called, and
-// UNAVAILABLE naming Triton's address when it cannot be reached.
+// UNAVAILABLE naming Triton's address when it cannot be reached. A request
+// that fails after its preference was resolved also returns a Result, with
+// only Choice set, so that the failure can be counted against its arm.
 func (m *Model) Infer(ctx context.Context, up *Upstream, req Request) (*Result, error) {
 	in := req.Proto
 	if v := in.GetModelVersion(); v != "" && v != Version {
 		return nil, status.Errorf(codes.NotFound, "model %q has no version %s (a controllable model has only version %s)", m.name, v, Version)
 	}
-	params, prefParams, err := splitParameters(in.GetParameters())
+	params, prefParams, err := splitParameters(in.GetParameters(), m.keyParameter)
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "model %q: %v", m.name, err)
 	}
-	choice, err := m.profile.Resolve(control.Request{Header: req.Header, Parameter: prefParams})
+	choice, err := m.profile.Resolve(control.Request{Header: req.Header, Parameter: prefParams, Experiment: m.experiment})
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "model %q: %v", m.name, err)
 	}
+	res := &Result{Choice: choice}
+	if err := m.infer(ctx, up, in, params, res); err != nil {
+		return &Result{Choice: choice}, err
+	}
+	return res, nil
+}
+
+// infer serves a request whose preference is resolved, filling in res.
+func (m *Model) infer(ctx context.Context, up *Upstream, in *tritonpb.ModelInferRequest, params map[string]*tritonpb.InferParameter, res *Result) error {
+	choice := res.Choice
 	rows, err := m.checkInputs(in)
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "model %q: %v", m.name, err)
+		return status.Errorf(codes.InvalidArgument, "model %q: %v", m.name, err)
 	}
 	wanted, err := m.requested(in.GetOutputs())
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "model %q: %v", m.name, err)
+		return status.Errorf(codes.InvalidArgument, "model %q: %v", m.name, err)
 	}
-	res := &Result{Choice: choice, Rows: rows}
+	res.Rows = rows
 
 	// W_p first: a bad preference should fail before Triton is called.
 	start := time.Now()
 	w, err := m.profile.Matrix(ctx, choice)
 	if err != nil {
-		return nil, m.matrixError(ctx, choice, err)
+		return m.matrixError(ctx, choice, err)
 	}
 	solved := time.Since(start)
 
@@ -96,7 +114,7 @@ func (m *Model) Infer(ctx context.Context, up *Upstream, req Request) (*Result, 
 	start = time.Now()
 	feature, err := m.callBackbone(ctx, up, in, params)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	res.Timing.Backbone = time.Since(start)
 
@@ -106,7 +124,7 @@ func (m *Model) Infer(ctx context.Context, up *Upstream, req Request) (*Result, 
 	defer putBuffers(buf)
 	heads, err := m.correct(buf, feature, w)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	res.Timing.Correction = solved + time.Since(start)
 
@@ -114,42 +132,18 @@ func (m *Model) Infer(ctx context.Context, up *Upstream, req Request) (*Result, 
 	start = time.Now()
 	answers, err := m.callHeads(ctx, up, in, params, feature, heads, wanted)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	res.Timing.Heads = time.Since(start)
 
 	res.Response, err = m.assemble(in, choice, wanted, answers)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return res, nil
-}
-
-// splitParameters separates ReACT's own request parameters from the ones
-// passed on to Triton.
-func splitParameters(in map[string]*tritonpb.InferParameter) (map[string]*tritonpb.InferParameter, control.Values, error) {
-	var v control.Values
-	var out map[string]*tritonpb.InferParameter
-	for k, p := range in {
-		if !control.IsOwnKey(k) {
-			if out == nil {
-				out = make(map[string]*tritonpb.InferParameter, len(in))
-			}
-			out[k] = p
-			continue
-		}
-		s, ok := p.GetParameterChoice().(*tritonpb.InferParameter_StringParam)
-		switch {
-		case k == control.KeyPreference && ok:
-			v.Preference, v.HasPreference = s.StringParam, true
-		case k == control.KeyPreset && ok:
-			v.Preset, v.HasPreset = s.StringParam, true
-		case k == control.KeyPreference || k == control.KeyPreset:
-			return nil, v, fmt.Errorf("parameter %q must be a string", k)
-		}
-		// Other react-* parameters are ReACT's too, and never reach Triton.
+	if choice.Arm != "" {
+		res.Predictions = m.predictions(res.Response)
 	}
-	return out, v, nil
+	return nil
 }
 
 // checkInputs checks the request's inputs against the backbone's and
@@ -495,6 +489,9 @@ func (m *Model) assemble(in *tritonpb.ModelInferRequest, c control.Choice, wante
 		},
 		Outputs:           make([]*tritonpb.ModelInferResponse_InferOutputTensor, 0, len(wanted)),
 		RawOutputContents: make([][]byte, 0, len(wanted)),
+	}
+	if c.Arm != "" {
+		resp.Parameters[control.KeyArm] = &tritonpb.InferParameter{ParameterChoice: &tritonpb.InferParameter_StringParam{StringParam: c.Arm}}
 	}
 	for _, w := range wanted {
 		h := m.heads[w.head]

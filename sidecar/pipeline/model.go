@@ -65,6 +65,11 @@ type Model struct {
 	metadata *tritonpb.ModelMetadataResponse
 	config   *tritonpb.ModelConfig
 	stats    *Stats
+
+	// experiment is the experiment the model takes part in (nil for none),
+	// and keyHeader and keyParameter where a request carries its key.
+	experiment              *control.Experiment
+	keyHeader, keyParameter string
 }
 
 // Name returns the name clients call.
