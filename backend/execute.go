@@ -130,7 +130,11 @@ func (is *instanceState) read(r *C.TRITONBACKEND_Request) (model.Request, error)
 			return out, err
 		}
 		if mem == C.TRITONSERVER_MEMORY_GPU {
-			return out, errors.New(gpuInput)
+			// The CPU build copies it to the host, as any CPU backend does.
+			if is.gather, err = copyFromGPU(is.gather, p, int(n), int64(memID)); err != nil {
+				return out, err
+			}
+			continue
 		}
 		data := unsafe.Slice((*byte)(p), int(n))
 		if buffers == 1 {
@@ -145,10 +149,6 @@ func (is *instanceState) read(r *C.TRITONBACKEND_Request) (model.Request, error)
 	}
 	return out, nil
 }
-
-// gpuInput explains a GPU input to the CPU build.
-const gpuInput = "the input is in GPU memory and this build of the react backend corrects on the CPU only: " +
-	"give the react step host memory (run the model with instance_group KIND_CPU) or use the cuda build"
 
 // datatypes are Triton's codes of the embedding datatypes.
 var datatypes = map[string]C.TRITONSERVER_DataType{

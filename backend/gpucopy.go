@@ -1,0 +1,82 @@
+package main
+
+/*
+#cgo LDFLAGS: -ldl
+#include <dlfcn.h>
+#include <stddef.h>
+
+// The two CUDA runtime functions a CPU backend needs to read an input that
+// Triton hands over in GPU memory, loaded on first use from the CUDA
+// runtime already in the process (Triton's GPU build links it). Their
+// signatures and the value of cudaMemcpyDeviceToHost (2) are the CUDA
+// runtime API's.
+typedef int (*cuda_set_device_fn)(int device);
+typedef int (*cuda_memcpy_fn)(void *dst, const void *src, size_t count, int kind);
+
+static cuda_set_device_fn cuda_set_device;
+static cuda_memcpy_fn cuda_memcpy;
+
+// cuda_load binds the functions; it returns NULL, or why it could not.
+static const char *cuda_load(void) {
+	static const char *names[] = {"libcudart.so", "libcudart.so.12", "libcudart.so.11.0", NULL};
+	void *lib = NULL;
+	for (int i = 0; names[i] != NULL && lib == NULL; i++) {
+		lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+	}
+	if (lib == NULL) {
+		return "no CUDA runtime (libcudart.so) in this process";
+	}
+	cuda_set_device = (cuda_set_device_fn)dlsym(lib, "cudaSetDevice");
+	cuda_memcpy = (cuda_memcpy_fn)dlsym(lib, "cudaMemcpy");
+	if (cuda_set_device == NULL || cuda_memcpy == NULL) {
+		return "the CUDA runtime lacks cudaSetDevice or cudaMemcpy";
+	}
+	return NULL;
+}
+
+// cuda_to_host copies n bytes from device memory to host memory; it returns
+// the CUDA error code (0 for success).
+static int cuda_to_host(void *dst, const void *src, size_t n, int device) {
+	int err = cuda_set_device(device);
+	if (err != 0) {
+		return err;
+	}
+	return cuda_memcpy(dst, src, n, 2);
+}
+*/
+import "C"
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+)
+
+// cuda is the CUDA runtime, bound on first use.
+var cuda struct {
+	once sync.Once
+	err  error
+}
+
+// copyFromGPU appends n bytes at src in the memory of GPU device to dst,
+// as a CPU backend does with an input Triton hands over in GPU memory. It
+// needs the CUDA runtime in the process, which Triton's GPU build has.
+func copyFromGPU(dst []byte, src unsafe.Pointer, n int, device int64) ([]byte, error) {
+	cuda.once.Do(func() {
+		if why := C.cuda_load(); why != nil {
+			cuda.err = fmt.Errorf("the input is in GPU memory: %s; run the react model's producer on the CPU, or use a GPU build of Triton", C.GoString(why))
+		}
+	})
+	if cuda.err != nil {
+		return dst, cuda.err
+	}
+	start := len(dst)
+	dst = append(dst, make([]byte, n)...)
+	if n == 0 {
+		return dst, nil
+	}
+	if code := C.cuda_to_host(unsafe.Pointer(&dst[start]), src, C.size_t(n), C.int(device)); code != 0 {
+		return dst[:start], fmt.Errorf("copying the input from GPU %d: CUDA error %d", device, int(code))
+	}
+	return dst, nil
+}
