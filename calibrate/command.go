@@ -94,6 +94,7 @@ Exit status: 0 on success, 1 on a runtime failure, 2 on a usage error.`,
 		newSolveCommand(stdout, stderr),
 		newInspectCommand(stdout),
 		newTasksCommand(stdout),
+		newMergeCommand(stdout),
 	)
 	return root
 }

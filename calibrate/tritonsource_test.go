@@ -44,6 +44,10 @@ type fakeServer struct {
 	tritonpb.UnimplementedGRPCInferenceServiceServer
 	models map[string]*fakeModel
 
+	// hook, if not nil, is called before each inference with the number
+	// of inferences before it, and may fail it.
+	hook func(calls int) error
+
 	mu       sync.Mutex
 	calls    int
 	maxRows  int64
@@ -98,6 +102,14 @@ func (f *fakeServer) ModelInfer(_ context.Context, r *tritonpb.ModelInferRequest
 	}
 	if m.inferErr != nil {
 		return nil, m.inferErr
+	}
+	if f.hook != nil {
+		f.mu.Lock()
+		calls := f.calls
+		f.mu.Unlock()
+		if err := f.hook(calls); err != nil {
+			return nil, err
+		}
 	}
 	in := r.GetInputs()[0]
 	x, err := triton.DecodeFloat32(nil, in.GetDatatype(), r.GetRawInputContents()[0])
