@@ -54,7 +54,9 @@ The workflow:
   3. solve    compute W_p for a preference such as cars=0.6,dtd=0.4 and
               write it as a D×D float32 .npy array;
   4. tasks    add or remove tasks in a components file without
-              recalibrating the others.
+              recalibrating the others;
+  5. merge    add the partial statistics of a fit sharded over several
+              machines (fit --shard i/n) into a components file.
 
 Exit status: 0 on success, 1 on a runtime failure, 2 on a usage error.`,
 		Example: `  calibrate fit --embeddings emb/ --beta 0.1 --out components.safetensors
