@@ -102,7 +102,7 @@ func TestFitResumeOtherRun(t *testing.T) {
 	addr := startFakeServer(t, f)
 	out := filepath.Join(t.TempDir(), "c.safetensors")
 	args := zooArgs(t, addr, out)
-	f.models["expert_b"].inferErr = status.Error(codes.NotFound, "no such tensor")
+	f.models["expert_b"].inferErr = status.Error(codes.InvalidArgument, "unexpected inference input 'images'")
 	r := run(t, args...)
 	if r.code != ExitFailure || !strings.Contains(r.stderr, `task b: expert of task b model "expert_b": samples 0 to 4 of`) ||
 		!strings.Contains(r.stderr, "saved in "+out+".ckpt/b.safetensors") {

@@ -113,7 +113,14 @@ func (r *fitRun) checkCheckpoints() error {
 // and their directory once empty.
 func (r *fitRun) removeCheckpoints(tasks []*partial.Task) {
 	for _, t := range tasks {
-		os.Remove(r.ckptPath(t.Name))
+		path := r.ckptPath(t.Name)
+		os.Remove(path)
+		// What a write cut short by a kill left (internal/atomicfile's
+		// temporary files).
+		stale, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*"))
+		for _, s := range stale {
+			os.Remove(s)
+		}
 	}
 	os.Remove(r.cfg.Checkpoint.Dir) // fails, harmlessly, if anything else is in it
 }

@@ -50,8 +50,9 @@ type TritonConfig struct {
 	// DefaultInFlight).
 	InFlight int
 	// RetryMaxWait bounds how long one request is retried after transient
-	// failures (UNAVAILABLE, DEADLINE_EXCEEDED), counted from its first
-	// failure; 0 disables retries.
+	// failures (UNAVAILABLE, DEADLINE_EXCEEDED, NOT_FOUND of a model
+	// unloaded by a Triton shutting down), counted from its first failure;
+	// 0 disables retries.
 	RetryMaxWait time.Duration
 	// OnRetry, if not nil, is told of each retry: the failure and the wait
 	// before the next try. It may be called from several goroutines.
@@ -464,10 +465,14 @@ func (p *TritonPair) send(ctx context.Context, req *triton.InferRequest) (*trito
 	}
 }
 
-// transient reports whether a failed request may succeed if sent again.
+// transient reports whether a failed request may succeed if sent again:
+// UNAVAILABLE, DEADLINE_EXCEEDED, and NOT_FOUND, since every model was
+// checked ready before the first request, and a Triton shutting down (to
+// restart) unloads its models while it still answers, with NOT_FOUND
+// "Request for unknown model: ... has no available versions".
 func transient(err error) bool {
 	switch status.Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded:
+	case codes.Unavailable, codes.DeadlineExceeded, codes.NotFound:
 		return true
 	}
 	return false
