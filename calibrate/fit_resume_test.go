@@ -149,3 +149,26 @@ func TestFitRetry(t *testing.T) {
 		t.Errorf("retries past the bound: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestFitPrintConfig prints the configuration a file and flags make, and
+// runs nothing.
+func TestFitPrintConfig(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "calibrate.yaml")
+	if err := os.WriteFile(file, []byte("embeddings: emb\nout: c.safetensors\nbeta: 0.5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, "fit", "--config", file, "--beta", "0.25", "--limit", "10", "--print-config")
+	for _, want := range []string{"embeddings: " + filepath.Join(dir, "emb") + "\n", "beta: 0.25\n", "limit: 10\n", "retry_max_wait: 5m0s\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("--print-config lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "c.safetensors.ckpt")); err == nil {
+		t.Error("--print-config ran the fit")
+	}
+	r = run(t, "fit", "--config", file, "--fraction", "2")
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "sample.fraction: must be in (0, 1], or 0 for every sample, got 2 (from --fraction)") {
+		t.Errorf("bad --fraction: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
