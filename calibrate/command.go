@@ -55,7 +55,9 @@ The workflow:
               write it as a D×D float32 .npy array;
   4. tasks    add or remove tasks in a components file without
               recalibrating the others;
-  5. experiment  print the arm an A/B experiment of the sidecar gives
+  5. merge    add the partial statistics of a fit sharded over several
+              machines (fit --shard i/n) into a components file;
+  6. experiment  print the arm an A/B experiment of the sidecar gives
               each key, offline.
 
 Exit status: 0 on success, 1 on a runtime failure, 2 on a usage error.`,
@@ -96,6 +98,7 @@ Exit status: 0 on success, 1 on a runtime failure, 2 on a usage error.`,
 		newSolveCommand(stdout, stderr),
 		newInspectCommand(stdout),
 		newTasksCommand(stdout),
+		newMergeCommand(stdout),
 		newExperimentCommand(stdout),
 	)
 	return root

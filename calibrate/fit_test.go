@@ -81,8 +81,9 @@ func TestFitStatistics(t *testing.T) {
 			if !strings.Contains(r.stdout, "task cars: N=53") || !strings.Contains(r.stdout, "2 tasks, D=5, beta=0.25, normalization=mean") {
 				t.Errorf("stdout:\n%s", r.stdout)
 			}
-			if r.stderr != "" {
-				t.Errorf("stderr is not empty without a terminal: %q", r.stderr)
+			// Without a terminal, progress is a log line per task.
+			if want := "task cars: 53/53 samples (100%)"; !strings.Contains(r.stderr, want) {
+				t.Errorf("stderr %q has no line %q", r.stderr, want)
 			}
 			c, err := react.LoadComponents(out)
 			if err != nil {
@@ -134,8 +135,14 @@ func TestFitTasksFlagAndProgress(t *testing.T) {
 	e := writeEmbeddings(t, 3, []string{"a", "b", "c"}, []int{10, 11, 12}, []bool{false, false, false})
 	out := filepath.Join(t.TempDir(), "c.safetensors")
 	r := mustRun(t, "fit", "--embeddings", e.dir, "--out", out, "--tasks", "c,a", "--progress")
-	if !strings.Contains(r.stderr, "22/22") {
-		t.Errorf("--progress: stderr %q shows no progress bar reaching 22/22", r.stderr)
+	// One bar per task.
+	if !strings.Contains(r.stderr, "task c 100%") || !strings.Contains(r.stderr, "(12/12,") || !strings.Contains(r.stderr, "(10/10,") {
+		t.Errorf("--progress: stderr %q shows no bar per task reaching 12/12 and 10/10", r.stderr)
+	}
+	// --quiet: no progress at all, but the summary.
+	r = mustRun(t, "fit", "--embeddings", e.dir, "--out", out, "--tasks", "c,a", "--quiet")
+	if r.stderr != "" || !strings.Contains(r.stdout, "task c: N=12, 12 samples in ") || !strings.Contains(r.stdout, "cond(C)=") {
+		t.Errorf("--quiet: stdout %q, stderr %q", r.stdout, r.stderr)
 	}
 	c, err := react.LoadComponents(out)
 	if err != nil {
@@ -223,8 +230,8 @@ func TestFitRefuses(t *testing.T) {
 			writeNPY(t, filepath.Join(dir, "a"+ExpertSuffix), ind, false)
 		}, nil, ExitFailure, []string{"task a:", "NaN"}},
 		{"invalid task file name", func(t *testing.T, dir string) { good(t, dir, "a.b", 4, 2) }, nil, ExitFailure, []string{`invalid task name "a.b"`}},
-		{"negative beta", func(t *testing.T, dir string) { good(t, dir, "a", 4, 2) }, []string{"--beta", "-1"}, ExitUsage, []string{"--beta: invalid beta -1: want a finite number ≥ 0"}},
-		{"NaN beta", func(t *testing.T, dir string) { good(t, dir, "a", 4, 2) }, []string{"--beta", "NaN"}, ExitUsage, []string{"--beta: invalid beta NaN: want a finite number"}},
+		{"negative beta", func(t *testing.T, dir string) { good(t, dir, "a", 4, 2) }, []string{"--beta", "-1"}, ExitUsage, []string{"beta: invalid beta -1: want a finite number ≥ 0 (from --beta)"}},
+		{"NaN beta", func(t *testing.T, dir string) { good(t, dir, "a", 4, 2) }, []string{"--beta", "NaN"}, ExitUsage, []string{"beta: invalid beta NaN: want a finite number ≥ 0 (from --beta)"}},
 		{"bad normalize", func(t *testing.T, dir string) { good(t, dir, "a", 4, 2) }, []string{"--normalize", "max"}, ExitUsage, []string{`unknown normalization "max"`}},
 		{"bad task name", func(t *testing.T, dir string) { good(t, dir, "a", 4, 2) }, []string{"--tasks", "a,b=c"}, ExitUsage, []string{`invalid task name "b=c"`}},
 		{"duplicate task", func(t *testing.T, dir string) { good(t, dir, "a", 4, 2) }, []string{"--tasks", "a,a"}, ExitUsage, []string{`task "a" listed twice`}},
@@ -246,8 +253,13 @@ func TestFitRefuses(t *testing.T) {
 					t.Errorf("stderr %q does not contain %q", r.stderr, w)
 				}
 			}
-			if entries, _ := os.ReadDir(outDir); len(entries) != 0 {
-				t.Errorf("a failed fit left %d files in the output directory", len(entries))
+			// A failure after samples were read keeps their sums in the
+			// checkpoint directory, and nothing else.
+			entries, _ := os.ReadDir(outDir)
+			for _, e := range entries {
+				if e.Name() != "c.safetensors.ckpt" {
+					t.Errorf("a failed fit left %s in the output directory", e.Name())
+				}
 			}
 		})
 	}
@@ -258,7 +270,7 @@ func TestFitRefuses(t *testing.T) {
 		t.Errorf("fit --out DIR: exit %d, stderr %q", r.code, r.stderr)
 	}
 	// A missing required flag is a usage error.
-	if r := run(t, "fit", "--out", "x"); r.code != ExitUsage || !strings.Contains(r.stderr, "give either --embeddings DIR or --triton HOST:PORT") {
+	if r := run(t, "fit", "--out", "x"); r.code != ExitUsage || !strings.Contains(r.stderr, "triton.grpc: required: give triton.grpc (--triton HOST:PORT) and inputs, or embeddings (--embeddings DIR)") {
 		t.Errorf("fit without --embeddings: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

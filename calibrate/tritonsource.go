@@ -10,6 +10,10 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/triton"
@@ -45,7 +49,21 @@ type TritonConfig struct {
 	// InFlight is the number of chunks in flight per task (default
 	// DefaultInFlight).
 	InFlight int
+	// RetryMaxWait bounds how long one request is retried after transient
+	// failures (UNAVAILABLE, DEADLINE_EXCEEDED, NOT_FOUND of a model
+	// unloaded by a Triton shutting down), counted from its first failure;
+	// 0 disables retries.
+	RetryMaxWait time.Duration
+	// OnRetry, if not nil, is told of each retry: the failure and the wait
+	// before the next try. It may be called from several goroutines.
+	OnRetry func(err error, wait time.Duration)
 }
+
+// Backoff between the tries of a request that failed transiently.
+const (
+	retryInitialBackoff = 200 * time.Millisecond
+	retryMaxBackoff     = 5 * time.Second
+)
 
 // TritonPair is the PairSource of one task whose features a Triton server
 // computes: each chunk of the task's calibration inputs is sent to the
@@ -61,7 +79,10 @@ type TritonPair struct {
 	expert   *tritonModel
 	batch    int
 	inFlight int
+	retryMax time.Duration
+	onRetry  func(error, time.Duration)
 
+	parent  context.Context // of the requests; nil: context.Background()
 	started bool
 	cancel  context.CancelFunc
 	results chan chan chunkResult
@@ -158,7 +179,8 @@ func OpenTritonPairs(ctx context.Context, c *triton.Client, cfg TritonConfig) (p
 				b = min(b, m.maxBatch)
 			}
 		}
-		pairs = append(pairs, &TritonPair{task: task, client: c, in: files[i], backbone: backbone, expert: expert, batch: b, inFlight: inFlight})
+		pairs = append(pairs, &TritonPair{task: task, client: c, in: files[i], backbone: backbone, expert: expert, batch: b, inFlight: inFlight,
+			retryMax: cfg.RetryMaxWait, onRetry: cfg.OnRetry})
 	}
 	return pairs, nil
 }
@@ -220,8 +242,28 @@ func (p *TritonPair) Task() string { return p.task }
 // Dim implements PairSource.
 func (p *TritonPair) Dim() int { return p.backbone.dim }
 
-// Len implements PairSource.
-func (p *TritonPair) Len() int64 { return int64(p.in.rows) }
+// Len implements PairSource: the number of samples used (see Use).
+func (p *TritonPair) Len() int64 { return int64(p.in.count()) }
+
+// Use restricts the samples sent to idx, ascending indices of the task's
+// input samples (nil: all of them), and starts at position skip among
+// them. Call it before the first Next.
+func (p *TritonPair) Use(idx []int, skip int) { p.in.use(idx, skip) }
+
+// SetContext makes ctx the parent of the requests: when it ends, those in
+// flight are cancelled and Next fails. Call it before the first Next.
+func (p *TritonPair) SetContext(ctx context.Context) { p.parent = ctx }
+
+// Models returns the names of the backbone and the expert, for messages.
+func (p *TritonPair) Models() string {
+	return fmt.Sprintf("backbone %s, expert %s", describe(p.backbone.ref), describe(p.expert.ref))
+}
+
+// PinVersions makes the versions recorded earlier (by a checkpoint) the
+// ones every further answer must come from; "" leaves a model free.
+func (p *TritonPair) PinVersions(backbone, expert string) {
+	p.version = [2]string{backbone, expert}
+}
 
 // Backbone returns the backbone as it was used: its output resolved and,
 // once a request was answered, the version that answered if none was asked.
@@ -301,7 +343,11 @@ func (p *TritonPair) checkVersions(v [2]string) error {
 // channel holds one future per chunk, in input order.
 func (p *TritonPair) start() {
 	p.started = true
-	ctx, cancel := context.WithCancel(context.Background())
+	parent := p.parent
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithCancel(parent)
 	p.cancel = cancel
 	p.results = make(chan chan chunkResult, p.inFlight-1)
 	go func() {
@@ -359,12 +405,13 @@ func (p *TritonPair) run(ctx context.Context, m *tritonModel, raw []byte, first,
 		}
 	}
 	shape := append([]int64{int64(n)}, p.in.shape...)
-	resp, err := p.client.Infer(ctx, &triton.InferRequest{
+	req := &triton.InferRequest{
 		Model:   m.ref.Name,
 		Version: m.ref.Version,
 		Inputs:  []triton.Tensor{{Name: m.input, Datatype: m.inputDT, Shape: shape, Raw: data}},
 		Outputs: []string{m.ref.Output},
-	})
+	}
+	resp, err := p.send(ctx, req)
 	if err != nil {
 		return fail(err)
 	}
@@ -380,6 +427,55 @@ func (p *TritonPair) run(ctx context.Context, m *tritonModel, raw []byte, first,
 		return fail(fmt.Errorf("output %q has shape %s: want %d samples of D=%d", m.ref.Output, triton.FormatShape(out.Shape), n, m.dim))
 	}
 	return v, resp.Version, nil
+}
+
+// send sends req, retrying transient failures (UNAVAILABLE,
+// DEADLINE_EXCEEDED) with exponential backoff for at most retryMax from the
+// first failure.
+func (p *TritonPair) send(ctx context.Context, req *triton.InferRequest) (*triton.InferResponse, error) {
+	var first time.Time
+	backoff := retryInitialBackoff
+	for {
+		resp, err := p.client.Infer(ctx, req)
+		if err == nil || !transient(err) || ctx.Err() != nil {
+			return resp, err
+		}
+		if first.IsZero() {
+			first = time.Now()
+		}
+		left := p.retryMax - time.Since(first)
+		if left <= 0 {
+			if p.retryMax > 0 {
+				err = fmt.Errorf("still failing after retrying for %v: %w", p.retryMax, err)
+			}
+			return nil, err
+		}
+		wait := min(backoff, left)
+		if p.onRetry != nil {
+			p.onRetry(err, wait)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		backoff = min(2*backoff, retryMaxBackoff)
+	}
+}
+
+// transient reports whether a failed request may succeed if sent again:
+// UNAVAILABLE, DEADLINE_EXCEEDED, and NOT_FOUND, since every model was
+// checked ready before the first request, and a Triton shutting down (to
+// restart) unloads its models while it still answers, with NOT_FOUND
+// "Request for unknown model: ... has no available versions".
+func transient(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.NotFound:
+		return true
+	}
+	return false
 }
 
 // Close implements PairSource: it cancels the requests in flight and closes

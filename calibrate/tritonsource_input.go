@@ -23,11 +23,12 @@ const InputSuffix = ".npy"
 type inputFile struct {
 	path   string
 	shape  []int64 // one sample's shape
-	rows   int     // number of samples
+	rows   int     // number of samples in the file
 	sample int     // bytes of one sample
 	f      *os.File
-	r      io.Reader
-	next   int
+	data   int64 // offset of the first sample in the file
+	idx    []int // the samples used, ascending; nil: all of them
+	next   int   // position of the next sample to read among those used
 }
 
 // openInput opens path and checks its header and size, reading no data.
@@ -49,8 +50,7 @@ func newInputFile(f *os.File, path string) (*inputFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	br := bufio.NewReaderSize(f, 1<<16)
-	h, err := npyfile.ReadHeader(br)
+	h, err := npyfile.ReadHeader(bufio.NewReaderSize(f, 1<<16))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -63,7 +63,7 @@ func newInputFile(f *os.File, path string) (*inputFile, error) {
 	if len(h.Shape) < 2 {
 		return nil, fmt.Errorf("%s: array has shape %v: want N samples along the first axis, then one model input's shape", path, h.Shape)
 	}
-	in := &inputFile{path: path, rows: h.Shape[0], f: f, r: br, sample: 4}
+	in := &inputFile{path: path, rows: h.Shape[0], f: f, data: h.DataOffset, sample: 4}
 	for _, d := range h.Shape[1:] {
 		if d <= 0 {
 			return nil, fmt.Errorf("%s: array has shape %v: a sample has no elements", path, h.Shape)
@@ -97,19 +97,52 @@ func (in *inputFile) formatShape() string {
 	return b.String()
 }
 
+// use restricts the samples read to idx, ascending indices of the file's
+// samples (nil: all of them), and starts reading at position skip among
+// them.
+func (in *inputFile) use(idx []int, skip int) {
+	in.idx, in.next = idx, skip
+}
+
+// count returns the number of samples used.
+func (in *inputFile) count() int {
+	if in.idx != nil {
+		return len(in.idx)
+	}
+	return in.rows
+}
+
+// row returns the index in the file of the sample at position i among
+// those used.
+func (in *inputFile) row(i int) int {
+	if in.idx != nil {
+		return in.idx[i]
+	}
+	return i
+}
+
 // read returns the raw little-endian float32 bytes of up to n further
-// samples and how many it read; 0 and io.EOF at the end.
+// samples and how many it read; 0 and io.EOF at the end. Runs of
+// consecutive samples are read at once.
 func (in *inputFile) read(n int) ([]byte, int, error) {
-	n = min(n, in.rows-in.next)
+	n = min(n, in.count()-in.next)
 	if n <= 0 {
 		return nil, 0, io.EOF
 	}
 	b := make([]byte, n*in.sample)
-	if _, err := io.ReadFull(in.r, b); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && in.row(in.next+j) == in.row(in.next+j-1)+1 {
+			j++
 		}
-		return nil, 0, fmt.Errorf("reading %s: %w", in.path, err)
+		off := in.data + int64(in.row(in.next+i))*int64(in.sample)
+		if _, err := in.f.ReadAt(b[i*in.sample:j*in.sample], off); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, 0, fmt.Errorf("reading %s: %w", in.path, err)
+		}
+		i = j
 	}
 	in.next += n
 	return b, n, nil

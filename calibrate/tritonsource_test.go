@@ -44,6 +44,10 @@ type fakeServer struct {
 	tritonpb.UnimplementedGRPCInferenceServiceServer
 	models map[string]*fakeModel
 
+	// hook, if not nil, is called before each inference with the number
+	// of inferences before it, and may fail it.
+	hook func(calls int) error
+
 	mu       sync.Mutex
 	calls    int
 	maxRows  int64
@@ -98,6 +102,14 @@ func (f *fakeServer) ModelInfer(_ context.Context, r *tritonpb.ModelInferRequest
 	}
 	if m.inferErr != nil {
 		return nil, m.inferErr
+	}
+	if f.hook != nil {
+		f.mu.Lock()
+		calls := f.calls
+		f.mu.Unlock()
+		if err := f.hook(calls); err != nil {
+			return nil, err
+		}
 	}
 	in := r.GetInputs()[0]
 	x, err := triton.DecodeFloat32(nil, in.GetDatatype(), r.GetRawInputContents()[0])
@@ -257,7 +269,7 @@ func TestFitTriton(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "c.safetensors")
 	r := mustRun(t, "fit", "--triton", addr, "--inputs", dir, "--backbone-model", "merged", "--chunk", "8",
 		"--expert", "a=expert_a", "--expert", "b=expert_b:1", "--out", out, "--progress")
-	if !strings.Contains(r.stdout, "task a: N=37") || !strings.Contains(r.stderr, "41/41") {
+	if !strings.Contains(r.stdout, "task a: N=37") || !strings.Contains(r.stderr, "37/37") || !strings.Contains(r.stderr, "4/4") {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	}
 	// --chunk 8, capped by the backbone's max_batch_size of 5.
@@ -382,11 +394,11 @@ func TestFitTritonRefuses(t *testing.T) {
 			[]string{`expert of task a model "expert_a" answered as version `, "the model changed during calibration"}},
 		{"backbone version changes between tasks", func(f *fakeServer) { f.models["merged"].versions = []string{"7", "7", "8"} }, good, nil, ExitFailure,
 			[]string{`task b: backbone model "merged" answered as version 8, but as version 7 for task a: the model changed during calibration`}},
-		{"no source", nil, good, []string{"--triton", ""}, ExitUsage, []string{"give either --embeddings DIR or --triton HOST:PORT with --inputs DIR"}},
-		{"both sources", nil, good, []string{"--embeddings", "x"}, ExitUsage, []string{"--embeddings and --triton exclude each other"}},
-		{"no inputs flag", nil, good, []string{"--inputs", ""}, ExitUsage, []string{"--triton needs --inputs DIR"}},
-		{"negative chunk", nil, good, []string{"--chunk", "-1"}, ExitUsage, []string{"--chunk must be positive, or 0 for the default, got -1"}},
-		{"no backbone", nil, good, []string{"--backbone-model", ""}, ExitUsage, []string{"--triton needs --backbone-model"}},
+		{"no source", nil, good, []string{"--triton", ""}, ExitUsage, []string{"triton.grpc: required: give triton.grpc (--triton HOST:PORT) and inputs, or embeddings (--embeddings DIR) (from --triton)"}},
+		{"both sources", nil, good, []string{"--embeddings", "x"}, ExitUsage, []string{"embeddings: excludes triton.grpc", "(from --embeddings)"}},
+		{"no inputs flag", nil, good, []string{"--inputs", ""}, ExitUsage, []string{"inputs: required with triton.grpc: the directory of <task>.npy calibration inputs (from --inputs)"}},
+		{"negative chunk", nil, good, []string{"--chunk", "-1"}, ExitUsage, []string{"chunk: must be ≥ 0 (0 for the default), got -1 (from --chunk)"}},
+		{"no backbone", nil, good, []string{"--backbone-model", ""}, ExitUsage, []string{"backbone.model: required with triton.grpc: the merged backbone to run (from --backbone-model)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := fakeZoo()
@@ -417,8 +429,13 @@ func TestFitTritonRefuses(t *testing.T) {
 					t.Errorf("stderr %q does not contain %q", r.stderr, w)
 				}
 			}
-			if entries, _ := os.ReadDir(outDir); len(entries) != 0 {
-				t.Errorf("a failed fit left %d files in the output directory", len(entries))
+			// A failure after samples were sent keeps their sums in the
+			// checkpoint directory, and nothing else.
+			entries, _ := os.ReadDir(outDir)
+			for _, e := range entries {
+				if e.Name() != "c.safetensors.ckpt" {
+					t.Errorf("a failed fit left %s in the output directory", e.Name())
+				}
 			}
 		})
 	}

@@ -36,29 +36,43 @@ type fileValues struct {
 // decodeFile decodes a YAML configuration file. A syntax error is returned
 // as is; problems with keys and types as an *Error.
 func decodeFile(data []byte) (*fileValues, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	err := dec.Decode(&doc)
-	if errors.Is(err, io.EOF) {
-		// An empty file, or one with comments only.
-		return &fileValues{lines: map[string]int{}, set: map[string]bool{}}, nil
-	}
-	if err != nil {
+	d := newDecoder()
+	if err := d.document(data, reflect.ValueOf(&d.cfg).Elem()); err != nil {
 		return nil, err
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		if err != nil {
-			return nil, err
-		}
-		return nil, &Error{Errors: []*FieldError{{Msg: "more than one YAML document (---): want one", Line: extra.Line}}}
-	}
-	d := &decoder{fileValues: fileValues{lines: map[string]int{}, set: map[string]bool{}}}
-	d.value(&doc, reflect.ValueOf(&d.cfg).Elem(), "")
 	// The values that decoded, with the problems of the others (unknown
 	// keys, wrong types), so that Load can also report what validation
 	// finds elsewhere in the file.
 	return &d.fileValues, d.err()
+}
+
+// newDecoder returns a decoder with nothing decoded yet.
+func newDecoder() *decoder {
+	return &decoder{fileValues: fileValues{lines: map[string]int{}, set: map[string]bool{}}}
+}
+
+// document decodes the one YAML document in data into v, recording the
+// problems with keys and types. An empty file, or one with comments only,
+// leaves v as it is. A syntax error, or a second document, is returned.
+func (d *decoder) document(data []byte, v reflect.Value) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	err := dec.Decode(&doc)
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return err
+		}
+		return &Error{Errors: []*FieldError{{Msg: "more than one YAML document (---): want one", Line: extra.Line}}}
+	}
+	d.value(&doc, v, "")
+	return nil
 }
 
 // decoder decodes YAML nodes into Config's types, recording problems.

@@ -3,6 +3,7 @@ package react
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -194,5 +195,45 @@ func TestAccumulateErrors(t *testing.T) {
 	}
 	if err := acc.Merge(nil); err == nil {
 		t.Error("Merge(nil) succeeded")
+	}
+}
+
+// TestAccumulatorRestore checks that an accumulator restored from its state
+// continues with the same bits as the original.
+func TestAccumulatorRestore(t *testing.T) {
+	const d = 5
+	batch := func(k int) ([]float64, []float64) {
+		mtl, ind := make([]float64, 3*d), make([]float64, 3*d)
+		for i := range mtl {
+			mtl[i] = math.Sin(float64(k*100 + i))
+			ind[i] = math.Cos(float64(k*77 + i))
+		}
+		return mtl, ind
+	}
+	a := NewAccumulator(d)
+	for k := range 2 {
+		if err := a.AddFloat64(batch(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, s, g := a.State()
+	b, err := RestoreAccumulator(d, n, s, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := 2; k < 4; k++ {
+		for _, acc := range []*Accumulator{a, b} {
+			if err := acc.AddFloat64(batch(k)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	na, sa, ga := a.State()
+	nb, sb, gb := b.State()
+	if na != nb || !slices.Equal(sa, sb) || !slices.Equal(ga, gb) {
+		t.Errorf("restored accumulator diverged: N %d vs %d", na, nb)
+	}
+	if _, err := RestoreAccumulator(d, 1, s[:3], g); err == nil {
+		t.Error("RestoreAccumulator accepted a short S")
 	}
 }

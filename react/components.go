@@ -56,6 +56,13 @@ type TaskStats struct {
 	G      *mat.SymDense // D×D Gram matrix Σ z_mtl z_mtlᵀ
 	WOrth  *mat.Dense    // D×D orthogonal Procrustes factor of S
 	Expert ModelRef      // the expert whose features were the target
+
+	// Provenance records how the statistics were computed, such as the
+	// subset of samples calibrate fit drew ("subset.fraction",
+	// "subset.seed"): stored as metadata "task.<name>.<key>", with any key
+	// but the format's own fields (n, expert, expert_version,
+	// expert_output). nil when there is none.
+	Provenance map[string]string
 }
 
 // Components is everything needed to compute W_p for any preference: the

@@ -3,6 +3,7 @@ package react
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
@@ -68,6 +69,7 @@ func RemoveTasks(c *Components, names ...string) error {
 
 func copyTask(t *TaskStats) *TaskStats {
 	c := *t
+	c.Provenance = maps.Clone(t.Provenance)
 	c.S = mat.DenseCopyOf(t.S)
 	c.WOrth = mat.DenseCopyOf(t.WOrth)
 	g := mat.NewSymDense(t.G.SymmetricDim(), nil)

@@ -222,6 +222,9 @@ func encodeComponents(c *Components) ([]safetensors.Tensor, map[string]string, e
 		md[MetaTaskKey(t.Name, "expert")] = t.Expert.Name
 		md[MetaTaskKey(t.Name, "expert_version")] = t.Expert.Version
 		md[MetaTaskKey(t.Name, "expert_output")] = t.Expert.Output
+		if err := encodeProvenance(md, t); err != nil {
+			return nil, nil, err
+		}
 		for _, m := range []struct {
 			suffix string
 			m      mat.Matrix
@@ -417,7 +420,7 @@ func decodeComponents(f *safetensors.File, own bool) (*Components, error) {
 		Backbone:      fi.Backbone,
 	}
 	for _, ti := range fi.Tasks {
-		t := &TaskStats{Name: ti.Name, N: ti.N, Expert: ti.Expert}
+		t := &TaskStats{Name: ti.Name, N: ti.N, Expert: ti.Expert, Provenance: decodeProvenance(f.Header.Metadata, ti.Name)}
 		if t.S, err = denseTensor(f, ti.Name+"."+TensorS, own); err != nil {
 			return nil, err
 		}

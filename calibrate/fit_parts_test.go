@@ -1,0 +1,188 @@
+package calibrate
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/mergectl/react-triton/config"
+	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/safetensors"
+)
+
+// withOut returns args with --out replaced by out.
+func withOut(args []string, out string) []string {
+	a := slices.Clone(args)
+	a[slices.Index(a, "--out")+1] = out
+	return a
+}
+
+// TestFitShardsMerge fits 4 shards and merges them: the statistics equal
+// one fit's to float64 rounding. Shards missing or given twice are refused.
+func TestFitShardsMerge(t *testing.T) {
+	addr := startFakeServer(t, fakeZoo())
+	dir := t.TempDir()
+	whole := filepath.Join(dir, "whole.safetensors")
+	args := zooArgs(t, addr, whole)
+	mustRun(t, args...)
+	var parts []string
+	for i := 3; i >= 0; i-- { // any order
+		part := filepath.Join(dir, fmt.Sprintf("part%d.safetensors", i))
+		r := mustRun(t, append(withOut(args, part), "--shard", fmt.Sprintf("%d/4", i))...)
+		if !strings.Contains(r.stdout, "partial statistics") {
+			t.Errorf("shard %d: stdout %q", i, r.stdout)
+		}
+		parts = append(parts, part)
+	}
+	merged := filepath.Join(dir, "merged.safetensors")
+	mustRun(t, append(append([]string{"merge"}, parts...), "--out", merged)...)
+	want, err := react.LoadComponents(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := react.LoadComponents(merged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Backbone != want.Backbone || !slices.Equal(got.TaskNames(), want.TaskNames()) || got.Beta != want.Beta {
+		t.Errorf("merged header %+v, want %+v", got, want)
+	}
+	for i, w := range want.Tasks {
+		g := got.Tasks[i]
+		if g.N != w.N || g.Expert != w.Expert || !mat.EqualApprox(g.S, w.S, 1e-12) || !mat.EqualApprox(g.G, w.G, 1e-12) {
+			t.Errorf("task %s: merged statistics differ from one fit's (N %d vs %d)", w.Name, g.N, w.N)
+		}
+	}
+	for _, tc := range []struct {
+		parts []string
+		want  string
+	}{
+		{parts[:3], "shard 0/4 missing: merge needs all 4 shards"},
+		{append(parts[:3:3], parts[2]), "are both shard 1/4"},
+		{[]string{whole}, "not a partial-statistics file"},
+	} {
+		r := run(t, append(append([]string{"merge"}, tc.parts...), "--out", merged)...)
+		if r.code != ExitFailure || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("merge %v: exit %d, stderr %q, want %q", tc.parts, r.code, r.stderr, tc.want)
+		}
+	}
+}
+
+// tensorBytes returns the raw bytes of a file's tensors by name.
+func tensorBytes(t *testing.T, path string) map[string][]byte {
+	t.Helper()
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string][]byte{}
+	for _, h := range f.Header.Tensors {
+		tt, _ := f.Tensor(h.Name)
+		m[h.Name] = tt.Data
+	}
+	return m
+}
+
+// TestFitOnlyInto builds a file task by task with --only and --into, and
+// checks it against one fit of both tasks; replacing a task leaves the
+// other's bytes as they were; another backbone is refused.
+func TestFitOnlyInto(t *testing.T) {
+	f := fakeZoo()
+	f.models["other"] = featureModel(5, "FP32")
+	addr := startFakeServer(t, f)
+	dir := t.TempDir()
+	whole := filepath.Join(dir, "whole.safetensors")
+	args := zooArgs(t, addr, whole)
+	mustRun(t, args...)
+
+	built := filepath.Join(dir, "built.safetensors")
+	onlyA := withOut(args, built)
+	i := slices.Index(onlyA, "b=expert_b")
+	onlyA = append(onlyA[:i-1:i-1], onlyA[i+1:]...)
+	mustRun(t, append(onlyA, "--tasks", "a")...)
+	noOut := func(a []string) []string {
+		i := slices.Index(a, "--out")
+		return append(slices.Clone(a[:i]), a[i+2:]...)
+	}
+	mustRun(t, append(noOut(args), "--only", "b", "--into", built)...)
+	if !bytes.Equal(readFile(t, built), readFile(t, whole)) {
+		t.Error("the file built task by task differs from one fit of both")
+	}
+
+	// Replace a with a fit on half its samples: b's bytes stay.
+	before := tensorBytes(t, built)
+	mustRun(t, append(noOut(args), "--only", "a", "--into", built, "--fraction", "0.5", "--seed", "9")...)
+	after := tensorBytes(t, built)
+	for _, name := range []string{"b.S", "b.G", "b.W_orth"} {
+		if !bytes.Equal(before[name], after[name]) {
+			t.Errorf("tensor %s changed when task a was replaced", name)
+		}
+	}
+	c, err := react.LoadComponents(built)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := c.Task("a")
+	if a.N != 19 || a.Provenance["subset.fraction"] != "0.5" || a.Provenance["subset.seed"] != "9" || a.Provenance["subset.available"] != "37" {
+		t.Errorf("task a after --fraction 0.5: N=%d, provenance %v", a.N, a.Provenance)
+	}
+	if !slices.Equal(c.TaskNames(), []string{"a", "b"}) {
+		t.Errorf("tasks %v after replacing a", c.TaskNames())
+	}
+
+	r := run(t, append(noOut(args), "--only", "a", "--into", built, "--backbone-model", "other")...)
+	if r.code != ExitFailure || !strings.Contains(r.stderr, `its tasks were calibrated against backbone "merged" version "7"`) {
+		t.Errorf("--into with another backbone: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestSelectSamples checks the subsets and shards: sorted, distinct, of the
+// size asked, the same for the same seed, and shards that partition them.
+func TestSelectSamples(t *testing.T) {
+	if idx := selectSamples(10, config.Sample{}, config.Shard{}); idx != nil {
+		t.Errorf("no subset, no shard: %v, want nil (every sample)", idx)
+	}
+	for _, s := range []config.Sample{{Fraction: 0.3, Seed: 1}, {Limit: 7, Seed: 2}, {Limit: 100}, {Fraction: 1}} {
+		idx := selectSamples(20, s, config.Shard{})
+		want := 20
+		switch {
+		case s.Fraction == 0.3:
+			want = 6
+		case s.Limit == 7:
+			want = 7
+		}
+		if want == 20 && idx != nil || want < 20 && len(idx) != want {
+			t.Errorf("%+v: %d samples, want %d", s, len(idx), want)
+		}
+		if !slices.IsSorted(idx) || len(slices.Compact(slices.Clone(idx))) != len(idx) {
+			t.Errorf("%+v: %v is not sorted and distinct", s, idx)
+		}
+		if again := selectSamples(20, s, config.Shard{}); !slices.Equal(again, idx) {
+			t.Errorf("%+v: not deterministic", s)
+		}
+		var union []int
+		for i := range 3 {
+			union = append(union, selectSamples(20, s, config.Shard{Index: i, Count: 3})...)
+		}
+		all := idx
+		if all == nil {
+			all = selectSamples(20, s, config.Shard{Index: 0, Count: 1})
+			for i := range 20 {
+				all = append(all, i)
+			}
+		}
+		if !slices.Equal(union, all) {
+			t.Errorf("%+v: shards %v do not partition %v", s, union, all)
+		}
+	}
+	a := selectSamples(100, config.Sample{Limit: 10, Seed: 1}, config.Shard{})
+	b := selectSamples(100, config.Sample{Limit: 10, Seed: 2}, config.Shard{})
+	if slices.Equal(a, b) {
+		t.Error("seeds 1 and 2 draw the same subset")
+	}
+}

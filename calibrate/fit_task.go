@@ -1,0 +1,117 @@
+package calibrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"time"
+
+	"github.com/mergectl/react-triton/calibrate/partial"
+	"github.com/mergectl/react-triton/react"
+)
+
+// fitTask accumulates one task's sums, from its checkpoint with --resume,
+// saving a checkpoint every checkpoint.every chunks, when the task ends,
+// when ctx ends (SIGINT, SIGTERM) and when a chunk fails.
+func (r *fitRun) fitTask(ctx context.Context, src PairSource) (*partial.Task, taskSummary, error) {
+	task, d := src.Task(), src.Dim()
+	available := int(src.Len())
+	idx := selectSamples(available, r.cfg.Sample, r.shard)
+	total := int64(available)
+	if idx != nil {
+		total = int64(len(idx))
+	}
+	if total == 0 {
+		return nil, taskSummary{}, fmt.Errorf("task %s: shard %s of its %d samples is empty", task, r.cfg.Shard, available)
+	}
+	run := r.describe(src, idx)
+	t := &partial.Task{Name: task, Total: total, Provenance: subsetProvenance(r.cfg.Sample, available, int(total))}
+	tp, _ := src.(*TritonPair)
+
+	if r.resume {
+		f, err := partial.Load(r.ckptPath(task))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return nil, taskSummary{}, fmt.Errorf("resuming: %w", err)
+		case f.Run != run:
+			return nil, taskSummary{}, fmt.Errorf("resuming: checkpoint %s is of another run:\n  it has: %s\n  this run: %s\ndelete it to start the task over", r.ckptPath(task), f.Run, run)
+		default:
+			ct := f.Tasks[0]
+			t.Acc, t.Done = ct.Acc, ct.Done
+			if tp != nil {
+				tp.PinVersions(f.Backbone.Version, ct.Expert.Version)
+			}
+		}
+	}
+	if t.Acc == nil {
+		t.Acc = react.NewAccumulator(d)
+	}
+	var s PairSource = src
+	if tp != nil {
+		tp.Use(idx, int(t.Done))
+	} else {
+		s = newSelectedPairs(src, idx, int(t.Done))
+	}
+	save := func() error {
+		t.Expert = r.expertOf(src)
+		return partial.Save(r.ckptPath(task), &partial.File{
+			D: d, Beta: r.cfg.Beta, Normalization: r.norm, Backbone: r.backboneOf(src), Run: run, Tasks: []*partial.Task{t},
+		})
+	}
+	// kept says where the sums so far are, after a failure.
+	kept := func() string {
+		if err := r.mkdirSave(save); err != nil {
+			return fmt.Sprintf(" (and the checkpoint could not be saved: %v)", err)
+		}
+		return fmt.Sprintf("; the %d samples before are saved in %s: fix the cause and run the same command with --resume", t.Done, r.ckptPath(task))
+	}
+
+	began, resumed := time.Now(), t.Done
+	r.report.start(task, t.Done, total)
+	chunk := r.chunkRows(src)
+	mtl, ind := make([]float64, chunk*d), make([]float64, chunk*d)
+	for chunks := 1; t.Done < total; chunks++ {
+		if ctx.Err() != nil {
+			return nil, taskSummary{}, fmt.Errorf("interrupted at sample %d of %d of task %s%s", t.Done, total, task, kept())
+		}
+		n, err := s.Next(mtl, ind)
+		if n > 0 {
+			if err := t.Acc.AddFloat64(mtl[:n*d], ind[:n*d]); err != nil {
+				return nil, taskSummary{}, fmt.Errorf("task %s: samples %d to %d (%s): %w%s", task, t.Done, t.Done+int64(n), models(src), err, kept())
+			}
+			t.Done += int64(n)
+			r.report.add(n)
+			if chunks%r.cfg.Checkpoint.Every == 0 {
+				if err := r.mkdirSave(save); err != nil {
+					return nil, taskSummary{}, err
+				}
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, taskSummary{}, fmt.Errorf("interrupted at sample %d of %d of task %s%s", t.Done, total, task, kept())
+			}
+			return nil, taskSummary{}, fmt.Errorf("task %s: %w%s", task, err, kept())
+		}
+	}
+	if t.Done != total {
+		return nil, taskSummary{}, fmt.Errorf("task %s: read %d samples, want %d", task, t.Done, total)
+	}
+	r.report.end()
+	if err := r.checkBackbone(src); err != nil {
+		return nil, taskSummary{}, err
+	}
+	if err := r.mkdirSave(save); err != nil {
+		return nil, taskSummary{}, err
+	}
+	return t, taskSummary{
+		task: task, n: t.Acc.N(), ran: t.Done - resumed, elapsed: time.Since(began),
+		cond: conditionNumber(t.Acc, r.cfg.Beta, r.norm),
+	}, nil
+}

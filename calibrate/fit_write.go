@@ -1,0 +1,117 @@
+package calibrate
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/mergectl/react-triton/calibrate/partial"
+	"github.com/mergectl/react-triton/react"
+)
+
+// expertOf returns a task's expert as used: with Triton, its output
+// resolved and the version that answered.
+func (r *fitRun) expertOf(src PairSource) react.ModelRef {
+	if p, ok := src.(*TritonPair); ok {
+		return p.Expert()
+	}
+	return r.experts()[src.Task()]
+}
+
+// backboneOf returns the backbone as a task used it.
+func (r *fitRun) backboneOf(src PairSource) react.ModelRef {
+	if p, ok := src.(*TritonPair); ok {
+		return p.Backbone()
+	}
+	b := r.cfg.Backbone
+	return react.ModelRef{Name: b.Model, Version: b.Version, Output: b.Output}
+}
+
+// checkBackbone checks that every task used the same backbone: each task
+// checks that one version answered all its chunks, and across tasks the
+// version must not change either.
+func (r *fitRun) checkBackbone(src PairSource) error {
+	b := r.backboneOf(src)
+	if r.from != "" && b != r.backbone {
+		return fmt.Errorf("task %s: backbone model %q answered as version %s, but as version %s for task %s: the model changed during calibration; pin --backbone-version",
+			src.Task(), b.Name, b.Version, r.backbone.Version, r.from)
+	}
+	r.backbone, r.from = b, src.Task()
+	return nil
+}
+
+// mkdirSave runs save once the checkpoint directory exists.
+func (r *fitRun) mkdirSave(save func() error) error {
+	if err := os.MkdirAll(r.cfg.Checkpoint.Dir, 0o755); err != nil {
+		return fmt.Errorf("checkpoints: %w", err)
+	}
+	return save()
+}
+
+// write writes the run's output: with a shard, the partial statistics of
+// every task; with --only, into with the task added or replaced; else a
+// components file of every task.
+func (r *fitRun) write(tasks []*partial.Task, into *react.Components) error {
+	cfg := r.cfg
+	if cfg.Shard != "" {
+		f := &partial.File{D: tasks[0].Acc.D(), Beta: cfg.Beta, Normalization: r.norm, Backbone: r.backbone,
+			Run: r.shardRun(), Shard: cfg.Shard, Tasks: tasks}
+		if err := partial.Save(cfg.Out, f); err != nil {
+			return err
+		}
+		fmt.Fprintf(r.stdout, "wrote %s: shard %s of %d tasks, D=%d (partial statistics: add the shards with calibrate merge)\n",
+			cfg.Out, cfg.Shard, len(tasks), f.D)
+		return nil
+	}
+	c := &react.Components{D: tasks[0].Acc.D(), Beta: cfg.Beta, Normalization: r.norm, Backbone: r.backbone}
+	for _, t := range tasks {
+		st, err := t.Acc.Stats(t.Name, t.Expert)
+		if err != nil {
+			return fmt.Errorf("task %s: %w", t.Name, err)
+		}
+		st.Provenance = t.Provenance
+		c.Tasks = append(c.Tasks, st)
+	}
+	if into != nil {
+		if into.Backbone != c.Backbone {
+			return fmt.Errorf("--into %s: its tasks were calibrated against backbone %s, but task %s against %s: refit them all, or use the same backbone",
+				cfg.Into, describeFull(into.Backbone), cfg.Only, describeFull(c.Backbone))
+		}
+		st := c.Tasks[0]
+		replaced := false
+		for i, t := range into.Tasks {
+			if t.Name == st.Name {
+				into.Tasks[i], replaced = st, true
+			}
+		}
+		if !replaced {
+			into.Tasks = append(into.Tasks, st)
+		}
+		c = into // keeps into's default β and normalisation
+	}
+	if err := react.SaveComponents(cfg.Out, c); err != nil {
+		return err
+	}
+	noun := "tasks"
+	if len(c.Tasks) == 1 {
+		noun = "task"
+	}
+	fmt.Fprintf(r.stdout, "wrote %s: %d %s, D=%d, beta=%s, normalization=%s, linear algebra %s\n",
+		cfg.Out, len(c.Tasks), noun, c.D, formatFloat(c.Beta), c.Normalization, react.CurrentBackend())
+	return nil
+}
+
+// shardRun describes what a shard's sums come from, whichever the shard:
+// calibrate merge adds only shards of the same run.
+func (r *fitRun) shardRun() string {
+	cfg := r.cfg
+	src := "embeddings " + cfg.Embeddings
+	if cfg.Triton.GRPC != "" {
+		src = fmt.Sprintf("inputs %s, backbone %s", cfg.Inputs, describeFull(r.backbone))
+	}
+	return fmt.Sprintf("%s; chunk %d; fraction %g, limit %d, seed %d", src, cfg.Chunk, cfg.Sample.Fraction, cfg.Sample.Limit, cfg.Sample.Seed)
+}
+
+// describeFull names a model with its version and output.
+func describeFull(m react.ModelRef) string {
+	return fmt.Sprintf("%q version %q output %q", m.Name, m.Version, m.Output)
+}

@@ -1,0 +1,152 @@
+package config
+
+import "time"
+
+// Calibrate is the configuration of calibrate fit: where the features come
+// from (.npy embeddings, or the models run on a Triton server over each
+// task's calibration inputs), the models, the statistics' defaults, the
+// checkpoints, the subset of samples and the shard. LoadCalibrate fills it
+// from a YAML file and the flags of BindCalibrateFlags, applies the
+// defaults and validates it.
+type Calibrate struct {
+	// Triton is the server that runs the models; with triton.grpc unset
+	// the features come from embeddings instead.
+	Triton CalibrateTriton `mapstructure:"triton"`
+	// Embeddings is a directory of <task>.merged.npy and <task>.expert.npy
+	// feature files. It excludes triton.grpc.
+	Embeddings string `mapstructure:"embeddings"`
+	// Inputs is the directory of each task's calibration inputs,
+	// <task>.npy, for a fit on Triton.
+	Inputs string `mapstructure:"inputs"`
+	// Out is the file to write: a components file, or with Shard a
+	// partial-statistics file. Default: Into when it is set.
+	Out string `mapstructure:"out"`
+	// Beta is the default regulariser β ≥ 0 recorded in the file. Default
+	// 0.1.
+	Beta float64 `mapstructure:"beta"`
+	// Normalize is the default normalisation, sum or mean. Default sum.
+	Normalize string `mapstructure:"normalize"`
+	// Tasks lists the tasks to fit, in order; empty means every task found
+	// in Embeddings or Inputs, sorted.
+	Tasks []string `mapstructure:"tasks"`
+	// Backbone is the merged backbone model.
+	Backbone CalibrateModel `mapstructure:"backbone"`
+	// Experts maps each task to its expert model.
+	Experts map[string]CalibrateModel `mapstructure:"experts"`
+	// Chunk is the number of samples per request on Triton, or of rows
+	// read at a time from embeddings; 0 picks the default (256 on Triton,
+	// capped by the models' max_batch_size; 4096 from embeddings).
+	Chunk int `mapstructure:"chunk"`
+	// InFlight is the number of chunks of a task in flight on Triton at
+	// once. Default 4.
+	InFlight int `mapstructure:"in_flight"`
+	// Checkpoint says where and how often the partial statistics are saved.
+	Checkpoint Checkpoint `mapstructure:"checkpoint"`
+	// Sample restricts each task to a seeded random subset of its samples.
+	Sample Sample `mapstructure:"sample"`
+	// Shard, "i/n", fits the i-th of n deterministic parts of every task's
+	// samples into a partial-statistics file, for calibrate merge. "" fits
+	// everything.
+	Shard string `mapstructure:"shard"`
+	// Only fits this one task and adds it to, or replaces it in, the
+	// components file Into; the other tasks are kept byte for byte.
+	Only string `mapstructure:"only"`
+	// Into is the existing components file Only adds its task to.
+	Into string `mapstructure:"into"`
+	// Progress is auto (a bar on a terminal, periodic log lines
+	// otherwise), always (a bar even when not on a terminal), log
+	// (periodic lines only) or never. Default auto.
+	Progress string `mapstructure:"progress"`
+
+	// File is the absolute path of the file the configuration was read
+	// from, "" when it came from flags only. Relative paths in the file are
+	// resolved against its directory by LoadCalibrate.
+	File string `mapstructure:"-"`
+}
+
+// CalibrateTriton is the Triton server a fit runs the models on, and how
+// its transient failures are ridden out.
+type CalibrateTriton struct {
+	// GRPC is Triton's gRPC endpoint, host:port.
+	GRPC string `mapstructure:"grpc"`
+	// Timeout bounds each request. Default 60s; must be positive.
+	Timeout time.Duration `mapstructure:"timeout"`
+	// RetryMaxWait bounds the total time one request is retried after
+	// transient failures (UNAVAILABLE, DEADLINE_EXCEEDED), with backoff,
+	// before the fit stops. Default 5m; 0 disables retries.
+	RetryMaxWait time.Duration `mapstructure:"retry_max_wait"`
+}
+
+// CalibrateModel names a model served by Triton and its output holding the
+// feature.
+type CalibrateModel struct {
+	Model string `mapstructure:"model"`
+	// Version is a positive integer, or "" for Triton's choice (the
+	// version that answered is recorded).
+	Version string `mapstructure:"version"`
+	// Output is the output tensor holding the feature; "" means the
+	// model's only output (for an expert, else the one named like the
+	// backbone's).
+	Output string `mapstructure:"output"`
+}
+
+// Checkpoint configures the checkpoints of a fit: each task's partial
+// statistics, saved atomically, from which --resume continues.
+type Checkpoint struct {
+	// Dir is the directory of the checkpoint files. Default: Out followed
+	// by ".ckpt".
+	Dir string `mapstructure:"dir"`
+	// Every is the number of chunks between two checkpoints of a task; a
+	// checkpoint is also written when a task ends and at SIGINT or
+	// SIGTERM. Default 50; at least 1.
+	Every int `mapstructure:"every"`
+}
+
+// Sample restricts each task to a seeded random subset of its samples.
+type Sample struct {
+	// Fraction keeps this share of each task's samples, rounded up, in
+	// (0, 1]; 0 keeps them all.
+	Fraction float64 `mapstructure:"fraction"`
+	// Limit keeps at most this many samples of each task; 0 keeps them
+	// all. It excludes Fraction.
+	Limit int `mapstructure:"limit"`
+	// Seed chooses the subset: the same seed and inputs give the same
+	// samples. Default 0.
+	Seed int `mapstructure:"seed"`
+}
+
+// Defaults of calibrate fit's keys that have one.
+const (
+	DefaultCalibrateBeta      = 0.1
+	DefaultCalibrateNormalize = "sum"
+	DefaultCalibrateTimeout   = 60 * time.Second
+	DefaultRetryMaxWait       = 5 * time.Minute
+	DefaultInFlight           = 4
+	DefaultCheckpointEvery    = 50
+	DefaultProgress           = "auto"
+)
+
+// Values of Calibrate.Progress.
+const (
+	ProgressAuto   = "auto"
+	ProgressAlways = "always"
+	ProgressLog    = "log"
+	ProgressNever  = "never"
+)
+
+// CheckpointSuffix is appended to Out to name the default checkpoint
+// directory.
+const CheckpointSuffix = ".ckpt"
+
+// DefaultCalibrate returns calibrate fit's configuration with every default
+// applied and nothing else.
+func DefaultCalibrate() *Calibrate {
+	return &Calibrate{
+		Triton:     CalibrateTriton{Timeout: DefaultCalibrateTimeout, RetryMaxWait: DefaultRetryMaxWait},
+		Beta:       DefaultCalibrateBeta,
+		Normalize:  DefaultCalibrateNormalize,
+		InFlight:   DefaultInFlight,
+		Checkpoint: Checkpoint{Every: DefaultCheckpointEvery},
+		Progress:   DefaultProgress,
+	}
+}

@@ -1,0 +1,82 @@
+package config
+
+import (
+	"bytes"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// YAML returns the configuration as a YAML file that LoadCalibrate reads
+// back to the same values: every key, in the order of the schema, with
+// durations written with their unit. calibrate fit --print-config shows it.
+func (c *Calibrate) YAML() ([]byte, error) {
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(node(reflect.ValueOf(c).Elem())); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// node builds the YAML node of a configuration value, keyed by the
+// mapstructure tags of its structs.
+func node(v reflect.Value) *yaml.Node {
+	scalar := func(tag, s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: s} }
+	switch {
+	case v.Type() == durationType:
+		return scalar("!!str", time.Duration(v.Int()).String())
+	case v.Type() == byteSizeType:
+		return scalar("!!str", ByteSize(v.Int()).String())
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		n := &yaml.Node{Kind: yaml.MappingNode}
+		for i := range v.NumField() {
+			if name := tagName(v.Type().Field(i)); name != "" {
+				n.Content = append(n.Content, scalar("!!str", name), node(v.Field(i)))
+			}
+		}
+		return n
+	case reflect.Map:
+		n := &yaml.Node{Kind: yaml.MappingNode}
+		keys := v.MapKeys()
+		slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
+		for _, k := range keys {
+			n.Content = append(n.Content, scalar("!!str", k.String()), node(v.MapIndex(k)))
+		}
+		return n
+	case reflect.Slice:
+		n := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+		for i := range v.Len() {
+			n.Content = append(n.Content, node(v.Index(i)))
+		}
+		return n
+	case reflect.Pointer:
+		if v.IsNil() {
+			return scalar("!!null", "null")
+		}
+		return node(v.Elem())
+	case reflect.String:
+		return scalar("!!str", v.String())
+	case reflect.Bool:
+		return scalar("!!bool", strconv.FormatBool(v.Bool()))
+	case reflect.Int:
+		return scalar("!!int", strconv.FormatInt(v.Int(), 10))
+	case reflect.Float64:
+		f := strconv.FormatFloat(v.Float(), 'g', -1, 64)
+		if !strings.ContainsAny(f, ".eIN") {
+			f += ".0" // so that YAML reads it back as a float
+		}
+		return scalar("!!float", f)
+	}
+	panic("config: no YAML for " + v.Type().String())
+}

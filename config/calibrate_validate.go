@@ -1,0 +1,185 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/mergectl/react-triton/react"
+)
+
+// Shard is one of n deterministic parts of every task's samples.
+type Shard struct {
+	Index, Count int // 0 ≤ Index < Count
+}
+
+// ParseShard parses a shard written "i/n", 0 ≤ i < n.
+func ParseShard(s string) (Shard, error) {
+	is, ns, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(is)
+	n, err2 := strconv.Atoi(ns)
+	if !ok || err1 != nil || err2 != nil {
+		return Shard{}, fmt.Errorf("%q: want i/n, such as 0/4", s)
+	}
+	if n < 1 || i < 0 || i >= n {
+		return Shard{}, fmt.Errorf("%q: want 0 ≤ i < n", s)
+	}
+	return Shard{Index: i, Count: n}, nil
+}
+
+// String formats the shard as "i/n".
+func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
+
+// Validate checks calibrate fit's configuration and returns every problem
+// it finds as an *Error, or nil. It reads the file system: the directory of
+// out must exist, and into must be a readable file.
+func (c *Calibrate) Validate() error {
+	var p problems
+	c.validateSource(&p)
+	if err := react.ValidateBeta(c.Beta); err != nil {
+		p.add("beta", "%v", err)
+	}
+	if _, err := react.ParseNormalization(c.Normalize); err != nil {
+		p.add("normalize", "%v", err)
+	}
+	c.validateTasks(&p)
+	if c.Chunk < 0 {
+		p.add("chunk", "must be ≥ 0 (0 for the default), got %d", c.Chunk)
+	}
+	if c.InFlight < 1 {
+		p.add("in_flight", "must be at least 1, got %d", c.InFlight)
+	}
+	if c.Checkpoint.Every < 1 {
+		p.add("checkpoint.every", "must be at least 1, got %d", c.Checkpoint.Every)
+	}
+	c.validateSample(&p)
+	c.validateOutput(&p)
+	switch c.Progress {
+	case ProgressAuto, ProgressAlways, ProgressLog, ProgressNever:
+	default:
+		p.add("progress", "%q: want %s, %s, %s or %s", c.Progress, ProgressAuto, ProgressAlways, ProgressLog, ProgressNever)
+	}
+	return p.err()
+}
+
+// validateSource checks where the features come from.
+func (c *Calibrate) validateSource(p *problems) {
+	t := &c.Triton
+	switch {
+	case c.Embeddings == "" && t.GRPC == "":
+		p.add("triton.grpc", "required: give triton.grpc (--triton HOST:PORT) and inputs, or embeddings (--embeddings DIR)")
+	case c.Embeddings != "" && t.GRPC != "":
+		p.add("embeddings", "excludes triton.grpc: the features come from .npy files or from the models on Triton")
+	case t.GRPC != "":
+		if msg := checkAddr(t.GRPC, false); msg != "" {
+			p.add("triton.grpc", "%s", msg)
+		}
+		if c.Inputs == "" {
+			p.add("inputs", "required with triton.grpc: the directory of <task>.npy calibration inputs")
+		}
+		if c.Backbone.Model == "" {
+			p.add("backbone.model", "required with triton.grpc: the merged backbone to run")
+		}
+	case c.Inputs != "":
+		p.add("inputs", "only used with triton.grpc")
+	}
+	if t.Timeout <= 0 {
+		p.add("triton.timeout", "must be positive, got %v", t.Timeout)
+	}
+	nonNegative(p, "triton.retry_max_wait", t.RetryMaxWait)
+	checkVersion(p, "backbone.version", c.Backbone.Version)
+}
+
+// validateTasks checks the task list and the experts.
+func (c *Calibrate) validateTasks(p *problems) {
+	listed := map[string]bool{}
+	for i, task := range c.Tasks {
+		path := indexPath("tasks", i)
+		if err := react.ValidateTaskName(task); err != nil {
+			p.add(path, "%v", err)
+			continue
+		}
+		if listed[task] {
+			p.add(path, "task %q listed twice", task)
+		}
+		listed[task] = true
+	}
+	if c.Only != "" {
+		if err := react.ValidateTaskName(c.Only); err != nil {
+			p.add("only", "%v", err)
+		}
+		if len(c.Tasks) > 0 && (len(c.Tasks) != 1 || c.Tasks[0] != c.Only) {
+			p.add("only", "excludes tasks: only fits one task")
+		}
+	}
+	for _, task := range slices.Sorted(maps.Keys(c.Experts)) {
+		m := c.Experts[task]
+		path := keyPath("experts", task)
+		if err := react.ValidateTaskName(task); err != nil {
+			p.add(path, "%v", err)
+			continue
+		}
+		// With only, a file listing every task's expert serves each run.
+		if len(c.Tasks) > 0 && !listed[task] && c.Only == "" {
+			p.add(path, "task %q is not in tasks", task)
+		}
+		if m.Model == "" {
+			p.add(path+".model", "required: the task's expert model in Triton")
+		}
+		checkVersion(p, path+".version", m.Version)
+	}
+}
+
+// validateSample checks the subset of samples and the shard.
+func (c *Calibrate) validateSample(p *problems) {
+	s := &c.Sample
+	if f := s.Fraction; math.IsNaN(f) || f < 0 || f > 1 {
+		p.add("sample.fraction", "must be in (0, 1], or 0 for every sample, got %v", f)
+	}
+	if s.Limit < 0 {
+		p.add("sample.limit", "must be ≥ 0 (0 for every sample), got %d", s.Limit)
+	}
+	if s.Fraction != 0 && s.Limit != 0 {
+		p.add("sample.limit", "excludes sample.fraction: give one of them")
+	}
+	if s.Seed < 0 {
+		p.add("sample.seed", "must be ≥ 0, got %d", s.Seed)
+	}
+	if c.Shard != "" {
+		if _, err := ParseShard(c.Shard); err != nil {
+			p.add("shard", "%v", err)
+		}
+		if c.Only != "" {
+			p.add("shard", "excludes only: a shard writes partial statistics, which calibrate merge turns into a components file")
+		}
+	}
+}
+
+// validateOutput checks out and into.
+func (c *Calibrate) validateOutput(p *problems) {
+	switch {
+	case c.Only != "" && c.Into == "":
+		p.add("into", "required with only: the components file to add the task to")
+	case c.Only == "" && c.Into != "":
+		p.add("only", "required with into: the task to add to it")
+	case c.Into != "":
+		if msg := checkFile(c.Into); msg != "" {
+			p.add("into", "%s", msg)
+		}
+	}
+	if c.Out == "" {
+		p.add("out", "required: the file to write")
+		return
+	}
+	if st, err := os.Stat(c.Out); err == nil && st.IsDir() {
+		p.add("out", "%s is a directory, want a file name", c.Out)
+	}
+	if st, err := os.Stat(filepath.Dir(c.Out)); err != nil || !st.IsDir() {
+		p.add("out", "directory %s does not exist", filepath.Dir(c.Out))
+	}
+}
