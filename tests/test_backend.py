@@ -266,3 +266,42 @@ def test_load_unload_cycles_keep_memory_flat(own):
     # hold tens of MB.
     assert after - before < 12 * 1024, f"resident memory grew by {(after - before) / 1024:.1f} MiB over 50 cycles"
     assert client.is_server_live()
+
+
+def test_a_new_version_brings_a_new_components_file(own):
+    """A new version directory with a new components file, then Triton's
+    load call: version 2's W_p serves afterwards (Triton's default version
+    policy serves the latest). The components parameter is relative to the
+    version directory, so the configuration does not change.
+
+    (A load with override files and an unchanged configuration does not
+    reinitialise a loaded model in Triton 2.51: it only logs "Unexpected
+    lifecycle state transition". A new version, or a changed configuration,
+    does.)"""
+    server, client = own
+    model = server.repo / "react_versions"
+    (model / "1").mkdir(parents=True)
+    cfg = json.loads(_react_config("react_versions"))
+    (model / "config.pbtxt").write_text(
+        'name: "react_versions"\nbackend: "react"\nmax_batch_size: 16\n'
+        f'input [ {{ name: "feature", data_type: TYPE_FP32, dims: [ {D} ] }} ]\n'
+        f'output [ {{ name: "corrected", data_type: TYPE_FP32, dims: [ {D} ] }} ]\n'
+        'instance_group [ { kind: KIND_CPU, count: 1 } ]\n'
+        f'parameters {{ key: "components", value: {{ string_value: "{cfg["parameters"]["components"]["string_value"]}" }} }}\n')
+    (model / "1" / "components.safetensors").write_bytes(COMPONENTS.read_bytes())
+    z = np.random.default_rng(4).standard_normal((3, D)).astype(np.float32)
+    spec = "digits=1"
+    answers = []
+    for version, name in ((1, "components.safetensors"), (2, "components_ta.safetensors")):
+        if version == 2:
+            (model / "2").mkdir()
+            (model / "2" / "components.safetensors").write_bytes((ZOO / name).read_bytes())
+        client.load_model("react_versions")
+        assert client.is_model_ready("react_versions", str(version))
+        _, got = _call(client, "react_versions", z, parameters={"react-preference": spec}, name=FEATURE, output="corrected")
+        w = solve_wp(str(ZOO / name), spec).astype(np.float64)
+        assert_close(got, z.astype(np.float64) @ w.T, rel=1e-5, what=f"version {version}")
+        answers.append(got)
+    assert np.abs(answers[0] - answers[1]).max() > 1e-3
+    assert not client.is_model_ready("react_versions", "1")
+    client.unload_model("react_versions")
