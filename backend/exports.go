@@ -134,12 +134,13 @@ func TRITONBACKEND_ModelInitialize(m *C.TRITONBACKEND_Model) *C.TRITONSERVER_Err
 		text := strings.ReplaceAll(err.Error(), "\n", "; ")
 		return newError(C.TRITONSERVER_ERROR_INVALID_ARG, fmt.Sprintf("react model %s version %d: %s", name, uint64(version), text))
 	}
-	if kind != C.TRITONBACKEND_ARTIFACT_FILESYSTEM {
-		return fail(fmt.Errorf("model artifacts of type %d: only a file system is supported", int(kind)))
-	}
-	data, err := messageJSON(msg, true) // ours to delete
+	// The configuration message is ours to delete whatever happens next.
+	data, err := messageJSON(msg, true)
 	if err != nil {
 		return fail(err)
+	}
+	if kind != C.TRITONBACKEND_ARTIFACT_FILESYSTEM {
+		return fail(fmt.Errorf("model artifacts of type %d: only a file system is supported", int(kind)))
 	}
 	cfg, err := model.ParseConfig(data)
 	if err != nil {

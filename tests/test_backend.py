@@ -12,15 +12,19 @@ parameters):
 - without a preference the ensemble answers exactly what the plain ensemble
   does (the react step is the identity);
 - a preset gives its preference's W_p, and a bad preference is refused with
-  INVALID_ARGUMENT naming the problem.
+  INVALID_ARGUMENT naming the problem;
+- react-preference and react-preset match regardless of case, as parameters
+  and as forwarded HTTP headers, and a header that contradicts a parameter
+  is refused with INVALID_ARGUMENT.
 
 With a Triton of its own (loading and unloading models makes Triton's strict
 readiness false, which the shared server must not be):
 - a batch that mixes two preferences, no preference and an invalid one gives
   each request its own answer or its own error, with the dynamic batcher
-  forced to batch them (checked in Triton's statistics);
-- a corrupt components file fails the model's load with our message, and the
-  server and the other models keep serving;
+  forced to batch them (checked in Triton's statistics, with four successes
+  and one failure per request);
+- a corrupt components file fails the model's load with our message, as
+  INVALID_ARGUMENT, and the server and the other models keep serving;
 - 60 load/unload cycles with requests in between leave the server's resident
   memory flat.
 """
@@ -132,6 +136,38 @@ def test_bad_preference_is_invalid_argument(triton, protocol, params, needle):
     assert needle in info.value.message(), info.value.message()
 
 
+# (protocols, call arguments, the preference whose W_p applies, or the error's text). Parameter and
+# header names match regardless of case; gRPC metadata keys are lower case by definition, so mixed-case
+# headers go over HTTP only.
+NAMES = [
+    (("grpc", "http"), {"parameters": {"React-Preference": "fashion=1"}}, "fashion=1"),
+    (("grpc", "http"), {"parameters": {"REACT-PRESET": "uniform"}}, UNIFORM),
+    (("grpc", "http"), {"parameters": {"react-preference": "greek=1"}, "headers": {"react-preference": "greek=1"}},
+     "greek=1"),
+    (("grpc", "http"), {"parameters": {"react-preference": "fashion=1"}, "headers": {"react-preference": "greek=1"}},
+     'parameter react-preference given twice, as "fashion=1" and "greek=1"'),
+    (("http",), {"headers": {"React-Preference": "mnist=1"}}, "mnist=1"),
+    (("http",), {"parameters": {"react-preset": "uniform"}, "headers": {"REACT-PRESET": "other"}}, "given twice"),
+]
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http"])
+@pytest.mark.parametrize("protocols,kwargs,want", NAMES, ids=[f"case{i}" for i in range(len(NAMES))])
+def test_keys_ignore_case_and_a_conflicting_header_is_refused(triton, protocol, protocols, kwargs, want):
+    if protocol not in protocols:
+        pytest.skip("gRPC metadata keys are lower case")
+    z = np.random.default_rng(4).standard_normal((3, D)).astype(np.float32)
+    if "given twice" in want:
+        with pytest.raises(InferenceServerException) as info:
+            _call(triton[protocol], REACT, z, name=FEATURE, output="corrected", **kwargs)
+        assert str(info.value.status()) in ("StatusCode.INVALID_ARGUMENT", "400"), info.value.status()
+        assert want in info.value.message(), info.value.message()
+        return
+    _, got = _call(triton[protocol], REACT, z, name=FEATURE, output="corrected", **kwargs)
+    w = solve_wp(str(COMPONENTS), want).astype(np.float64)
+    assert_close(got, z.astype(np.float64) @ w.T, rel=1e-5, what=str(kwargs))
+
+
 # ---------------------------------------------------------------- a Triton of its own
 
 
@@ -206,6 +242,9 @@ def test_mixed_batch_gives_each_request_its_own_answer(own):
     batches = {int(b["batch_size"]): int(b["compute_infer"]["count"]) for b in stats["batch_stats"]}
     assert batches == {rows: 1}, f"the five requests were not executed as one batch: {batches}"
     assert int(stats["execution_count"]) == 1
+    # Per request: four answers and the bogus preference's failure.
+    counts = {k: int(stats["inference_stats"][k]["count"]) for k in ("success", "fail")}
+    assert counts == {"success": len(cases) - 1, "fail": 1}, counts
     client.unload_model("react_batched")
 
 
@@ -217,7 +256,8 @@ def test_corrupt_components_fail_the_load_and_nothing_else(own):
         with pytest.raises(InferenceServerException) as info:
             client.load_model(name, config=_react_config(name), files={"file:1/components.safetensors": data})
         message = info.value.message()
-        assert f"react model {name} version 1: parameters.components:" in message, message
+        # Triton prefixes the backend's error with its code.
+        assert f"Invalid argument: react model {name} version 1: parameters.components:" in message, message
         assert needle in message, message
         assert not client.is_model_ready(name)
     # A configuration error names its parameter.

@@ -39,6 +39,13 @@ func loadZoo(t testing.TB, dt, params string) *Model {
 // one-shot solver (not the serving path's cached, possibly factored one).
 func reference(t testing.TB, spec string, z []float32, d int) []float64 {
 	t.Helper()
+	return referenceWith(t, nil, spec, z, d)
+}
+
+// referenceWith is reference with the file's options changed by opts (nil:
+// as calibrated).
+func referenceWith(t testing.TB, opts func(*react.Options), spec string, z []float32, d int) []float64 {
+	t.Helper()
 	comps, _, err := control.LoadComponents(filepath.Join(zooDir, "components.safetensors"))
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +54,11 @@ func reference(t testing.TB, spec string, z []float32, d int) []float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := react.NewOneShotSolver(comps, react.DefaultOptions(comps))
+	o := react.DefaultOptions(comps)
+	if opts != nil {
+		opts(&o)
+	}
+	s, err := react.NewOneShotSolver(comps, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,15 +111,17 @@ func TestExecuteGivesEachRequestItsOwnAnswer(t *testing.T) {
 			cases := []struct {
 				keys control.Values
 				spec string // the W_p applied; "" for none
+				echo string // the applied preference's canonical form
 				err  string // the request's error, if it fails
 			}{
-				{pref("fashion=0.6,mnist=0.4"), "fashion=0.6,mnist=0.4", ""},
-				{control.Values{}, "", ""},
-				{pref("fashion=1,bogus=1"), "", `unknown task "bogus"`},
-				{preset("uniform"), uniform, ""},
-				{pref("mnist=0.4,fashion=0.6"), "fashion=0.6,mnist=0.4", ""}, // the first group again
-				{pref("none"), "", ""},
-				{preset("nope"), "", `"nope"`},
+				{pref("fashion=0.6,mnist=0.4"), "fashion=0.6,mnist=0.4", "fashion=0.6,mnist=0.4", ""},
+				{control.Values{}, "", "none", ""},
+				{pref("fashion=1,bogus=1"), "", "", `unknown task "bogus"`},
+				// Rounded to 10⁻⁶, the four units lost go to the first tasks (docs/contracts.md).
+				{preset("uniform"), uniform, "fashion=0.166667,mnist=0.166667,digits=0.166667,letters=0.166667,greek=0.166666,fontdigits=0.166666", ""},
+				{pref("mnist=0.4,fashion=0.6"), "fashion=0.6,mnist=0.4", "fashion=0.6,mnist=0.4", ""}, // the first group again
+				{pref("none"), "", "none", ""},
+				{preset("nope"), "", "", `"nope"`},
 			}
 			reqs := make([]Request, len(cases))
 			zs := make([][]float32, len(cases))
@@ -141,6 +154,9 @@ func TestExecuteGivesEachRequestItsOwnAnswer(t *testing.T) {
 				}
 				if o.Err != nil {
 					t.Fatalf("request %d: %v", i, o.Err)
+				}
+				if got := o.Choice.Canonical(); got != c.echo {
+					t.Errorf("request %d: applied %q, want %q", i, got, c.echo)
 				}
 				if c.spec == "" {
 					if string(outs[i]) != string(reqs[i].Data) || o.Choice.Corrects() {
@@ -198,17 +214,114 @@ func TestExecuteChecksShapes(t *testing.T) {
 
 func TestExecuteAllocFailureFailsOnlyThatRequest(t *testing.T) {
 	m := loadZoo(t, "FP32", "")
-	rng := rand.New(rand.NewPCG(5, 5))
-	a, _ := request(t, rng, "FP32", 1, 64, pref("greek=1"))
-	b, _ := request(t, rng, "FP32", 1, 64, pref("greek=1"))
-	out := m.Execute(context.Background(), []Request{a, b}, func(i int) ([]byte, error) {
-		if i == 0 {
-			return nil, errors.New("no memory")
-		}
-		return make([]byte, len(b.Data)), nil
-	}, &Scratch{})
-	if out[0].Err == nil || !strings.Contains(out[0].Err.Error(), "no memory") || out[1].Err != nil {
-		t.Errorf("outcomes %v, %v", out[0].Err, out[1].Err)
+	for _, tc := range []struct {
+		name string
+		keys control.Values
+	}{{"corrected", pref("greek=1")}, {"uncorrected", control.Values{}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(5, 5))
+			a, _ := request(t, rng, "FP32", 1, 64, tc.keys)
+			b, _ := request(t, rng, "FP32", 1, 64, tc.keys)
+			out := m.Execute(context.Background(), []Request{a, b}, func(i int) ([]byte, error) {
+				if i == 0 {
+					return nil, errors.New("no memory")
+				}
+				return make([]byte, len(b.Data)), nil
+			}, &Scratch{})
+			var re *RequestError
+			if !errors.As(out[0].Err, &re) || re.Code != CodeInternal || !strings.Contains(out[0].Err.Error(), "no memory") {
+				t.Errorf("request 0: %v, want INTERNAL with the allocation's error", out[0].Err)
+			}
+			if out[1].Err != nil {
+				t.Errorf("request 1 failed with its neighbour: %v", out[1].Err)
+			}
+		})
+	}
+}
+
+// TestLoadAppliesParameters checks that the configuration's beta,
+// normalization and default_preference shape the W_p a request gets,
+// against the one-shot solver with the same options, and that
+// max_preference_length bounds a request's preference.
+func TestLoadAppliesParameters(t *testing.T) {
+	// The zoo's file is calibrated with β = 0.1 and sum normalisation.
+	const spec = "fashion=0.7,letters=0.3"
+	for _, tc := range []struct {
+		name, params string
+		keys         control.Values
+		opts         func(*react.Options)
+		err          string // the request's error, if it fails
+	}{
+		{"beta", `"beta": {"string_value": "5"}`, pref(spec), func(o *react.Options) { o.Beta = 5 }, ""},
+		{"normalization", `"normalization": {"string_value": "mean"}`, pref(spec),
+			func(o *react.Options) { o.Normalization = react.NormMean }, ""},
+		{"both", `"beta": {"string_value": "0.5"}, "normalization": {"string_value": "mean"}`, pref(spec),
+			func(o *react.Options) { o.Beta, o.Normalization = 0.5, react.NormMean }, ""},
+		{"default preference", `"default_preference": {"string_value": "` + spec + `"}`, control.Values{}, nil, ""},
+		{"max_preference_length", `"max_preference_length": {"string_value": "10"}`, pref(spec), nil,
+			"longer than the limit of 10"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := loadZoo(t, "FP32", tc.params)
+			req, z := request(t, rand.New(rand.NewPCG(9, 9)), "FP32", 3, m.D(), tc.keys)
+			dst := make([]byte, len(req.Data))
+			out := m.Execute(context.Background(), []Request{req}, func(int) ([]byte, error) { return dst, nil }, &Scratch{})
+			if tc.err != "" {
+				var re *RequestError
+				if !errors.As(out[0].Err, &re) || re.Code != CodeInvalidArgument || !strings.Contains(out[0].Err.Error(), tc.err) {
+					t.Fatalf("error %v, want INVALID_ARGUMENT with %q", out[0].Err, tc.err)
+				}
+				return
+			}
+			if out[0].Err != nil {
+				t.Fatal(out[0].Err)
+			}
+			y, err := triton.DecodeFloat32(nil, "FP32", dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := referenceWith(t, tc.opts, spec, z, m.D())
+			calibrated := reference(t, spec, z, m.D())
+			var moved float64 // how far the options move the answer from the file's
+			for k := range y {
+				if diff := math.Abs(float64(y[k]) - want[k]); diff > 1e-5*(1+math.Abs(want[k])) {
+					t.Fatalf("element %d: %v, want %v", k, y[k], want[k])
+				}
+				moved = math.Max(moved, math.Abs(want[k]-calibrated[k]))
+			}
+			if tc.opts != nil && moved < 1e-3 {
+				t.Fatalf("the options change W_p z by %g only: the test cannot tell them apart", moved)
+			}
+		})
+	}
+}
+
+// TestLoadCacheSize checks that cache_size bounds the W_p kept: with one
+// entry, a second preference evicts the first, which is solved again.
+func TestLoadCacheSize(t *testing.T) {
+	for _, tc := range []struct {
+		params string
+		kept   bool
+	}{{`"cache_size": {"string_value": "1"}`, false}, {"", true}} {
+		t.Run(tc.params, func(t *testing.T) {
+			m := loadZoo(t, "FP32", tc.params)
+			matrix := func(spec string) *control.Matrix {
+				c, err := m.Profile().Resolve(control.Request{Parameter: pref(spec)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				w, err := m.Profile().Matrix(context.Background(), c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return w
+			}
+			first := matrix("fashion=1")
+			matrix("mnist=1")
+			if kept := matrix("fashion=1") == first; kept != tc.kept {
+				t.Errorf("the first W_p kept after a second preference: %v, want %v", kept, tc.kept)
+			}
+		})
 	}
 }
 
