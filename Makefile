@@ -43,7 +43,7 @@ test-unit:
 ## bench: the Go benchmarks, on one core, as recorded in bench/README.md
 bench:
 	GOMAXPROCS=1 $(GO) test -run '^$$' -bench 'Solve' -benchmem -cpu 1 -count 3 -benchtime 5x ./react/
-	GOMAXPROCS=1 $(GO) test -run '^$$' -bench 'Correct|Accumulate|Hypervolume' -benchmem -cpu 1 -count 3 -benchtime 1s ./react/
+	GOMAXPROCS=1 $(GO) test -run '^$$' -bench 'Correct|Accumulate|Hypervolume' -benchmem -cpu 1 -count 3 -benchtime 1s ./react/ ./evaluate/
 
 ## bench-linalg: pure Go, OpenBLAS and numpy/SciPy side by side on one core (bench/linalg.sh; bench/README.md)
 bench-linalg: setup
