@@ -141,6 +141,11 @@ func (o *evalOptions) config() (*evaluate.Config, error) {
 		}
 		cfg.Norms = append(cfg.Norms, norm)
 	}
+	for _, a := range o.aggregations {
+		if !slices.Contains([]string{evaluate.AggReACT, evaluate.AggNaive, evaluate.AggPolar}, a) {
+			return nil, usagef("--aggregation %q: want react, naive or polar", a)
+		}
+	}
 	for _, b := range o.betas {
 		if err := checkBeta(b); err != nil {
 			return nil, asUsage(err)
@@ -182,11 +187,6 @@ func (o *evalOptions) config() (*evaluate.Config, error) {
 			return nil, usagef("--set: %v", err)
 		}
 		cfg.Sets = append(cfg.Sets, set)
-	}
-	for _, a := range o.aggregations {
-		if !slices.Contains([]string{evaluate.AggReACT, evaluate.AggNaive, evaluate.AggPolar}, a) {
-			return nil, usagef("--aggregation %q: want react, naive or polar", a)
-		}
 	}
 	return cfg, nil
 }
