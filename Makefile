@@ -11,7 +11,7 @@ GOTAGS   ?= openblas
 VENV     := .venv
 GOFILES  := $(shell git ls-files '*.go' 2>/dev/null)
 
-.PHONY: all setup build build-go bench-linalg test test-unit bench lint proto proto-check demo serve zoo clean help
+.PHONY: all setup build build-go bench-linalg test test-unit bench lint proto proto-check demo serve zoo report clean help
 
 all: build
 
@@ -43,7 +43,7 @@ test-unit:
 ## bench: the Go benchmarks, on one core, as recorded in bench/README.md
 bench:
 	GOMAXPROCS=1 $(GO) test -run '^$$' -bench 'Solve' -benchmem -cpu 1 -count 3 -benchtime 5x ./react/
-	GOMAXPROCS=1 $(GO) test -run '^$$' -bench 'Correct|Accumulate|Hypervolume' -benchmem -cpu 1 -count 3 -benchtime 1s ./react/
+	GOMAXPROCS=1 $(GO) test -run '^$$' -bench 'Correct|Accumulate|Hypervolume' -benchmem -cpu 1 -count 3 -benchtime 1s ./react/ ./evaluate/
 
 ## bench-linalg: pure Go, OpenBLAS and numpy/SciPy side by side on one core (bench/linalg.sh; bench/README.md)
 bench-linalg: setup
@@ -81,6 +81,10 @@ serve: setup build
 ## demo: the main job end to end on the bundled example
 demo: setup build
 	scripts/demo.sh
+
+## report: regenerate docs/REPORT.md from scratch: fits and calibrate eval against a real Triton (scripts/report.sh)
+report: setup build
+	scripts/report.sh
 
 clean:
 	rm -rf $(BIN)

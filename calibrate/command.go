@@ -58,7 +58,9 @@ The workflow:
   5. merge    add the partial statistics of a fit sharded over several
               machines (fit --shard i/n) into a components file;
   6. experiment  print the arm an A/B experiment of the sidecar gives
-              each key, offline.
+              each key, offline;
+  7. eval     measure per-task accuracy, hypervolume and uniformity of
+              preferences on labelled data, through Triton.
 
 Exit status: 0 on success, 1 on a runtime failure, 2 on a usage error.`,
 		Example: `  calibrate fit --embeddings emb/ --beta 0.1 --out components.safetensors
@@ -100,6 +102,7 @@ Exit status: 0 on success, 1 on a runtime failure, 2 on a usage error.`,
 		newTasksCommand(stdout),
 		newMergeCommand(stdout),
 		newExperimentCommand(stdout),
+		newEvalCommand(stdout, stderr),
 	)
 	return root
 }

@@ -14,6 +14,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/internal/npyfile"
 	"github.com/mergectl/react-triton/react"
 )
@@ -148,8 +149,8 @@ func TestFitTasksFlagAndProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(c.TaskNames(), []string{"c", "a"}) || c.Beta != 0.1 || c.Normalization != react.NormSum {
-		t.Errorf("tasks %v, beta %v, normalization %v; want [c a], the defaults 0.1 and sum", c.TaskNames(), c.Beta, c.Normalization)
+	if !reflect.DeepEqual(c.TaskNames(), []string{"c", "a"}) || c.Beta != config.DefaultCalibrateBeta || c.Normalization != react.NormSum {
+		t.Errorf("tasks %v, beta %v, normalization %v; want [c a], the defaults %v and sum", c.TaskNames(), c.Beta, c.Normalization, config.DefaultCalibrateBeta)
 	}
 }
 

@@ -213,6 +213,7 @@ func TestHelpGolden(t *testing.T) {
 		{"tasks", "remove", "--help"},
 		{"experiment", "--help"},
 		{"experiment", "assign", "--help"},
+		{"eval", "--help"},
 	} {
 		name := strings.Join(append([]string{"calibrate"}, args[:len(args)-1]...), "_")
 		t.Run(name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/react/safetensors"
 )
@@ -63,8 +64,8 @@ func TestTasksAddRemove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(comps.TaskNames(), []string{"a", "c"}) || comps.Beta != 0.1 {
-		t.Errorf("tasks %v, beta %v: want [a c] and the destination's 0.1", comps.TaskNames(), comps.Beta)
+	if !reflect.DeepEqual(comps.TaskNames(), []string{"a", "c"}) || comps.Beta != config.DefaultCalibrateBeta {
+		t.Errorf("tasks %v, beta %v: want [a c] and the destination's %v", comps.TaskNames(), comps.Beta, config.DefaultCalibrateBeta)
 	}
 
 	for _, tc := range []struct {

@@ -117,7 +117,7 @@ type Sample struct {
 
 // Defaults of calibrate fit's keys that have one.
 const (
-	DefaultCalibrateBeta      = 0.1
+	DefaultCalibrateBeta      = 10
 	DefaultCalibrateNormalize = "sum"
 	DefaultCalibrateTimeout   = 60 * time.Second
 	DefaultRetryMaxWait       = 5 * time.Minute

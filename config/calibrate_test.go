@@ -120,7 +120,7 @@ func TestLoadCalibrateExample(t *testing.T) {
 		Triton:     CalibrateTriton{GRPC: "127.0.0.1:8001", Timeout: time.Minute, RetryMaxWait: 5 * time.Minute},
 		Inputs:     "/data/calib",
 		Out:        filepath.Join(dir, "components.safetensors"),
-		Beta:       0.1,
+		Beta:       10,
 		Normalize:  "sum",
 		Tasks:      []string{"fashion", "mnist"},
 		Backbone:   CalibrateModel{Model: "backbone_adamerging", Version: "1", Output: "feature"},

@@ -85,29 +85,6 @@ func ExampleParsePreference() {
 	// preference "cars=0.6,foo=1": unknown task "foo" (known: cars, dtd, eurosat)
 }
 
-func ExampleHypervolume() {
-	// Normalised accuracies of two models on two tasks. The union of the
-	// rectangles [0,0.9]×[0,0.5] and [0,0.6]×[0,0.8] has area
-	// 0.45 + 0.48 − 0.30.
-	hv, err := react.Hypervolume([][]float64{{0.9, 0.5}, {0.6, 0.8}}, []float64{0, 0})
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Printf("%.2f\n", hv)
-	// Output: 0.63
-}
-
-func ExampleUniformity() {
-	// Shortfalls 0.2 and 0.1 with preference (1/3, 2/3): the weighted
-	// shortfalls are equal, so the model follows the preference exactly.
-	u, err := react.Uniformity([]float64{0.8, 0.9}, []float64{1.0 / 3, 2.0 / 3})
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Printf("%.3f\n", u)
-	// Output: 1.000
-}
-
 func ExampleSolveError() {
 	// One sample in two dimensions cannot determine W without β.
 	acc := react.NewAccumulator(2)

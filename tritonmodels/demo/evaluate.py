@@ -23,10 +23,10 @@ Metrics (paper, appendix A.3), in numpy:
        the origin, exact by inclusion-exclusion over subsets of the
        non-dominated points (fine for a few dozen)
   U    1 - KL(s_hat || uniform), s_hat_t = p_t (1 - a_t) / sum_i p_i (1 - a_i),
-       with the shortfall 1 - a_t clamped at 0 (as react.Uniformity does),
+       with the shortfall 1 - a_t clamped at 0 (as evaluate.Uniformity does),
        over the tasks the preference weighs ("U@k") and over all T tasks,
        averaged over the preferences that weigh two tasks or more.
-Both match react.Hypervolume and react.Uniformity (checked on random points
+Both match evaluate.Hypervolume and evaluate.Uniformity (checked on random points
 to 1e-12). The Merged backbone answers every preference alike: its HV is that
 of its one point, its U is averaged over the same preferences.
 

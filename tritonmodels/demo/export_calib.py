@@ -1,8 +1,10 @@
-"""Write each zoo task's unlabelled calibration images as the input files of
-`calibrate fit --triton`: OUT/<task>.npy, float32 [N,1,28,28], pixels in
-[0,1], the models' `image` input without its batch dimension.
+"""Write each zoo task's images of one split as the input files of
+`calibrate fit --triton` (the unlabelled `calib` split, the default) or
+`calibrate eval` (`--split test`): OUT/<task>.npy, float32 [N,1,28,28],
+pixels in [0,1], the models' `image` input without its batch dimension,
+and for a labelled split OUT/<task>.labels.npy, int64 [N].
 
-Usage: python export_calib.py --data .cache/zoo-data --out DIR [--tasks a,b] [--limit N]
+Usage: python export_calib.py --data .cache/zoo-data --out DIR [--split calib|test|train] [--tasks a,b] [--limit N]
 """
 import argparse
 import json
@@ -27,20 +29,23 @@ def main():
     ap.add_argument("--data", required=True, help="the zoo data directory (scripts/zoo-data.sh)")
     ap.add_argument("--out", required=True, help="directory to write <task>.npy to")
     ap.add_argument("--tasks", help="comma-separated tasks (default: every task of the manifest)")
-    ap.add_argument("--limit", type=int, help="at most this many images per task")
+    ap.add_argument("--split", default="calib", choices=["calib", "test", "train"], help="the split to write (default calib)")
+    ap.add_argument("--limit", type=int, help="at most this many images per task, a seeded random subset")
     args = ap.parse_args()
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     tasks = args.tasks.split(",") if args.tasks else list(MANIFEST["tasks"])
     for task in tasks:
-        x, _ = images(args.data, task, "calib")
+        x, y = images(args.data, task, args.split)
         if args.limit is not None and args.limit < len(x):
-            # Splits are stored in source order (mnist's is grouped by
-            # digit): a limit takes a seeded random subset, not the first N.
-            pick = np.random.default_rng(0).choice(len(x), size=args.limit, replace=False)
-            x = x[np.sort(pick)]
+            # A limit takes a seeded random subset, never the first N.
+            pick = np.sort(np.random.default_rng(0).choice(len(x), size=args.limit, replace=False))
+            x = x[pick]
+            y = y[pick] if y is not None else None
         np.save(out / f"{task}.npy", np.ascontiguousarray(x))
-        print(f"{task}: {len(x)} calibration images -> {out / (task + '.npy')}")
+        if y is not None:
+            np.save(out / f"{task}.labels.npy", np.ascontiguousarray(y, dtype=np.int64))
+        print(f"{task}: {len(x)} {args.split} images -> {out / (task + '.npy')}")
 
 
 if __name__ == "__main__":

@@ -29,11 +29,23 @@ def setup(seed=0):
 
 
 def load_split(task, split):
-    """Images as float32 [N,1,28,28] in [0,1], and labels (None for calib)."""
+    """Images as float32 [N,1,28,28] in [0,1], and labels (None for calib),
+    in the split's source order: data.py stores each split shuffled (so any
+    prefix is a fair sample) with the permutation as `order`, which this
+    undoes, so that every build stage sees the rows in the order the
+    committed models were built from."""
     with np.load(os.path.join(DATA, task, f"{split}.npz")) as f:
-        x = torch.from_numpy(f["x"].astype(np.float32) / 255).unsqueeze(1)
-        y = torch.from_numpy(f["y"]) if "y" in f else None
-    return x, y
+        x, y = f["x"], (f["y"] if "y" in f else None)
+        if "order" in f:
+            source = np.empty_like(x)
+            source[f["order"]] = x
+            x = source
+            if y is not None:
+                ys = np.empty_like(y)
+                ys[f["order"]] = y
+                y = ys
+    x = torch.from_numpy(x.astype(np.float32) / 255).unsqueeze(1)
+    return x, (torch.from_numpy(y) if y is not None else None)
 
 
 def classes(task):

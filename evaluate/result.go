@@ -1,0 +1,66 @@
+package evaluate
+
+// Result is what an evaluation measured.
+type Result struct {
+	Tasks   []string `json:"tasks"`
+	Samples []int    `json:"samples"` // evaluation samples per task
+	// Individual is each task's expert accuracy, the denominator of the
+	// normalised accuracy.
+	Individual []float64 `json:"individual"`
+	Rows       []Row     `json:"rows"`
+	Summaries  []Summary `json:"summaries"`
+	Timings    Timings   `json:"timings"`
+}
+
+// Row is the accuracy of one model at one preference, on every task.
+type Row struct {
+	Backbone    string    `json:"backbone,omitempty"` // the Backbone's label; empty for individual
+	Method      string    `json:"method"`             // individual, merged, react, naive, polar or oracle
+	Beta        *float64  `json:"beta,omitempty"`     // of a correction
+	Norm        string    `json:"normalize,omitempty"`
+	Set         string    `json:"set,omitempty"`
+	Label       string    `json:"label"`
+	Preference  []float64 `json:"preference,omitempty"`
+	Accuracy    []float64 `json:"accuracy"`
+	Normalized  []float64 `json:"normalized"`
+	Mean        float64   `json:"mean"`            // mean accuracy over the tasks
+	NormMean    float64   `json:"normalized_mean"` // mean normalised accuracy
+	Weighted    *float64  `json:"weighted,omitempty"`
+	Cond        float64   `json:"cond,omitempty"` // estimated condition number of C_p (react)
+	SetPosition int       `json:"-"`
+}
+
+// Summary is a preference set's hypervolume and uniformity for one model:
+// over the set's focus tasks (@k: both tasks of a pairwise sweep, the three
+// of a simplex set, every task otherwise) and over every task (@T). U is the
+// mean over the set's points that weigh two or more of those tasks; nil
+// when none does.
+type Summary struct {
+	Backbone string   `json:"backbone"`
+	Method   string   `json:"method"`
+	Beta     *float64 `json:"beta,omitempty"`
+	Norm     string   `json:"normalize,omitempty"`
+	Set      string   `json:"set"`
+	Focus    []string `json:"focus"`
+	Points   int      `json:"points"`
+	HVk      float64  `json:"hv_k"`
+	HVT      float64  `json:"hv_T"`
+	Uk       *float64 `json:"u_k,omitempty"`
+	UT       *float64 `json:"u_T,omitempty"`
+	// Beats counts the points whose p-weighted accuracy exceeds the
+	// uncorrected backbone's.
+	Beats int `json:"beats_merged"`
+}
+
+// Timings are the wall-clock times of an evaluation's stages, in seconds.
+type Timings struct {
+	Features float64 `json:"features_s"` // extracting every backbone's and expert's features
+	Heads    float64 `json:"heads_s"`    // running the heads on corrected features
+	Solves   int     `json:"solves"`
+	// SolveMean is the mean time of one W_p for a new preference (solve
+	// and conversion to float32).
+	SolveMean float64 `json:"solve_mean_s"`
+	// CorrectPerSample is the mean time of Ẑ = Z W_pᵀ per sample, measured
+	// over whole tasks.
+	CorrectPerSample float64 `json:"correct_per_sample_s"`
+}

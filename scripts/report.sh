@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Regenerates docs/REPORT.md from scratch (make report): the paper's tables
+# on our zoo, measured with calibrate eval against a real Triton.
+#
+#   scripts/report.sh [--triton HOST:PORT] [--out FILE]
+#
+# 1. starts a Triton serving the zoo's backbones, experts and heads (or uses
+#    --triton), exports every task's calib split and labelled test split;
+# 2. calibrates each backbone (TA, TIES, AdaMerging) with calibrate fit
+#    --triton on the whole calib split, and on seeded random 1%, 5% and 10%
+#    subsets (--fraction), timing each fit (the offline stage);
+# 3. runs calibrate eval: Table 1 (equal, priority, one-hot, with the
+#    oracle), the 3-task simplex experiment with react, naive and polar
+#    aggregation, a β sweep under sum and mean, and the fraction sweep;
+# 4. writes the report (scripts/report.py) from the JSON results.
+# Needs make build's bin/calibrate, the venv and the zoo data.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+addr='' report=docs/REPORT.md
+while [ $# -gt 0 ]; do
+	case $1 in
+	--triton) addr=$2; shift 2 ;;
+	--out) report=$2; shift 2 ;;
+	*) echo "usage: $0 [--triton HOST:PORT] [--out FILE]" >&2; exit 2 ;;
+	esac
+done
+CAL=bin/calibrate
+PY=.venv/bin/python
+DATA=${ZOO_DATA:-.cache/zoo-data}
+[ -x "$CAL" ] || { echo "report: $CAL is missing; run make build" >&2; exit 1; }
+[ -x "$PY" ] || { echo "report: no .venv; run make setup" >&2; exit 1; }
+scripts/zoo-data.sh >/dev/null
+start=$(date +%s)
+
+work=$(mktemp -d)
+pid_file=$work/tritonserver.pid
+cleanup() {
+	scripts/triton-down --pid "$pid_file" >/dev/null 2>&1 || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+tasks=$("$PY" -c 'import json; print(",".join(json.load(open("tritonmodels/zoo/manifest.json"))["tasks"]))')
+if [ -z "$addr" ]; then
+	. scripts/lib/ports.sh
+	load=()
+	for m in backbone_ta backbone_ties backbone_adamerging; do load+=(--load-model="$m"); done
+	for t in ${tasks//,/ }; do load+=(--load-model="expert_$t" --load-model="head_$t"); done
+	for attempt in 1 2 3; do
+		read -r grpc_port http_port metrics_port < <(free_ports)
+		if scripts/triton-up --repo tritonmodels/repo --grpc-port "$grpc_port" --http-port "$http_port" \
+			--metrics-port "$metrics_port" --pid "$pid_file" --log "$work/tritonserver.log" --timeout 300 \
+			-- --model-control-mode=explicit "${load[@]}" >/dev/null; then
+			addr=127.0.0.1:$grpc_port
+			break
+		fi
+		echo "report: Triton did not start (attempt $attempt)" >&2
+	done
+	[ -n "$addr" ] || exit 1
+fi
+
+"$PY" tritonmodels/demo/export_calib.py --data "$DATA" --out "$work/calib" >/dev/null
+"$PY" tritonmodels/demo/export_calib.py --data "$DATA" --out "$work/test" --split test >/dev/null
+experts=()
+for t in ${tasks//,/ }; do experts+=(--expert "$t=expert_$t"); done
+res=$work/results
+mkdir -p "$res"
+
+# Offline stage: one fit per backbone and calibration fraction, timed.
+fit() { # backbone name fraction
+	local t0 t1 extra=()
+	[ "$3" = 1 ] || extra=(--fraction "$3" --seed 0)
+	t0=$(date +%s.%N)
+	"$CAL" fit --triton "$addr" --inputs "$work/calib" --tasks "$tasks" --backbone-model "$1" \
+		--backbone-output feature "${experts[@]}" --beta 0.1 --normalize sum --quiet \
+		"${extra[@]}" --out "$res/$2.safetensors" >"$res/$2.fit.txt"
+	t1=$(date +%s.%N)
+	echo "$2 $3 $(echo "$t1 - $t0" | bc)" >>"$res/fits.txt"
+}
+for b in ta ties adamerging; do
+	for f in 1 0.1 0.05 0.01; do fit "backbone_$b" "${b}_$f" "$f"; done
+done
+
+ev() { # name args...
+	local name=$1
+	shift
+	"$CAL" eval --triton "$addr" --data "$work/test" --progress never --json "$res/$name.json" \
+		--markdown "$res/$name.md" "$@" 2>>"$res/eval.log"
+}
+ev table1 --components "TA=$res/ta_1.safetensors" --components "TIES=$res/ties_1.safetensors" \
+	--components "AdaMerging=$res/adamerging_1.safetensors" --components "TA 10%=$res/ta_0.1.safetensors" \
+	--components "TIES 10%=$res/ties_0.1.safetensors" --components "AdaMerging 10%=$res/adamerging_0.1.safetensors" \
+	--set equal --set priority --set one-hot --oracle
+ev simplex --components "AdaMerging=$res/adamerging_1.safetensors" --components "TA=$res/ta_1.safetensors" \
+	--set simplex:letters,greek,fontdigits:6 --aggregation react,naive,polar
+ev beta --components "AdaMerging=$res/adamerging_1.safetensors" --set equal --set one-hot \
+	--normalize sum,mean --beta 0.0001,0.001,0.01,0.1,1,10,100
+ev fraction --components "AdaMerging 100%=$res/adamerging_1.safetensors" \
+	--components "AdaMerging 10%=$res/adamerging_0.1.safetensors" \
+	--components "AdaMerging 5%=$res/adamerging_0.05.safetensors" \
+	--components "AdaMerging 1%=$res/adamerging_0.01.safetensors" --set equal --set one-hot
+
+"$PY" scripts/report.py --results "$res" --out "$report" --seconds "$(($(date +%s) - start))"
+echo "report: wrote $report in $(($(date +%s) - start)) s"
