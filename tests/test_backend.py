@@ -151,11 +151,9 @@ NAMES = [
 ]
 
 
-@pytest.mark.parametrize("protocol", ["grpc", "http"])
-@pytest.mark.parametrize("protocols,kwargs,want", NAMES, ids=[f"case{i}" for i in range(len(NAMES))])
-def test_keys_ignore_case_and_a_conflicting_header_is_refused(triton, protocol, protocols, kwargs, want):
-    if protocol not in protocols:
-        pytest.skip("gRPC metadata keys are lower case")
+@pytest.mark.parametrize("protocol,kwargs,want", [(p, kw, want) for protocols, kw, want in NAMES for p in protocols],
+                         ids=[f"case{i}-{p}" for i, (protocols, _, _) in enumerate(NAMES) for p in protocols])
+def test_keys_ignore_case_and_a_conflicting_header_is_refused(triton, protocol, kwargs, want):
     z = np.random.default_rng(4).standard_normal((3, D)).astype(np.float32)
     if "given twice" in want:
         with pytest.raises(InferenceServerException) as info:
