@@ -61,6 +61,10 @@ With --normalize sum (the paper's choice) β competes with sums over N_t
 samples; with mean it is relative to per-sample second moments and wants a
 much smaller value, such as 1e-3.
 
+With --triton, OpenBLAS calls use one thread unless --threads says
+otherwise: the sums of a chunk are small, and the cores are better left to
+the requests (and to a Triton on the same machine).
+
 Every flag but --resume and --print-config is also a key of a YAML file
 given with --config (see config/calibrate.example.yaml); a flag beats the
 file. --print-config shows what would run.
@@ -120,6 +124,13 @@ file.`,
 				}
 				_, err = stdout.Write(b)
 				return err
+			}
+			if f := cmd.Flag("threads"); cfg.Triton.GRPC != "" && (f == nil || !f.Changed) {
+				// The sums of one chunk are small calls; OpenBLAS's default
+				// pool (every core, spinning between calls) took the cores
+				// the client and a local Triton need: half the throughput
+				// on a 2-core machine (bench/README.md).
+				react.SetBackendThreads(1)
 			}
 			r := &fitRun{cfg: cfg, resume: resume, stdout: stdout, stderr: stderr}
 			return r.run(cmd.Context())
