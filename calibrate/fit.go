@@ -31,7 +31,12 @@ in DIR, in sorted order, or those listed with --tasks, in that order.
 With --triton HOST:PORT (gRPC), --inputs DIR holds each task's unlabeled
 calibration inputs, DIR/<task>.npy: float32 in C order, samples along the
 first axis, then the shape of one input of the models without the batch
-dimension (e.g. N×1×28×28). Each chunk of samples goes to the merged
+dimension (e.g. N×1×28×28). Or DIR/<task>/, a folder of PNG or JPEG
+images (subfolders included, in lexical order of their paths): each image
+is decoded and preprocessed here into one sample of the backbone's input
+(grey or RGB, resized, scaled to [0,1], optionally normalised with a mean
+and std; the --image-* flags, key images), and every file's header is
+checked first (--image-on-error fail or skip). Each chunk of samples goes to the merged
 backbone (--backbone-model, --backbone-version, --backbone-output) and to
 the task's expert (--expert task=model[:version[:output]], one per task) at
 the same time, with a few chunks in flight; their feature outputs, FP32,
@@ -55,6 +60,10 @@ normalisation; both can be changed later, at solve time, without refitting.
 With --normalize sum (the paper's choice) β competes with sums over N_t
 samples; with mean it is relative to per-sample second moments and wants a
 much smaller value, such as 1e-3.
+
+With --triton, OpenBLAS calls use one thread unless --threads says
+otherwise: the sums of a chunk are small, and the cores are better left to
+the requests (and to a Triton on the same machine).
 
 Every flag but --resume and --print-config is also a key of a YAML file
 given with --config (see config/calibrate.example.yaml); a flag beats the
@@ -93,6 +102,13 @@ file.`,
       --expert cars=vit_cars --expert dtd=vit_dtd:2 \
       --out components.safetensors
 
+  # Folders of images, calib/cars/*.jpg and calib/dtd/*.png, for an RGB
+  # backbone taking 3×224×224 inputs normalised as ImageNet's.
+  calibrate fit --triton localhost:8001 --inputs calib/ \
+      --image-mean 0.485,0.456,0.406 --image-std 0.229,0.224,0.225 \
+      --backbone-model vit_merged --expert cars=vit_cars --expert dtd=vit_dtd \
+      --out components.safetensors
+
   # The same from a configuration file, one task into an existing file.
   calibrate fit --config calibrate.yaml --only dtd --into components.safetensors`,
 		Args: cobra.NoArgs,
@@ -108,6 +124,13 @@ file.`,
 				}
 				_, err = stdout.Write(b)
 				return err
+			}
+			if f := cmd.Flag("threads"); cfg.Triton.GRPC != "" && (f == nil || !f.Changed) {
+				// The sums of one chunk are small calls; OpenBLAS's default
+				// pool (every core, spinning between calls) took the cores
+				// the client and a local Triton need: half the throughput
+				// on a 2-core machine (bench/README.md).
+				react.SetBackendThreads(1)
 			}
 			r := &fitRun{cfg: cfg, resume: resume, stdout: stdout, stderr: stderr}
 			return r.run(cmd.Context())

@@ -2,8 +2,11 @@ package calibrate
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -133,6 +136,19 @@ func TestFitOnlyInto(t *testing.T) {
 	}
 	if !slices.Equal(c.TaskNames(), []string{"a", "b"}) {
 		t.Errorf("tasks %v after replacing a", c.TaskNames())
+	}
+	// inspect shows the subset: a's, and b's every sample.
+	out := mustRun(t, "inspect", built).stdout
+	if !regexp.MustCompile(`(?m)^a +19 .* 19 of 37 \(fraction 0\.5, seed 9\)$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^b +23 .* all$`).MatchString(out) {
+		t.Errorf("inspect does not show the subsets:\n%s", out)
+	}
+	var rep inspectReport
+	if err := json.Unmarshal([]byte(mustRun(t, "inspect", "--json", built).stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"subset.fraction": "0.5", "subset.seed": "9", "subset.available": "37", "subset.used": "19"}; !maps.Equal(rep.Tasks[0].Provenance, want) || rep.Tasks[1].Provenance != nil {
+		t.Errorf("inspect --json provenance: %v and %v, want %v and none", rep.Tasks[0].Provenance, rep.Tasks[1].Provenance, want)
 	}
 
 	r := run(t, append(noOut(args), "--only", "a", "--into", built, "--backbone-model", "other")...)

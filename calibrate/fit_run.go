@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 
+	"github.com/mergectl/react-triton/calibrate/images"
 	"github.com/mergectl/react-triton/calibrate/partial"
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/react"
@@ -180,8 +181,10 @@ func (r *fitRun) open(ctx context.Context) ([]PairSource, func(), error) {
 	}
 	pairs, err := OpenTritonPairs(ctx, client, TritonConfig{
 		Inputs: cfg.Inputs, Tasks: r.tasks(), Experts: experts, Batch: cfg.Chunk, InFlight: cfg.InFlight,
-		Backbone:     react.ModelRef{Name: cfg.Backbone.Model, Version: cfg.Backbone.Version, Output: cfg.Backbone.Output},
-		RetryMaxWait: cfg.Triton.RetryMaxWait,
+		Images:        imageOptions(cfg.Images),
+		SkipBadImages: cfg.Images.OnError == config.OnErrorSkip,
+		Backbone:      react.ModelRef{Name: cfg.Backbone.Model, Version: cfg.Backbone.Version, Output: cfg.Backbone.Output},
+		RetryMaxWait:  cfg.Triton.RetryMaxWait,
 		OnRetry: func(err error, wait time.Duration) {
 			fmt.Fprintf(r.stderr, "calibrate: retrying in %v: %v\n", wait.Round(time.Millisecond), err)
 		},
@@ -194,6 +197,12 @@ func (r *fitRun) open(ctx context.Context) ([]PairSource, func(), error) {
 	for i, p := range pairs {
 		p.SetContext(ctx)
 		srcs[i] = p
+		for _, s := range p.Skipped() {
+			fmt.Fprintf(r.stderr, "calibrate: task %s: skipped %s: %v\n", p.Task(), filepath.Join(cfg.Inputs, p.Task(), s.File), s.Err)
+		}
+		if n := len(p.Skipped()); n > 0 {
+			fmt.Fprintf(r.stderr, "calibrate: task %s: %d image files skipped (images.on_error: skip)\n", p.Task(), n)
+		}
 	}
 	return srcs, func() {
 		closeSources(srcs)
@@ -207,8 +216,8 @@ func (r *fitRun) describe(src PairSource, idx []int) string {
 	sel := fmt.Sprintf("fraction %g, limit %d, seed %d, shard %q", r.cfg.Sample.Fraction, r.cfg.Sample.Limit, r.cfg.Sample.Seed, r.cfg.Shard)
 	switch p := src.(type) {
 	case *TritonPair:
-		return fmt.Sprintf("task %s: %s, %s samples; %s; %d per request; %s",
-			p.task, p.in.path, p.in.formatShape(), p.Models(), p.batch, sel)
+		return fmt.Sprintf("task %s: %s; %s; %d per request; %s",
+			p.task, p.in.describe(), p.Models(), p.batch, sel)
 	case *NPYPair:
 		return fmt.Sprintf("task %s: %s and %s, %d pairs of D=%d; %d per chunk; %s",
 			p.task, p.mergedPath, p.expertPath, p.Len(), p.Dim(), r.chunkRows(src), sel)
@@ -236,4 +245,13 @@ func models(src PairSource) string {
 		return fmt.Sprintf("%s and %s", p.mergedPath, p.expertPath)
 	}
 	return src.Task()
+}
+
+// imageOptions are the configured parts of how images become samples.
+func imageOptions(c config.CalibrateImages) images.Options {
+	o := images.Options{Layout: c.Layout, Channels: c.Channels, Resize: c.Resize, Mean: c.Mean, Std: c.Std}
+	if len(c.Size) == 2 {
+		o.Height, o.Width = c.Size[0], c.Size[1]
+	}
+	return o
 }

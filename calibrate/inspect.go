@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -43,6 +46,11 @@ type taskReport struct {
 	// Cond is the 2-norm condition number of C_t at the file's default β
 	// and normalisation; null when it could not be computed or is infinite.
 	Cond *float64 `json:"cond"`
+	// Provenance is how the statistics were computed, such as the subset
+	// of samples calibrate fit drew (subset.fraction or subset.limit,
+	// subset.seed, subset.available, subset.used); absent when not
+	// recorded.
+	Provenance map[string]string `json:"provenance,omitempty"`
 }
 
 type checksumInfo struct {
@@ -58,7 +66,9 @@ func newInspectCommand(stdout io.Writer) *cobra.Command {
 		Long: `inspect prints what a components file holds: its tasks with their
 number of calibration samples N_t and their experts, the feature dimension
 D, the default β and normalisation, the merged backbone, and, for each task,
-the condition number of C_t = G_t + β I at the file's defaults. A task whose
+the condition number of C_t = G_t + β I at the file's defaults and which of
+its samples the statistics hold (all, or the random subset of calibrate fit
+--fraction or --limit: how many of how many, and the seed). A task whose
 condition number exceeds ` + formatFloat(react.WarnCondition) + ` gets a warning: β is too small for
 the data, and a W_p solved with it would be dominated by sampling noise
 (calibrate solve warns at the same limit). inspect also verifies both
@@ -107,7 +117,7 @@ func inspect(w io.Writer, path string, asJSON bool) error {
 		MetadataChecksum: checksumInfo{SHA256: info.MetadataSHA256, OK: info.MetadataOK},
 	}
 	for _, t := range info.Tasks {
-		r.Tasks = append(r.Tasks, taskReport{Name: t.Name, N: t.N, Expert: modelRef(t.Expert)})
+		r.Tasks = append(r.Tasks, taskReport{Name: t.Name, N: t.N, Expert: modelRef(t.Expert), Provenance: t.Provenance})
 	}
 	c, loadErr := react.LoadComponents(path)
 	r.Checksum.OK = !errors.Is(loadErr, react.ErrChecksum)
@@ -182,7 +192,7 @@ func printReport(w io.Writer, r *inspectReport) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintf(tw, "TASK\tN\tEXPERT\tCOND(C_t)\n")
+	fmt.Fprintf(tw, "TASK\tN\tEXPERT\tCOND(C_t)\tSAMPLES\n")
 	for _, t := range r.Tasks {
 		cond := "-"
 		if t.Cond != nil {
@@ -190,14 +200,49 @@ func printReport(w io.Writer, r *inspectReport) {
 		} else if r.Error == "" {
 			cond = "inf"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", t.Name, t.N, describeModel(t.Expert), cond)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", t.Name, t.N, describeModel(t.Expert), cond, describeSubset(t.Provenance))
 	}
 	tw.Flush()
+	for _, t := range r.Tasks {
+		for _, k := range slices.Sorted(maps.Keys(t.Provenance)) {
+			if !strings.HasPrefix(k, "subset.") {
+				fmt.Fprintf(w, "task %s: %s = %s\n", t.Name, k, t.Provenance[k])
+			}
+		}
+	}
 	for _, t := range r.Tasks {
 		if t.Cond == nil && r.Error == "" || t.Cond != nil && *t.Cond > react.WarnCondition {
 			fmt.Fprintf(w, "\nwarning: task %s: COND(C_t) > %s: %s\n", t.Name, formatFloat(react.WarnCondition), conditionAdvice(react.Normalization(r.Normalization)))
 		}
 	}
+}
+
+// describeSubset says which of a task's samples its statistics hold, from
+// its subset provenance: "all" when none was drawn, else for example "100
+// of 1000 (limit 100, seed 0)".
+func describeSubset(p map[string]string) string {
+	used, ok := p["subset.used"]
+	if !ok {
+		return "all"
+	}
+	var how []string
+	if f, ok := p["subset.fraction"]; ok {
+		how = append(how, "fraction "+f)
+	}
+	if l, ok := p["subset.limit"]; ok {
+		how = append(how, "limit "+l)
+	}
+	if s, ok := p["subset.seed"]; ok {
+		how = append(how, "seed "+s)
+	}
+	s := used
+	if a, ok := p["subset.available"]; ok {
+		s += " of " + a
+	}
+	if len(how) > 0 {
+		s += " (" + strings.Join(how, ", ") + ")"
+	}
+	return s
 }
 
 // conditionAdvice is what calibrate inspect and solve say about a C_p or

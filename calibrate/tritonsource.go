@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -15,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/mergectl/react-triton/calibrate/images"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/triton"
 )
@@ -31,10 +30,18 @@ const (
 
 // TritonConfig says what a Triton-backed fit runs, and on which inputs.
 type TritonConfig struct {
-	// Inputs is the directory holding DIR/<task>.npy, each task's unlabeled
-	// calibration inputs: float32, samples along the first axis, then the
-	// shape of one model input without its batch dimension.
+	// Inputs is the directory of each task's unlabeled calibration inputs:
+	// DIR/<task>.npy, float32, samples along the first axis, then the
+	// shape of one model input without its batch dimension; or DIR/<task>/,
+	// a folder of PNG or JPEG images, each preprocessed into one sample as
+	// Images says.
 	Inputs string
+	// Images completes, from the backbone's input shape, how an image
+	// becomes a sample.
+	Images images.Options
+	// SkipBadImages leaves out the image files whose header does not
+	// decode (TritonPair.Skipped) rather than failing.
+	SkipBadImages bool
 	// Tasks lists the tasks to fit, in order; empty means every <task>.npy
 	// in Inputs, sorted.
 	Tasks []string
@@ -74,7 +81,7 @@ const (
 type TritonPair struct {
 	task     string
 	client   *triton.Client
-	in       *inputFile
+	in       sampleInput
 	backbone *tritonModel
 	expert   *tritonModel
 	batch    int
@@ -124,7 +131,7 @@ func OpenTritonPairs(ctx context.Context, c *triton.Client, cfg TritonConfig) (p
 		return nil, asUsage(err)
 	}
 
-	var files []*inputFile
+	var files []sampleInput
 	defer func() {
 		if err != nil {
 			for _, f := range files {
@@ -133,7 +140,7 @@ func OpenTritonPairs(ctx context.Context, c *triton.Client, cfg TritonConfig) (p
 		}
 	}()
 	for _, task := range tasks {
-		f, err := openInput(filepath.Join(cfg.Inputs, task+InputSuffix))
+		f, err := openTaskInput(cfg.Inputs, task, cfg.SkipBadImages)
 		if err != nil {
 			return nil, fmt.Errorf("task %s: %w", task, err)
 		}
@@ -164,9 +171,15 @@ func OpenTritonPairs(ctx context.Context, c *triton.Client, cfg TritonConfig) (p
 		if err != nil {
 			return nil, err
 		}
+		if im, ok := files[i].(*imageInput); ok {
+			if err := im.resolve(backbone.inShape, cfg.Images); err != nil {
+				return nil, fmt.Errorf("task %s: images of %s for backbone %s, input %q: %w",
+					task, im.source(), describe(backbone.ref), backbone.input, err)
+			}
+		}
 		for _, m := range []*tritonModel{backbone, expert} {
-			if err := m.accepts(files[i].shape); err != nil {
-				return nil, fmt.Errorf("task %s: %s holds %s samples: %w", task, files[i].path, files[i].formatShape(), err)
+			if err := m.accepts(files[i].sampleShape()); err != nil {
+				return nil, fmt.Errorf("task %s: %s holds %s samples: %w", task, files[i].source(), formatShape(files[i].count(), files[i].sampleShape()), err)
 			}
 		}
 		if expert.dim != backbone.dim {
@@ -185,28 +198,13 @@ func OpenTritonPairs(ctx context.Context, c *triton.Client, cfg TritonConfig) (p
 	return pairs, nil
 }
 
-// discoverInputs lists the tasks with a <task>.npy file in dir, sorted.
-func discoverInputs(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
+// Skipped returns the image files of the task left out because they did
+// not decode (TritonConfig.SkipBadImages); none for a .npy input.
+func (p *TritonPair) Skipped() []images.Problem {
+	if im, ok := p.in.(*imageInput); ok {
+		return im.skipped()
 	}
-	var tasks []string
-	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), InputSuffix)
-		if !ok || e.IsDir() {
-			continue
-		}
-		if err := react.ValidateTaskName(name); err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, e.Name()), err)
-		}
-		tasks = append(tasks, name)
-	}
-	if len(tasks) == 0 {
-		return nil, fmt.Errorf("no calibration inputs in %s: want <task>%s files", dir, InputSuffix)
-	}
-	sort.Strings(tasks)
-	return tasks, nil
+	return nil
 }
 
 // checkExperts checks that experts names an expert for each task and for
@@ -395,7 +393,7 @@ func (p *TritonPair) infer(ctx context.Context, raw []byte, first, n int) chunkR
 // their features as float32 and the version that answered.
 func (p *TritonPair) run(ctx context.Context, m *tritonModel, raw []byte, first, n int) ([]float32, string, error) {
 	fail := func(err error) ([]float32, string, error) {
-		return nil, "", fmt.Errorf("%s %s: samples %d to %d of %s: %w", m.role, describe(m.ref), first, first+n, p.in.path, err)
+		return nil, "", fmt.Errorf("%s %s: samples %d to %d of %s: %w", m.role, describe(m.ref), first, first+n, p.in.source(), err)
 	}
 	data := raw
 	if m.inputDT != triton.FP32 {
@@ -404,7 +402,7 @@ func (p *TritonPair) run(ctx context.Context, m *tritonModel, raw []byte, first,
 			return fail(err)
 		}
 	}
-	shape := append([]int64{int64(n)}, p.in.shape...)
+	shape := append([]int64{int64(n)}, p.in.sampleShape()...)
 	req := &triton.InferRequest{
 		Model:   m.ref.Name,
 		Version: m.ref.Version,

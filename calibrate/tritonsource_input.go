@@ -17,6 +17,29 @@ import (
 // Triton-backed fit: DIR/<task>.npy.
 const InputSuffix = ".npy"
 
+// sampleInput streams the samples of one task's calibration inputs as the
+// raw little-endian float32 bytes of the models' input: a .npy file
+// (inputFile) or a folder of images (imageInput).
+type sampleInput interface {
+	// source names the file or folder, for messages.
+	source() string
+	// sampleShape is the shape of one sample, without the batch dimension.
+	sampleShape() []int64
+	// describe says what the input holds and, for images, how they become
+	// samples: part of a checkpoint's description of its run.
+	describe() string
+	// use restricts the samples read to idx, ascending indices of the
+	// input's samples (nil: all of them), and starts reading at position
+	// skip among them.
+	use(idx []int, skip int)
+	// count returns the number of samples used.
+	count() int
+	// read returns the raw bytes of up to n further samples and how many
+	// it read; 0 and io.EOF at the end.
+	read(n int) ([]byte, int, error)
+	Close() error
+}
+
 // inputFile streams the samples of a task's calibration inputs: a float32
 // .npy array in C order whose first axis is the samples and whose other axes
 // are the shape of one model input without the batch dimension.
@@ -87,24 +110,29 @@ func newInputFile(f *os.File, path string) (*inputFile, error) {
 	return in, nil
 }
 
-// formatShape formats the shape of an input file, "N×1×28×28".
-func (in *inputFile) formatShape() string {
+// formatShape formats the shape of n samples of the given shape,
+// "N×1×28×28".
+func formatShape(n int, shape []int64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d", in.rows)
-	for _, d := range in.shape {
+	fmt.Fprintf(&b, "%d", n)
+	for _, d := range shape {
 		fmt.Fprintf(&b, "×%d", d)
 	}
 	return b.String()
 }
 
-// use restricts the samples read to idx, ascending indices of the file's
-// samples (nil: all of them), and starts reading at position skip among
-// them.
+func (in *inputFile) source() string { return in.path }
+
+func (in *inputFile) sampleShape() []int64 { return in.shape }
+
+func (in *inputFile) describe() string {
+	return fmt.Sprintf("%s, %s samples", in.path, formatShape(in.rows, in.shape))
+}
+
 func (in *inputFile) use(idx []int, skip int) {
 	in.idx, in.next = idx, skip
 }
 
-// count returns the number of samples used.
 func (in *inputFile) count() int {
 	if in.idx != nil {
 		return len(in.idx)

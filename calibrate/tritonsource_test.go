@@ -360,7 +360,7 @@ func TestFitTritonRefuses(t *testing.T) {
 			[]string{`task b: expert model "expert_b" version 1 gives features of D=10 (output "logits") but backbone model "merged" gives D=4 (output "feature")`}},
 		{"no inputs", nil, func(t *testing.T, dir string) {}, nil, ExitFailure, []string{"no calibration inputs in", "want <task>.npy files"}},
 		{"listed task without inputs", nil, good, []string{"--tasks", "a,z", "--expert", "a=expert_a", "--expert", "z=expert_a"}, ExitFailure,
-			[]string{"task z:", "z.npy: no such file"}},
+			[]string{"task z:", "no calibration inputs: neither ", "z.npy nor a folder ", "z/ of images"}},
 		{"float64 inputs", nil, func(t *testing.T, dir string) {
 			good(t, dir)
 			rawNPY(t, filepath.Join(dir, "a.npy"), "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2, 3), }", make([]byte, 96))
@@ -396,7 +396,7 @@ func TestFitTritonRefuses(t *testing.T) {
 			[]string{`task b: backbone model "merged" answered as version 8, but as version 7 for task a: the model changed during calibration`}},
 		{"no source", nil, good, []string{"--triton", ""}, ExitUsage, []string{"triton.grpc: required: give triton.grpc (--triton HOST:PORT) and inputs, or embeddings (--embeddings DIR) (from --triton)"}},
 		{"both sources", nil, good, []string{"--embeddings", "x"}, ExitUsage, []string{"embeddings: excludes triton.grpc", "(from --embeddings)"}},
-		{"no inputs flag", nil, good, []string{"--inputs", ""}, ExitUsage, []string{"inputs: required with triton.grpc: the directory of <task>.npy calibration inputs (from --inputs)"}},
+		{"no inputs flag", nil, good, []string{"--inputs", ""}, ExitUsage, []string{"inputs: required with triton.grpc: the directory of each task's calibration inputs, <task>.npy or a folder <task>/ of images (from --inputs)"}},
 		{"negative chunk", nil, good, []string{"--chunk", "-1"}, ExitUsage, []string{"chunk: must be ≥ 0 (0 for the default), got -1 (from --chunk)"}},
 		{"no backbone", nil, good, []string{"--backbone-model", ""}, ExitUsage, []string{"backbone.model: required with triton.grpc: the merged backbone to run (from --backbone-model)"}},
 	} {

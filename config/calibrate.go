@@ -15,9 +15,13 @@ type Calibrate struct {
 	// Embeddings is a directory of <task>.merged.npy and <task>.expert.npy
 	// feature files. It excludes triton.grpc.
 	Embeddings string `mapstructure:"embeddings"`
-	// Inputs is the directory of each task's calibration inputs,
-	// <task>.npy, for a fit on Triton.
+	// Inputs is the directory of each task's calibration inputs for a fit
+	// on Triton: <task>.npy, a float32 array of samples, or <task>/, a
+	// folder of PNG or JPEG images that Images turns into samples.
 	Inputs string `mapstructure:"inputs"`
+	// Images says how the images of a task's folder become the models'
+	// input.
+	Images CalibrateImages `mapstructure:"images"`
 	// Out is the file to write: a components file, or with Shard a
 	// partial-statistics file. Default: Into when it is set.
 	Out string `mapstructure:"out"`
@@ -76,6 +80,41 @@ type CalibrateTriton struct {
 	// before the fit stops. Default 5m; 0 disables retries.
 	RetryMaxWait time.Duration `mapstructure:"retry_max_wait"`
 }
+
+// CalibrateImages says how the encoded images (PNG, JPEG) of a task's
+// folder inputs/<task>/ become one sample of the models' input each
+// (package calibrate/images): decoded, made grey or RGB, resized, scaled to
+// [0, 1], normalised and laid out. What is left at auto comes from the
+// backbone's input shape.
+type CalibrateImages struct {
+	// Layout of a sample: auto (from the model's input shape: chw when its
+	// first of three dimensions is 1 or 3, else hwc; hw for two
+	// dimensions), chw, hwc or hw. Default auto.
+	Layout string `mapstructure:"layout"`
+	// Channels: auto (grey for one channel, rgb for three), grey, rgb or
+	// bgr. Default auto.
+	Channels string `mapstructure:"channels"`
+	// Size is [height, width]; empty takes the model's, which must then be
+	// fixed.
+	Size []int `mapstructure:"size"`
+	// Resize is bilinear (an image of another size is resized, as
+	// Pillow's BILINEAR) or none (it is refused). Default bilinear.
+	Resize string `mapstructure:"resize"`
+	// Mean and Std normalise each channel after scaling to [0, 1], (x −
+	// mean) / std: empty (0 and 1), one value, or one per channel.
+	Mean []float64 `mapstructure:"mean"`
+	Std  []float64 `mapstructure:"std"`
+	// OnError is what a file that does not decode does: fail (the fit
+	// stops before sending anything, naming it) or skip (it is left out and
+	// reported by name). Default fail.
+	OnError string `mapstructure:"on_error"`
+}
+
+// Values of CalibrateImages.OnError.
+const (
+	OnErrorFail = "fail"
+	OnErrorSkip = "skip"
+)
 
 // CalibrateModel names a model served by Triton and its output holding the
 // feature.
@@ -143,6 +182,7 @@ const CheckpointSuffix = ".ckpt"
 func DefaultCalibrate() *Calibrate {
 	return &Calibrate{
 		Triton:     CalibrateTriton{Timeout: DefaultCalibrateTimeout, RetryMaxWait: DefaultRetryMaxWait},
+		Images:     CalibrateImages{Layout: "auto", Channels: "auto", Resize: "bilinear", OnError: OnErrorFail},
 		Beta:       DefaultCalibrateBeta,
 		Normalize:  DefaultCalibrateNormalize,
 		InFlight:   DefaultInFlight,

@@ -43,6 +43,22 @@ var calibrateFlags = []calibrateFlag{
 	}},
 	stringFlag("embeddings", "embeddings", func(c *Calibrate) *string { return &c.Embeddings }),
 	stringFlag("inputs", "inputs", func(c *Calibrate) *string { return &c.Inputs }),
+	stringFlag("image-layout", "images.layout", func(c *Calibrate) *string { return &c.Images.Layout }),
+	stringFlag("image-channels", "images.channels", func(c *Calibrate) *string { return &c.Images.Channels }),
+	{"image-size", "images.size", func(c *Calibrate, fs *pflag.FlagSet) (err error) {
+		c.Images.Size, err = fs.GetIntSlice("image-size")
+		return err
+	}},
+	stringFlag("image-resize", "images.resize", func(c *Calibrate) *string { return &c.Images.Resize }),
+	{"image-mean", "images.mean", func(c *Calibrate, fs *pflag.FlagSet) (err error) {
+		c.Images.Mean, err = fs.GetFloat64Slice("image-mean")
+		return err
+	}},
+	{"image-std", "images.std", func(c *Calibrate, fs *pflag.FlagSet) (err error) {
+		c.Images.Std, err = fs.GetFloat64Slice("image-std")
+		return err
+	}},
+	stringFlag("image-on-error", "images.on_error", func(c *Calibrate) *string { return &c.Images.OnError }),
 	stringFlag("out", "out", func(c *Calibrate) *string { return &c.Out }),
 	{"beta", "beta", func(c *Calibrate, fs *pflag.FlagSet) (err error) {
 		c.Beta, err = fs.GetFloat64("beta")
@@ -136,7 +152,14 @@ func BindCalibrateFlags(fs *pflag.FlagSet) {
 	fs.Duration("triton-timeout", DefaultCalibrateTimeout, "deadline of each request to Triton (key triton.timeout)")
 	fs.Duration("retry-max-wait", DefaultRetryMaxWait, "longest total time a request is retried after UNAVAILABLE or DEADLINE_EXCEEDED; 0 disables retries (key triton.retry_max_wait)")
 	fs.String("embeddings", "", "read <task>.merged.npy and <task>.expert.npy from this `DIR` (key embeddings)")
-	fs.String("inputs", "", "with --triton, read each task's calibration inputs from <task>.npy in this `DIR` (key inputs)")
+	fs.String("inputs", "", "with --triton, read each task's calibration inputs from <task>.npy, or the images of the folder <task>/, in this `DIR` (key inputs)")
+	fs.String("image-layout", "auto", "how an image becomes a sample: `auto|chw|hwc|hw` (key images.layout; auto: from the backbone's input shape)")
+	fs.String("image-channels", "auto", "an image's channels: `auto|grey|rgb|bgr` (key images.channels; auto: grey for 1 channel, rgb for 3)")
+	fs.IntSlice("image-size", nil, "resize images to `HEIGHT,WIDTH` (key images.size; default: the backbone's input size)")
+	fs.String("image-resize", "bilinear", "an image of another size is resized (bilinear) or refused (none): `bilinear|none` (key images.resize)")
+	fs.Float64Slice("image-mean", nil, "subtract this `MEAN` from each channel in [0,1], one value or one per channel (key images.mean)")
+	fs.Float64Slice("image-std", nil, "then divide each channel by this `STD`, one value or one per channel (key images.std)")
+	fs.String("image-on-error", OnErrorFail, "an image file that does not decode: `fail|skip` (key images.on_error; skip: left out and reported by name)")
 	fs.String("out", "", "`FILE` to write: a components file, or with --shard a partial-statistics file (key out; default with --into: that file)")
 	fs.Float64("beta", DefaultCalibrateBeta, "default regulariser `B` ≥ 0 (β) that pulls each correction towards its orthogonal factor (key beta)")
 	fs.String("normalize", DefaultCalibrateNormalize, "default normalisation of the statistics, `sum|mean` (key normalize)")

@@ -85,6 +85,20 @@ func loadCalibrate(path string, flags *pflag.FlagSet) (*Calibrate, error) {
 	if flags != nil {
 		applyCalibrateFlags(c, flags, sources, &p)
 	}
+	// An empty list is no list: [] in the file (as --print-config writes
+	// it) loads like a key left out.
+	if len(c.Tasks) == 0 {
+		c.Tasks = nil
+	}
+	if len(c.Images.Size) == 0 {
+		c.Images.Size = nil
+	}
+	if len(c.Images.Mean) == 0 {
+		c.Images.Mean = nil
+	}
+	if len(c.Images.Std) == 0 {
+		c.Images.Std = nil
+	}
 	if c.Out == "" {
 		c.Out = c.Into
 	}

@@ -52,6 +52,17 @@ func TestLoadCalibrateGood(t *testing.T) {
 			c.Progress = ProgressNever
 			return c
 		}},
+		{"images.yaml", func(dir string) *Calibrate {
+			c := DefaultCalibrate()
+			c.Triton.GRPC = "localhost:8001"
+			c.Inputs = filepath.Join(dir, "images")
+			c.Out = filepath.Join(dir, "c.safetensors")
+			c.Checkpoint.Dir = c.Out + ".ckpt"
+			c.Backbone = CalibrateModel{Model: "vit_merged"}
+			c.Images = CalibrateImages{Layout: "auto", Channels: "bgr", Size: []int{224, 224}, Resize: "none",
+				Mean: []float64{0.485, 0.456, 0.406}, Std: []float64{0.229}, OnError: OnErrorSkip}
+			return c
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -118,6 +129,7 @@ func TestLoadCalibrateExample(t *testing.T) {
 	}
 	want := &Calibrate{
 		Triton:     CalibrateTriton{GRPC: "127.0.0.1:8001", Timeout: time.Minute, RetryMaxWait: 5 * time.Minute},
+		Images:     DefaultCalibrate().Images,
 		Inputs:     "/data/calib",
 		Out:        filepath.Join(dir, "components.safetensors"),
 		Beta:       10,

@@ -57,6 +57,7 @@ func (c *Calibrate) Validate() error {
 	if c.Checkpoint.Every < 1 {
 		p.add("checkpoint.every", "must be at least 1, got %d", c.Checkpoint.Every)
 	}
+	c.validateImages(&p)
 	c.validateSample(&p)
 	c.validateOutput(&p)
 	switch c.Progress {
@@ -80,7 +81,7 @@ func (c *Calibrate) validateSource(p *problems) {
 			p.add("triton.grpc", "%s", msg)
 		}
 		if c.Inputs == "" {
-			p.add("inputs", "required with triton.grpc: the directory of <task>.npy calibration inputs")
+			p.add("inputs", "required with triton.grpc: the directory of each task's calibration inputs, <task>.npy or a folder <task>/ of images")
 		}
 		if c.Backbone.Model == "" {
 			p.add("backbone.model", "required with triton.grpc: the merged backbone to run")
@@ -133,6 +134,50 @@ func (c *Calibrate) validateTasks(p *problems) {
 		}
 		checkVersion(p, path+".version", m.Version)
 	}
+}
+
+// validateImages checks how images become samples (the values only: the
+// model's input shape decides the rest when the fit starts).
+func (c *Calibrate) validateImages(p *problems) {
+	im := &c.Images
+	oneOf := func(key, v string, want ...string) {
+		if !slices.Contains(want, v) {
+			p.add(key, "%q: want %s", v, orList(want))
+		}
+	}
+	oneOf("images.layout", im.Layout, "auto", "chw", "hwc", "hw")
+	oneOf("images.channels", im.Channels, "auto", "grey", "rgb", "bgr")
+	oneOf("images.resize", im.Resize, "bilinear", "none")
+	oneOf("images.on_error", im.OnError, OnErrorFail, OnErrorSkip)
+	if len(im.Size) != 0 && (len(im.Size) != 2 || im.Size[0] < 1 || im.Size[1] < 1) {
+		p.add("images.size", "%v: want [height, width], both positive, or leave it out for the model's", im.Size)
+	}
+	for _, kv := range []struct {
+		key string
+		v   []float64
+	}{{"images.mean", im.Mean}, {"images.std", im.Std}} {
+		if n := len(kv.v); n != 0 && n != 1 && n != 3 {
+			p.add(kv.key, "%v: want one value, or one per channel (1 or 3)", kv.v)
+		}
+		for _, x := range kv.v {
+			if math.IsNaN(x) || math.IsInf(x, 0) || (kv.key == "images.std" && x <= 0) {
+				what := "finite numbers"
+				if kv.key == "images.std" {
+					what = "finite numbers > 0"
+				}
+				p.add(kv.key, "%v: want %s", kv.v, what)
+				break
+			}
+		}
+	}
+}
+
+// orList formats choices as "a, b or c".
+func orList(choices []string) string {
+	if len(choices) == 1 {
+		return choices[0]
+	}
+	return strings.Join(choices[:len(choices)-1], ", ") + " or " + choices[len(choices)-1]
 }
 
 // validateSample checks the subset of samples and the shard.

@@ -98,6 +98,9 @@ type TaskInfo struct {
 	Name   string
 	N      int64
 	Expert ModelRef
+	// Provenance is the task's provenance entries (TaskStats.Provenance),
+	// nil when there are none.
+	Provenance map[string]string
 }
 
 // TaskNames returns the task names in order.
@@ -383,6 +386,7 @@ func decodeInfo(h *safetensors.Header) (*FileInfo, error) {
 				Version: md[MetaTaskKey(name, "expert_version")],
 				Output:  md[MetaTaskKey(name, "expert_output")],
 			},
+			Provenance: decodeProvenance(md, name),
 		})
 	}
 	for _, t := range h.Tensors {

@@ -14,6 +14,7 @@ import (
 const (
 	modeInfer   = "infer"
 	modeTwoCall = "twocall"
+	modePair    = "pair"
 )
 
 // config is a parsed and checked command line.
@@ -26,6 +27,9 @@ type config struct {
 	// backbone, feature, head and headInput describe twocall mode: the
 	// backbone's output feature is sent as the head's input headInput.
 	backbone, feature, head, headInput string
+	// expert is, in pair mode, the model sent the same batch as backbone
+	// at the same time.
+	expert string
 
 	inputs      []inputSpec
 	batch       int
@@ -154,6 +158,7 @@ const usageText = `loadgen: a closed-loop gRPC load generator for Triton's Model
 
   loadgen -addr HOST:PORT -mode infer -model M -input NAME:DIMS [flags]
   loadgen -addr HOST:PORT -mode twocall -backbone B -feature OUT -head H -input NAME:DIMS [flags]
+  loadgen -addr HOST:PORT -mode pair -backbone B -expert E -input NAME:DIMS [flags]
 
 -concurrency workers each send one request, wait for its answer and send the
 next, for -warmup and then -duration; only requests started after the warmup
@@ -179,10 +184,11 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		params   keyValueList
 	)
 	fs.StringVar(&c.addr, "addr", "", "the server's gRPC address, HOST:PORT (required)")
-	fs.StringVar(&c.mode, "mode", modeInfer, "infer (one call of -model) or twocall (-backbone, then -head with its output)")
+	fs.StringVar(&c.mode, "mode", modeInfer, "infer (one call of -model), twocall (-backbone, then -head with its output) or pair (-backbone and -expert at once, with the same input)")
 	fs.StringVar(&c.model, "model", "", "infer: the model to call")
-	fs.StringVar(&c.backbone, "backbone", "", "twocall: the model called first")
-	fs.StringVar(&c.feature, "feature", "", "twocall: the backbone's output sent on to the head")
+	fs.StringVar(&c.backbone, "backbone", "", "twocall: the model called first; pair: one of the two")
+	fs.StringVar(&c.expert, "expert", "", "pair: the model called with the same input as -backbone, at the same time")
+	fs.StringVar(&c.feature, "feature", "", "twocall: the backbone's output sent on to the head; pair: the one output both models are asked for (default: all)")
 	fs.StringVar(&c.head, "head", "", "twocall: the model called with the backbone's output")
 	fs.StringVar(&c.headInput, "head-input", "", "twocall: the head's input that receives the feature (default: the -feature name)")
 	fs.Var(&inputs, "input", "an FP32 input and its shape without the batch dimension, NAME:DIMS, e.g. image:1,28,28 (repeatable; random data)")
@@ -224,21 +230,28 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		if c.model == "" {
 			return nil, usageError(fs, "-mode infer needs -model")
 		}
-		if c.backbone != "" || c.head != "" || c.feature != "" || c.headInput != "" {
-			return nil, usageError(fs, "-backbone, -feature, -head and -head-input are for -mode twocall")
+		if c.backbone != "" || c.head != "" || c.feature != "" || c.headInput != "" || c.expert != "" {
+			return nil, usageError(fs, "-backbone, -feature, -head, -head-input and -expert are for -mode twocall or pair")
 		}
 	case modeTwoCall:
 		if c.backbone == "" || c.feature == "" || c.head == "" {
 			return nil, usageError(fs, "-mode twocall needs -backbone, -feature and -head")
 		}
-		if c.model != "" {
-			return nil, usageError(fs, "-model is for -mode infer")
+		if c.model != "" || c.expert != "" {
+			return nil, usageError(fs, "-model is for -mode infer, -expert for -mode pair")
 		}
 		if c.headInput == "" {
 			c.headInput = c.feature
 		}
+	case modePair:
+		if c.backbone == "" || c.expert == "" {
+			return nil, usageError(fs, "-mode pair needs -backbone and -expert")
+		}
+		if c.model != "" || c.head != "" || c.headInput != "" {
+			return nil, usageError(fs, "-model, -head and -head-input are not for -mode pair")
+		}
 	default:
-		return nil, usageError(fs, "-mode %q: want infer or twocall", c.mode)
+		return nil, usageError(fs, "-mode %q: want infer, twocall or pair", c.mode)
 	}
 	return &c, nil
 }
@@ -256,8 +269,11 @@ func usageError(fs *flag.FlagSet, format string, a ...any) error {
 
 // models is the models a run calls, in call order.
 func (c *config) models() []string {
-	if c.mode == modeTwoCall {
+	switch c.mode {
+	case modeTwoCall:
 		return []string{c.backbone, c.head}
+	case modePair:
+		return []string{c.backbone, c.expert}
 	}
 	return []string{c.model}
 }

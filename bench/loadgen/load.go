@@ -39,7 +39,7 @@ type result struct {
 	Batch       int      `json:"batch"`
 	Conns       int      `json:"conns"`
 	// Requests is the number of requests measured that succeeded (in
-	// twocall mode, one request is both calls).
+	// twocall and pair modes, one request is both calls).
 	Requests int64 `json:"requests"`
 	// Errors counts the measured requests that failed; WarmupErrors those
 	// during the warmup. FirstError is the first failure of either.
@@ -125,6 +125,10 @@ type worker struct {
 	// each backbone answer's feature tensor.
 	head    *tritonpb.ModelInferRequest
 	feature string
+	// pair is pair mode's second request, sent with the same input as req
+	// at the same time; pairErr carries its outcome back.
+	pair    *tritonpb.ModelInferRequest
+	pairErr chan error
 
 	latencies    []time.Duration
 	errors       int64
@@ -140,9 +144,15 @@ func newWorkers(c *config, conns []*grpc.ClientConn) []*worker {
 	tensors, raw := randomInputs(c)
 	params := parameters(c.params)
 	template := &tritonpb.ModelInferRequest{Inputs: tensors, RawInputContents: raw, Parameters: params}
-	if c.mode == modeInfer {
+	switch c.mode {
+	case modeInfer:
 		template.ModelName = c.model
-	} else {
+	case modePair:
+		template.ModelName = c.backbone
+		if c.feature != "" {
+			template.Outputs = []*tritonpb.ModelInferRequest_InferRequestedOutputTensor{{Name: c.feature}}
+		}
+	default:
 		template.ModelName = c.backbone
 		template.Outputs = []*tritonpb.ModelInferRequest_InferRequestedOutputTensor{{Name: c.feature}}
 	}
@@ -159,6 +169,11 @@ func newWorkers(c *config, conns []*grpc.ClientConn) []*worker {
 			req:       proto.Clone(template).(*tritonpb.ModelInferRequest),
 			latencies: make([]time.Duration, 0, 4096),
 		}
+		if c.mode == modePair {
+			w.pair = proto.Clone(w.req).(*tritonpb.ModelInferRequest)
+			w.pair.ModelName = c.expert
+			w.pairErr = make(chan error, 1)
+		}
 		if c.mode == modeTwoCall {
 			w.feature = c.feature
 			w.head = &tritonpb.ModelInferRequest{
@@ -173,8 +188,23 @@ func newWorkers(c *config, conns []*grpc.ClientConn) []*worker {
 	return workers
 }
 
-// call sends one request: the model, or the backbone then the head.
+// call sends one request: the model, the backbone then the head, or the
+// backbone and the expert at once.
 func (w *worker) call(ctx context.Context) error {
+	if w.pair != nil {
+		go func() {
+			_, err := w.client.ModelInfer(ctx, w.pair)
+			if err != nil {
+				err = fmt.Errorf("expert %s: %w", w.pair.ModelName, err)
+			}
+			w.pairErr <- err
+		}()
+		_, err := w.client.ModelInfer(ctx, w.req)
+		if err != nil {
+			err = fmt.Errorf("backbone %s: %w", w.req.ModelName, err)
+		}
+		return errors.Join(err, <-w.pairErr)
+	}
 	resp, err := w.client.ModelInfer(ctx, w.req)
 	if err != nil || w.head == nil {
 		return err

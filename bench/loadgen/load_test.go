@@ -192,6 +192,21 @@ func TestRunTwoCall(t *testing.T) {
 	}
 }
 
+func TestRunPair(t *testing.T) {
+	r, f := runFake(t, "-mode", "pair", "-backbone", "backbone", "-expert", "model", "-feature", "feature")
+	checkHealthy(t, r)
+	if calls := f.calls.Load(); calls < 2*r.Requests {
+		t.Errorf("server calls %d for %d pairs", calls, r.Requests)
+	}
+	if !slices.Equal(r.Models, []string{"backbone", "model"}) {
+		t.Errorf("models %v", r.Models)
+	}
+	r, _ = runFake(t, "-mode", "pair", "-backbone", "backbone", "-expert", "absent", "-feature", "feature")
+	if r.Requests != 0 || !strings.Contains(r.FirstError, "expert absent: ") || !strings.Contains(r.FirstError, "no model absent") {
+		t.Errorf("requests %d, first error %q", r.Requests, r.FirstError)
+	}
+}
+
 func TestRunErrorsCounted(t *testing.T) {
 	start := time.Now()
 	r, _ := runFake(t, "-mode", "twocall", "-backbone", "backbone", "-feature", "missing", "-head", "head")

@@ -5,12 +5,17 @@
 //
 //	loadgen -addr HOST:PORT -mode infer -model M -input NAME:DIMS [flags]
 //	loadgen -addr HOST:PORT -mode twocall -backbone B -feature OUT -head H -input NAME:DIMS [flags]
+//	loadgen -addr HOST:PORT -mode pair -backbone B -expert E -input NAME:DIMS [flags]
 //
 // In infer mode each request is one ModelInfer call of -model. In twocall
 // mode it is a call of -backbone asking only for its output -feature, then
 // a call of -head whose input (-head-input, by default named like the
 // feature) is that output's bytes, sent on as raw_input_contents unchanged,
-// with the datatype and shape the backbone answered.
+// with the datatype and shape the backbone answered. In pair mode it is a
+// call of -backbone and a call of -expert with the same input, sent at the
+// same time, and done when both answered: what calibrate fit --triton does
+// with each chunk, without reading inputs or accumulating (used by
+// bench/calibrate.sh).
 //
 // -concurrency workers each keep one request in flight: send, wait for the
 // answer, send the next. They share -conns gRPC connections (default one;

@@ -1,0 +1,88 @@
+package calibrate
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/mergectl/react-triton/react"
+)
+
+// discoverInputs lists the tasks of dir, sorted: those with a <task>.npy
+// file, and the folders whose name is a valid task name (<task>/, images).
+// A task with both is an error.
+func discoverInputs(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var tasks []string
+	for _, e := range entries {
+		name, isFile := strings.CutSuffix(e.Name(), InputSuffix)
+		switch {
+		case isFile && !e.IsDir():
+			if err := react.ValidateTaskName(name); err != nil {
+				return nil, fmt.Errorf("%s: %w", filepath.Join(dir, e.Name()), err)
+			}
+		case isDir(dir, e) && react.ValidateTaskName(e.Name()) == nil:
+			name = e.Name()
+		default:
+			continue
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("task %s: both %s and the folder %s in %s: keep one", name, name+InputSuffix, name+"/", dir)
+		}
+		seen[name] = true
+		tasks = append(tasks, name)
+	}
+	if len(tasks) == 0 {
+		return nil, fmt.Errorf("no calibration inputs in %s: want <task>%s files or <task>/ folders of images", dir, InputSuffix)
+	}
+	sort.Strings(tasks)
+	return tasks, nil
+}
+
+// isDir reports whether the entry of dir is a directory, or a link to one.
+func isDir(dir string, e fs.DirEntry) bool {
+	if e.IsDir() {
+		return true
+	}
+	if e.Type()&fs.ModeSymlink == 0 {
+		return false
+	}
+	st, err := os.Stat(filepath.Join(dir, e.Name()))
+	return err == nil && st.IsDir()
+}
+
+// openTaskInput opens a task's calibration inputs in dir: <task>.npy, or
+// else the folder <task>/ of images (with skip, those whose header does
+// not decode are left out).
+func openTaskInput(dir, task string, skip bool) (sampleInput, error) {
+	npy := filepath.Join(dir, task+InputSuffix)
+	folder := filepath.Join(dir, task)
+	st, err := os.Stat(folder)
+	folderErr := err
+	if err == nil && !st.IsDir() {
+		folderErr = fmt.Errorf("%s is not a folder", folder)
+	}
+	if _, err := os.Stat(npy); err == nil {
+		if folderErr == nil {
+			return nil, fmt.Errorf("both %s and the folder %s: keep one", npy, folder+string(filepath.Separator))
+		}
+		return openInput(npy)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if folderErr != nil {
+		if errors.Is(folderErr, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no calibration inputs: neither %s nor a folder %s of images", npy, folder+string(filepath.Separator))
+		}
+		return nil, folderErr
+	}
+	return openImages(folder, skip)
+}
