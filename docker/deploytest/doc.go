@@ -1,0 +1,2 @@
+// Package deploytest checks the deployment files under docker/.
+package deploytest
