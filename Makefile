@@ -11,7 +11,15 @@ GOTAGS   ?= openblas
 VENV     := .venv
 GOFILES  := $(shell git ls-files '*.go' 2>/dev/null)
 
-.PHONY: all setup build build-go bench-linalg test test-unit bench lint proto proto-check demo serve zoo report clean help
+# Container images (docs/deploy.md). docker/.env records the versions of
+# the base images once: TRITON_VERSION (NGC's tritonserver release),
+# GO_VERSION and CUDA_VERSION; compose reads the same file.
+include docker/.env
+DOCKER       ?= docker
+IMAGE_PREFIX ?= mergectl/react-
+IMAGE_TAG    ?= dev
+
+.PHONY: all setup build build-go build-cuda image image-cuda image-triton bench-linalg test test-unit bench lint proto proto-check demo serve zoo report clean help
 
 all: build
 
@@ -30,6 +38,25 @@ build:
 build-go:
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/go/calibrate ./cmd/calibrate
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/go/sidecar ./cmd/sidecar
+
+## build-cuda: bin/cuda/calibrate and bin/cuda/sidecar with W_p on the GPU (the cuda tag, issue 15); refuses while no Go file has the tag
+build-cuda:
+	@if [ "$$($(GO) list -tags '$(GOTAGS) cuda' -f '{{.GoFiles}}{{.CgoFiles}}' ./... | md5sum)" = "$$($(GO) list -tags '$(GOTAGS)' -f '{{.GoFiles}}{{.CgoFiles}}' ./... | md5sum)" ]; then \
+		echo "build-cuda: no Go file has the cuda build tag yet (issue 15): refusing to build a cuda binary without GPU code" >&2; exit 1; fi
+	$(GO) build -tags '$(GOTAGS) cuda' -o $(BIN)/cuda/calibrate ./cmd/calibrate
+	$(GO) build -tags '$(GOTAGS) cuda' -o $(BIN)/cuda/sidecar ./cmd/sidecar
+
+## image: the sidecar image (docker/sidecar.Dockerfile: make build-go, static, non-root), where a Docker engine exists
+image:
+	$(DOCKER) build -f docker/sidecar.Dockerfile --build-arg GO_VERSION=$(GO_VERSION) -t $(IMAGE_PREFIX)sidecar:$(IMAGE_TAG) .
+
+## image-cuda: the sidecar image with the cuda build (docker/sidecar-cuda.Dockerfile: make build-cuda), on NVIDIA's CUDA runtime
+image-cuda:
+	$(DOCKER) build -f docker/sidecar-cuda.Dockerfile --build-arg GO_VERSION=$(GO_VERSION) --build-arg CUDA_VERSION=$(CUDA_VERSION) -t $(IMAGE_PREFIX)sidecar-cuda:$(IMAGE_TAG) .
+
+## image-triton: NGC's tritonserver $(TRITON_VERSION) with the react backend (docker/triton.Dockerfile: make build)
+image-triton:
+	$(DOCKER) build -f docker/triton.Dockerfile --target triton --build-arg GO_VERSION=$(GO_VERSION) --build-arg TRITON_VERSION=$(TRITON_VERSION) -t $(IMAGE_PREFIX)tritonserver:$(TRITON_VERSION)-$(IMAGE_TAG) .
 
 ## test: everything CI runs: setup, lint, unit, property, interop and end-to-end tests
 test: setup build lint proto-check

@@ -109,5 +109,9 @@ go test -count=1 -tags openblas ./react/... ./control/... ./sidecar/... ./calibr
 # The servers' packages again under the race detector: concurrent requests,
 # reloads and streams (about half a minute).
 go test -race -count=1 ./control/... ./sidecar/... ./backend/... || status=1
+# The deployment files (docker/: Kubernetes manifests rendered and decoded
+# strictly, the compose file, the Dockerfiles against the Makefile), in a
+# module of their own so that the main module does not depend on k8s.io/api.
+(cd docker/deploytest && go test -count=1 ./...) || status=1
 
 .venv/bin/python -m pytest -q tests/ 2>&1 | tee "$run_dir/pytest.out" || status=1

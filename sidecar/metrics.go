@@ -177,15 +177,30 @@ func (m *Metrics) reloaded(ok bool) {
 	m.reloadOK.Set(0)
 }
 
-// Handler serves /metrics, and Go's profiles under /debug/pprof/, for the
-// metrics listener.
+// Handler serves /metrics, /healthz and Go's profiles under /debug/pprof/,
+// for the metrics listener.
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
+	mux.HandleFunc("/healthz", healthz)
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
+}
+
+// healthz answers 200 while the process serves, whatever Triton's state:
+// a liveness probe for the sidecar alone (docs/deploy.md). Readiness, which
+// depends on Triton and the controllable models, is /v2/health/ready on the
+// HTTP listener.
+func healthz(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write([]byte("ok\n"))
 }
