@@ -40,6 +40,17 @@ func Run(ctx context.Context, models Models, cfg *Config) (*Result, error) {
 	for _, t := range cfg.Tasks {
 		e.res.Samples = append(e.res.Samples, t.N())
 	}
+	for _, s := range cfg.Sets {
+		e.res.Sets = append(e.res.Sets, SetInfo{Name: s.Name, Kind: s.Kind, Focus: s.Focus})
+	}
+	for _, b := range cfg.Backbones {
+		var n int64
+		for _, st := range b.Components.Tasks {
+			n += st.N
+		}
+		e.res.Backbones = append(e.res.Backbones, BackboneInfo{Label: b.Label, Model: b.Components.Backbone.Name,
+			Samples: n, Beta: b.Components.Beta, Norm: string(b.Components.Normalization)})
+	}
 	e.total = e.countSteps()
 	if err := e.run(ctx); err != nil {
 		return nil, fmt.Errorf("evaluate: %w", err)

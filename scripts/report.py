@@ -94,6 +94,8 @@ def table1(r):
 def summaries(r, cols=("hv_k", "hv_T", "u_k", "u_T")):
     out = ["| model | aggregation | points | HV@3 | HV@T | U@3 | U@T | beats merged |", "|---|---|---|---|---|---|---|---|"]
     for s in r["summaries"]:
+        if not s["set"].startswith("simplex"):
+            continue
         vals = " | ".join(f"{s[c]:.4f}" if c in s else "—" for c in cols)
         beats = "—" if s["method"] == "merged" else f"{s['beats_merged']}/{s['points']}"
         agg = "none" if s["method"] == "merged" else s["method"]
@@ -123,12 +125,14 @@ def beta_table(r):
 
 
 def fraction_table(r, fits):
-    out = ["| calibration data | samples | equal: average (normalised) | one-hot own: average (normalised) |", "|---|---|---|---|"]
+    out = ["| calibration data | samples | β | equal: average (normalised) | one-hot own: average (normalised) |",
+           "|---|---|---|---|---|"]
     for label in ("AdaMerging 100%", "AdaMerging 10%", "AdaMerging 5%", "AdaMerging 1%"):
-        eq = rows(r, label, "react", "equal")[0]
-        oh = rows(r, label, "react", OWN)[0]
-        out.append(f"| {label.split()[1]} | {fits.get(label, '')} | {pct(eq['mean'])} ({pct(eq['normalized_mean'])}) | "
-                   f"{pct(oh['mean'])} ({pct(oh['normalized_mean'])}) |")
+        for beta in (0.1, 10):
+            eq = rows(r, label, "react", "equal", beta=beta)[0]
+            oh = rows(r, label, "react", OWN, beta=beta)[0]
+            out.append(f"| {label.split()[1]} | {fits.get(label, '')} | {beta:g} | {pct(eq['mean'])} ({pct(eq['normalized_mean'])}) | "
+                       f"{pct(oh['mean'])} ({pct(oh['normalized_mean'])}) |")
     return "\n".join(out)
 
 
@@ -184,9 +188,21 @@ normalised accuracies, HV with the origin as reference, U averaged over the poin
 
 {beta_table(b)}
 
-### Calibration data (AdaMerging, β = 0.1, sum)
+### Calibration data (AdaMerging, sum)
 
 {fraction_table(f, frac_samples)}
+
+### Figures
+
+Drawn by `calibrate eval --plots` in the same runs (docs/figures/; what each shows is read below, by hand).
+
+| figure | what it plots |
+|---|---|
+| ![pairwise letters–greek](figures/pairwise-letters-greek.png) | pairwise preferences letters ↔ greek (11 points), accuracy of one task against the other, AdaMerging and TA with react, naive and polar aggregation; × the uncorrected backbones, ▲ the experts |
+| ![pairwise fashion–digits](figures/pairwise-fashion-digits.png) | the same for fashion ↔ digits |
+| ![simplex](figures/simplex-letters-greek-fontdigits.png) | the 3-task simplex experiment: each point's preference-weighted normalised accuracy over letters, greek and fontdigits, per backbone and aggregation |
+| ![β](figures/beta.png) | mean normalised accuracy against β (AdaMerging), `sum` and `mean`, at equal preference and with each task at its own one-hot preference |
+| ![fraction](figures/fraction.png) | the same against the number of calibration samples (1%, 5%, 10%, 100% of `calib`), β = 0.1 and 10 under `sum` |
 
 ### Timings
 

@@ -12,7 +12,8 @@
 # 3. runs calibrate eval: Table 1 (equal, priority, one-hot, with the
 #    oracle), the 3-task simplex experiment with react, naive and polar
 #    aggregation, a β sweep under sum and mean, and the fraction sweep;
-# 4. writes the report (scripts/report.py) from the JSON results.
+# 4. writes the report (scripts/report.py) from the JSON results, and the
+#    figures (calibrate eval --plots) into figures/ beside it.
 # Needs make build's bin/calibrate, the venv and the zoo data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,7 +67,9 @@ fi
 experts=()
 for t in ${tasks//,/ }; do experts+=(--expert "$t=expert_$t"); done
 res=$work/results
-mkdir -p "$res"
+figs=$(dirname "$report")/figures
+mkdir -p "$res" "$figs"
+rm -f "$figs"/*.png
 
 # Offline stage: one fit per backbone and calibration fraction, timed.
 fit() { # backbone name fraction
@@ -94,13 +97,15 @@ ev table1 --components "TA=$res/ta_1.safetensors" --components "TIES=$res/ties_1
 	--components "TIES 10%=$res/ties_0.1.safetensors" --components "AdaMerging 10%=$res/adamerging_0.1.safetensors" \
 	--set equal --set priority --set one-hot --oracle
 ev simplex --components "AdaMerging=$res/adamerging_1.safetensors" --components "TA=$res/ta_1.safetensors" \
-	--set simplex:letters,greek,fontdigits:6 --aggregation react,naive,polar
+	--set simplex:letters,greek,fontdigits:6 --set pairwise:letters,greek --set pairwise:fashion,digits \
+	--aggregation react,naive,polar --plots "$figs"
 ev beta --components "AdaMerging=$res/adamerging_1.safetensors" --set equal --set one-hot \
-	--normalize sum,mean --beta 0.0001,0.001,0.01,0.1,1,10,100
+	--normalize sum,mean --beta 0.0001,0.001,0.01,0.1,1,10,100 --plots "$figs"
 ev fraction --components "AdaMerging 100%=$res/adamerging_1.safetensors" \
 	--components "AdaMerging 10%=$res/adamerging_0.1.safetensors" \
 	--components "AdaMerging 5%=$res/adamerging_0.05.safetensors" \
-	--components "AdaMerging 1%=$res/adamerging_0.01.safetensors" --set equal --set one-hot
+	--components "AdaMerging 1%=$res/adamerging_0.01.safetensors" --set equal --set one-hot \
+	--beta 0.1,10 --plots "$figs"
 
 "$PY" scripts/report.py --results "$res" --out "$report" --seconds "$(($(date +%s) - start))"
 echo "report: wrote $report in $(($(date +%s) - start)) s"
