@@ -107,7 +107,8 @@ ev fraction --components "AdaMerging 100%=$res/adamerging_1.safetensors" \
 	--components "AdaMerging 10%=$res/adamerging_0.1.safetensors" \
 	--components "AdaMerging 5%=$res/adamerging_0.05.safetensors" \
 	--components "AdaMerging 1%=$res/adamerging_0.01.safetensors" --set equal --set one-hot \
-	--beta 0.1,10 --normalize sum --plots "$figs"
+	--beta 0.1,10 --normalize sum --plots "$work/fraction-figs"
+cp "$work/fraction-figs/fraction.png" "$figs/" # its beta.png would replace the β run's
 # Label-free β: every fit's held-out choice (--beta auto) against the best β
 # by test accuracy, over the whole grid, for every backbone and fraction.
 sel=()
