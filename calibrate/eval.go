@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mergectl/react-triton/evaluate"
+	"github.com/mergectl/react-triton/evaluate/figures"
 	"github.com/mergectl/react-triton/internal/atomicfile"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/triton"
@@ -34,6 +35,7 @@ type evalOptions struct {
 	seed         uint64
 	markdown     string
 	json         string
+	plots        string
 	progress     string
 	batch        int
 	inFlight     int
@@ -73,8 +75,12 @@ lists and override each file's defaults (every combination is evaluated);
 --oracle adds ReACT fitted on the evaluation data's own features, the
 ceiling of a linear correction no user can reach.
 
-Output: Markdown tables on stdout (or --markdown FILE) and, with --json
-FILE, every number as JSON.`,
+Output: Markdown tables on stdout (or --markdown FILE); with --json FILE,
+every number as JSON; with --plots DIR, PNG figures: each pairwise set's
+trade-off curves (pairwise-A-B.png), a heat map of each simplex set
+(simplex-A-B-C.png), accuracy against β (beta.png, with two or more β) and
+against the calibration data's size (fraction.png, with files of one
+backbone fitted on different numbers of samples).`,
 		Example: `  calibrate eval --triton localhost:8001 --data test/ \
       --components AdaMerging=tritonmodels/zoo/components.safetensors \
       --components TA=tritonmodels/zoo/components_ta.safetensors \
@@ -99,6 +105,7 @@ FILE, every number as JSON.`,
 	f.Uint64Var(&o.seed, "seed", 0, "seed of --limit's subset")
 	f.StringVar(&o.markdown, "markdown", "", "write the Markdown tables to FILE instead of stdout")
 	f.StringVar(&o.json, "json", "", "also write every number as JSON to FILE")
+	f.StringVar(&o.plots, "plots", "", "also draw the figures the result supports as PNG files in DIR (docs/evaluate.md)")
 	f.StringVar(&o.progress, "progress", "auto", "progress bar: auto (on a terminal), always or never")
 	f.IntVar(&o.batch, "batch", evaluate.DefaultBatch, "samples per request (the models' max_batch_size caps it)")
 	f.IntVar(&o.inFlight, "in-flight", evaluate.DefaultInFlight, "requests in flight at once")
@@ -232,6 +239,15 @@ func (o *evalOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 			return err
 		}); err != nil {
 			return fmt.Errorf("--json: %w", err)
+		}
+	}
+	if o.plots != "" {
+		paths, err := figures.Write(res, o.plots)
+		if err != nil {
+			return fmt.Errorf("--plots: %w", err)
+		}
+		for _, p := range paths {
+			fmt.Fprintf(stderr, "eval: wrote %s\n", p)
 		}
 	}
 	out := stdout

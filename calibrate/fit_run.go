@@ -84,6 +84,11 @@ func (r *fitRun) run(ctx context.Context) error {
 	for _, s := range sums {
 		fmt.Fprintln(r.stdout, s)
 	}
+	if cfg.BetaSelect.Auto {
+		if err := r.selectBeta(ctx, tasks); err != nil {
+			return err
+		}
+	}
 	if err := r.write(tasks, into); err != nil {
 		return err
 	}

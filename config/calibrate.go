@@ -48,6 +48,9 @@ type Calibrate struct {
 	Checkpoint Checkpoint `mapstructure:"checkpoint"`
 	// Sample restricts each task to a seeded random subset of its samples.
 	Sample Sample `mapstructure:"sample"`
+	// BetaSelect chooses β and the normalisation without labels (--beta
+	// auto), by the reconstruction error on held-out samples.
+	BetaSelect BetaSelect `mapstructure:"beta_select"`
 	// Shard, "i/n", fits the i-th of n deterministic parts of every task's
 	// samples into a partial-statistics file, for calibrate merge. "" fits
 	// everything.
@@ -154,6 +157,24 @@ type Sample struct {
 	Seed int `mapstructure:"seed"`
 }
 
+// BetaSelect is the label-free choice of β and the normalisation: a
+// seeded random Holdout share of each task's samples is held out, every
+// option of the grid (β from 10⁻⁴ to 10², a point a decade, under sum
+// and under mean) is fitted on the rest, and the option with
+// the lowest held-out reconstruction error ‖W Z_mtl − Z_ind‖² becomes the
+// file's default. The file's statistics are those of every sample.
+type BetaSelect struct {
+	// Auto turns the selection on (--beta auto); Beta and Normalize are
+	// then replaced by the choice.
+	Auto bool `mapstructure:"auto"`
+	// Holdout is the share of each task's samples held out, in (0, 1).
+	// Default 0.2.
+	Holdout float64 `mapstructure:"holdout"`
+	// Report, if set, is a JSON file that receives every option's held-out
+	// errors and the choice.
+	Report string `mapstructure:"report"`
+}
+
 // Defaults of calibrate fit's keys that have one.
 const (
 	DefaultCalibrateBeta      = 10
@@ -163,6 +184,7 @@ const (
 	DefaultInFlight           = 4
 	DefaultCheckpointEvery    = 50
 	DefaultProgress           = "auto"
+	DefaultHoldout            = 0.2
 )
 
 // Values of Calibrate.Progress.
@@ -188,5 +210,6 @@ func DefaultCalibrate() *Calibrate {
 		InFlight:   DefaultInFlight,
 		Checkpoint: Checkpoint{Every: DefaultCheckpointEvery},
 		Progress:   DefaultProgress,
+		BetaSelect: BetaSelect{Holdout: DefaultHoldout},
 	}
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -60,9 +61,19 @@ var calibrateFlags = []calibrateFlag{
 	}},
 	stringFlag("image-on-error", "images.on_error", func(c *Calibrate) *string { return &c.Images.OnError }),
 	stringFlag("out", "out", func(c *Calibrate) *string { return &c.Out }),
-	{"beta", "beta", func(c *Calibrate, fs *pflag.FlagSet) (err error) {
-		c.Beta, err = fs.GetFloat64("beta")
-		return err
+	{"beta", "beta", func(c *Calibrate, fs *pflag.FlagSet) error {
+		v, err := fs.GetString("beta")
+		if err != nil {
+			return err
+		}
+		if v == "auto" {
+			c.BetaSelect.Auto = true
+			return nil
+		}
+		if c.Beta, err = strconv.ParseFloat(v, 64); err != nil {
+			return fmt.Errorf("%q: want a number or auto", v)
+		}
+		return nil
 	}},
 	stringFlag("normalize", "normalize", func(c *Calibrate) *string { return &c.Normalize }),
 	{"tasks", "tasks", func(c *Calibrate, fs *pflag.FlagSet) (err error) {
@@ -83,6 +94,11 @@ var calibrateFlags = []calibrateFlag{
 	}},
 	intFlag("limit", "sample.limit", func(c *Calibrate) *int { return &c.Sample.Limit }),
 	intFlag("seed", "sample.seed", func(c *Calibrate) *int { return &c.Sample.Seed }),
+	{"holdout", "beta_select.holdout", func(c *Calibrate, fs *pflag.FlagSet) (err error) {
+		c.BetaSelect.Holdout, err = fs.GetFloat64("holdout")
+		return err
+	}},
+	stringFlag("beta-report", "beta_select.report", func(c *Calibrate) *string { return &c.BetaSelect.Report }),
 	stringFlag("shard", "shard", func(c *Calibrate) *string { return &c.Shard }),
 	stringFlag("only", "only", func(c *Calibrate) *string { return &c.Only }),
 	stringFlag("into", "into", func(c *Calibrate) *string { return &c.Into }),
@@ -161,7 +177,7 @@ func BindCalibrateFlags(fs *pflag.FlagSet) {
 	fs.Float64Slice("image-std", nil, "then divide each channel by this `STD`, one value or one per channel (key images.std)")
 	fs.String("image-on-error", OnErrorFail, "an image file that does not decode: `fail|skip` (key images.on_error; skip: left out and reported by name)")
 	fs.String("out", "", "`FILE` to write: a components file, or with --shard a partial-statistics file (key out; default with --into: that file)")
-	fs.Float64("beta", DefaultCalibrateBeta, "default regulariser `B` ≥ 0 (β) that pulls each correction towards its orthogonal factor (key beta)")
+	fs.String("beta", strconv.FormatFloat(DefaultCalibrateBeta, 'g', -1, 64), "default regulariser `B` ≥ 0 (β) that pulls each correction towards its orthogonal factor (key beta), or auto: β and the normalisation (sum or mean) chosen by the reconstruction error on held-out samples (key beta_select.auto)")
 	fs.String("normalize", DefaultCalibrateNormalize, "default normalisation of the statistics, `sum|mean` (key normalize)")
 	fs.StringSlice("tasks", nil, "comma-separated `TASKS` to fit, in this order (key tasks; default: every task in --embeddings or --inputs, sorted)")
 	fs.String("backbone-model", "", "the merged backbone model's `NAME` (key backbone.model; required with --triton)")
@@ -174,7 +190,9 @@ func BindCalibrateFlags(fs *pflag.FlagSet) {
 	fs.Int("checkpoint-every", DefaultCheckpointEvery, "save a task's partial statistics every `N` chunks (key checkpoint.every)")
 	fs.Float64("fraction", 0, "fit a seeded random `F` of each task's samples, 0 < F ≤ 1 (key sample.fraction; default all)")
 	fs.Int("limit", 0, "fit a seeded random subset of at most `N` samples per task (key sample.limit; default all)")
-	fs.Int("seed", 0, "`SEED` of the random subset of --fraction or --limit (key sample.seed)")
+	fs.Int("seed", 0, "`SEED` of the random subset of --fraction or --limit, and of --beta auto's held-out samples (key sample.seed)")
+	fs.Float64("holdout", DefaultHoldout, "with --beta auto, the share `H` of each task's samples held out to choose β, 0 < H < 1 (key beta_select.holdout)")
+	fs.String("beta-report", "", "with --beta auto, write every option's held-out error and the choice as JSON to `FILE` (key beta_select.report)")
 	fs.String("shard", "", "fit shard `i/n` of every task's samples into a partial-statistics file for calibrate merge (key shard)")
 	fs.String("only", "", "fit this one `TASK` and add it to, or replace it in, the components file --into (key only)")
 	fs.String("into", "", "the existing components `FILE` that --only adds its task to (key into)")

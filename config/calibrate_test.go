@@ -140,6 +140,7 @@ func TestLoadCalibrateExample(t *testing.T) {
 		InFlight:   4,
 		Checkpoint: Checkpoint{Dir: filepath.Join(dir, "components.safetensors.ckpt"), Every: 50},
 		Progress:   ProgressAuto,
+		BetaSelect: BetaSelect{Holdout: 0.2},
 		File:       path,
 	}
 	if !reflect.DeepEqual(got, want) {

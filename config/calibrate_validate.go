@@ -59,6 +59,7 @@ func (c *Calibrate) Validate() error {
 	}
 	c.validateImages(&p)
 	c.validateSample(&p)
+	c.validateBetaSelect(&p)
 	c.validateOutput(&p)
 	switch c.Progress {
 	case ProgressAuto, ProgressAlways, ProgressLog, ProgressNever:
@@ -226,5 +227,24 @@ func (c *Calibrate) validateOutput(p *problems) {
 	}
 	if st, err := os.Stat(filepath.Dir(c.Out)); err != nil || !st.IsDir() {
 		p.add("out", "directory %s does not exist", filepath.Dir(c.Out))
+	}
+}
+
+func (c *Calibrate) validateBetaSelect(p *problems) {
+	b := &c.BetaSelect
+	if h := b.Holdout; math.IsNaN(h) || h <= 0 || h >= 1 {
+		p.add("beta_select.holdout", "must be in (0, 1), got %v", h)
+	}
+	if !b.Auto {
+		if b.Report != "" {
+			p.add("beta_select.report", "needs beta_select.auto (--beta auto)")
+		}
+		return
+	}
+	if c.Shard != "" {
+		p.add("beta_select.auto", "excludes shard: a shard holds part of the samples; choose β on the merged file's fit instead")
+	}
+	if c.Only != "" {
+		p.add("beta_select.auto", "excludes only: the file's β is chosen over every task")
 	}
 }

@@ -41,8 +41,8 @@ type Config struct {
 	Betas        []float64             // default: each file's own β
 	Norms        []react.Normalization // default: each file's own normalisation
 	// Oracle adds, per backbone model, ReACT with statistics accumulated
-	// on the evaluation data's own features (merged → expert), with each
-	// file's β and normalisation: the ceiling of a linear correction fitted
+	// on the evaluation data's own features (merged → expert), with every
+	// β and normalisation evaluated (Betas, Norms): the ceiling of a linear correction fitted
 	// with the method's objective, which no user can fit.
 	Oracle bool
 	// Progress, if not nil, is told of each finished step.

@@ -8,8 +8,12 @@ type Result struct {
 	// normalised accuracy.
 	Individual []float64 `json:"individual"`
 	Rows       []Row     `json:"rows"`
-	Summaries  []Summary `json:"summaries"`
-	Timings    Timings   `json:"timings"`
+	// Sets and Backbones describe what was evaluated, for tables and
+	// figures drawn from the result alone.
+	Sets      []SetInfo      `json:"sets"`
+	Backbones []BackboneInfo `json:"backbones"`
+	Summaries []Summary      `json:"summaries"`
+	Timings   Timings        `json:"timings"`
 }
 
 // Row is the accuracy of one model at one preference, on every task.
@@ -63,4 +67,21 @@ type Timings struct {
 	// CorrectPerSample is the mean time of Ẑ = Z W_pᵀ per sample, measured
 	// over whole tasks.
 	CorrectPerSample float64 `json:"correct_per_sample_s"`
+}
+
+// SetInfo describes a preference set of the evaluation.
+type SetInfo struct {
+	Name  string   `json:"name"`
+	Kind  string   `json:"kind"`
+	Focus []string `json:"focus"`
+}
+
+// BackboneInfo describes a components file of the evaluation.
+type BackboneInfo struct {
+	Label string `json:"label"`
+	Model string `json:"model"` // the backbone model's name
+	// Samples is the number of calibration samples over every task.
+	Samples int64   `json:"calibration_samples"`
+	Beta    float64 `json:"beta"` // the file's own β and normalisation
+	Norm    string  `json:"normalize"`
 }

@@ -40,6 +40,17 @@ func Run(ctx context.Context, models Models, cfg *Config) (*Result, error) {
 	for _, t := range cfg.Tasks {
 		e.res.Samples = append(e.res.Samples, t.N())
 	}
+	for _, s := range cfg.Sets {
+		e.res.Sets = append(e.res.Sets, SetInfo{Name: s.Name, Kind: s.Kind, Focus: s.Focus})
+	}
+	for _, b := range cfg.Backbones {
+		var n int64
+		for _, st := range b.Components.Tasks {
+			n += st.N
+		}
+		e.res.Backbones = append(e.res.Backbones, BackboneInfo{Label: b.Label, Model: b.Components.Backbone.Name,
+			Samples: n, Beta: b.Components.Beta, Norm: string(b.Components.Normalization)})
+	}
 	e.total = e.countSteps()
 	if err := e.run(ctx); err != nil {
 		return nil, fmt.Errorf("evaluate: %w", err)
@@ -79,7 +90,9 @@ func (e *evaluation) countSteps() int {
 		n += len(e.options(b.Components)) * len(e.aggregations())
 	}
 	if e.cfg.Oracle {
-		n += len(e.modelsOfBackbones())
+		for _, b := range e.modelsOfBackbones() {
+			n += len(e.options(b.Components))
+		}
 	}
 	return n
 }
@@ -332,7 +345,7 @@ func expand(p react.Preference, tasks []string) (react.Preference, error) {
 
 // oracle fits ReACT's statistics on the evaluation features themselves
 // (backbone → expert, every sample of each task) and evaluates them with
-// the components' β and normalisation.
+// every β and normalisation evaluated (by default the components').
 func (e *evaluation) oracle(ctx context.Context, b Backbone, experts []react.ModelRef) error {
 	z := e.features[b.Components.Backbone]
 	c := &react.Components{D: e.d, Beta: b.Components.Beta, Normalization: b.Components.Normalization, Backbone: b.Components.Backbone}
@@ -347,14 +360,17 @@ func (e *evaluation) oracle(ctx context.Context, b Backbone, experts []react.Mod
 		}
 		c.Tasks = append(c.Tasks, st)
 	}
-	opt := react.DefaultOptions(c)
-	solver, err := react.NewSolver(c, opt)
-	if err != nil {
-		return err
+	for _, opt := range e.options(b.Components) {
+		solver, err := react.NewSolver(c, opt)
+		if err != nil {
+			return err
+		}
+		if err := e.corrected(ctx, b.Label, MethodOracle, opt, solver, z); err != nil {
+			return err
+		}
+		e.step()
 	}
-	err = e.corrected(ctx, b.Label, MethodOracle, opt, solver, z)
-	e.step()
-	return err
+	return nil
 }
 
 // addRow completes a row from its accuracies and appends it.

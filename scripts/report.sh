@@ -9,10 +9,13 @@
 # 2. calibrates each backbone (TA, TIES, AdaMerging) with calibrate fit
 #    --triton on the whole calib split, and on seeded random 1%, 5% and 10%
 #    subsets (--fraction), timing each fit (the offline stage);
+#    Each fit also chooses β and the normalisation without labels (--beta
+#    auto), which the label-free β section checks against test accuracy.
 # 3. runs calibrate eval: Table 1 (equal, priority, one-hot, with the
 #    oracle), the 3-task simplex experiment with react, naive and polar
 #    aggregation, a β sweep under sum and mean, and the fraction sweep;
-# 4. writes the report (scripts/report.py) from the JSON results.
+# 4. writes the report (scripts/report.py) from the JSON results, and the
+#    figures (calibrate eval --plots) into figures/ beside it.
 # Needs make build's bin/calibrate, the venv and the zoo data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,7 +69,9 @@ fi
 experts=()
 for t in ${tasks//,/ }; do experts+=(--expert "$t=expert_$t"); done
 res=$work/results
-mkdir -p "$res"
+figs=$(dirname "$report")/figures
+mkdir -p "$res" "$figs"
+rm -f "$figs"/*.png
 
 # Offline stage: one fit per backbone and calibration fraction, timed.
 fit() { # backbone name fraction
@@ -74,7 +79,7 @@ fit() { # backbone name fraction
 	[ "$3" = 1 ] || extra=(--fraction "$3" --seed 0)
 	t0=$(date +%s.%N)
 	"$CAL" fit --triton "$addr" --inputs "$work/calib" --tasks "$tasks" --backbone-model "$1" \
-		--backbone-output feature "${experts[@]}" --beta 0.1 --normalize sum --quiet \
+		--backbone-output feature "${experts[@]}" --beta auto --beta-report "$res/$2.beta.json" --quiet \
 		"${extra[@]}" --out "$res/$2.safetensors" >"$res/$2.fit.txt"
 	t1=$(date +%s.%N)
 	echo "$2 $3 $(echo "$t1 - $t0" | bc)" >>"$res/fits.txt"
@@ -92,15 +97,27 @@ ev() { # name args...
 ev table1 --components "TA=$res/ta_1.safetensors" --components "TIES=$res/ties_1.safetensors" \
 	--components "AdaMerging=$res/adamerging_1.safetensors" --components "TA 10%=$res/ta_0.1.safetensors" \
 	--components "TIES 10%=$res/ties_0.1.safetensors" --components "AdaMerging 10%=$res/adamerging_0.1.safetensors" \
-	--set equal --set priority --set one-hot --oracle
+	--set equal --set priority --set one-hot --oracle --beta 0.1 --normalize sum
 ev simplex --components "AdaMerging=$res/adamerging_1.safetensors" --components "TA=$res/ta_1.safetensors" \
-	--set simplex:letters,greek,fontdigits:6 --aggregation react,naive,polar
+	--set simplex:letters,greek,fontdigits:6 --set pairwise:letters,greek --set pairwise:fashion,digits \
+	--aggregation react,naive,polar --beta 0.1 --normalize sum --plots "$figs"
 ev beta --components "AdaMerging=$res/adamerging_1.safetensors" --set equal --set one-hot \
-	--normalize sum,mean --beta 0.0001,0.001,0.01,0.1,1,10,100
+	--normalize sum,mean --beta 0.0001,0.001,0.01,0.1,1,10,100 --plots "$figs"
 ev fraction --components "AdaMerging 100%=$res/adamerging_1.safetensors" \
 	--components "AdaMerging 10%=$res/adamerging_0.1.safetensors" \
 	--components "AdaMerging 5%=$res/adamerging_0.05.safetensors" \
-	--components "AdaMerging 1%=$res/adamerging_0.01.safetensors" --set equal --set one-hot
+	--components "AdaMerging 1%=$res/adamerging_0.01.safetensors" --set equal --set one-hot \
+	--beta 0.1,10 --normalize sum --plots "$work/fraction-figs"
+cp "$work/fraction-figs/fraction.png" "$figs/" # its beta.png would replace the β run's
+# Label-free β: every fit's held-out choice (--beta auto) against the best β
+# by test accuracy, over the whole grid, for every backbone and fraction.
+sel=()
+for b in ta:TA ties:TIES adamerging:AdaMerging; do
+	for f in 1:100% 0.1:10% 0.05:5% 0.01:1%; do
+		sel+=(--components "${b#*:} ${f#*:}=$res/${b%%:*}_${f%%:*}.safetensors")
+	done
+done
+ev select "${sel[@]}" --set equal --set one-hot --normalize sum,mean --beta 0.0001,0.001,0.01,0.1,1,10,100
 
 "$PY" scripts/report.py --results "$res" --out "$report" --seconds "$(($(date +%s) - start))"
 echo "report: wrote $report in $(($(date +%s) - start)) s"

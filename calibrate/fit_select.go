@@ -1,0 +1,172 @@
+package calibrate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/mergectl/react-triton/calibrate/partial"
+	"github.com/mergectl/react-triton/internal/atomicfile"
+	"github.com/mergectl/react-triton/react"
+)
+
+// holdoutSamples returns the ascending indices, among a fit's samples idx
+// (nil: 0 … n−1), of a seeded random ⌈share·m⌉ of them (at least one, and
+// at least one left to fit), to hold out.
+func holdoutSamples(n int, idx []int, share float64, seed uint64) []int {
+	if idx == nil {
+		idx = make([]int, n)
+		for i := range idx {
+			idx[i] = i
+		}
+	}
+	m := len(idx)
+	k := min(max(1, int(math.Ceil(share*float64(m)))), m-1)
+	if k <= 0 {
+		return nil
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x401d))
+	out := make([]int, k)
+	for i, p := range rng.Perm(m)[:k] {
+		out[i] = idx[p]
+	}
+	slices.Sort(out)
+	return out
+}
+
+// betaReport is what --beta-report writes.
+type betaReport struct {
+	Holdout    float64            `json:"holdout"`
+	Held       map[string]int64   `json:"held_out"` // samples held out per task
+	Candidates []betaCandidateOut `json:"candidates"`
+	Chosen     betaCandidateOut   `json:"chosen"`
+}
+
+type betaCandidateOut struct {
+	Beta   float64 `json:"beta"`
+	Norm   string  `json:"normalize"`
+	OneHot float64 `json:"one_hot"`
+	Equal  float64 `json:"equal"`
+	Score  float64 `json:"score"`
+}
+
+// selectBeta chooses the file's β and normalisation without labels (--beta
+// auto): it reads again a seeded random share of each task's samples,
+// subtracts their sums from the task's (tasks hold every sample's), fits
+// every option of the grid on the rest and keeps the one with the lowest
+// held-out reconstruction error (react.SelectOptions).
+func (r *fitRun) selectBeta(ctx context.Context, tasks []*partial.Task) error {
+	cfg := r.cfg
+	srcs, closeAll, err := r.open(ctx)
+	if err != nil {
+		return fmt.Errorf("beta auto: %w", err)
+	}
+	defer closeAll()
+	d := tasks[0].Acc.D()
+	fit := &react.Components{D: d, Normalization: react.NormSum, Backbone: r.backbone}
+	var held []react.HeldOut
+	rep := betaReport{Holdout: cfg.BetaSelect.Holdout, Held: map[string]int64{}}
+	for i, src := range srcs {
+		t := tasks[i]
+		available := int(src.Len())
+		h := holdoutSamples(available, selectSamples(available, cfg.Sample, r.shard), cfg.BetaSelect.Holdout, uint64(cfg.Sample.Seed))
+		if h == nil {
+			return fmt.Errorf("beta auto: task %s has %d samples: too few to hold any out", t.Name, t.Acc.N())
+		}
+		var s PairSource = src
+		if tp, ok := src.(*TritonPair); ok {
+			tp.Use(h, 0)
+		} else {
+			s = newSelectedPairs(src, h, 0)
+		}
+		acc := react.NewAccumulator(d)
+		yy := 0.0
+		chunk := r.chunkRows(src)
+		mtl, ind := make([]float64, chunk*d), make([]float64, chunk*d)
+		for {
+			n, err := s.Next(mtl, ind)
+			if n > 0 {
+				if err := acc.AddFloat64(mtl[:n*d], ind[:n*d]); err != nil {
+					return fmt.Errorf("beta auto: task %s: %w", t.Name, err)
+				}
+				for _, v := range ind[:n*d] {
+					yy += v * v
+				}
+			}
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("beta auto: task %s: %w", t.Name, err)
+			}
+		}
+		if acc.N() != int64(len(h)) {
+			return fmt.Errorf("beta auto: task %s: read %d held-out samples, want %d", t.Name, acc.N(), len(h))
+		}
+		hs, err := acc.Stats(t.Name, t.Expert)
+		if err != nil {
+			return fmt.Errorf("beta auto: %w", err)
+		}
+		rest, err := subtract(t.Acc, acc)
+		if err != nil {
+			return fmt.Errorf("beta auto: task %s: %w", t.Name, err)
+		}
+		fs, err := rest.Stats(t.Name, t.Expert)
+		if err != nil {
+			return fmt.Errorf("beta auto: %w", err)
+		}
+		fit.Tasks = append(fit.Tasks, fs)
+		held = append(held, react.HeldOut{Stats: hs, YY: yy})
+		rep.Held[t.Name] = acc.N()
+	}
+	cands, best, err := react.SelectOptions(fit, held, react.BetaGrid([]react.Normalization{react.NormSum, react.NormMean}))
+	if err != nil {
+		return fmt.Errorf("beta auto: %w", err)
+	}
+	fmt.Fprintf(r.stdout, "beta auto: held-out relative reconstruction error (%.0f%% of each task's samples), one-hot + equal:\n", 100*cfg.BetaSelect.Holdout)
+	for k, c := range cands {
+		out := betaCandidateOut{Beta: c.Beta, Norm: string(c.Normalization), OneHot: c.OneHot, Equal: c.Equal, Score: c.Score}
+		rep.Candidates = append(rep.Candidates, out)
+		mark := ""
+		if k == best {
+			mark, rep.Chosen = "  ← chosen", out
+		}
+		fmt.Fprintf(r.stdout, "  %-4s β=%-7s %.5f + %.5f = %.5f%s\n", c.Normalization, formatFloat(c.Beta), c.OneHot, c.Equal, c.Score, mark)
+	}
+	cfg.Beta, r.norm = cands[best].Beta, cands[best].Normalization
+	if cfg.BetaSelect.Report != "" {
+		b, err := json.MarshalIndent(rep, "", " ")
+		if err != nil {
+			return err
+		}
+		if err := atomicfile.Write(cfg.BetaSelect.Report, 0o644, func(w io.Writer) error {
+			_, err := w.Write(append(b, '\n'))
+			return err
+		}); err != nil {
+			return fmt.Errorf("--beta-report: %w", err)
+		}
+	}
+	return nil
+}
+
+// subtract returns the sums of all less those of part.
+func subtract(all, part *react.Accumulator) (*react.Accumulator, error) {
+	n, s, g := all.State()
+	pn, ps, pg := part.State()
+	if pn >= n {
+		return nil, fmt.Errorf("%d held-out samples of %d leave none to fit", pn, n)
+	}
+	s2, g2 := make([]float64, len(s)), make([]float64, len(g))
+	for i := range s {
+		s2[i] = s[i] - ps[i]
+	}
+	for i := range g {
+		g2[i] = g[i] - pg[i]
+	}
+	return react.RestoreAccumulator(all.D(), n-pn, s2, g2)
+}
