@@ -36,7 +36,13 @@ images (subfolders included, in lexical order of their paths): each image
 is decoded and preprocessed here into one sample of the backbone's input
 (grey or RGB, resized, scaled to [0,1], optionally normalised with a mean
 and std; the --image-* flags, key images), and every file's header is
-checked first (--image-on-error fail or skip). Each chunk of samples goes to the merged
+checked first (--image-on-error fail or skip). With --image-decode triton
+the files are not decoded here: their bytes go as they are, a BYTES tensor
+[n,1], to models that decode them (ensembles of a preprocessing model and
+the backbone or expert, which --backbone-model and --expert then name); a
+file the models refuse (INVALID_ARGUMENT) is found by sending its chunk one
+file at a time, and named, then fails the fit or is skipped as
+--image-on-error says. Each chunk of samples goes to the merged
 backbone (--backbone-model, --backbone-version, --backbone-output) and to
 the task's expert (--expert task=model[:version[:output]], one per task) at
 the same time, with a few chunks in flight; their feature outputs, FP32,
@@ -107,6 +113,11 @@ file.`,
   calibrate fit --triton localhost:8001 --inputs calib/ \
       --image-mean 0.485,0.456,0.406 --image-std 0.229,0.224,0.225 \
       --backbone-model vit_merged --expert cars=vit_cars --expert dtd=vit_dtd \
+      --out components.safetensors
+
+  # The same folders decoded on Triton, by the zoo's preprocess ensembles.
+  calibrate fit --triton localhost:8001 --inputs calib/ --image-decode triton \
+      --backbone-model preprocess_backbone_ta --expert mnist=preprocess_expert_mnist \
       --out components.safetensors
 
   # The same from a configuration file, one task into an existing file.

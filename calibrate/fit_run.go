@@ -188,6 +188,7 @@ func (r *fitRun) open(ctx context.Context) ([]PairSource, func(), error) {
 		Inputs: cfg.Inputs, Tasks: r.tasks(), Experts: experts, Batch: cfg.Chunk, InFlight: cfg.InFlight,
 		Images:        imageOptions(cfg.Images),
 		SkipBadImages: cfg.Images.OnError == config.OnErrorSkip,
+		SendEncoded:   cfg.Images.Decode == config.DecodeTriton,
 		Backbone:      react.ModelRef{Name: cfg.Backbone.Model, Version: cfg.Backbone.Version, Output: cfg.Backbone.Output},
 		RetryMaxWait:  cfg.Triton.RetryMaxWait,
 		OnRetry: func(err error, wait time.Duration) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path/filepath"
 	"time"
 
 	"github.com/mergectl/react-triton/calibrate/partial"
@@ -69,6 +70,21 @@ func (r *fitRun) fitTask(ctx context.Context, src PairSource) (*partial.Task, ta
 		return fmt.Sprintf("; the %d samples before are saved in %s: fix the cause and run the same command with --resume", t.Done, r.ckptPath(task))
 	}
 
+	// skipped counts the image files the models refused, left out with
+	// images.on_error: skip: each is a sample done, not in the sums.
+	skipped := 0
+	takeSkipped := func() {
+		if tp == nil {
+			return
+		}
+		for _, s := range tp.TakeSkipped() {
+			fmt.Fprintf(r.stderr, "calibrate: task %s: skipped %s: %v\n", task, filepath.Join(r.cfg.Inputs, task, filepath.FromSlash(s.File)), s.Err)
+			t.Done++
+			skipped++
+			r.report.add(1)
+		}
+	}
+
 	began, resumed := time.Now(), t.Done
 	r.report.start(task, t.Done, total)
 	chunk := r.chunkRows(src)
@@ -78,6 +94,7 @@ func (r *fitRun) fitTask(ctx context.Context, src PairSource) (*partial.Task, ta
 			return nil, taskSummary{}, fmt.Errorf("interrupted at sample %d of %d of task %s%s", t.Done, total, task, kept())
 		}
 		n, err := s.Next(mtl, ind)
+		takeSkipped()
 		if n > 0 {
 			if err := t.Acc.AddFloat64(mtl[:n*d], ind[:n*d]); err != nil {
 				return nil, taskSummary{}, fmt.Errorf("task %s: samples %d to %d (%s): %w%s", task, t.Done, t.Done+int64(n), models(src), err, kept())
@@ -104,6 +121,12 @@ func (r *fitRun) fitTask(ctx context.Context, src PairSource) (*partial.Task, ta
 		return nil, taskSummary{}, fmt.Errorf("task %s: read %d samples, want %d", task, t.Done, total)
 	}
 	r.report.end()
+	if skipped > 0 {
+		fmt.Fprintf(r.stderr, "calibrate: task %s: %d image files skipped: Triton could not decode them (images.on_error: skip)\n", task, skipped)
+	}
+	if t.Acc.N() == 0 {
+		return nil, taskSummary{}, fmt.Errorf("task %s: no sample left: all %d were skipped", task, total)
+	}
 	if err := r.checkBackbone(src); err != nil {
 		return nil, taskSummary{}, err
 	}

@@ -40,8 +40,17 @@ type TritonConfig struct {
 	// becomes a sample.
 	Images images.Options
 	// SkipBadImages leaves out the image files whose header does not
-	// decode (TritonPair.Skipped) rather than failing.
+	// decode (TritonPair.Skipped), and with SendEncoded those the models
+	// refuse (TritonPair.TakeSkipped), rather than failing.
 	SkipBadImages bool
+	// SendEncoded sends each image file's bytes as they are, one element of
+	// a BYTES tensor [n,1], to models that take encoded images (such as
+	// ensembles of a preprocessing model and a backbone), instead of
+	// decoding them here: every task's inputs must then be a folder, and
+	// every model's input BYTES. A chunk a model refuses with
+	// INVALID_ARGUMENT is sent again one file at a time to find the files
+	// it refuses.
+	SendEncoded bool
 	// Tasks lists the tasks to fit, in order; empty means every <task>.npy
 	// in Inputs, sorted.
 	Tasks []string
@@ -88,6 +97,7 @@ type TritonPair struct {
 	inFlight int
 	retryMax time.Duration
 	onRetry  func(error, time.Duration)
+	skipBad  bool // leave out the encoded files the models refuse
 
 	parent  context.Context // of the requests; nil: context.Background()
 	started bool
@@ -96,7 +106,8 @@ type TritonPair struct {
 	cur     chunkResult
 	off     int
 	err     error
-	version [2]string // the versions that answered: backbone, expert
+	version [2]string        // the versions that answered: backbone, expert
+	pending []images.Problem // files skipped, not yet taken (TakeSkipped)
 }
 
 // chunkResult is the features of one chunk of inputs.
@@ -105,6 +116,9 @@ type chunkResult struct {
 	mtl, ind    []float32
 	version     [2]string
 	err         error
+	// skipped are the files of the chunk the models refused, left out of
+	// its rows (encoded images with SkipBadImages).
+	skipped []images.Problem
 }
 
 // OpenTritonPairs checks everything a Triton-backed fit needs before any
@@ -140,7 +154,7 @@ func OpenTritonPairs(ctx context.Context, c *triton.Client, cfg TritonConfig) (p
 		}
 	}()
 	for _, task := range tasks {
-		f, err := openTaskInput(cfg.Inputs, task, cfg.SkipBadImages)
+		f, err := openTaskInput(cfg.Inputs, task, cfg.SkipBadImages, cfg.SendEncoded)
 		if err != nil {
 			return nil, fmt.Errorf("task %s: %w", task, err)
 		}
@@ -154,7 +168,7 @@ func OpenTritonPairs(ctx context.Context, c *triton.Client, cfg TritonConfig) (p
 	if !ready {
 		return nil, fmt.Errorf("connecting to Triton: the server at %s is live but not ready", c.Addr())
 	}
-	backbone, err := checkModel(ctx, c, "backbone", cfg.Backbone, "")
+	backbone, err := checkModel(ctx, c, "backbone", cfg.Backbone, "", cfg.SendEncoded)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +181,7 @@ func OpenTritonPairs(ctx context.Context, c *triton.Client, cfg TritonConfig) (p
 		inFlight = DefaultInFlight
 	}
 	for i, task := range tasks {
-		expert, err := checkModel(ctx, c, "expert of task "+task, cfg.Experts[task], backbone.ref.Output)
+		expert, err := checkModel(ctx, c, "expert of task "+task, cfg.Experts[task], backbone.ref.Output, cfg.SendEncoded)
 		if err != nil {
 			return nil, err
 		}
@@ -193,15 +207,16 @@ func OpenTritonPairs(ctx context.Context, c *triton.Client, cfg TritonConfig) (p
 			}
 		}
 		pairs = append(pairs, &TritonPair{task: task, client: c, in: files[i], backbone: backbone, expert: expert, batch: b, inFlight: inFlight,
-			retryMax: cfg.RetryMaxWait, onRetry: cfg.OnRetry})
+			retryMax: cfg.RetryMaxWait, onRetry: cfg.OnRetry, skipBad: cfg.SkipBadImages})
 	}
 	return pairs, nil
 }
 
-// Skipped returns the image files of the task left out because they did
-// not decode (TritonConfig.SkipBadImages); none for a .npy input.
+// Skipped returns the image files of the task left out because their
+// header did not decode (TritonConfig.SkipBadImages); none for a .npy
+// input.
 func (p *TritonPair) Skipped() []images.Problem {
-	if im, ok := p.in.(*imageInput); ok {
+	if im, ok := p.in.(interface{ skipped() []images.Problem }); ok {
 		return im.skipped()
 	}
 	return nil
@@ -304,6 +319,7 @@ func (p *TritonPair) Next(mtl, ind []float64) (int, error) {
 			p.err = r.err
 			return 0, r.err
 		}
+		p.pending = append(p.pending, r.skipped...)
 		p.cur, p.off = r, 0
 	}
 	d := p.Dim()
@@ -351,7 +367,7 @@ func (p *TritonPair) start() {
 	go func() {
 		defer close(p.results)
 		for first := 0; ; {
-			raw, n, err := p.in.read(p.batch)
+			c, err := p.in.read(p.batch)
 			if errors.Is(err, io.EOF) {
 				return
 			}
@@ -365,15 +381,36 @@ func (p *TritonPair) start() {
 				fut <- chunkResult{err: err}
 				return
 			}
-			go func(first int) { fut <- p.infer(ctx, raw, first, n) }(first)
-			first += n
+			go func(first int) { fut <- p.infer(ctx, c, first) }(first)
+			first += c.n
 		}
 	}()
 }
 
-// infer runs one chunk through both models at the same time.
-func (p *TritonPair) infer(ctx context.Context, raw []byte, first, n int) chunkResult {
-	r := chunkResult{first: first, rows: n}
+// infer runs one chunk through both models at the same time; when they
+// refuse a chunk of encoded images, it finds the files they refuse
+// (isolate).
+func (p *TritonPair) infer(ctx context.Context, c chunk, first int) chunkResult {
+	r, errs := p.inferBoth(ctx, c, first)
+	if r.err == nil || c.files == nil {
+		return r
+	}
+	var refusedBy []*tritonModel
+	for i, m := range []*tritonModel{p.backbone, p.expert} {
+		if refused(errs[i]) {
+			refusedBy = append(refusedBy, m)
+		}
+	}
+	if len(refusedBy) == 0 {
+		return r
+	}
+	return p.isolate(ctx, c, first, r.err, refusedBy)
+}
+
+// inferBoth runs one chunk through both models at the same time; errs are
+// each model's error.
+func (p *TritonPair) inferBoth(ctx context.Context, c chunk, first int) (chunkResult, [2]error) {
+	r := chunkResult{first: first, rows: c.n}
 	var wg sync.WaitGroup
 	var errs [2]error
 	outs := [2]*[]float32{&r.mtl, &r.ind}
@@ -381,22 +418,23 @@ func (p *TritonPair) infer(ctx context.Context, raw []byte, first, n int) chunkR
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			*outs[i], r.version[i], errs[i] = p.run(ctx, m, raw, first, n)
+			*outs[i], r.version[i], errs[i] = p.run(ctx, m, c, first)
 		}()
 	}
 	wg.Wait()
 	r.err = errors.Join(errs[0], errs[1])
-	return r
+	return r, errs
 }
 
-// run sends n samples, raw little-endian float32, to model m and returns
-// their features as float32 and the version that answered.
-func (p *TritonPair) run(ctx context.Context, m *tritonModel, raw []byte, first, n int) ([]float32, string, error) {
+// run sends the chunk's samples to model m and returns their features as
+// float32 and the version that answered.
+func (p *TritonPair) run(ctx context.Context, m *tritonModel, c chunk, first int) ([]float32, string, error) {
+	raw, n := c.raw, c.n
 	fail := func(err error) ([]float32, string, error) {
 		return nil, "", fmt.Errorf("%s %s: samples %d to %d of %s: %w", m.role, describe(m.ref), first, first+n, p.in.source(), err)
 	}
 	data := raw
-	if m.inputDT != triton.FP32 {
+	if m.inputDT != triton.FP32 && m.inputDT != triton.BYTES {
 		var err error
 		if data, err = triton.EncodeFloat32(nil, m.inputDT, float32s(raw)); err != nil {
 			return fail(err)

@@ -61,8 +61,8 @@ func isDir(dir string, e fs.DirEntry) bool {
 
 // openTaskInput opens a task's calibration inputs in dir: <task>.npy, or
 // else the folder <task>/ of images (with skip, those whose header does
-// not decode are left out).
-func openTaskInput(dir, task string, skip bool) (sampleInput, error) {
+// not decode are left out), decoded here or, with encoded, sent as they are.
+func openTaskInput(dir, task string, skip, encoded bool) (sampleInput, error) {
 	npy := filepath.Join(dir, task+InputSuffix)
 	folder := filepath.Join(dir, task)
 	st, err := os.Stat(folder)
@@ -74,6 +74,9 @@ func openTaskInput(dir, task string, skip bool) (sampleInput, error) {
 		if folderErr == nil {
 			return nil, fmt.Errorf("both %s and the folder %s: keep one", npy, folder+string(filepath.Separator))
 		}
+		if encoded {
+			return nil, fmt.Errorf("%s: images.decode: triton sends image files to models that decode them, not tensors: give the task a folder %s of images, or use images.decode: go", npy, folder+string(filepath.Separator))
+		}
 		return openInput(npy)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
@@ -83,6 +86,9 @@ func openTaskInput(dir, task string, skip bool) (sampleInput, error) {
 			return nil, fmt.Errorf("no calibration inputs: neither %s nor a folder %s of images", npy, folder+string(filepath.Separator))
 		}
 		return nil, folderErr
+	}
+	if encoded {
+		return openEncoded(folder, skip)
 	}
 	return openImages(folder, skip)
 }

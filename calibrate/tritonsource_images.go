@@ -66,12 +66,10 @@ func (in *imageInput) count() int {
 	return len(in.folder.Files)
 }
 
-// read decodes and preprocesses up to n further images.
-func (in *imageInput) read(n int) ([]byte, int, error) {
-	n = min(n, in.count()-in.next)
-	if n <= 0 {
-		return nil, 0, io.EOF
-	}
+// positions returns the indices in folder.Files of up to n further images;
+// none at the end.
+func (in *imageInput) positions(n int) []int {
+	n = max(0, min(n, in.count()-in.next))
 	pos := make([]int, n)
 	for i := range pos {
 		pos[i] = in.next + i
@@ -79,16 +77,25 @@ func (in *imageInput) read(n int) ([]byte, int, error) {
 			pos[i] = in.idx[in.next+i]
 		}
 	}
-	v := make([]float32, n*in.pre.Elements())
+	return pos
+}
+
+// read decodes and preprocesses up to n further images.
+func (in *imageInput) read(n int) (chunk, error) {
+	pos := in.positions(n)
+	if len(pos) == 0 {
+		return chunk{}, io.EOF
+	}
+	v := make([]float32, len(pos)*in.pre.Elements())
 	if err := in.folder.Read(in.pre, pos, v); err != nil {
-		return nil, 0, err
+		return chunk{}, err
 	}
 	b := make([]byte, 4*len(v))
 	for i, x := range v {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
 	}
-	in.next += n
-	return b, n, nil
+	in.next += len(pos)
+	return chunk{raw: b, n: len(pos)}, nil
 }
 
 func (in *imageInput) Close() error { return nil }

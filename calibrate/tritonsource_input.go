@@ -18,8 +18,9 @@ import (
 const InputSuffix = ".npy"
 
 // sampleInput streams the samples of one task's calibration inputs as the
-// raw little-endian float32 bytes of the models' input: a .npy file
-// (inputFile) or a folder of images (imageInput).
+// raw contents of the models' input tensor: little-endian float32 from a
+// .npy file (inputFile) or a folder of images decoded here (imageInput), or
+// the files of a folder of images as they are, BYTES (encodedInput).
 type sampleInput interface {
 	// source names the file or folder, for messages.
 	source() string
@@ -34,10 +35,18 @@ type sampleInput interface {
 	use(idx []int, skip int)
 	// count returns the number of samples used.
 	count() int
-	// read returns the raw bytes of up to n further samples and how many
-	// it read; 0 and io.EOF at the end.
-	read(n int) ([]byte, int, error)
+	// read returns up to n further samples; io.EOF at the end.
+	read(n int) (chunk, error)
 	Close() error
+}
+
+// chunk is the samples of one request.
+type chunk struct {
+	raw []byte // the input tensor's raw contents
+	n   int    // the number of samples
+	// files are the samples' image files, relative to the folder, when
+	// they are sent encoded (encodedInput): to name a file Triton refuses.
+	files []string
 }
 
 // inputFile streams the samples of a task's calibration inputs: a float32
@@ -150,12 +159,11 @@ func (in *inputFile) row(i int) int {
 }
 
 // read returns the raw little-endian float32 bytes of up to n further
-// samples and how many it read; 0 and io.EOF at the end. Runs of
-// consecutive samples are read at once.
-func (in *inputFile) read(n int) ([]byte, int, error) {
+// samples; io.EOF at the end. Runs of consecutive samples are read at once.
+func (in *inputFile) read(n int) (chunk, error) {
 	n = min(n, in.count()-in.next)
 	if n <= 0 {
-		return nil, 0, io.EOF
+		return chunk{}, io.EOF
 	}
 	b := make([]byte, n*in.sample)
 	for i := 0; i < n; {
@@ -168,12 +176,12 @@ func (in *inputFile) read(n int) ([]byte, int, error) {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			return nil, 0, fmt.Errorf("reading %s: %w", in.path, err)
+			return chunk{}, fmt.Errorf("reading %s: %w", in.path, err)
 		}
 		i = j
 	}
 	in.next += n
-	return b, n, nil
+	return chunk{raw: b, n: n}, nil
 }
 
 // float32s decodes raw little-endian float32 bytes.

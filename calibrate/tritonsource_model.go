@@ -16,7 +16,7 @@ type tritonModel struct {
 	ref      react.ModelRef // Output resolved
 	role     string         // "backbone" or "expert of task t", for messages
 	input    string         // the model's only input
-	inputDT  string         // FP32, FP16, BF16 or FP64
+	inputDT  string         // FP32, FP16, BF16 or FP64; BYTES for encoded images
 	inShape  []int64        // one sample's shape, without the batch dimension; -1 is variable
 	outDT    string         // the feature output's datatype
 	dim      int            // D, the number of elements of one sample's feature
@@ -35,10 +35,11 @@ func describe(ref react.ModelRef) string {
 }
 
 // checkModel checks that a model is ready and has what a fit needs: one
-// batched floating-point input, and a floating-point output of a fixed size
-// D per sample. An empty ref.Output picks the model's only output, or else
-// an output named fallback.
-func checkModel(ctx context.Context, c *triton.Client, role string, ref react.ModelRef, fallback string) (*tritonModel, error) {
+// batched input, floating-point (BYTES with encoded, for encoded images),
+// and a floating-point output of a fixed size D per sample. An empty
+// ref.Output picks the model's only output, or else an output named
+// fallback.
+func checkModel(ctx context.Context, c *triton.Client, role string, ref react.ModelRef, fallback string, encoded bool) (*tritonModel, error) {
 	m := &tritonModel{ref: ref, role: role}
 	errorf := func(format string, args ...any) error {
 		return fmt.Errorf("%s %s: %s", role, describe(ref), fmt.Sprintf(format, args...))
@@ -61,7 +62,12 @@ func checkModel(ctx context.Context, c *triton.Client, role string, ref react.Mo
 	}
 	in := inputs[0]
 	m.input, m.inputDT = in.GetName(), in.GetDatatype()
-	if !floatDatatypes[m.inputDT] {
+	switch {
+	case encoded && m.inputDT != triton.BYTES:
+		return nil, errorf("input %q has datatype %s: with images.decode: triton the files are sent encoded, so want BYTES (a model that decodes images, such as an ensemble of a preprocessing model and this one)", m.input, m.inputDT)
+	case !encoded && m.inputDT == triton.BYTES:
+		return nil, errorf("input %q has datatype BYTES: it takes encoded images: send it image files with images.decode: triton (--image-decode triton)", m.input)
+	case !encoded && !floatDatatypes[m.inputDT]:
 		return nil, errorf("input %q has datatype %s: want FP32, FP16, BF16 or FP64", m.input, m.inputDT)
 	}
 	shape := in.GetShape()

@@ -112,7 +112,11 @@ func (f *fakeServer) ModelInfer(_ context.Context, r *tritonpb.ModelInferRequest
 		}
 	}
 	in := r.GetInputs()[0]
-	x, err := triton.DecodeFloat32(nil, in.GetDatatype(), r.GetRawInputContents()[0])
+	decode := triton.DecodeFloat32
+	if in.GetDatatype() == triton.BYTES {
+		decode = decodeEncoded // a preprocessing ensemble
+	}
+	x, err := decode(nil, in.GetDatatype(), r.GetRawInputContents()[0])
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}

@@ -108,10 +108,23 @@ type CalibrateImages struct {
 	Mean []float64 `mapstructure:"mean"`
 	Std  []float64 `mapstructure:"std"`
 	// OnError is what a file that does not decode does: fail (the fit
-	// stops before sending anything, naming it) or skip (it is left out and
-	// reported by name). Default fail.
+	// stops, naming it; before sending anything when its header is the
+	// problem) or skip (it is left out and reported by name). Default fail.
 	OnError string `mapstructure:"on_error"`
+	// Decode is where the images are decoded: go (in calibrate, as the keys
+	// above say, then sent as the models' tensor) or triton (each file's
+	// bytes are sent as they are, a BYTES tensor [n,1], to models that take
+	// encoded images, such as ensembles of a preprocessing model and the
+	// backbone or expert; the keys above but on_error do not apply).
+	// Default go.
+	Decode string `mapstructure:"decode"`
 }
+
+// Values of CalibrateImages.Decode.
+const (
+	DecodeGo     = "go"
+	DecodeTriton = "triton"
+)
 
 // Values of CalibrateImages.OnError.
 const (
@@ -204,7 +217,7 @@ const CheckpointSuffix = ".ckpt"
 func DefaultCalibrate() *Calibrate {
 	return &Calibrate{
 		Triton:     CalibrateTriton{Timeout: DefaultCalibrateTimeout, RetryMaxWait: DefaultRetryMaxWait},
-		Images:     CalibrateImages{Layout: "auto", Channels: "auto", Resize: "bilinear", OnError: OnErrorFail},
+		Images:     CalibrateImages{Layout: "auto", Channels: "auto", Resize: "bilinear", OnError: OnErrorFail, Decode: DecodeGo},
 		Beta:       DefaultCalibrateBeta,
 		Normalize:  DefaultCalibrateNormalize,
 		InFlight:   DefaultInFlight,

@@ -60,6 +60,7 @@ var calibrateFlags = []calibrateFlag{
 		return err
 	}},
 	stringFlag("image-on-error", "images.on_error", func(c *Calibrate) *string { return &c.Images.OnError }),
+	stringFlag("image-decode", "images.decode", func(c *Calibrate) *string { return &c.Images.Decode }),
 	stringFlag("out", "out", func(c *Calibrate) *string { return &c.Out }),
 	{"beta", "beta", func(c *Calibrate, fs *pflag.FlagSet) error {
 		v, err := fs.GetString("beta")
@@ -175,6 +176,7 @@ func BindCalibrateFlags(fs *pflag.FlagSet) {
 	fs.String("image-resize", "bilinear", "an image of another size is resized (bilinear) or refused (none): `bilinear|none` (key images.resize)")
 	fs.Float64Slice("image-mean", nil, "subtract this `MEAN` from each channel in [0,1], one value or one per channel (key images.mean)")
 	fs.Float64Slice("image-std", nil, "then divide each channel by this `STD`, one value or one per channel (key images.std)")
+	fs.String("image-decode", DecodeGo, "where images are decoded: `go|triton` (key images.decode; triton: each file's bytes go to models taking encoded images, BYTES [n,1])")
 	fs.String("image-on-error", OnErrorFail, "an image file that does not decode: `fail|skip` (key images.on_error; skip: left out and reported by name)")
 	fs.String("out", "", "`FILE` to write: a components file, or with --shard a partial-statistics file (key out; default with --into: that file)")
 	fs.String("beta", strconv.FormatFloat(DefaultCalibrateBeta, 'g', -1, 64), "default regulariser `B` ≥ 0 (β) that pulls each correction towards its orthogonal factor (key beta), or auto: β and the normalisation (sum or mean) chosen by the reconstruction error on held-out samples (key beta_select.auto)")

@@ -60,7 +60,18 @@ func TestLoadCalibrateGood(t *testing.T) {
 			c.Checkpoint.Dir = c.Out + ".ckpt"
 			c.Backbone = CalibrateModel{Model: "vit_merged"}
 			c.Images = CalibrateImages{Layout: "auto", Channels: "bgr", Size: []int{224, 224}, Resize: "none",
-				Mean: []float64{0.485, 0.456, 0.406}, Std: []float64{0.229}, OnError: OnErrorSkip}
+				Mean: []float64{0.485, 0.456, 0.406}, Std: []float64{0.229}, OnError: OnErrorSkip, Decode: DecodeGo}
+			return c
+		}},
+		{"images_triton.yaml", func(dir string) *Calibrate {
+			c := DefaultCalibrate()
+			c.Triton.GRPC = "localhost:8001"
+			c.Inputs = filepath.Join(dir, "images")
+			c.Out = filepath.Join(dir, "c.safetensors")
+			c.Checkpoint.Dir = c.Out + ".ckpt"
+			c.Backbone = CalibrateModel{Model: "preprocess_backbone_ta"}
+			c.Experts = map[string]CalibrateModel{"mnist": {Model: "preprocess_expert_mnist"}}
+			c.Images.Decode, c.Images.OnError = DecodeTriton, OnErrorSkip
 			return c
 		}},
 	}

@@ -150,6 +150,24 @@ func (c *Calibrate) validateImages(p *problems) {
 	oneOf("images.channels", im.Channels, "auto", "grey", "rgb", "bgr")
 	oneOf("images.resize", im.Resize, "bilinear", "none")
 	oneOf("images.on_error", im.OnError, OnErrorFail, OnErrorSkip)
+	oneOf("images.decode", im.Decode, DecodeGo, DecodeTriton)
+	if im.Decode == DecodeTriton {
+		// The preprocessing model decides all that; a setting here would
+		// be silently ignored.
+		d := DefaultCalibrate().Images
+		for _, kv := range []struct {
+			key string
+			set bool
+		}{
+			{"images.layout", im.Layout != d.Layout}, {"images.channels", im.Channels != d.Channels},
+			{"images.size", len(im.Size) > 0}, {"images.resize", im.Resize != d.Resize},
+			{"images.mean", len(im.Mean) > 0}, {"images.std", len(im.Std) > 0},
+		} {
+			if kv.set {
+				p.add(kv.key, "applies to images.decode: go only: with triton the preprocessing model in Triton decides it; leave it out")
+			}
+		}
+	}
 	if len(im.Size) != 0 && (len(im.Size) != 2 || im.Size[0] < 1 || im.Size[1] < 1) {
 		p.add("images.size", "%v: want [height, width], both positive, or leave it out for the model's", im.Size)
 	}

@@ -9,6 +9,11 @@ components file it wrote against an independent computation: the features
 of the same images from onnxruntime, run here directly on the zoo's ONNX
 files, and S_t = Σ z_ind z_mtlᵀ, G_t = Σ z_mtl z_mtlᵀ from them in float64.
 
+The image-folder tests export the calibration split as PNG files: decoded by
+calibrate (images.decode: go) or sent as BYTES to the zoo's preprocess_*
+ensembles (images.decode: triton), they must give the statistics of the .npy
+path; a corrupt file is named and fails the fit or is skipped.
+
 Needs TRITON_GRPC_ADDR (exported by scripts/test.sh), the zoo models loaded
 in that Triton, the zoo data (.cache/zoo-data, or ZOO_DATA) and go. Without
 them the test skips, or fails when REACT_E2E=1.
@@ -192,3 +197,94 @@ def test_fit_from_png_folders_equals_npy(triton_addr, calibrate, tmp_path):
             got, want = from_png[f"{task}.{kind}"], from_npy[f"{task}.{kind}"]
             _close(got, want, f"{task}.{kind} from PNG against .npy")
             assert np.array_equal(got, want), f"{task}.{kind}: from PNG and from .npy differ (max {np.abs(got - want).max():.3g})"
+
+
+def _export_png(tmp_path):
+    """Each task's calibration split as PNG files (scripts/zoo-png.py, its own
+    encoder) under tmp_path/png, and as the float32 tensor x / 255 under
+    tmp_path/npy; the number of images per task."""
+    for task in TASKS:
+        _need((DATA / task / "calib.npz").is_file(), f"{DATA / task / 'calib.npz'} is missing: run scripts/zoo-data.sh")
+    png, npy = tmp_path / "png", tmp_path / "npy"
+    export = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), str(ROOT / "scripts" / "zoo-png.py"),
+                             "--out", str(png), "--npy", str(npy), "--tasks", ",".join(TASKS), "--data", str(DATA)],
+                            capture_output=True, text=True, timeout=300)
+    assert export.returncode == 0, f"zoo-png.py failed:\n{export.stdout}\n{export.stderr}"
+    counts = {}
+    for task in TASKS:
+        with np.load(DATA / task / "calib.npz") as f:
+            counts[task] = len(f["x"])
+        assert len(list((png / task).glob("*.png"))) == counts[task]
+    return png, npy, counts
+
+
+def _fit(calibrate, triton_addr, inputs, out, tasks=TASKS, decode="go", on_error="fail"):
+    """calibrate fit of tasks from inputs with the same chunks and one request
+    in flight: the backbone and experts, or with decode triton the zoo's
+    preprocess ensembles in front of them. Returns the run."""
+    prefix = "preprocess_" if decode == "triton" else ""
+    cmd = [str(calibrate), "fit", "--triton", triton_addr, "--inputs", str(inputs),
+           "--backbone-model", prefix + BACKBONE, "--tasks", ",".join(tasks), "--chunk", str(CHUNK),
+           "--in-flight", "1", "--image-decode", decode, "--image-on-error", on_error, "--quiet", "--out", str(out)]
+    cmd += [f"--expert={task}={prefix}expert_{task}" for task in tasks]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+
+
+def _load(out):
+    with safe_open(str(out), framework="numpy") as f:
+        meta = f.metadata()
+    return load_file(str(out)), meta
+
+
+def test_fit_decoded_on_triton_equals_npy(triton_addr, calibrate, tmp_path):
+    """images.decode: triton: the PNG files go as BYTES to the zoo's
+    preprocess ensembles (Pillow decodes them in Triton, then the backbone or
+    expert runs), and the statistics are those of the .npy path on the same
+    images: within float tolerance, as the contract asks, and in fact bit for
+    bit, since the preprocessing model gives exactly x / 255 and one request
+    in flight sends the backbone the same batches."""
+    png, npy, counts = _export_png(tmp_path)
+    for inputs, decode in ((png, "triton"), (npy, "go")):
+        run = _fit(calibrate, triton_addr, inputs, tmp_path / f"{decode}.safetensors", decode=decode)
+        assert run.returncode == 0, f"calibrate fit --image-decode {decode} failed ({run.returncode}):\n{run.stdout}\n{run.stderr}"
+    on_triton, meta_triton = _load(tmp_path / "triton.safetensors")
+    from_npy, meta_npy = _load(tmp_path / "go.safetensors")
+    assert meta_triton["backbone.model"] == f"preprocess_{BACKBONE}"
+    for task in TASKS:
+        assert meta_triton[f"task.{task}.n"] == meta_npy[f"task.{task}.n"] == str(counts[task])
+        assert meta_triton[f"task.{task}.expert"] == f"preprocess_expert_{task}"
+        for kind in ("S", "G", "W_orth"):
+            got, want = on_triton[f"{task}.{kind}"], from_npy[f"{task}.{kind}"]
+            _close(got, want, f"{task}.{kind} decoded on Triton against .npy")
+            assert np.array_equal(got, want), f"{task}.{kind}: decoded on Triton and from .npy differ (max {np.abs(got - want).max():.3g})"
+
+
+def test_fit_decoded_on_triton_corrupt_file(triton_addr, calibrate, tmp_path):
+    """A PNG cut short (its header intact, so only the decoder finds it) among
+    a task's files: with images.on_error: fail the fit stops naming it and
+    Triton's reason; with skip it is named and left out, and the statistics
+    are those of the folder without it (the .npy of the split)."""
+    png, npy, counts = _export_png(tmp_path)
+    task = "digits"
+    files = sorted((png / task).glob("*.png"))
+    corrupt = png / task / (files[100].stem + "x.png")  # sorts after files[100]: sample 101
+    corrupt.write_bytes(files[100].read_bytes()[:60])
+
+    run = _fit(calibrate, triton_addr, png, tmp_path / "fail.safetensors", tasks=[task], decode="triton")
+    assert run.returncode == 1, f"exit {run.returncode}:\n{run.stderr}"
+    assert f"task {task}: {corrupt} (sample 101): does not decode on Triton: backbone model " in run.stderr, run.stderr
+    assert "InvalidArgument: in ensemble 'preprocess_backbone_adamerging', preprocess: image 0 of 1: cannot decode: image file is truncated" in run.stderr, run.stderr
+    assert "images.on_error: skip leaves such files out" in run.stderr and "the 64 samples before are saved in" in run.stderr, run.stderr
+    assert not (tmp_path / "fail.safetensors").exists()
+
+    run = _fit(calibrate, triton_addr, png, tmp_path / "skip.safetensors", tasks=[task], decode="triton", on_error="skip")
+    assert run.returncode == 0, f"exit {run.returncode}:\n{run.stderr}"
+    assert f"calibrate: task {task}: skipped {corrupt}: does not decode on Triton: backbone model" in run.stderr, run.stderr
+    assert f"calibrate: task {task}: 1 image files skipped" in run.stderr, run.stderr
+    run = _fit(calibrate, triton_addr, npy, tmp_path / "npy.safetensors", tasks=[task])
+    assert run.returncode == 0, run.stderr
+    skipped, meta = _load(tmp_path / "skip.safetensors")
+    want, _ = _load(tmp_path / "npy.safetensors")
+    assert meta[f"task.{task}.n"] == str(counts[task])
+    for kind in ("S", "G", "W_orth"):
+        _close(skipped[f"{task}.{kind}"], want[f"{task}.{kind}"], f"{task}.{kind} with the corrupt file skipped against .npy")

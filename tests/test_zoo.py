@@ -14,6 +14,10 @@ the official tritonclient over gRPC and HTTP:
   images, and its accuracy is within 3 sigma of the table's;
 - every backbone's `feature` and every head's `logits` match onnxruntime;
 - concurrent requests are batched by the dynamic batcher and answered right;
+- the preprocessing model turns 8-bit grey PNGs into exactly the zoo's
+  tensors (x / 255), preprocess_<backbone> answers the backbone's feature of
+  them, and a file that does not decode fails its own request alone
+  (INVALID_ARGUMENT, naming the image), not the others sent with it;
 - the readiness and ensemble accuracy tests run again through the sidecar that
   scripts/test.sh puts in front of Triton (SIDECAR_GRPC_ADDR, SIDECAR_HTTP_ADDR).
 When Triton or the data are missing these tests skip, or fail with REACT_E2E=1.
@@ -21,6 +25,7 @@ When Triton or the data are missing these tests skip, or fail with REACT_E2E=1.
 
 import functools
 import hashlib
+import io
 import json
 import os
 import pathlib
@@ -35,6 +40,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from google.protobuf import text_format
+from PIL import Image
 from tritonclient.grpc import model_config_pb2
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -72,6 +78,10 @@ REACT_MODELS = [make_repo.REACT_MODEL, make_repo.REACT_MODEL_FP16]
 REACT_ENSEMBLES = [f"{t}_react" for t in TASKS] + [f"{make_repo.FP16_TASK}_fp16_react"]
 FP16_HEAD = f"head_{make_repo.FP16_TASK}_fp16"
 ZOO_MODELS += REACT_MODELS + REACT_ENSEMBLES + [FP16_HEAD]
+# Encoded images: the preprocessing model and, for every backbone (experts
+# included), the ensemble preprocess_<backbone> in front of it.
+PREPROCESS_ENSEMBLES = [f"{make_repo.PREPROCESS}_{b}" for b in BACKBONES]
+ZOO_MODELS += [make_repo.PREPROCESS] + PREPROCESS_ENSEMBLES
 
 
 def _missing(message):
@@ -220,6 +230,21 @@ def test_repo_configs():
         assert steps == [(make_repo.FP16_BACKBONE if fp16 else DEPLOYED, {IMAGE: IMAGE}),
                          (make_repo.REACT_MODEL_FP16 if fp16 else make_repo.REACT_MODEL, {FEATURE: FEATURE}),
                          (FP16_HEAD if fp16 else f"head_{task}", {FEATURE: make_repo.CORRECTED})], name
+    # Encoded images: BYTES [1] in, the backbones' image out; each ensemble
+    # runs the preprocessing model, then its backbone.
+    config = _parse(REPO / make_repo.PREPROCESS / "config.pbtxt")
+    assert config.backend == "python" and config.max_batch_size > 0 and config.HasField("dynamic_batching")
+    assert [(t.name, t.data_type, list(t.dims)) for t in config.input] == [(make_repo.ENCODED, model_config_pb2.TYPE_STRING, [1])]
+    assert [(t.name, t.data_type, list(t.dims)) for t in config.output] == [
+        (IMAGE, model_config_pb2.TYPE_FP32, MANIFEST["backbone"]["input"]["shape"][1:])]
+    for backbone in BACKBONES:
+        name = f"{make_repo.PREPROCESS}_{backbone}"
+        config = _parse(REPO / name / "config.pbtxt")
+        assert config.platform == "ensemble" and config.max_batch_size > 0, name
+        assert [t.name for t in config.input] == [make_repo.ENCODED] and [t.name for t in config.output] == [FEATURE], name
+        steps = [(s.model_name, dict(s.input_map), dict(s.output_map)) for s in config.ensemble_scheduling.step]
+        assert steps == [(make_repo.PREPROCESS, {make_repo.ENCODED: make_repo.ENCODED}, {IMAGE: IMAGE}),
+                         (backbone, {IMAGE: IMAGE}, {FEATURE: FEATURE})], name
 
 
 def test_templates():
@@ -407,3 +432,69 @@ def test_concurrent_requests_are_batched(clients):
         if executions < n:
             break
     assert min(rounds) < n, f"no round shared executions: {rounds} executions for {n} requests each"
+
+
+def _encoded(x, fmt="PNG"):
+    """Images x, float32 [N,1,H,W] of v/255, encoded one by one with Pillow."""
+    out = []
+    for img in np.rint(x[:, 0] * 255).astype(np.uint8):
+        b = io.BytesIO()
+        Image.fromarray(img).save(b, fmt)
+        out.append(b.getvalue())
+    return out
+
+
+def _bytes_input(module, items):
+    x = np.array(items, dtype=object).reshape(-1, 1)
+    inp = module.InferInput(make_repo.ENCODED, list(x.shape), "BYTES")
+    inp.set_data_from_numpy(x)
+    return inp
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_preprocess_decodes_like_the_npy_images(clients, protocol):
+    """The preprocessing model turns 8-bit grey PNGs into exactly x / 255 in
+    float32, the zoo's tensors; a JPEG of them comes close (it is lossy);
+    preprocess_<backbone> answers the backbone's feature of those tensors."""
+    client, module = clients[protocol], _module(protocol)
+    x = _mixed_images()[:64]
+    result = client.infer(make_repo.PREPROCESS, [_bytes_input(module, _encoded(x))],
+                          outputs=[module.InferRequestedOutput(IMAGE)])
+    np.testing.assert_array_equal(result.as_numpy(IMAGE), x)
+    result = client.infer(make_repo.PREPROCESS, [_bytes_input(module, _encoded(x, "JPEG"))],
+                          outputs=[module.InferRequestedOutput(IMAGE)])
+    assert result.as_numpy(IMAGE).shape == x.shape
+    assert float(np.abs(result.as_numpy(IMAGE) - x).mean()) < 0.05
+    for backbone in (DEPLOYED, "backbone_ta", f"expert_{TASKS[0]}"):
+        result = client.infer(f"{make_repo.PREPROCESS}_{backbone}", [_bytes_input(module, _encoded(x))],
+                              outputs=[module.InferRequestedOutput(FEATURE)])
+        diff = float(np.abs(result.as_numpy(FEATURE) - _direct(backbone, x)).max())
+        assert diff <= 1e-4, f"{make_repo.PREPROCESS}_{backbone} ({protocol}): max abs diff {diff:.2e}"
+
+
+def test_preprocess_bad_image_fails_its_request_alone(clients):
+    """A request holding a file that does not decode fails with
+    INVALID_ARGUMENT, through the ensemble too, saying which image and why;
+    the requests sent at the same time (batched with it or not) are answered."""
+    client = clients["grpc"]
+    x = _mixed_images()[:8]
+    good = _encoded(x)
+    bad = {2: [good[0], good[1][:60]], 5: [b"not an image"]}  # a truncated PNG; no image at all
+    answers = queue.Queue()
+    for i in range(8):
+        items = bad.get(i, good[i:i + 1])
+        client.async_infer(f"{make_repo.PREPROCESS}_{DEPLOYED}", [_bytes_input(grpcclient, items)],
+                           functools.partial(lambda i, result, error: answers.put((i, result, error)), i),
+                           outputs=[grpcclient.InferRequestedOutput(FEATURE)])
+    want = _direct(DEPLOYED, x)
+    for _ in range(8):
+        i, result, error = answers.get(timeout=60)
+        if i == 2:
+            assert error is not None and error.status() == "StatusCode.INVALID_ARGUMENT", error
+            assert "image 1 of 2: cannot decode: image file is truncated" in error.message(), error.message()
+        elif i == 5:
+            assert error is not None and error.status() == "StatusCode.INVALID_ARGUMENT", error
+            assert "image 0 of 1: cannot decode: not an image" in error.message(), error.message()
+        else:
+            assert error is None, (i, error)
+            assert float(np.abs(result.as_numpy(FEATURE)[0] - want[i]).max()) <= 1e-4

@@ -63,7 +63,9 @@ type Task struct {
 	Expert react.ModelRef
 	Acc    *react.Accumulator
 	// Done is how many of the task's Total samples (after any subset and
-	// shard) are in Acc: the first Done, in the fit's order.
+	// shard) are done, the first Done in the fit's order: in Acc, or left
+	// out as image files Triton could not decode (images.on_error: skip),
+	// so Acc.N() may be less.
 	Done, Total int64
 	// Provenance is recorded in the components file (TaskStats.Provenance).
 	Provenance map[string]string

@@ -2,7 +2,7 @@
 # The project's Python virtual environment, .venv at the repository root,
 # with the pinned packages of scripts/requirements.txt: nvidia-pytriton (which
 # bundles tritonserver 2.51.0), tritonclient (with perf_analyzer), numpy,
-# onnxruntime, safetensors, pytest.
+# onnxruntime, safetensors, pytest, Pillow.
 #
 # Idempotent: .venv/.requirements.sha256 records the hash of the requirements
 # file (and of the interpreter) that the venv was last installed from; when it
@@ -63,7 +63,7 @@ if extra:
 PY
 
 # Check what the Triton scripts rely on.
-"$venv/bin/python" -c 'import pytriton, tritonclient.grpc, tritonclient.http, numpy, onnxruntime, safetensors, pytest'
+"$venv/bin/python" -c 'import pytriton, tritonclient.grpc, tritonclient.http, numpy, onnxruntime, safetensors, pytest, PIL'
 site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 pyver=$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 stub="$site/pytriton/tritonserver/python_backend_stubs/$pyver/triton_python_backend_stub"
