@@ -21,7 +21,12 @@
 #      (fashion-ab: the merged backbone against W_p for fashion=1) through
 #      the sidecar, 400 simulated users keyed by x-user-id; per arm, the
 #      requests, the accuracy and the mean top-1 confidence, next to the
-#      sidecar's per-arm metrics.
+#      sidecar's per-arm metrics;
+#   8. tritonmodels/demo/backend.py: backend mode, Triton's <task>_react
+#      ensembles (our react backend between backbone and head, the preference
+#      <task>=1 as a request parameter, with the zoo's shipped components
+#      file) next to the plain ensembles and the sidecar: accuracy per task,
+#      and the backend's logits checked against the sidecar's.
 #
 #   scripts/demo.sh [--record FILE]
 #
@@ -123,6 +128,9 @@ step "evaluate on the test splits through the sidecar (tritonmodels/demo/evaluat
 step "A/B experiment fashion-ab through the sidecar (tritonmodels/demo/experiment.py)"
 "$PY" tritonmodels/demo/experiment.py --sidecar "$sidecar_grpc" --metrics "$sidecar_metrics" --data "$DATA" --markdown "$work/experiment.md"
 
+step "backend mode: Triton's <task>_react ensembles (backbone -> react -> head) against the sidecar (tritonmodels/demo/backend.py)"
+"$PY" tritonmodels/demo/backend.py --triton "$triton" --sidecar "$sidecar_grpc" --data "$DATA" --markdown "$work/backend.md"
+
 elapsed=$(($(date +%s) - start_time))
 step "done in ${elapsed}s (calibration from Triton: ${fit_s}s for both backbones)"
 
@@ -144,6 +152,10 @@ print(', '.join(f\"{t} {v['sizes']['calib']}\" for t, v in m['tasks'].items()))"
 		echo "A/B experiment \`fashion-ab\` (tritonmodels/zoo/sidecar.yaml) on \`fashion_ab\`: 400 users keyed by \`x-user-id\`, 4 fashion test images each:"
 		echo
 		cat "$work/experiment.md"
+		echo
+		echo "Backend mode: Triton's \`<task>_react\` ensembles (our \`react\` backend between backbone and head, the preference as a request parameter), the plain ensembles and the sidecar, on the whole test splits:"
+		echo
+		cat "$work/backend.md"
 	} >"$work/record.md"
 	"$PY" - "$record" "$work/record.md" <<'PY'
 import pathlib, sys
