@@ -40,6 +40,11 @@ type evalOptions struct {
 	batch        int
 	inFlight     int
 	timeout      time.Duration
+
+	sidecar           string
+	sidecarModel      string
+	sidecarComponents string
+	sidecarTolerance  float64
 }
 
 func newEvalCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -80,7 +85,17 @@ every number as JSON; with --plots DIR, PNG figures: each pairwise set's
 trade-off curves (pairwise-A-B.png), a heat map of each simplex set
 (simplex-A-B-C.png), accuracy against β (beta.png, with two or more β) and
 against the calibration data's size (fraction.png, with files of one
-backbone fitted on different numbers of samples).`,
+backbone fitted on different numbers of samples).
+
+End to end through the sidecar: --sidecar HOST:PORT (its gRPC address)
+also sends each task's inputs to its controllable model there
+(--sidecar-model, {task} replaced by the task) at every preference of the
+sets, in the react-preference header, and once with "none", and compares
+the logits with the ones evaluated in process at the same preference,
+with the β and normalisation of the components file the sidecar serves
+(--sidecar-components LABEL, default the first). The comparison is a
+table and the "served" JSON; eval fails (exit 1) when some logit differs
+by more than --sidecar-tolerance times the largest logit.`,
 		Example: `  calibrate eval --triton localhost:8001 --data test/ \
       --components AdaMerging=tritonmodels/zoo/components.safetensors \
       --components TA=tritonmodels/zoo/components_ta.safetensors \
@@ -110,6 +125,10 @@ backbone fitted on different numbers of samples).`,
 	f.IntVar(&o.batch, "batch", evaluate.DefaultBatch, "samples per request (the models' max_batch_size caps it)")
 	f.IntVar(&o.inFlight, "in-flight", evaluate.DefaultInFlight, "requests in flight at once")
 	f.DurationVar(&o.timeout, "timeout", time.Minute, "timeout of one request")
+	f.StringVar(&o.sidecar, "sidecar", "", "also evaluate end to end through the sidecar at this gRPC HOST:PORT, and compare")
+	f.StringVar(&o.sidecarModel, "sidecar-model", "{task}", "each task's controllable model on the sidecar; {task} is replaced by the task")
+	f.StringVar(&o.sidecarComponents, "sidecar-components", "", "the LABEL of the --components file the sidecar serves (default: the first)")
+	f.Float64Var(&o.sidecarTolerance, "sidecar-tolerance", 1e-3, "largest |served − evaluated| logit allowed, relative to the largest logit")
 	return cmd
 }
 
@@ -139,6 +158,12 @@ func (o *evalOptions) config() (*evaluate.Config, error) {
 	}
 	if !strings.Contains(o.head, "{task}") {
 		return nil, usagef("--head %q: want a pattern with {task}", o.head)
+	}
+	if o.sidecar == "" && (o.sidecarComponents != "") {
+		return nil, usagef("--sidecar-components needs --sidecar")
+	}
+	if !(o.sidecarTolerance >= 0) {
+		return nil, usagef("--sidecar-tolerance must be ≥ 0, got %g", o.sidecarTolerance)
 	}
 	cfg := &evaluate.Config{Aggregations: o.aggregations, Betas: o.betas, Oracle: o.oracle, Heads: map[string]react.ModelRef{}}
 	for _, n := range o.norms {
@@ -184,6 +209,15 @@ func (o *evalOptions) config() (*evaluate.Config, error) {
 		cfg.Tasks = append(cfg.Tasks, task.Subset(o.limit, o.seed))
 		cfg.Heads[t] = react.ModelRef{Name: strings.ReplaceAll(o.head, "{task}", t)}
 	}
+	if o.sidecar != "" {
+		cfg.Served = &evaluate.Served{Backbone: o.sidecarComponents, Heads: map[string]react.ModelRef{}}
+		for _, t := range tasks {
+			cfg.Served.Heads[t] = react.ModelRef{Name: strings.ReplaceAll(o.sidecarModel, "{task}", t)}
+		}
+		if o.sidecarComponents != "" && !slices.ContainsFunc(cfg.Backbones, func(b evaluate.Backbone) bool { return b.Label == o.sidecarComponents }) {
+			return nil, usagef("--sidecar-components %q: no --components has that label", o.sidecarComponents)
+		}
+	}
 	sets := o.sets
 	if len(sets) == 0 {
 		sets = []string{"equal", "priority", "one-hot"}
@@ -211,6 +245,14 @@ func (o *evalOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer client.Close()
+	if cfg.Served != nil {
+		side, err := triton.Dial(ctx, o.sidecar, triton.WithTimeout(o.timeout))
+		if err != nil {
+			return fmt.Errorf("--sidecar: %w", err)
+		}
+		defer side.Close()
+		cfg.Served.Models = &evaluate.Triton{Client: side, Batch: o.batch, InFlight: o.inFlight}
+	}
 	if o.progress == "always" || (o.progress == "auto" && isTerminal(stderr)) {
 		var bar *progressbar.ProgressBar
 		cfg.Progress = func(done, total int) {
@@ -264,5 +306,16 @@ func (o *evalOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "eval: features %.1fs, heads %.1fs, %d solves (%.2f ms each), correction %.2f µs per sample\n",
 		res.Timings.Features, res.Timings.Heads, res.Timings.Solves, 1e3*res.Timings.SolveMean, 1e6*res.Timings.CorrectPerSample)
+	if cfg.Served != nil {
+		if err := res.CheckServed(o.sidecarTolerance); err != nil {
+			return err
+		}
+		worst := 0.0
+		for _, c := range res.Served {
+			worst = max(worst, c.Relative())
+		}
+		fmt.Fprintf(stderr, "eval: served through the sidecar at %s as evaluated: %d checks in %.1fs, logits within %.2g of the largest\n",
+			o.sidecar, len(res.Served), res.Timings.Served, worst)
+	}
 	return nil
 }
