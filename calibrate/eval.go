@@ -128,7 +128,7 @@ by more than --sidecar-tolerance times the largest logit.`,
 	f.StringVar(&o.sidecar, "sidecar", "", "also evaluate end to end through the sidecar at this gRPC HOST:PORT, and compare")
 	f.StringVar(&o.sidecarModel, "sidecar-model", "{task}", "each task's controllable model on the sidecar; {task} is replaced by the task")
 	f.StringVar(&o.sidecarComponents, "sidecar-components", "", "the LABEL of the --components file the sidecar serves (default: the first)")
-	f.Float64Var(&o.sidecarTolerance, "sidecar-tolerance", 1e-3, "largest |served − evaluated| logit allowed, relative to the largest logit")
+	f.Float64Var(&o.sidecarTolerance, "sidecar-tolerance", 1e-4, "largest |served − evaluated| logit allowed, relative to the largest logit")
 	return cmd
 }
 

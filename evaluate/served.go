@@ -74,8 +74,8 @@ func (r *Result) CheckServed(rel float64) error {
 	var bad []string
 	for _, c := range r.Served {
 		if !(c.Relative() <= rel) {
-			bad = append(bad, fmt.Sprintf("%s at %s: max |Δ logit| %.3g (%.2g of the largest logit), accuracy %.2f%% served against %.2f%% evaluated",
-				c.Model, c.Header, c.MaxDiff, c.Relative(), 100*c.Served, 100*c.Evaluated))
+			bad = append(bad, fmt.Sprintf("task %s, model %s, at %s: max |Δ logit| %.3g (%.2g of the largest logit), accuracy %.2f%% served against %.2f%% evaluated",
+				c.Task, c.Model, c.Header, c.MaxDiff, c.Relative(), 100*c.Served, 100*c.Evaluated))
 		}
 	}
 	if len(bad) > 0 {
