@@ -41,10 +41,9 @@ type evalOptions struct {
 	inFlight     int
 	timeout      time.Duration
 
-	sidecar           string
-	sidecarModel      string
-	sidecarComponents string
-	sidecarTolerance  float64
+	sidecar          string
+	sidecarModels    []string
+	sidecarTolerance float64
 }
 
 func newEvalCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -93,7 +92,9 @@ also sends each task's inputs to its controllable model there
 sets, in the react-preference header, and once with "none", and compares
 the logits with the ones evaluated in process at the same preference,
 with the β and normalisation of the components file the sidecar serves
-(--sidecar-components LABEL, default the first). The comparison is a
+there. --sidecar-model [LABEL=]PATTERN is repeatable, one per components
+file the sidecar serves (LABEL, default the first --components). The
+comparison is a
 table and the "served" JSON; eval fails (exit 1) when some logit differs
 by more than --sidecar-tolerance times the largest logit.`,
 		Example: `  calibrate eval --triton localhost:8001 --data test/ \
@@ -126,8 +127,7 @@ by more than --sidecar-tolerance times the largest logit.`,
 	f.IntVar(&o.inFlight, "in-flight", evaluate.DefaultInFlight, "requests in flight at once")
 	f.DurationVar(&o.timeout, "timeout", time.Minute, "timeout of one request")
 	f.StringVar(&o.sidecar, "sidecar", "", "also evaluate end to end through the sidecar at this gRPC HOST:PORT, and compare")
-	f.StringVar(&o.sidecarModel, "sidecar-model", "{task}", "each task's controllable model on the sidecar; {task} is replaced by the task")
-	f.StringVar(&o.sidecarComponents, "sidecar-components", "", "the LABEL of the --components file the sidecar serves (default: the first)")
+	f.StringArrayVar(&o.sidecarModels, "sidecar-model", nil, "[LABEL=]PATTERN: each task's controllable model on the sidecar that serves the --components LABEL (default the first); {task} is replaced by the task (repeatable; default {task})")
 	f.Float64Var(&o.sidecarTolerance, "sidecar-tolerance", 1e-4, "largest |served − evaluated| logit allowed, relative to the largest logit")
 	return cmd
 }
@@ -159,8 +159,8 @@ func (o *evalOptions) config() (*evaluate.Config, error) {
 	if !strings.Contains(o.head, "{task}") {
 		return nil, usagef("--head %q: want a pattern with {task}", o.head)
 	}
-	if o.sidecar == "" && (o.sidecarComponents != "") {
-		return nil, usagef("--sidecar-components needs --sidecar")
+	if o.sidecar == "" && len(o.sidecarModels) > 0 {
+		return nil, usagef("--sidecar-model needs --sidecar")
 	}
 	if !(o.sidecarTolerance >= 0) {
 		return nil, usagef("--sidecar-tolerance must be ≥ 0, got %g", o.sidecarTolerance)
@@ -210,12 +210,26 @@ func (o *evalOptions) config() (*evaluate.Config, error) {
 		cfg.Heads[t] = react.ModelRef{Name: strings.ReplaceAll(o.head, "{task}", t)}
 	}
 	if o.sidecar != "" {
-		cfg.Served = &evaluate.Served{Backbone: o.sidecarComponents, Heads: map[string]react.ModelRef{}}
-		for _, t := range tasks {
-			cfg.Served.Heads[t] = react.ModelRef{Name: strings.ReplaceAll(o.sidecarModel, "{task}", t)}
+		specs := o.sidecarModels
+		if len(specs) == 0 {
+			specs = []string{"{task}"}
 		}
-		if o.sidecarComponents != "" && !slices.ContainsFunc(cfg.Backbones, func(b evaluate.Backbone) bool { return b.Label == o.sidecarComponents }) {
-			return nil, usagef("--sidecar-components %q: no --components has that label", o.sidecarComponents)
+		for _, spec := range specs {
+			label, pattern, ok := strings.Cut(spec, "=")
+			if !ok {
+				label, pattern = "", spec
+			}
+			if label != "" && !slices.ContainsFunc(cfg.Backbones, func(b evaluate.Backbone) bool { return b.Label == label }) {
+				return nil, usagef("--sidecar-model %q: no --components is labelled %q", spec, label)
+			}
+			if pattern == "" {
+				return nil, usagef("--sidecar-model %q: no model", spec)
+			}
+			s := evaluate.Served{Backbone: label, Heads: map[string]react.ModelRef{}}
+			for _, t := range tasks {
+				s.Heads[t] = react.ModelRef{Name: strings.ReplaceAll(pattern, "{task}", t)}
+			}
+			cfg.Served = append(cfg.Served, s)
 		}
 	}
 	sets := o.sets
@@ -245,13 +259,16 @@ func (o *evalOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer client.Close()
-	if cfg.Served != nil {
+	if len(cfg.Served) > 0 {
 		side, err := triton.Dial(ctx, o.sidecar, triton.WithTimeout(o.timeout))
 		if err != nil {
 			return fmt.Errorf("--sidecar: %w", err)
 		}
 		defer side.Close()
-		cfg.Served.Models = &evaluate.Triton{Client: side, Batch: o.batch, InFlight: o.inFlight}
+		models := &evaluate.Triton{Client: side, Batch: o.batch, InFlight: o.inFlight}
+		for k := range cfg.Served {
+			cfg.Served[k].Models = models
+		}
 	}
 	if o.progress == "always" || (o.progress == "auto" && isTerminal(stderr)) {
 		var bar *progressbar.ProgressBar
@@ -306,7 +323,7 @@ func (o *evalOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "eval: features %.1fs, heads %.1fs, %d solves (%.2f ms each), correction %.2f µs per sample\n",
 		res.Timings.Features, res.Timings.Heads, res.Timings.Solves, 1e3*res.Timings.SolveMean, 1e6*res.Timings.CorrectPerSample)
-	if cfg.Served != nil {
+	if len(cfg.Served) > 0 {
 		if err := res.CheckServed(o.sidecarTolerance); err != nil {
 			return err
 		}

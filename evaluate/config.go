@@ -45,9 +45,10 @@ type Config struct {
 	// β and normalisation evaluated (Betas, Norms): the ceiling of a linear correction fitted
 	// with the method's objective, which no user can fit.
 	Oracle bool
-	// Served, if not nil, also checks each preference of the sets end to
-	// end through the sidecar (see Served).
-	Served *Served
+	// Served also checks each preference of the sets end to end through
+	// the sidecar, for each components file the sidecar serves (see
+	// Served).
+	Served []Served
 	// Progress, if not nil, is told of each finished step.
 	Progress func(done, total int)
 }

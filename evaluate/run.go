@@ -86,9 +86,7 @@ func (e *evaluation) options(c *react.Components) []react.Options {
 
 func (e *evaluation) countSteps() int {
 	n := 1 // features
-	if e.cfg.Served != nil {
-		n++
-	}
+	n += len(e.cfg.Served)
 	for _, b := range e.cfg.Backbones {
 		n += len(e.options(b.Components)) * len(e.aggregations())
 	}
@@ -170,14 +168,14 @@ func (e *evaluation) run(ctx context.Context) error {
 	}
 	t := &e.res.Timings
 	t.Heads = time.Since(headStart).Seconds() - e.solveDur.Seconds() - e.corrDur.Seconds()
-	if e.cfg.Served != nil {
-		start := time.Now()
-		if err := e.served(ctx); err != nil {
+	start = time.Now()
+	for k := range e.cfg.Served {
+		if err := e.served(ctx, &e.cfg.Served[k]); err != nil {
 			return err
 		}
-		t.Served = time.Since(start).Seconds()
 		e.step()
 	}
+	t.Served = time.Since(start).Seconds()
 	if t.Solves > 0 {
 		t.SolveMean = e.solveDur.Seconds() / float64(t.Solves)
 	}

@@ -27,7 +27,7 @@ type Served struct {
 	// outgoing gRPC metadata of the context (PreferenceContext).
 	Models Models
 	// Backbone is the label of the Backbone whose components file the
-	// sidecar serves; empty: the first.
+	// sidecar serves with Heads; empty: the first.
 	Backbone string
 	// Heads is each task's controllable model on the sidecar.
 	Heads map[string]react.ModelRef
@@ -84,9 +84,8 @@ func (r *Result) CheckServed(rel float64) error {
 	return nil
 }
 
-// servedBackbone returns the Backbone that cfg.Served names.
-func (c *Config) servedBackbone() (Backbone, error) {
-	s := c.Served
+// servedBackbone returns the Backbone that s names.
+func (c *Config) servedBackbone(s *Served) (Backbone, error) {
 	if s.Backbone == "" {
 		return c.Backbones[0], nil
 	}
@@ -98,29 +97,34 @@ func (c *Config) servedBackbone() (Backbone, error) {
 	return Backbone{}, fmt.Errorf("served: no components labelled %q", s.Backbone)
 }
 
-// validateServed checks cfg.Served, if any.
+// validateServed checks cfg.Served.
 func (c *Config) validateServed() error {
-	s := c.Served
-	if s == nil {
-		return nil
-	}
-	if s.Models == nil {
-		return errors.New("served: no models")
-	}
-	if _, err := c.servedBackbone(); err != nil {
-		return err
-	}
-	for _, t := range c.Tasks {
-		if _, ok := s.Heads[t.Name]; !ok {
-			return fmt.Errorf("served: task %s has no controllable model", t.Name)
+	seen := map[string]bool{}
+	for k := range c.Served {
+		s := &c.Served[k]
+		if s.Models == nil {
+			return errors.New("served: no models")
+		}
+		b, err := c.servedBackbone(s)
+		if err != nil {
+			return err
+		}
+		if seen[b.Label] {
+			return fmt.Errorf("served: components %s checked twice", b.Label)
+		}
+		seen[b.Label] = true
+		for _, t := range c.Tasks {
+			if _, ok := s.Heads[t.Name]; !ok {
+				return fmt.Errorf("served: components %s: task %s has no controllable model", b.Label, t.Name)
+			}
 		}
 	}
 	return nil
 }
 
-// served runs the checks of cfg.Served.
-func (e *evaluation) served(ctx context.Context) error {
-	b, err := e.cfg.servedBackbone()
+// served runs the checks of one Served.
+func (e *evaluation) served(ctx context.Context, s *Served) error {
+	b, err := e.cfg.servedBackbone(s)
 	if err != nil {
 		return err
 	}
@@ -154,7 +158,7 @@ func (e *evaluation) served(ctx context.Context) error {
 	}
 	z := e.features[c.Backbone]
 	for i, t := range e.cfg.Tasks {
-		head := e.cfg.Served.Heads[t.Name]
+		head := s.Heads[t.Name]
 		for _, pt := range points {
 			feat := z[i]
 			if pt.w != nil {
@@ -167,7 +171,7 @@ func (e *evaluation) served(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("task %s: head: %w", t.Name, err)
 			}
-			got, gotClasses, err := e.cfg.Served.Models.Run(PreferenceContext(ctx, pt.header), head, t.Inputs, t.Shape)
+			got, gotClasses, err := s.Models.Run(PreferenceContext(ctx, pt.header), head, t.Inputs, t.Shape)
 			if err != nil {
 				return fmt.Errorf("task %s: served at %s: %w", t.Name, pt.header, err)
 			}

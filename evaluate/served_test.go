@@ -68,7 +68,7 @@ func servedFixture(t *testing.T, beta float64) (*fixture, *fakeSidecar) {
 	}
 	f.cfg.Backbones = []Backbone{{"X", f.comps}}
 	side := &fakeSidecar{f: f, beta: beta}
-	f.cfg.Served = &Served{Models: side, Heads: map[string]react.ModelRef{"a": {Name: "a"}, "b": {Name: "b"}}}
+	f.cfg.Served = []Served{{Models: side, Heads: map[string]react.ModelRef{"a": {Name: "a"}, "b": {Name: "b"}}}}
 	return f, side
 }
 
@@ -143,13 +143,47 @@ func TestServedDetectsAMismatch(t *testing.T) {
 
 func TestServedConfigErrors(t *testing.T) {
 	f, _ := servedFixture(t, f0Beta)
-	delete(f.cfg.Served.Heads, "b")
-	if _, err := Run(context.Background(), f.models, f.cfg); err == nil || !strings.Contains(err.Error(), "task b has no controllable model") {
+	delete(f.cfg.Served[0].Heads, "b")
+	if _, err := Run(context.Background(), f.models, f.cfg); err == nil || !strings.Contains(err.Error(), "components X: task b has no controllable model") {
 		t.Errorf("got %v", err)
 	}
 	f, _ = servedFixture(t, f0Beta)
-	f.cfg.Served.Backbone = "Z"
+	f.cfg.Served[0].Backbone = "Z"
 	if _, err := Run(context.Background(), f.models, f.cfg); err == nil || !strings.Contains(err.Error(), `no components labelled "Z"`) {
 		t.Errorf("got %v", err)
+	}
+	f, _ = servedFixture(t, f0Beta)
+	f.cfg.Served = append(f.cfg.Served, f.cfg.Served[0])
+	f.cfg.Served[1].Backbone = "X"
+	if _, err := Run(context.Background(), f.models, f.cfg); err == nil || !strings.Contains(err.Error(), "components X checked twice") {
+		t.Errorf("got %v", err)
+	}
+}
+
+// Two components files, each checked against the sidecar models that serve
+// it; swapped, both fail.
+func TestServedSeveralComponents(t *testing.T) {
+	for _, swap := range []bool{false, true} {
+		f, side := servedFixture(t, f0Beta)
+		other := *f.comps
+		other.Beta = 50
+		f.cfg.Backbones = append(f.cfg.Backbones, Backbone{"Y", &other})
+		sideY := &fakeSidecar{f: f, beta: 50}
+		f.cfg.Served[0].Backbone = "X"
+		f.cfg.Served = append(f.cfg.Served, Served{Models: sideY, Backbone: "Y", Heads: f.cfg.Served[0].Heads})
+		if swap {
+			f.cfg.Served[0].Models, f.cfg.Served[1].Models = sideY, side
+		}
+		res, err := Run(context.Background(), f.models, f.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Served) != 2*2*5 || res.Served[0].Backbone != "X" || res.Served[10].Backbone != "Y" {
+			t.Fatalf("swap %v: %d checks", swap, len(res.Served))
+		}
+		err = res.CheckServed(1e-4)
+		if swap != (err != nil) {
+			t.Errorf("swap %v: %v", swap, err)
+		}
 	}
 }
