@@ -40,6 +40,10 @@ type evalOptions struct {
 	batch        int
 	inFlight     int
 	timeout      time.Duration
+
+	sidecar          string
+	sidecarModels    []string
+	sidecarTolerance float64
 }
 
 func newEvalCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -80,7 +84,19 @@ every number as JSON; with --plots DIR, PNG figures: each pairwise set's
 trade-off curves (pairwise-A-B.png), a heat map of each simplex set
 (simplex-A-B-C.png), accuracy against β (beta.png, with two or more β) and
 against the calibration data's size (fraction.png, with files of one
-backbone fitted on different numbers of samples).`,
+backbone fitted on different numbers of samples).
+
+End to end through the sidecar: --sidecar HOST:PORT (its gRPC address)
+also sends each task's inputs to its controllable model there
+(--sidecar-model, {task} replaced by the task) at every preference of the
+sets, in the react-preference header, and once with "none", and compares
+the logits with the ones evaluated in process at the same preference,
+with the β and normalisation of the components file the sidecar serves
+there. --sidecar-model [LABEL=]PATTERN is repeatable, one per components
+file the sidecar serves (LABEL, default the first --components). The
+comparison is a
+table and the "served" JSON; eval fails (exit 1) when some logit differs
+by more than --sidecar-tolerance times the largest logit.`,
 		Example: `  calibrate eval --triton localhost:8001 --data test/ \
       --components AdaMerging=tritonmodels/zoo/components.safetensors \
       --components TA=tritonmodels/zoo/components_ta.safetensors \
@@ -110,6 +126,9 @@ backbone fitted on different numbers of samples).`,
 	f.IntVar(&o.batch, "batch", evaluate.DefaultBatch, "samples per request (the models' max_batch_size caps it)")
 	f.IntVar(&o.inFlight, "in-flight", evaluate.DefaultInFlight, "requests in flight at once")
 	f.DurationVar(&o.timeout, "timeout", time.Minute, "timeout of one request")
+	f.StringVar(&o.sidecar, "sidecar", "", "also evaluate end to end through the sidecar at this gRPC HOST:PORT, and compare")
+	f.StringArrayVar(&o.sidecarModels, "sidecar-model", nil, "[LABEL=]PATTERN: each task's controllable model on the sidecar that serves the --components LABEL (default the first); {task} is replaced by the task (repeatable; default {task})")
+	f.Float64Var(&o.sidecarTolerance, "sidecar-tolerance", 1e-4, "largest |served − evaluated| logit allowed, relative to the largest logit")
 	return cmd
 }
 
@@ -139,6 +158,12 @@ func (o *evalOptions) config() (*evaluate.Config, error) {
 	}
 	if !strings.Contains(o.head, "{task}") {
 		return nil, usagef("--head %q: want a pattern with {task}", o.head)
+	}
+	if o.sidecar == "" && len(o.sidecarModels) > 0 {
+		return nil, usagef("--sidecar-model needs --sidecar")
+	}
+	if !(o.sidecarTolerance >= 0) {
+		return nil, usagef("--sidecar-tolerance must be ≥ 0, got %g", o.sidecarTolerance)
 	}
 	cfg := &evaluate.Config{Aggregations: o.aggregations, Betas: o.betas, Oracle: o.oracle, Heads: map[string]react.ModelRef{}}
 	for _, n := range o.norms {
@@ -184,6 +209,29 @@ func (o *evalOptions) config() (*evaluate.Config, error) {
 		cfg.Tasks = append(cfg.Tasks, task.Subset(o.limit, o.seed))
 		cfg.Heads[t] = react.ModelRef{Name: strings.ReplaceAll(o.head, "{task}", t)}
 	}
+	if o.sidecar != "" {
+		specs := o.sidecarModels
+		if len(specs) == 0 {
+			specs = []string{"{task}"}
+		}
+		for _, spec := range specs {
+			label, pattern, ok := strings.Cut(spec, "=")
+			if !ok {
+				label, pattern = "", spec
+			}
+			if label != "" && !slices.ContainsFunc(cfg.Backbones, func(b evaluate.Backbone) bool { return b.Label == label }) {
+				return nil, usagef("--sidecar-model %q: no --components is labelled %q", spec, label)
+			}
+			if pattern == "" {
+				return nil, usagef("--sidecar-model %q: no model", spec)
+			}
+			s := evaluate.Served{Backbone: label, Heads: map[string]react.ModelRef{}}
+			for _, t := range tasks {
+				s.Heads[t] = react.ModelRef{Name: strings.ReplaceAll(pattern, "{task}", t)}
+			}
+			cfg.Served = append(cfg.Served, s)
+		}
+	}
 	sets := o.sets
 	if len(sets) == 0 {
 		sets = []string{"equal", "priority", "one-hot"}
@@ -211,6 +259,17 @@ func (o *evalOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer client.Close()
+	if len(cfg.Served) > 0 {
+		side, err := triton.Dial(ctx, o.sidecar, triton.WithTimeout(o.timeout))
+		if err != nil {
+			return fmt.Errorf("--sidecar: %w", err)
+		}
+		defer side.Close()
+		models := &evaluate.Triton{Client: side, Batch: o.batch, InFlight: o.inFlight}
+		for k := range cfg.Served {
+			cfg.Served[k].Models = models
+		}
+	}
 	if o.progress == "always" || (o.progress == "auto" && isTerminal(stderr)) {
 		var bar *progressbar.ProgressBar
 		cfg.Progress = func(done, total int) {
@@ -264,5 +323,16 @@ func (o *evalOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "eval: features %.1fs, heads %.1fs, %d solves (%.2f ms each), correction %.2f µs per sample\n",
 		res.Timings.Features, res.Timings.Heads, res.Timings.Solves, 1e3*res.Timings.SolveMean, 1e6*res.Timings.CorrectPerSample)
+	if len(cfg.Served) > 0 {
+		if err := res.CheckServed(o.sidecarTolerance); err != nil {
+			return err
+		}
+		worst := 0.0
+		for _, c := range res.Served {
+			worst = max(worst, c.Relative())
+		}
+		fmt.Fprintf(stderr, "eval: served through the sidecar at %s as evaluated: %d checks in %.1fs, logits within %.2g of the largest\n",
+			o.sidecar, len(res.Served), res.Timings.Served, worst)
+	}
 	return nil
 }

@@ -24,6 +24,8 @@ func TestEvalErrors(t *testing.T) {
 		{append(base, "--beta", "-1"), ExitUsage, "--beta: invalid beta -1"},
 		{append(base, "--progress", "sometimes"), ExitUsage, "want auto, always or never"},
 		{append(base, "--aggregation", "mean"), ExitUsage, `--aggregation "mean": want react, naive or polar`},
+		{append(base, "--sidecar-model", "X={task}"), ExitUsage, "--sidecar-model needs --sidecar"},
+		{append(base, "--sidecar", "x:1", "--sidecar-tolerance", "-1"), ExitUsage, "--sidecar-tolerance must be ≥ 0"},
 		{base, ExitFailure, "--data: task alpha: open "},
 		{[]string{"eval", "--triton", "x:1", "--data", "d", "--components", "missing.safetensors"}, ExitFailure, "--components missing.safetensors"},
 	} {

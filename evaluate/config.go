@@ -45,6 +45,10 @@ type Config struct {
 	// β and normalisation evaluated (Betas, Norms): the ceiling of a linear correction fitted
 	// with the method's objective, which no user can fit.
 	Oracle bool
+	// Served also checks each preference of the sets end to end through
+	// the sidecar, for each components file the sidecar serves (see
+	// Served).
+	Served []Served
 	// Progress, if not nil, is told of each finished step.
 	Progress func(done, total int)
 }
@@ -103,6 +107,9 @@ func (c *Config) validate() error {
 		if err := react.ValidateBeta(b); err != nil {
 			return err
 		}
+	}
+	if err := c.validateServed(); err != nil {
+		return err
 	}
 	for _, s := range c.Sets {
 		for _, p := range s.Points {

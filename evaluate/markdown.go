@@ -55,6 +55,14 @@ func (r *Result) WriteMarkdown(w io.Writer) error {
 				setting(s.Beta, s.Norm), s.Set, s.Points, s.HVk, s.HVT, opt(s.Uk), opt(s.UT), beats)
 		}
 	}
+	if len(r.Served) > 0 {
+		b.WriteString("\nServed through the sidecar: each task's controllable model at each preference (the react-preference header), against the evaluation at the same preference; Δ logit is the largest |served − evaluated| over every logit, relative to the largest logit.\n\n")
+		b.WriteString("| components | set | preference | task | model | evaluated | served | max Δ logit | relative | predictions differ |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, c := range r.Served {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %.1f | %.1f | %.2g | %.2g | %d |\n", c.Backbone, c.Set, c.Label,
+				c.Task, c.Model, 100*c.Evaluated, 100*c.Served, c.MaxDiff, c.Relative(), c.Differ)
+		}
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

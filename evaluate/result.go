@@ -13,7 +13,10 @@ type Result struct {
 	Sets      []SetInfo      `json:"sets"`
 	Backbones []BackboneInfo `json:"backbones"`
 	Summaries []Summary      `json:"summaries"`
-	Timings   Timings        `json:"timings"`
+	// Served compares, with Config.Served, each task at each preference
+	// as the sidecar serves it and as evaluated.
+	Served  []ServedCheck `json:"served,omitempty"`
+	Timings Timings       `json:"timings"`
 }
 
 // Row is the accuracy of one model at one preference, on every task.
@@ -67,6 +70,8 @@ type Timings struct {
 	// CorrectPerSample is the mean time of Ẑ = Z W_pᵀ per sample, measured
 	// over whole tasks.
 	CorrectPerSample float64 `json:"correct_per_sample_s"`
+	// Served is the time of the checks through the sidecar (Config.Served).
+	Served float64 `json:"served_s,omitempty"`
 }
 
 // SetInfo describes a preference set of the evaluation.

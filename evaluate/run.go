@@ -86,6 +86,7 @@ func (e *evaluation) options(c *react.Components) []react.Options {
 
 func (e *evaluation) countSteps() int {
 	n := 1 // features
+	n += len(e.cfg.Served)
 	for _, b := range e.cfg.Backbones {
 		n += len(e.options(b.Components)) * len(e.aggregations())
 	}
@@ -167,6 +168,14 @@ func (e *evaluation) run(ctx context.Context) error {
 	}
 	t := &e.res.Timings
 	t.Heads = time.Since(headStart).Seconds() - e.solveDur.Seconds() - e.corrDur.Seconds()
+	start = time.Now()
+	for k := range e.cfg.Served {
+		if err := e.served(ctx, &e.cfg.Served[k]); err != nil {
+			return err
+		}
+		e.step()
+	}
+	t.Served = time.Since(start).Seconds()
 	if t.Solves > 0 {
 		t.SolveMean = e.solveDur.Seconds() / float64(t.Solves)
 	}

@@ -197,3 +197,66 @@ def test_eval_matches_an_independent_computation(triton_addr, calibrate, tmp_pat
             assert abs(np.mean(us) - s["u_T"]) < 1e-12
         else:
             assert "u_T" not in s
+
+
+SIDECAR_N = 100
+
+
+def test_eval_through_the_sidecar_matches_the_evaluation(triton_addr, calibrate, tmp_path):
+    """`calibrate eval --sidecar`: each task's images through the sidecar's
+    controllable model (tritonmodels/zoo/sidecar.yaml: fashion, mnist and
+    digits correct backbone_adamerging with components.safetensors), at
+    each preference in the react-preference header, give the logits and
+    accuracies evaluated in process; and a sidecar model that is not the
+    task's fails the check."""
+    sidecar = os.environ.get("SIDECAR_GRPC_ADDR")
+    _need(sidecar, "SIDECAR_GRPC_ADDR is not set: run the tests through scripts/test.sh")
+    data = tmp_path / "data"
+    data.mkdir()
+    for task in TASKS:
+        path = DATA / task / "test.npz"
+        _need(path.is_file(), f"{path} is missing: run scripts/zoo-data.sh")
+        with np.load(path) as f:
+            pick = np.sort(np.random.default_rng(2).choice(len(f["y"]), size=SIDECAR_N, replace=False))
+            np.save(data / f"{task}.npy", (f["x"][pick].astype(np.float32) / 255)[:, None])
+            np.save(data / f"{task}.labels.npy", f["y"][pick].astype(np.int64))
+    base = [str(calibrate), "eval", "--triton", triton_addr, "--sidecar", sidecar, "--data", str(data),
+            "--components", f"AdaMerging={COMPONENTS}", "--progress", "never"]
+    out = tmp_path / "eval.json"
+    run = subprocess.run([*base, "--tasks", ",".join(TASKS), "--set", "equal", "--set", "one-hot",
+                          "--set", "pairwise:fashion,mnist:3", "--json", str(out)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "served through the sidecar" in run.stderr
+    res = json.loads(out.read_text())
+    served = res["served"]
+    # none, equal, 3 one-hot and 3 pairwise points, for each task.
+    assert len(served) == 8 * len(TASKS)
+    third = "0.3333333333333333"
+    assert [c["header"] for c in served[:8]] == [
+        "none", f"fashion={third},mnist={third},digits={third}",
+        "fashion=1", "mnist=1", "digits=1", "fashion=1", "fashion=0.5,mnist=0.5", "mnist=1"]
+    rows = {(r["method"], r.get("set", ""), r["label"]): r for r in res["rows"]}
+    for c in served:
+        i = TASKS.index(c["task"])
+        assert c["model"] == c["task"]
+        # The logits agree to float rounding (the sidecar may apply W_p in
+        # its factored float64 form), and so do the predictions.
+        assert c["max_logit_diff"] <= 1e-4 * c["max_logit"], c
+        assert c["served_accuracy"] == c["evaluated_accuracy"] and c["predictions_differ"] == 0, c
+        row = rows[("merged", "", "none (no correction)")] if c["header"] == "none" else rows[("react", c["set"], c["label"])]
+        assert c["evaluated_accuracy"] == row["accuracy"][i], (c, row)
+    # The header took effect: each task's own one-hot preference serves it
+    # better than no correction.
+    for t in TASKS:
+        none = next(c for c in served if c["task"] == t and c["header"] == "none")
+        own = next(c for c in served if c["task"] == t and c.get("set") == "one-hot" and c["header"] == f"{t}=1")
+        assert own["served_accuracy"] > none["served_accuracy"], (t, own, none)
+
+    # Every task sent to the digits model: fashion's logits are not what
+    # was evaluated, and eval says so.
+    bad = subprocess.run([*base, "--tasks", "fashion,digits", "--set", "equal", "--sidecar-model", "digits"],
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "what is served differs from what was evaluated" in bad.stderr
+    assert "task fashion, model digits" in bad.stderr and "task digits," not in bad.stderr, bad.stderr
