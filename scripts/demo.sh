@@ -12,11 +12,15 @@
 #      the zoo's ensembles (fashion, mnist, ...) become controllable models
 #      under their usual names;
 #   5. one request as a client would send it, with a preference header;
-#   6. tritonmodels/demo/evaluate.py: test accuracy through the sidecar with
-#      the official tritonclient, calling the ensembles by their names with
-#      the preference in the react-preference header: the uncorrected merged
-#      backbone ("none"), and one-hot, priority and uniform preferences, for
-#      both backbones, with the experts as reference, HV and U;
+#   6. calibrate eval --sidecar (docs/evaluate.md) on the test splits
+#      (exported by tritonmodels/demo/export_calib.py --split test), with
+#      the components files just fitted: each task's accuracy with its expert
+#      (Individual), through the uncorrected merged backbone ("none") and
+#      corrected at the one-hot, priority and equal preferences, for both
+#      backbones, with HV and U per preference set; and the same images sent
+#      to the ensembles through the sidecar, by their names, with each
+#      preference in the react-preference header, whose logits must match
+#      the evaluation's (the last table);
 #   7. tritonmodels/demo/experiment.py: the zoo's two-arm A/B experiment
 #      (fashion-ab: the merged backbone against W_p for fashion=1) through
 #      the sidecar, 400 simulated users keyed by x-user-id; per arm, the
@@ -122,8 +126,13 @@ for pref in ("none", "fashion=0.6,mnist=0.4"):
     print(f"  react-preference: {pref:<22} -> applied {applied:<22} predictions {r.as_numpy('logits').argmax(1)} (labels {y[:8]})")
 PY
 
-step "evaluate on the test splits through the sidecar (tritonmodels/demo/evaluate.py)"
-"$PY" tritonmodels/demo/evaluate.py --sidecar "$sidecar_grpc" --triton "$triton" --data "$DATA" --markdown "$work/results.md"
+step "evaluate on the test splits through the sidecar: calibrate eval --sidecar"
+"$PY" tritonmodels/demo/export_calib.py --split test --data "$DATA" --out "$work/test" >/dev/null
+"$CAL" eval --triton "$triton" --sidecar "$sidecar_grpc" --data "$work/test" \
+	--components AdaMerging="$work/components.safetensors" --components TA="$work/components_ta.safetensors" \
+	--sidecar-model AdaMerging='{task}' --sidecar-model TA='{task}_ta' \
+	--set one-hot --set priority --set equal --markdown "$work/results.md" --json "$work/results.json"
+cat "$work/results.md"
 
 step "A/B experiment fashion-ab through the sidecar (tritonmodels/demo/experiment.py)"
 "$PY" tritonmodels/demo/experiment.py --sidecar "$sidecar_grpc" --metrics "$sidecar_metrics" --data "$DATA" --markdown "$work/experiment.md"
@@ -143,8 +152,9 @@ if [ -n "$record" ]; then
 		echo "Calibration: each task's unlabelled \`calib\` split ($("$PY" -c "
 import json; m=json.load(open('tritonmodels/zoo/manifest.json'))
 print(', '.join(f\"{t} {v['sizes']['calib']}\" for t, v in m['tasks'].items()))") images),"
-		echo "backbone_adamerging and backbone_ta against expert_<task>, β=0.1, sum; every accuracy below was served by the"
-		echo "sidecar (the preference in the react-preference header), on the labelled \`test\` splits."
+		echo "backbone_adamerging and backbone_ta against expert_<task>, β=0.1, sum. The accuracies are \`calibrate eval --sidecar\`'s"
+		echo "on the labelled \`test\` splits: evaluated on Triton's features, and served by the sidecar (the preference in the"
+		echo "react-preference header), its logits checked against the evaluation's at every point (the last table)."
 		echo "Zoo: \`tritonmodels/zoo/manifest.json\` sha256 $(sha256sum tritonmodels/zoo/manifest.json | cut -c1-16)…"
 		echo
 		cat "$work/results.md"
