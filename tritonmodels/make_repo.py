@@ -195,7 +195,10 @@ def react_config(name, backbone, feature, data_type):
             # company would only add latency; under load the requests already
             # queued are batched anyway.
             "dynamic_batching { }\n"
-            "instance_group [ { kind: KIND_CPU, count: 1 } ]\n"
+            # Two instances: one batch's responses are being sent while the
+            # next is corrected (with one, the step queued requests and cost
+            # 1.2x the plain ensemble's p50 at concurrency 8; with two, 1.02-1.04x).
+            "instance_group [ { kind: KIND_CPU, count: 2 } ]\n"
             f'parameters {{ key: "components", value: {{ string_value: "{REACT_COMPONENTS}" }} }}\n'
             + presets)
 
