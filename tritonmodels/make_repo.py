@@ -195,10 +195,9 @@ def react_config(name, backbone, feature, data_type):
             # company would only add latency; under load the requests already
             # queued are batched anyway.
             "dynamic_batching { }\n"
-            # Two instances: one batch's responses are being sent while the
-            # next is corrected (with one, the step queued requests and cost
-            # 1.2x the plain ensemble's p50 at concurrency 8; with two, 1.02-1.04x).
-            "instance_group [ { kind: KIND_CPU, count: 2 } ]\n"
+            # One instance: on the 2-core CI machine a second one did not
+            # help (bench/README.md, "React backend", runs 3 and 4).
+            "instance_group [ { kind: KIND_CPU, count: 1 } ]\n"
             f'parameters {{ key: "components", value: {{ string_value: "{REACT_COMPONENTS}" }} }}\n'
             + presets)
 
