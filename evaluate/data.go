@@ -118,23 +118,42 @@ func SampleIndices(n, k int, seed uint64) []int {
 	return idx
 }
 
-// readArray opens a .npy file and returns its header and data reader.
-func readArray(path string) (npyfile.Header, *bufio.Reader, func() error, error) {
+// readArray opens a .npy file and returns its header, its number of
+// elements and its data reader.
+func readArray(path string) (npyfile.Header, int, *bufio.Reader, func() error, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return npyfile.Header{}, nil, nil, err
+		return npyfile.Header{}, 0, nil, nil, err
 	}
 	r := bufio.NewReader(f)
 	h, err := npyfile.ReadHeader(r)
 	if err != nil {
 		f.Close()
-		return h, nil, nil, fmt.Errorf("%s: %w", path, err)
+		return h, 0, nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if h.Fortran {
 		f.Close()
-		return h, nil, nil, fmt.Errorf("%s: array is in Fortran order: save it in C order", path)
+		return h, 0, nil, nil, fmt.Errorf("%s: array is in Fortran order: save it in C order", path)
 	}
-	return h, r, f.Close, nil
+	n, err := elements(h.Shape)
+	if err != nil {
+		f.Close()
+		return h, 0, nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return h, n, r, f.Close, nil
+}
+
+// readWidened reads len(dst) little-endian elements of type S from r and
+// stores them converted to D.
+func readWidened[S int32 | uint8 | float64, D int64 | float32](r io.Reader, dst []D) error {
+	v := make([]S, len(dst))
+	if err := binary.Read(r, binary.LittleEndian, v); err != nil {
+		return err
+	}
+	for i, x := range v {
+		dst[i] = D(x)
+	}
+	return nil
 }
 
 func elements(shape []int) (int, error) {
@@ -150,26 +169,17 @@ func elements(shape []int) (int, error) {
 
 // readFloat32 reads a float32 or float64 array as float32.
 func readFloat32(path string) ([]int, []float32, error) {
-	h, r, closeFn, err := readArray(path)
+	h, n, r, closeFn, err := readArray(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer closeFn()
-	n, err := elements(h.Shape)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
 	out := make([]float32, n)
 	switch h.Descr {
 	case "<f4":
 		err = binary.Read(r, binary.LittleEndian, out)
 	case "<f8":
-		wide := make([]float64, n)
-		if err = binary.Read(r, binary.LittleEndian, wide); err == nil {
-			for i, v := range wide {
-				out[i] = float32(v)
-			}
-		}
+		err = readWidened[float64](r, out)
 	default:
 		return nil, nil, fmt.Errorf("%s: dtype %q: want float32 or float64 inputs", path, h.Descr)
 	}
@@ -181,33 +191,19 @@ func readFloat32(path string) ([]int, []float32, error) {
 
 // readLabels reads an int64, int32 or uint8 array of labels ≥ 0.
 func readLabels(path string) ([]int, []int64, error) {
-	h, r, closeFn, err := readArray(path)
+	h, n, r, closeFn, err := readArray(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer closeFn()
-	n, err := elements(h.Shape)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
 	out := make([]int64, n)
 	switch h.Descr {
 	case "<i8":
 		err = binary.Read(r, binary.LittleEndian, out)
 	case "<i4":
-		v := make([]int32, n)
-		if err = binary.Read(r, binary.LittleEndian, v); err == nil {
-			for i, x := range v {
-				out[i] = int64(x)
-			}
-		}
+		err = readWidened[int32](r, out)
 	case "|u1":
-		v := make([]uint8, n)
-		if _, err = io.ReadFull(r, v); err == nil {
-			for i, x := range v {
-				out[i] = int64(x)
-			}
-		}
+		err = readWidened[uint8](r, out)
 	default:
 		return nil, nil, fmt.Errorf("%s: dtype %q: want int64, int32 or uint8 labels", path, h.Descr)
 	}
