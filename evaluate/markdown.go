@@ -55,6 +55,13 @@ func (r *Result) WriteMarkdown(w io.Writer) error {
 				setting(s.Beta, s.Norm), s.Set, s.Points, s.HVk, s.HVT, opt(s.Uk), opt(s.UT), beats)
 		}
 	}
+	if len(r.Linear) > 0 {
+		b.WriteString("\nThe best linear map backbone → expert (least squares, no intercept) on the evaluation features: R² = 1 − residual / total variance of the expert features, fitted and scored on every sample (in-sample) and on seeded random halves, each scored on the other (held-out).\n\n")
+		b.WriteString("| backbone | task | samples | R² in-sample | R² held-out |\n|---|---|---|---|---|\n")
+		for _, l := range r.Linear {
+			fmt.Fprintf(&b, "| %s | %s | %d | %.3f | %.3f |\n", l.Backbone, l.Task, l.Samples, l.InSample, l.Heldout)
+		}
+	}
 	if len(r.Served) > 0 {
 		b.WriteString("\nServed through the sidecar: each task's controllable model at each preference (the react-preference header), against the evaluation at the same preference; Δ logit is the largest |served − evaluated| over every logit, relative to the largest logit.\n\n")
 		b.WriteString("| components | set | preference | task | model | evaluated | served | max Δ logit | relative | predictions differ |\n|---|---|---|---|---|---|---|---|---|---|\n")

@@ -15,8 +15,11 @@ type Result struct {
 	Summaries []Summary      `json:"summaries"`
 	// Served compares, with Config.Served, each task at each preference
 	// as the sidecar serves it and as evaluated.
-	Served  []ServedCheck `json:"served,omitempty"`
-	Timings Timings       `json:"timings"`
+	Served []ServedCheck `json:"served,omitempty"`
+	// Linear holds, with Config.Oracle, each backbone model's LinearFit
+	// per task: how much of the experts' features a linear map can explain.
+	Linear  []LinearFit `json:"linear,omitempty"`
+	Timings Timings     `json:"timings"`
 }
 
 // Row is the accuracy of one model at one preference, on every task.

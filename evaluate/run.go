@@ -354,7 +354,8 @@ func expand(p react.Preference, tasks []string) (react.Preference, error) {
 
 // oracle fits ReACT's statistics on the evaluation features themselves
 // (backbone → expert, every sample of each task) and evaluates them with
-// every β and normalisation evaluated (by default the components').
+// every β and normalisation evaluated (by default the components'); it
+// also measures each task's LinearFit.
 func (e *evaluation) oracle(ctx context.Context, b Backbone, experts []react.ModelRef) error {
 	z := e.features[b.Components.Backbone]
 	c := &react.Components{D: e.d, Beta: b.Components.Beta, Normalization: b.Components.Normalization, Backbone: b.Components.Backbone}
@@ -363,6 +364,11 @@ func (e *evaluation) oracle(ctx context.Context, b Backbone, experts []react.Mod
 		if err := acc.AddFloat32(z[i], e.features[experts[i]][i]); err != nil {
 			return err
 		}
+		in, held, err := FitLinear(z[i], e.features[experts[i]][i], e.d, 0)
+		if err != nil {
+			return fmt.Errorf("task %q: %w", t, err)
+		}
+		e.res.Linear = append(e.res.Linear, LinearFit{Backbone: b.Label, Task: t, Samples: len(z[i]) / e.d, InSample: in, Heldout: held})
 		st, err := acc.Stats(t, experts[i])
 		if err != nil {
 			return err
