@@ -2,14 +2,16 @@
 # The sidecar's controllable path and the react backend's ensemble step
 # against the same work done without them.
 #
-#   bench/sidecar-controllable.sh [--pair fashion|synth|all] [--rounds N] [-d SECONDS]
+#   bench/sidecar-controllable.sh [--pair fashion|synth|effnet|all] [--rounds N] [-d SECONDS]
 #       [--warmup SECONDS] [--concurrency "1 8 32"] [--skip-sidecar] [--pprof FILE]
 #       [--out FILE]
 #
 # For two backbone/head pairs, fashion (the zoo: backbone_adamerging ->
 # head_fashion, ensemble fashion, image [1,28,28], D=64) and synth
 # (bench/models: synth_backbone -> synth_head, ensemble synth, x [768],
-# D=768), it measures three ways of getting the head's answer for an input,
+# D=768), or effnet alone (the second zoo, tritonmodels/repo-effnet: the same
+# model names as fashion, EfficientNet-Lite0, D=1280; its components file is
+# built by make zoo ZOO=effnet or tests/test_zoo_effnet.py), it measures three ways of getting the head's answer for an input,
 # with the closed-loop load generator bench/loadgen over gRPC:
 #   sidecar   the sidecar's controllable model (named like the ensemble, with
 #             a two-task preference in the gRPC metadata react-preference):
@@ -66,8 +68,8 @@ while [ $# -gt 0 ]; do
 done
 case $pair in
 all) pairs=(fashion synth) ;;
-fashion | synth) pairs=("$pair") ;;
-*) echo "bench: --pair $pair: want fashion, synth or all" >&2; exit 2 ;;
+fashion | synth | effnet) pairs=("$pair") ;;
+*) echo "bench: --pair $pair: want fashion, synth, effnet or all" >&2; exit 2 ;;
 esac
 for n in "$rounds" "$seconds" "$warmup" $concurrencies; do
 	case $n in '' | *[!0-9]*) echo "bench: '$n' is not a whole number" >&2; exit 2 ;; esac
@@ -78,15 +80,19 @@ done
 
 # The pairs: input, backbone, feature output, head, task, ensemble (also the
 # sidecar's model name), preference sent to the sidecar, components file.
-declare -A input=([fashion]=image:1,28,28 [synth]=x:768)
-declare -A backbone=([fashion]=backbone_adamerging [synth]=synth_backbone)
-declare -A head=([fashion]=head_fashion [synth]=synth_head)
-declare -A task=([fashion]=fashion [synth]=t0)
-declare -A ensemble=([fashion]=fashion [synth]=synth)
-declare -A react_ensemble=([fashion]=fashion_react [synth]=synth_react)
-declare -A react_model=([fashion]=react_adamerging [synth]=react_synth)
-declare -A preference=([fashion]=fashion=0.6,mnist=0.4 [synth]=t0=0.6,t1=0.4)
-declare -A components=([fashion]=$PWD/tritonmodels/zoo/components.safetensors [synth]=$PWD/.cache/bench/synth/components.safetensors)
+declare -A input=([fashion]=image:1,28,28 [synth]=x:768 [effnet]=image:1,28,28)
+declare -A backbone=([fashion]=backbone_adamerging [synth]=synth_backbone [effnet]=backbone_adamerging)
+declare -A head=([fashion]=head_fashion [synth]=synth_head [effnet]=head_fashion)
+declare -A task=([fashion]=fashion [synth]=t0 [effnet]=fashion)
+declare -A ensemble=([fashion]=fashion [synth]=synth [effnet]=fashion)
+declare -A react_ensemble=([fashion]=fashion_react [synth]=synth_react [effnet]=fashion_react)
+declare -A react_model=([fashion]=react_adamerging [synth]=react_synth [effnet]=react_adamerging)
+declare -A preference=([fashion]=fashion=0.6,mnist=0.4 [synth]=t0=0.6,t1=0.4 [effnet]=fashion=0.6,mnist=0.4)
+declare -A components=([fashion]=$PWD/tritonmodels/zoo/components.safetensors [synth]=$PWD/.cache/bench/synth/components.safetensors
+	[effnet]=$PWD/tritonmodels/zoo-effnet/components.safetensors)
+# The zoo repository the pairs need (effnet's models share fashion's names).
+zoo_repo=tritonmodels/repo
+[ "${pairs[*]}" != effnet ] || zoo_repo=tritonmodels/repo-effnet
 feature=feature
 
 run_dir=$(mkdir -p .cache/bench && mktemp -d "$PWD/.cache/bench/controllable.XXXXXX")
@@ -138,9 +144,11 @@ if ! make -s build >"$run_dir/build.log" 2>&1; then
 fi
 
 # The components files the sidecar needs.
-if [ "${sidecar_ok[fashion]-0}" = 1 ] && [ ! -f "${components[fashion]}" ]; then
-	no_sidecar "no zoo components file ${components[fashion]}" fashion
-fi
+for p in fashion effnet; do
+	if [ "${sidecar_ok[$p]-0}" = 1 ] && [ ! -f "${components[$p]}" ]; then
+		no_sidecar "no zoo components file ${components[$p]}" "$p"
+	fi
+done
 synth_ok=0
 case " ${pairs[*]} " in *" synth "*) [ "$react_ok" = 1 ] && synth_ok=1 ;; esac
 [ "${sidecar_ok[synth]-0}" = 1 ] && synth_ok=1
@@ -170,13 +178,13 @@ fi
 load=()
 for p in "${pairs[@]}"; do
 	load+=(--load-model="${backbone[$p]}" --load-model="${head[$p]}" --load-model="${ensemble[$p]}")
-	if [ "$react_ok" = 1 ] && { [ "$p" = fashion ] || [ "$synth_ok" = 1 ]; }; then
+	if [ "$react_ok" = 1 ] && { [ "$p" != synth ] || [ "$synth_ok" = 1 ]; }; then
 		load+=(--load-model="${react_model[$p]}" --load-model="${react_ensemble[$p]}")
 	fi
 done
 for attempt in 1 2 3; do
 	read -r grpc_port http_port metrics_port < <(free_ports)
-	scripts/triton-up --repo tritonmodels/repo --repo bench/models --grpc-port "$grpc_port" \
+	scripts/triton-up --repo "$zoo_repo" --repo bench/models --grpc-port "$grpc_port" \
 		--http-port "$http_port" --metrics-port "$metrics_port" --log "$run_dir/tritonserver.log" \
 		--pid "$run_dir/tritonserver.pid" --timeout 300 -- --model-control-mode=explicit "${load[@]}" >&2 && break
 	[ "$attempt" -lt 3 ] || { echo "bench: Triton did not start" >&2; exit 1; }

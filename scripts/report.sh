@@ -14,7 +14,12 @@
 # 3. runs calibrate eval: Table 1 (equal, priority, one-hot, with the
 #    oracle), the 3-task simplex experiment with react, naive and polar
 #    aggregation, a β sweep under sum and mean, and the fraction sweep;
-# 4. writes the report (scripts/report.py) from the JSON results, and the
+# 4. the second zoo (tritonmodels/zoo-effnet, EfficientNet-Lite0, D=1280) on
+#    a Triton of its own: TA, TIES and AdaMerging fitted on the whole calib
+#    split and on 10%, and Table 1 with the oracle and the linear fits; its
+#    result is also copied to tritonmodels/zoo-effnet/eval.json, which
+#    tests/test_zoo_effnet.py checks the served models against;
+# 5. writes the report (scripts/report.py) from the JSON results, and the
 #    figures (calibrate eval --plots) into figures/ beside it.
 # Needs make build's bin/calibrate, the venv and the zoo data.
 set -euo pipefail
@@ -40,29 +45,34 @@ work=$(mktemp -d)
 pid_file=$work/tritonserver.pid
 cleanup() {
 	scripts/triton-down --pid "$pid_file" >/dev/null 2>&1 || true
+	scripts/triton-down --pid "$work/effnet.pid" >/dev/null 2>&1 || true
 	rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+. scripts/lib/ports.sh
 
-tasks=$("$PY" -c 'import json; print(",".join(json.load(open("tritonmodels/zoo/manifest.json"))["tasks"]))')
-if [ -z "$addr" ]; then
-	. scripts/lib/ports.sh
-	load=()
+# serve REPO PIDFILE TASKS: starts a Triton on REPO loading only the merged
+# backbones, the experts and the heads, and prints its gRPC address.
+serve() {
+	local load=() m t attempt
 	for m in backbone_ta backbone_ties backbone_adamerging; do load+=(--load-model="$m"); done
-	for t in ${tasks//,/ }; do load+=(--load-model="expert_$t" --load-model="head_$t"); done
+	for t in ${3//,/ }; do load+=(--load-model="expert_$t" --load-model="head_$t"); done
 	for attempt in 1 2 3; do
 		read -r grpc_port http_port metrics_port < <(free_ports)
-		if scripts/triton-up --repo tritonmodels/repo --grpc-port "$grpc_port" --http-port "$http_port" \
-			--metrics-port "$metrics_port" --pid "$pid_file" --log "$work/tritonserver.log" --timeout 300 \
+		if scripts/triton-up --repo "$1" --grpc-port "$grpc_port" --http-port "$http_port" \
+			--metrics-port "$metrics_port" --pid "$2" --log "${2%.pid}.log" --timeout 600 \
 			-- --model-control-mode=explicit "${load[@]}" >/dev/null; then
-			addr=127.0.0.1:$grpc_port
-			break
+			echo "127.0.0.1:$grpc_port"
+			return 0
 		fi
-		echo "report: Triton did not start (attempt $attempt)" >&2
+		echo "report: Triton on $1 did not start (attempt $attempt)" >&2
 	done
-	[ -n "$addr" ] || exit 1
-fi
+	return 1
+}
+
+tasks=$("$PY" -c 'import json; print(",".join(json.load(open("tritonmodels/zoo/manifest.json"))["tasks"]))')
+[ -n "$addr" ] || addr=$(serve tritonmodels/repo "$pid_file" "$tasks")
 
 "$PY" tritonmodels/demo/export_calib.py --data "$DATA" --out "$work/calib" >/dev/null
 "$PY" tritonmodels/demo/export_calib.py --data "$DATA" --out "$work/test" --split test >/dev/null
@@ -118,6 +128,29 @@ for b in ta:TA ties:TIES adamerging:AdaMerging; do
 	done
 done
 ev select "${sel[@]}" --set equal --set one-hot --normalize sum,mean --beta 0.0001,0.001,0.01,0.1,1,10,100
+scripts/triton-down --pid "$pid_file" >/dev/null 2>&1 || true
+
+# The second zoo, EfficientNet-Lite0 (D=1280), on a Triton of its own (its
+# models have the same names as the first zoo's). β = 0.1, sum, as Table 1.
+eff=$(serve tritonmodels/repo-effnet "$work/effnet.pid" "$tasks")
+for b in ta ties adamerging; do
+	for f in 1 0.1; do
+		extra=()
+		[ "$f" = 1 ] || extra=(--fraction "$f" --seed 0)
+		t0=$(date +%s.%N)
+		"$CAL" fit --triton "$eff" --inputs "$work/calib" --tasks "$tasks" --backbone-model "backbone_$b" \
+			--backbone-output feature "${experts[@]}" --beta 0.1 --normalize sum --quiet \
+			"${extra[@]}" --out "$res/effnet_${b}_$f.safetensors" >"$res/effnet_${b}_$f.fit.txt"
+		echo "effnet_${b}_$f $f $(echo "$(date +%s.%N) - $t0" | bc)" >>"$res/effnet-fits.txt"
+	done
+done
+"$CAL" eval --triton "$eff" --data "$work/test" --progress never --json "$res/effnet_table1.json" \
+	--markdown "$res/effnet_table1.md" --components "TA=$res/effnet_ta_1.safetensors" \
+	--components "TIES=$res/effnet_ties_1.safetensors" --components "AdaMerging=$res/effnet_adamerging_1.safetensors" \
+	--components "TA 10%=$res/effnet_ta_0.1.safetensors" --components "TIES 10%=$res/effnet_ties_0.1.safetensors" \
+	--components "AdaMerging 10%=$res/effnet_adamerging_0.1.safetensors" \
+	--set equal --set priority --set one-hot --oracle --beta 0.1 --normalize sum 2>>"$res/eval.log"
+cp "$res/effnet_table1.json" tritonmodels/zoo-effnet/eval.json
 
 "$PY" scripts/report.py --results "$res" --out "$report" --seconds "$(($(date +%s) - start))"
 echo "report: wrote $report in $(($(date +%s) - start)) s"

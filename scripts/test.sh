@@ -113,5 +113,10 @@ go test -race -count=1 ./control/... ./sidecar/... ./backend/... || status=1
 # strictly, the compose file, the Dockerfiles against the Makefile), in a
 # module of their own so that the main module does not depend on k8s.io/api.
 (cd docker/deploytest && go test -count=1 ./...) || status=1
+# The zoo's own tests, in the zoo venv (torch): the second zoo's
+# EfficientNet-Lite0 against an independent implementation, and its strict
+# weight loading (make setup creates .cache/zoo-venv).
+[ -x .cache/zoo-venv/bin/python ] || { echo "test: no .cache/zoo-venv: run make setup" >&2; status=1; }
+[ ! -x .cache/zoo-venv/bin/python ] || .cache/zoo-venv/bin/python -m pytest -q -p no:cacheprovider tritonmodels/zoo/tests || status=1
 
 .venv/bin/python -m pytest -q tests/ 2>&1 | tee "$run_dir/pytest.out" || status=1

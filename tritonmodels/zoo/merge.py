@@ -51,6 +51,19 @@ def agreement(model, calib, heads, targets):
     return sum(scores) / len(scores)
 
 
+def task_vector_geometry(base, taus, tasks):
+    """Each task vector's norm relative to the base's weights, and the cosine
+    between every two: small, nearly orthogonal task vectors are the regime
+    task arithmetic assumes."""
+    flat = torch.stack([torch.cat([tau[k].flatten() for k in base]) for tau in taus])
+    norm0 = torch.cat([base[k].flatten() for k in base]).norm()
+    unit = flat / flat.norm(dim=1, keepdim=True)
+    cos = unit @ unit.t()
+    return {"relative_norm": {t: round((flat[i].norm() / norm0).item(), 5) for i, t in enumerate(tasks)},
+            "cosine": {f"{a},{b}": round(cos[i, j].item(), 4)
+                       for i, a in enumerate(tasks) for j, b in enumerate(tasks) if i < j}}
+
+
 def task_arithmetic(base, taus, lam):
     return {k: base[k] + lam * sum(tau[k] for tau in taus) for k in base}
 
@@ -131,7 +144,9 @@ def main():
     search = {t: x[:args.search_limit] for t, x in calib.items()}
     with torch.no_grad():
         targets = {t: heads[t](common.features(experts[t], search[t])).argmax(1) for t in tasks}
-    settings = {"selection": "calib agreement with the experts' predictions (no labels)"}
+    settings = {"selection": "calib agreement with the experts' predictions (no labels)",
+                "task_vectors": task_vector_geometry(base, taus, tasks)}
+    print(f"merge: task vectors {settings['task_vectors']}", flush=True)
 
     with common.Timer("merge/ta"), torch.no_grad():
         scores = {lam: agreement(with_params(task_arithmetic(base, taus, lam), buffers), search, heads, targets)
