@@ -214,6 +214,7 @@ def main():
     eff_timing = ["| fit | seconds (Triton on the same machine) |", "|---|---|"]
     eff_timing += [f"| {name} | {float(secs):.1f} |" for name, _, secs in eff_fits]
     et = eff["timings"]
+    solves = sorted(float(l.split()[1]) for l in (res / "effnet-solve.txt").read_text().splitlines())
     lf_table, lf_summary = label_free(sel, res)
     fits = [l.split() for l in (res / "fits.txt").read_text().splitlines()]
     samples = {}
@@ -333,6 +334,8 @@ both ways round (held-out).
 A new preference's W_p (solve and conversion to float32, D = 1280) {1e3 * et['solve_mean_s']:.1f} ms on average over
 {et['solves']} solves in calibrate eval; the correction {1e6 * et['correct_per_sample_s']:.2f} µs per sample (a batch of 256:
 {256e3 * et['correct_per_sample_s']:.2f} ms). Feature extraction (every backbone and expert, 9300 test images each) {et['features_s']:.1f} s.
+`calibrate solve` on the AdaMerging file, end to end (reading and checking the 236 MB file, solving, writing the
+.npy), {len(solves)} new preferences: {", ".join(f"{v:.2f}" for v in solves)} s.
 {END}"""
     out = pathlib.Path(args.out)
     text = out.read_text() if out.exists() else "# Reproduction report\n\n" + BEGIN + "\n" + END + "\n"

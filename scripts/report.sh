@@ -151,6 +151,13 @@ done
 	--components "AdaMerging 10%=$res/effnet_adamerging_0.1.safetensors" \
 	--set equal --set priority --set one-hot --oracle --beta 0.1 --normalize sum 2>>"$res/eval.log"
 cp "$res/effnet_table1.json" tritonmodels/zoo-effnet/eval.json
+# calibrate solve at D=1280, end to end (reading and checking the 236 MB
+# file, the solve, writing the .npy): three runs, each a new preference.
+for p in fashion=0.6,mnist=0.4 letters=0.5,greek=0.5 digits=1; do
+	t0=$(date +%s.%N)
+	"$CAL" solve --components "$res/effnet_adamerging_1.safetensors" --preference "$p" --out "$work/W.npy" 2>/dev/null
+	echo "$p $(echo "$(date +%s.%N) - $t0" | bc)" >>"$res/effnet-solve.txt"
+done
 
 "$PY" scripts/report.py --results "$res" --out "$report" --seconds "$(($(date +%s) - start))"
 echo "report: wrote $report in $(($(date +%s) - start)) s"
