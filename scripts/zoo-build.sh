@@ -39,8 +39,8 @@ effnet)
 	# The settings tritonmodels/zoo-effnet/README.md explains.
 	suffix=-effnet threads=2
 	finetune=(--steps 300 --batch 32 --lr 1e-4 --head-limit 2000)
-	merge=(--search-limit 200 --ta-grid 0.2,0.3,0.4,0.5,0.7,1.0 --ties-k-grid 0.2
-		--ties-lambda-grid 0.5,0.8,1.0,1.5 --ada-steps 60 --ada-batch 16 --ada-lr 0.01)
+	merge=(--search-limit 200 --ta-grid 0.1,0.15,0.2,0.3,0.4,0.5,0.7,1.0 --ties-k-grid 0.2
+		--ties-lambda-grid 0.3,0.5,0.8,1.0,1.5 --ada-steps 60 --ada-batch 16 --ada-lr 0.01)
 	export=(--fp16-weights)
 	;;
 *) echo "zoo: unknown ZOO=$zoo (want vit or effnet)" >&2; exit 2 ;;

@@ -3,6 +3,7 @@ import json
 import os
 import random
 import time
+import zlib
 
 import numpy as np
 import torch
@@ -59,6 +60,16 @@ def load_split(task, split):
                 y = ys
     x = torch.from_numpy(x.astype(np.float32) / 255).unsqueeze(1)
     return x, (torch.from_numpy(y) if y is not None else None)
+
+
+def subset(n, limit, name):
+    """Indices of a seeded random subset of `limit` of n rows (all n when
+    limit is None), in ascending order: never a prefix, since load_split
+    returns rows in their source order, which some sources group by class."""
+    if limit is None or limit >= n:
+        return torch.arange(n)
+    gen = torch.Generator().manual_seed(zlib.crc32(name.encode()))
+    return torch.randperm(n, generator=gen)[:limit].sort().values
 
 
 def classes(task):

@@ -18,11 +18,11 @@ import common
 from vit import CosineHead
 
 
-def fit_head(base, x, y, n_classes, epochs=200, lr=0.05, limit=None):
-    """Full-batch fit of a cosine head on frozen features (of the first
-    `limit` rows when given: the split is in a fixed order)."""
-    if limit is not None:
-        x, y = x[:limit], y[:limit]
+def fit_head(base, x, y, n_classes, epochs=200, lr=0.05, limit=None, name="head"):
+    """Full-batch fit of a cosine head on frozen features (of a seeded random
+    subset of `limit` rows when given)."""
+    rows = common.subset(len(x), limit, name)
+    x, y = x[rows], y[rows]
     z = common.features(base, x)
     head = CosineHead(z.shape[1], n_classes)
     opt = torch.optim.Adam(head.parameters(), lr=lr)
@@ -82,16 +82,17 @@ def main():
     for i, task in enumerate(args.tasks.split(",")):
         with common.Timer(f"finetune/{task}"):
             x, y = common.load_split(task, "train")
-            head, probe_acc = fit_head(base, x, y, len(common.classes(task)), limit=args.head_limit)
+            head, probe_acc = fit_head(base, x, y, len(common.classes(task)), limit=args.head_limit,
+                                       name=f"head/{task}")
             common.save_head(head, task)
             epochs = max(args.epochs, -(-args.min_steps * args.batch // len(x)))
             expert = finetune(base.requires_grad_(True), head, x, y, epochs,
                               args.batch, args.lr, args.seed + i, args.steps)
             base.requires_grad_(False)
             common.save_backbone(expert, f"expert/{task}")
-            n = len(x) if args.head_limit is None else args.head_limit
+            rows = common.subset(len(x), args.head_limit, f"head/{task}")
             with torch.no_grad():
-                train_acc = (head(common.features(expert, x[:n])).argmax(1) == y[:n]).float().mean().item()
+                train_acc = (head(common.features(expert, x[rows])).argmax(1) == y[rows]).float().mean().item()
             done = f"{args.steps} steps" if args.steps is not None else f"{epochs} epochs"
             print(f"finetune: {task}: base+head train acc {probe_acc:.3f}, "
                   f"expert train acc {train_acc:.3f} ({done})", flush=True)

@@ -139,9 +139,9 @@ def main():
     taus = [{k: v - base[k] for k, v in state(experts[t]).items()} for t in tasks]
     heads = {t: common.load_head(t) for t in tasks}
     calib = {t: common.load_split(t, "calib")[0] for t in tasks}
-    # The candidates' score uses the first --search-limit images of each
-    # task's calib split (a fixed sample: the split is stored shuffled).
-    search = {t: x[:args.search_limit] for t, x in calib.items()}
+    # The candidates' score uses a seeded random --search-limit images of
+    # each task's calib split.
+    search = {t: x[common.subset(len(x), args.search_limit, f"search/{t}")] for t, x in calib.items()}
     with torch.no_grad():
         targets = {t: heads[t](common.features(experts[t], search[t])).argmax(1) for t in tasks}
     settings = {"selection": "calib agreement with the experts' predictions (no labels)",
