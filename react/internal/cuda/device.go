@@ -126,6 +126,12 @@ func (d *Device) Do(f func() error) error {
 	return err
 }
 
+// Sync waits until the stream has finished what was queued. Call it
+// inside Do.
+func (d *Device) Sync() error {
+	return check("cuStreamSynchronize", C.rc_cuStreamSynchronize(d.stream))
+}
+
 // Ptr is an address in the device's memory.
 type Ptr uintptr
 
@@ -145,12 +151,19 @@ func (d *Device) Alloc(n int) (Ptr, error) {
 }
 
 // Free frees memory from Alloc; it takes the device's mutex itself, so
-// that it can run from a cleanup.
+// that it can run from a cleanup. Inside Do, call FreeLocked.
 func (d *Device) Free(p Ptr) {
 	if p == 0 {
 		return
 	}
-	_ = d.Do(func() error { return check("cuMemFree", C.rc_cuMemFree(p.c())) })
+	_ = d.Do(func() error { d.FreeLocked(p); return nil })
+}
+
+// FreeLocked frees memory from Alloc. Call it inside Do.
+func (d *Device) FreeLocked(p Ptr) {
+	if p != 0 {
+		C.rc_cuMemFree(p.c())
+	}
 }
 
 // Zero queues setting n bytes at p to zero. Call it inside Do.
