@@ -58,7 +58,8 @@ func TRITONBACKEND_Initialize(backend *C.TRITONBACKEND_Backend) *C.TRITONSERVER_
 
 // The backend's command-line configuration keys.
 const (
-	// cfgLinalgBackend picks the linear algebra: auto, go or openblas.
+	// cfgLinalgBackend picks the linear algebra: auto, go, openblas or
+	// cuda.
 	cfgLinalgBackend = "linalg-backend"
 	// cfgLinalgThreads is the number of threads one correction may use
 	// (default 1: Triton runs the instances in parallel already).
@@ -84,6 +85,9 @@ func configureBackend(data []byte) error {
 	}
 	if _, err := react.UseBackend(name); err != nil {
 		return fmt.Errorf("--backend-config=react,%s=%s: %w", cfgLinalgBackend, name, err)
+	}
+	if why := react.BackendFallback(); why != "" {
+		logf(logWarn, "react backend: %s", why)
 	}
 	if v, ok := cfg.Cmdline[cfgLinalgThreads]; ok {
 		n, err := strconv.Atoi(v)
