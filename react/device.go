@@ -18,6 +18,9 @@ type Accelerator interface {
 	// device, once, and returns a solver there. The device memory is freed
 	// when the DeviceSolver is no longer referenced.
 	Load(s *Solver) (DeviceSolver, error)
+	// CopyDevice copies n bytes between addresses of the device's memory,
+	// as a correction that applies no W_p does.
+	CopyDevice(dst, src uintptr, n int) error
 }
 
 // DeviceSolver computes W_p on a device from statistics uploaded once. It

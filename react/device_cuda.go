@@ -56,6 +56,14 @@ type cudaAccelerator struct {
 // Name implements Accelerator.
 func (a *cudaAccelerator) Name() string { return "cuda: " + a.dev.Name() }
 
+// CopyDevice implements Accelerator.
+func (a *cudaAccelerator) CopyDevice(dst, src uintptr, n int) error {
+	if n == 0 {
+		return nil
+	}
+	return a.dev.Do(func() error { return a.dev.CopyDtoD(cuda.Ptr(dst), cuda.Ptr(src), n) })
+}
+
 // f64 and f32 are the sizes of the device's values in bytes.
 const (
 	f64 = 8
