@@ -7,6 +7,8 @@ package cuda
 */
 import "C"
 
+import "errors"
+
 // Timer measures the GPU time of work queued on the device's stream, with
 // a pair of CUDA events.
 type Timer struct {
@@ -14,8 +16,12 @@ type Timer struct {
 	start, end C.CUevent
 }
 
-// NewTimer creates the events. Call Close when done.
+// NewTimer creates the events. Call Close when done. It fails with a
+// driver older than CUDA 12.8's, which lacks cuEventElapsedTime_v2.
 func (d *Device) NewTimer() (*Timer, error) {
+	if C.rc_has_events() == 0 {
+		return nil, errors.New("CUDA events: the driver lacks cuEventElapsedTime_v2 (CUDA 12.8 or later)")
+	}
 	t := &Timer{d: d}
 	err := d.Do(func() error {
 		if err := check("cuEventCreate", C.rc_cuEventCreate(&t.start, C.CU_EVENT_DEFAULT)); err != nil {

@@ -68,5 +68,15 @@ int rc_open(char *why, size_t why_len) {
 	}
 	RC_FUNCTIONS(RC_RESOLVE)
 #undef RC_RESOLVE
+#define RC_RESOLVE_OPTIONAL(lib, name) rc.name = (__typeof__(&name))dlsym(lib, rc_str(name));
+	RC_OPTIONAL(RC_RESOLVE_OPTIONAL)
+#undef RC_RESOLVE_OPTIONAL
 	return 0;
+}
+
+int rc_has_events(void) {
+#define RC_HAS(lib, name) if (rc.name == NULL) return 0;
+	RC_OPTIONAL(RC_HAS)
+#undef RC_HAS
+	return 1;
 }

@@ -32,11 +32,6 @@
 	X(driver, cuStreamCreate)                 \
 	X(driver, cuStreamDestroy)                \
 	X(driver, cuStreamSynchronize)            \
-	X(driver, cuEventCreate)                  \
-	X(driver, cuEventRecord)                  \
-	X(driver, cuEventSynchronize)             \
-	X(driver, cuEventElapsedTime)             \
-	X(driver, cuEventDestroy)                 \
 	X(blas, cublasCreate)                     \
 	X(blas, cublasDestroy)                    \
 	X(blas, cublasSetStream)                  \
@@ -50,11 +45,25 @@
 	X(solver, cusolverDnDpotrf)               \
 	X(solver, cusolverDnDpotrs)
 
+// The functions only the benchmarks' timers need, resolved if the driver
+// has them: cuEventElapsedTime is cuEventElapsedTime_v2 in CUDA 13's
+// header, which drivers older than CUDA 12.8's lack.
+#define RC_OPTIONAL(X)                            \
+	X(driver, cuEventCreate)                  \
+	X(driver, cuEventRecord)                  \
+	X(driver, cuEventSynchronize)             \
+	X(driver, cuEventElapsedTime)             \
+	X(driver, cuEventDestroy)
+
 #define RC_FIELD(lib, name) __typeof__(&name) name;
 typedef struct {
 	RC_FUNCTIONS(RC_FIELD)
+	RC_OPTIONAL(RC_FIELD)
 } rc_api;
 #undef RC_FIELD
+
+// rc_has_events reports whether the optional functions resolved.
+int rc_has_events(void);
 
 extern rc_api rc;
 
