@@ -40,20 +40,27 @@ def main(go_path, torch_path, machine_path):
     with open(machine_path) as f:
         machine = f.read().strip()
     print(f"GPU: {torch['device']}; PyTorch {torch['torch']} (CUDA {torch['cuda']}).")
-    print(f"Machine: {machine}\n")
-    print("W_p for the equal preference over T tasks, float64 (ms; GPU time between CUDA events / wall):\n")
-    print("| D | T | cuda backend GPU | cuda backend wall | PyTorch GPU | PyTorch wall |")
-    print("|---:|---:|---:|---:|---:|---:|")
-    for r in torch["solve"]:
-        ours = go.get(f"DeviceSolve/D={r['D']}/T={r['T']}", (None, None))
-        print(f"| {r['D']} | {r['T']} | {fmt(ours[1])} | {fmt(ours[0])} | {fmt(r['gpu_ms'])} | {fmt(r['wall_ms'])} |")
-    print("\nThe correction Z W_pᵀ of B rows at D = 768, float32 (ms):\n")
-    print("| B | batch | cuda backend GPU | cuda backend wall | PyTorch GPU | PyTorch wall |")
-    print("|---:|---|---:|---:|---:|---:|")
-    for r in torch["apply"]:
-        ours = go.get(f"DeviceApply/{r['mode']}/B={r['B']}", (None, None))
-        print(f"| {r['B']} | {r['mode']} | {fmt(ours[1])} | {fmt(ours[0])} | {fmt(r['gpu_ms'])} | {fmt(r['wall_ms'])} |")
+    print(f"Machine: {machine}")
+    table(
+        "W_p for the equal preference over T tasks, float64 (ms; GPU time between CUDA events / wall):",
+        "| D | T |",
+        [(f"| {r['D']} | {r['T']} |", go.get(f"DeviceSolve/D={r['D']}/T={r['T']}"), r) for r in torch["solve"]],
+    )
+    table(
+        "The correction Z W_pᵀ of B rows at D = 768, float32 (ms):",
+        "| B | batch |",
+        [(f"| {r['B']} | {r['mode']} |", go.get(f"DeviceApply/{r['mode']}/B={r['B']}"), r) for r in torch["apply"]],
+    )
 
+
+def table(title, keys, rows):
+    """A markdown table: the key columns, then ours and PyTorch's GPU and wall times."""
+    print(f"\n{title}\n")
+    print(f"{keys} cuda backend GPU | cuda backend wall | PyTorch GPU | PyTorch wall |")
+    print("|---" * (keys.count("|") - 1) + "|---:" * 4 + "|")
+    for key, ours, theirs in rows:
+        ours = ours or (None, None)
+        print(f"{key} {fmt(ours[1])} | {fmt(ours[0])} | {fmt(theirs['gpu_ms'])} | {fmt(theirs['wall_ms'])} |")
 
 if __name__ == "__main__":
     if len(sys.argv) != 4:

@@ -84,6 +84,27 @@ func timed(b *testing.B, dev *cuda.Device, f func() error) {
 	b.ReportMetric(gpu/float64(b.N), "gpu-ms/op")
 }
 
+// deviceBatch copies z to new device memory, and allocates as much for
+// the output; both are freed when the test ends.
+func deviceBatch(tb testing.TB, dev *cuda.Device, z []float32) (in, out cuda.Ptr) {
+	tb.Helper()
+	err := dev.Do(func() error {
+		var err error
+		if in, err = dev.Alloc(f32 * len(z)); err != nil {
+			return err
+		}
+		if out, err = dev.Alloc(f32 * len(z)); err != nil {
+			return err
+		}
+		return dev.Upload32(in, z)
+	})
+	tb.Cleanup(func() { dev.Free(in); dev.Free(out) })
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return in, out
+}
+
 // BenchmarkDeviceSolve is W_p for the equal preference over T tasks: the
 // weighted sums, the condition estimates, the Cholesky factorisation and
 // the solve in float64 on the device, the rounding to float32 (through
@@ -144,21 +165,7 @@ func BenchmarkDeviceApply(b *testing.B) {
 			timed(b, acc.dev, func() error { return dm.Apply(dst, z) })
 		})
 		b.Run(fmt.Sprintf("resident/B=%d", rows), func(b *testing.B) {
-			var in, out cuda.Ptr
-			if err := acc.dev.Do(func() error {
-				var err error
-				if in, err = acc.dev.Alloc(f32 * len(z)); err != nil {
-					return err
-				}
-				if out, err = acc.dev.Alloc(f32 * len(z)); err != nil {
-					return err
-				}
-				return acc.dev.Upload32(in, z)
-			}); err != nil {
-				b.Fatal(err)
-			}
-			defer acc.dev.Free(in)
-			defer acc.dev.Free(out)
+			in, out := deviceBatch(b, acc.dev, z)
 			timed(b, acc.dev, func() error { return dm.ApplyDevice(uintptr(out), uintptr(in), rows) })
 		})
 	}
@@ -191,23 +198,8 @@ func TestDeviceApplyResident(t *testing.T) {
 	if err := dm.Apply(want, z); err != nil {
 		t.Fatal(err)
 	}
-	var in, out cuda.Ptr
+	in, out := deviceBatch(t, acc.dev, z)
 	got := make([]float32, len(z))
-	err = acc.dev.Do(func() error {
-		var err error
-		if in, err = acc.dev.Alloc(f32 * len(z)); err != nil {
-			return err
-		}
-		if out, err = acc.dev.Alloc(f32 * len(z)); err != nil {
-			return err
-		}
-		return acc.dev.Upload32(in, z)
-	})
-	defer acc.dev.Free(in)
-	defer acc.dev.Free(out)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := dm.ApplyDevice(uintptr(out), uintptr(in), rows); err != nil {
 		t.Fatal(err)
 	}
