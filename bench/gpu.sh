@@ -3,7 +3,8 @@
 # that machine has CUDA 13 and PyTorch but no Go toolchain and no network:
 #
 #   bench/gpu.sh prepare   here: make setup's CUDA headers, then the test
-#                          binaries of the packages with cuda code, built
+#                          binaries of react, react/internal/cuda, control and
+#                          backend/model, built
 #                          with the cuda tag (and no openblas: the GPU machine
 #                          has no libopenblas), into .gpu/ (git-ignored)
 #   bench/gpu.sh run       there, from the repository root with .gpu/ carried
@@ -25,6 +26,7 @@ cd "$(dirname "$0")/.."
 BINARIES=(
 	"react.test react"
 	"cuda.test react/internal/cuda"
+	"control.test control"
 	"model.test backend/model"
 )
 
@@ -33,6 +35,7 @@ prepare() {
 	mkdir -p .gpu
 	go test -c -tags cuda -o .gpu/react.test ./react
 	go test -c -tags cuda -o .gpu/cuda.test ./react/internal/cuda
+	go test -c -tags cuda -o .gpu/control.test ./control
 	go test -c -tags cuda -o .gpu/model.test ./backend/model
 	du -ch .gpu/*.test | tail -n 1
 	echo "gpu: .gpu ready; on the GPU machine: bench/gpu.sh run (carry .gpu)"
