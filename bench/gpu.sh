@@ -3,10 +3,10 @@
 # that machine has CUDA 13 and PyTorch but no Go toolchain and no network:
 #
 #   bench/gpu.sh prepare   here: make setup's CUDA headers, then the test
-#                          binaries of react, react/internal/cuda, control and
-#                          backend/model, built
-#                          with the cuda tag (and no openblas: the GPU machine
-#                          has no libopenblas), into .gpu/ (git-ignored)
+#                          binaries of react, react/internal/cuda, control
+#                          and backend/model, built with the cuda tag (and no
+#                          openblas: the GPU machine has no libopenblas),
+#                          into .gpu/ (git-ignored)
 #   bench/gpu.sh run       there, from the repository root with .gpu/ carried
 #                          beside it: the tests with the GPU backend against the
 #                          float64 CPU reference, then the benchmarks, ours and
