@@ -51,8 +51,12 @@ func TRITONBACKEND_Initialize(backend *C.TRITONBACKEND_Backend) *C.TRITONSERVER_
 	if err != nil {
 		return newError(C.TRITONSERVER_ERROR_INVALID_ARG, "react backend: "+err.Error())
 	}
+	linalg := react.CurrentBackend()
+	if acc := react.CurrentAccelerator(); acc != nil {
+		linalg += " (" + acc.Name() + ")"
+	}
 	logf(logInfo, "react backend: API %d.%d (server %d.%d), linear algebra %s with %d thread(s)",
-		C.REACT_BACKEND_API_MAJOR, C.REACT_BACKEND_API_MINOR, major, minor, react.CurrentBackend(), linalgThreads)
+		C.REACT_BACKEND_API_MAJOR, C.REACT_BACKEND_API_MINOR, major, minor, linalg, linalgThreads)
 	return nil
 }
 

@@ -168,6 +168,18 @@ func bestCPU() string {
 	return BackendGo
 }
 
+// CPUBackend returns the backend that runs the linear algebra the device
+// does not: CurrentBackend, or for BackendCUDA the CPU backend beside it
+// (what calibrate's fits and one-shot solves run on).
+func CPUBackend() string {
+	backendsMu.Lock()
+	defer backendsMu.Unlock()
+	if backends[current].accelerator != nil {
+		return bestCPU()
+	}
+	return current
+}
+
 // BackendFallback says why the last UseBackend(BackendAuto) did not pick
 // the GPU backend the binary was built with (no CUDA library, no driver, no
 // device, ...), for the caller's log; "" when it did, or when the binary
