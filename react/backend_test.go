@@ -59,6 +59,9 @@ func TestUseBackend(t *testing.T) {
 	if auto != wantAuto || CurrentBackend() != wantAuto {
 		t.Errorf("UseBackend(auto) = %q (current %q), want %q (fallback %q)", auto, CurrentBackend(), wantAuto, why)
 	}
+	if cpu := CPUBackend(); (auto == BackendCUDA && cpu == BackendCUDA) || (auto != BackendCUDA && cpu != auto) {
+		t.Errorf("CPUBackend() = %q with %q in use", cpu, auto)
+	}
 	if (auto == BackendCUDA) != (CurrentAccelerator() != nil) {
 		t.Errorf("UseBackend(auto) = %q with accelerator %v", auto, CurrentAccelerator())
 	}
