@@ -19,7 +19,7 @@ DOCKER       ?= docker
 IMAGE_PREFIX ?= mergectl/react-
 IMAGE_TAG    ?= dev
 
-.PHONY: all setup build build-go build-cuda image image-cuda image-triton bench-linalg test test-unit bench lint proto proto-check demo serve zoo report clean help
+.PHONY: all setup build build-go build-cuda gpu-prepare image image-cuda image-triton bench-linalg test test-unit bench lint proto proto-check demo serve zoo report clean help
 
 all: build
 
@@ -39,12 +39,18 @@ build-go:
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/go/calibrate ./cmd/calibrate
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/go/sidecar ./cmd/sidecar
 
-## build-cuda: bin/cuda/calibrate and bin/cuda/sidecar with W_p on the GPU (the cuda tag, issue 15); refuses while no Go file has the tag
+## build-cuda: bin/cuda/calibrate, bin/cuda/sidecar and bin/cuda/backends/react/libtriton_react.so with W_p on the GPU (the cuda tag next to openblas; docs/gpu.md); CUDA headers from make setup (.cache/cuda) or /usr/local/cuda
 build-cuda:
-	@if [ "$$($(GO) list -tags '$(GOTAGS) cuda' -f '{{.GoFiles}}{{.CgoFiles}}' ./... | md5sum)" = "$$($(GO) list -tags '$(GOTAGS)' -f '{{.GoFiles}}{{.CgoFiles}}' ./... | md5sum)" ]; then \
-		echo "build-cuda: no Go file has the cuda build tag yet (issue 15): refusing to build a cuda binary without GPU code" >&2; exit 1; fi
+	@[ -f .cache/cuda/include/cusolverDn.h ] || [ -f /usr/local/cuda/include/cusolverDn.h ] || \
+		{ echo "build-cuda: no CUDA headers in .cache/cuda/include or /usr/local/cuda/include: run make setup (scripts/setup.d/50-cuda.sh)" >&2; exit 1; }
 	$(GO) build -tags '$(GOTAGS) cuda' -o $(BIN)/cuda/calibrate ./cmd/calibrate
 	$(GO) build -tags '$(GOTAGS) cuda' -o $(BIN)/cuda/sidecar ./cmd/sidecar
+	$(GO) build -tags '$(GOTAGS) cuda' -buildmode=c-shared -o $(BIN)/cuda/backends/react/libtriton_react.so ./backend
+	@rm -f $(BIN)/cuda/backends/react/libtriton_react.h
+
+## gpu-prepare: build the cuda test and benchmark binaries into .gpu/ for bench/gpu.sh run on a GPU machine (docs/gpu.md)
+gpu-prepare:
+	bench/gpu.sh prepare
 
 ## image: the sidecar image (docker/sidecar.Dockerfile: make build-go, static, non-root), where a Docker engine exists
 image:
@@ -76,10 +82,11 @@ bench:
 bench-linalg: setup
 	bench/linalg.sh
 
-## lint: go vet and gofmt
+## lint: go vet (also of the cuda code, with make setup's CUDA headers) and gofmt
 lint:
 	$(GO) vet ./...
 	$(GO) vet -tags '$(GOTAGS)' ./react/... ./control/... ./sidecar/... ./calibrate/... ./backend/...
+	$(GO) vet -tags '$(GOTAGS) cuda' ./react/... ./control/... ./sidecar/... ./calibrate/... ./backend/... ./cmd/...
 	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 ## proto: regenerate the Go code in triton/tritonpb from triton/proto

@@ -36,14 +36,26 @@ func TRITONBACKEND_ModelInstanceExecute(inst *C.TRITONBACKEND_ModelInstance, req
 	failed := make([]error, len(reqs))
 	is.reqs = is.reqs[:0]
 	is.gather = is.gather[:0]
+	var onDevice map[int]model.Outcome // requests corrected in GPU memory
 	for i, r := range reqs {
 		if err := goError("creating the response", C.TRITONBACKEND_ResponseNew(&responses[i], r)); err != nil {
 			responses[i] = nil
 			failed[i] = err
 		}
-		mr, err := is.read(r)
+		mr, dev, err := is.read(r)
 		if err != nil && failed[i] == nil {
 			failed[i] = err
+		}
+		if dev != 0 && failed[i] == nil {
+			// The input is in the memory of the GPU that holds W_p:
+			// corrected there, and left out of the host batch.
+			if onDevice == nil {
+				onDevice = make(map[int]model.Outcome)
+			}
+			onDevice[i] = ms.model.ExecuteDevice(context.Background(),
+				model.DeviceRequest{Shape: mr.Shape, Input: dev, Keys: mr.Keys},
+				func() (uintptr, error) { return ms.outputDevice(responses[i], mr.Shape) })
+			mr.Data = nil
 		}
 		is.reqs = append(is.reqs, mr)
 	}
@@ -59,6 +71,9 @@ func TRITONBACKEND_ModelInstanceExecute(inst *C.TRITONBACKEND_ModelInstance, req
 		return ms.output(responses[i], is.reqs[i])
 	}, &is.scratch)
 	computeEnd := nowNS()
+	for i, o := range onDevice {
+		outcomes[i] = o
+	}
 
 	var rows uint64
 	for i, r := range reqs {
@@ -93,8 +108,18 @@ func TRITONBACKEND_ModelInstanceExecute(inst *C.TRITONBACKEND_ModelInstance, req
 
 // read takes a request's input and preference keys. The input's bytes are
 // the server's when they arrive in one host buffer, else joined into the
-// instance's gather memory.
-func (is *instanceState) read(r *C.TRITONBACKEND_Request) (model.Request, error) {
+// instance's gather memory. An input in one buffer of GPU memory, on the
+// device the model corrects on (model.OnDevice; the cuda backend uses the
+// first visible GPU), is not copied: read returns its address instead,
+// with out.Data nil.
+func (is *instanceState) read(r *C.TRITONBACKEND_Request) (out model.Request, device uintptr, err error) {
+	out, err = is.readHost(r, &device)
+	return out, device, err
+}
+
+// readHost is read; it sets *device, and leaves the input where it is, for
+// an input that can be corrected in GPU memory.
+func (is *instanceState) readHost(r *C.TRITONBACKEND_Request, device *uintptr) (model.Request, error) {
 	var out model.Request
 	keys, err := readKeys(r)
 	if err != nil {
@@ -129,8 +154,12 @@ func (is *instanceState) read(r *C.TRITONBACKEND_Request) (model.Request, error)
 		if err := goError("input "+cfg.Input.Name, C.TRITONBACKEND_InputBuffer(in, b, &p, &n, &mem, &memID)); err != nil {
 			return out, err
 		}
+		if mem == C.TRITONSERVER_MEMORY_GPU && buffers == 1 && memID == 0 && is.model.model.OnDevice() {
+			*device = uintptr(p)
+			return out, nil
+		}
 		if mem == C.TRITONSERVER_MEMORY_GPU {
-			// The CPU build copies it to the host, as any CPU backend does.
+			// Otherwise it is copied to the host, as any CPU backend does.
 			if is.gather, err = copyFromGPU(is.gather, p, int(n), int64(memID)); err != nil {
 				return out, err
 			}
@@ -224,6 +253,38 @@ func (ms *modelState) output(resp *C.TRITONBACKEND_Response, r model.Request) ([
 		return nil, errors.New("output " + cfg.Output.Name + ": the server gave GPU memory for the output of a CPU correction")
 	}
 	return unsafe.Slice((*byte)(p), n), nil
+}
+
+// outputDevice makes the response's output tensor, shaped as the
+// request's input, in the memory of the GPU the model corrects on, and
+// returns its address. A server that gives host memory instead fails the
+// request (Triton's allocators honour the preferred memory type for an
+// ensemble's tensors; verified on no GPU yet, docs/gpu.md).
+func (ms *modelState) outputDevice(resp *C.TRITONBACKEND_Response, shape []int64) (uintptr, error) {
+	cfg := ms.model.Config()
+	dims := make([]C.int64_t, len(shape))
+	n := int64(4) // FP32
+	for i, d := range shape {
+		dims[i] = C.int64_t(d)
+		n *= d
+	}
+	var out *C.TRITONBACKEND_Output
+	if err := goError("output "+cfg.Output.Name, C.TRITONBACKEND_ResponseOutput(resp, &out, ms.outputName, datatypes[cfg.Output.Datatype], &dims[0], C.uint32_t(len(dims)))); err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	var p unsafe.Pointer
+	mem := C.TRITONSERVER_MemoryType(C.TRITONSERVER_MEMORY_GPU)
+	var memID C.int64_t
+	if err := goError("output "+cfg.Output.Name, C.TRITONBACKEND_OutputBuffer(out, &p, C.uint64_t(n), &mem, &memID)); err != nil {
+		return 0, err
+	}
+	if mem != C.TRITONSERVER_MEMORY_GPU || memID != 0 {
+		return 0, fmt.Errorf("output %s: the server gave memory type %d (device %d) for the output of a correction on GPU 0", cfg.Output.Name, int(mem), int64(memID))
+	}
+	return uintptr(p), nil
 }
 
 // respPreference is the response parameter that echoes the applied

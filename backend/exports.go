@@ -51,14 +51,19 @@ func TRITONBACKEND_Initialize(backend *C.TRITONBACKEND_Backend) *C.TRITONSERVER_
 	if err != nil {
 		return newError(C.TRITONSERVER_ERROR_INVALID_ARG, "react backend: "+err.Error())
 	}
+	linalg := react.CurrentBackend()
+	if acc := react.CurrentAccelerator(); acc != nil {
+		linalg += " (" + acc.Name() + ")"
+	}
 	logf(logInfo, "react backend: API %d.%d (server %d.%d), linear algebra %s with %d thread(s)",
-		C.REACT_BACKEND_API_MAJOR, C.REACT_BACKEND_API_MINOR, major, minor, react.CurrentBackend(), linalgThreads)
+		C.REACT_BACKEND_API_MAJOR, C.REACT_BACKEND_API_MINOR, major, minor, linalg, linalgThreads)
 	return nil
 }
 
 // The backend's command-line configuration keys.
 const (
-	// cfgLinalgBackend picks the linear algebra: auto, go or openblas.
+	// cfgLinalgBackend picks the linear algebra: auto, go, openblas or
+	// cuda.
 	cfgLinalgBackend = "linalg-backend"
 	// cfgLinalgThreads is the number of threads one correction may use
 	// (default 1: Triton runs the instances in parallel already).
@@ -84,6 +89,9 @@ func configureBackend(data []byte) error {
 	}
 	if _, err := react.UseBackend(name); err != nil {
 		return fmt.Errorf("--backend-config=react,%s=%s: %w", cfgLinalgBackend, name, err)
+	}
+	if why := react.BackendFallback(); why != "" {
+		logf(logWarn, "react backend: %s", why)
 	}
 	if v, ok := cfg.Cmdline[cfgLinalgThreads]; ok {
 		n, err := strconv.Atoi(v)

@@ -18,7 +18,7 @@ static cuda_memcpy_fn cuda_memcpy;
 
 // cuda_load binds the functions; it returns NULL, or why it could not.
 static const char *cuda_load(void) {
-	static const char *names[] = {"libcudart.so", "libcudart.so.12", "libcudart.so.11.0", NULL};
+	static const char *names[] = {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", NULL};
 	void *lib = NULL;
 	for (int i = 0; names[i] != NULL && lib == NULL; i++) {
 		lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);

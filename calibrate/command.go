@@ -78,7 +78,7 @@ Exit status: 0 on success, 1 on a runtime failure, 2 on a usage error.`,
 	var linalg string
 	var threads int
 	root.PersistentFlags().StringVar(&linalg, "linalg", react.BackendAuto,
-		"linear algebra backend: auto (OpenBLAS when this binary has it, else pure Go), go or openblas")
+		"linear algebra backend: auto (the GPU when this binary has the cuda backend and a GPU is there, else OpenBLAS when it has it, else pure Go), go, openblas or cuda")
 	root.PersistentFlags().IntVar(&threads, "threads", 0,
 		"most threads one OpenBLAS call may use (0: OpenBLAS's default, every core)")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
@@ -91,6 +91,9 @@ Exit status: 0 on success, 1 on a runtime failure, 2 on a usage error.`,
 		}
 		if name, err = react.UseBackend(name); err != nil {
 			return usagef("--linalg: %v", err)
+		}
+		if why := react.BackendFallback(); why != "" {
+			fmt.Fprintf(stderr, "calibrate: linear algebra %s: %s\n", name, why)
 		}
 		react.SetBackendThreads(threads)
 		return nil

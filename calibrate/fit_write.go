@@ -96,7 +96,7 @@ func (r *fitRun) write(tasks []*partial.Task, into *react.Components) error {
 		noun = "task"
 	}
 	fmt.Fprintf(r.stdout, "wrote %s: %d %s, D=%d, beta=%s, normalization=%s, linear algebra %s\n",
-		cfg.Out, len(c.Tasks), noun, c.D, formatFloat(c.Beta), c.Normalization, react.CurrentBackend())
+		cfg.Out, len(c.Tasks), noun, c.D, formatFloat(c.Beta), c.Normalization, react.CPUBackend())
 	return nil
 }
 

@@ -187,7 +187,7 @@ func (o *solveOptions) run(cmd *cobra.Command, stdout, stderr io.Writer) error {
 		return fmt.Errorf("writing %s: %w", o.out, err)
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d×%d float32 W_p (ẑ = W @ z) for preference %s, method %s, beta=%s, normalization=%s, linear algebra %s\n",
-		o.out, d, d, p, o.method, formatFloat(opt.Beta), opt.Normalization, react.CurrentBackend())
+		o.out, d, d, p, o.method, formatFloat(opt.Beta), opt.Normalization, react.CPUBackend())
 	return nil
 }
 

@@ -101,9 +101,11 @@ type Cache struct {
 // LinAlg chooses the linear algebra behind the W_p solves and the batch
 // correction (react.UseBackend).
 type LinAlg struct {
-	// Backend is auto, go or openblas. auto picks OpenBLAS when the binary
-	// has it (make build), the pure-Go kernels otherwise (a static build).
-	// Default auto.
+	// Backend is auto, go, openblas or cuda. auto picks the GPU when the
+	// binary has the cuda backend (make build-cuda) and a GPU and the CUDA
+	// libraries are there, else OpenBLAS when the binary has it (make
+	// build), else the pure-Go kernels (a static build); it logs why it did
+	// not pick a GPU it was built for. Default auto.
 	Backend string `mapstructure:"backend"`
 	// Threads bounds the threads one OpenBLAS call may use. Default 1: the
 	// sidecar's parallelism comes from serving requests concurrently, and

@@ -28,6 +28,28 @@ type Matrix struct {
 
 	factor *react.Factored           // when W is nil
 	formed atomic.Pointer[[]float32] // W_p of factor, once formed
+	device react.DeviceMatrix        // W_p on the device as well, or nil
+}
+
+// ErrNotOnDevice is returned by ApplyDevice for a matrix that is not held
+// on a device (the backend in use is a CPU one).
+var ErrNotOnDevice = errors.New("W_p is not on a device")
+
+// OnDevice reports whether W_p is held in a device's memory (the cuda
+// backend), so that ApplyDevice can correct a batch that is there already.
+func (m *Matrix) OnDevice() bool { return m.device != nil }
+
+// ApplyDevice corrects rows rows of D float32 values at device address z
+// into device address dst, on the device that holds W_p, with no copy to
+// the host. It returns ErrNotOnDevice when W_p is not on a device.
+func (m *Matrix) ApplyDevice(dst, z uintptr, rows int) error {
+	if m.device == nil {
+		return ErrNotOnDevice
+	}
+	if err := m.device.ApplyDevice(dst, z, rows); err != nil {
+		return fmt.Errorf("applying W_p for %s on the device: %w", m.Key, err)
+	}
+	return nil
 }
 
 // Formed reports whether W_p is available as a matrix (else the matrix
@@ -53,12 +75,16 @@ func (m *Matrix) matrix() []float32 {
 var scratchPool = sync.Pool{New: func() any { return new(react.FactoredScratch) }}
 
 // Apply stores the corrected batch in dst: each row of z (B×D, row-major)
-// multiplied by W_p. dst must have z's length and must not overlap it. With
-// W formed it is react.Correct (one SGEMM for the batch with OpenBLAS) and
-// does not allocate; a factored matrix computes A_p C_p⁻¹ z in float64.
+// multiplied by W_p. dst must have z's length and must not overlap it. On a
+// device it is one SGEMM there (the batch copied over and back); with W
+// formed on the CPU it is react.Correct (one SGEMM for the batch with
+// OpenBLAS) and does not allocate; a factored matrix computes A_p C_p⁻¹ z
+// in float64.
 func (m *Matrix) Apply(dst, z []float32) error {
 	var err error
 	switch w := m.matrix(); {
+	case m.device != nil:
+		err = m.device.Apply(dst, z)
 	case w != nil:
 		err = react.Correct(dst, z, w, m.D)
 	case m.factor != nil:

@@ -64,6 +64,7 @@ type Profile struct {
 	backbone    react.ModelRef
 	key         Key // Components, Beta and Normalization set; Preference per request
 	solver      *react.Solver
+	device      react.DeviceSolver // the statistics on the device in use, or nil
 	def         Choice
 	presets     map[string]Choice
 	presetNames []string
@@ -106,6 +107,11 @@ func NewProfile(ctx context.Context, spec ProfileSpec) (*Profile, error) {
 		p.obs = nopObserver{}
 	}
 	p.presetNames = sortedNames(spec.Presets)
+	if acc := react.CurrentAccelerator(); acc != nil {
+		if p.device, err = acc.Load(solver); err != nil {
+			return nil, fmt.Errorf("profile %s: %w", spec.Name, err)
+		}
+	}
 
 	var errs []error
 	pinSpec := func(spec string) (Choice, error) {
@@ -193,7 +199,11 @@ func (p *Profile) Matrix(ctx context.Context, c Choice) (*Matrix, error) {
 	}
 	key := p.key
 	key.Preference = c.Key
-	m, hit, err := p.cache.Get(ctx, key, func() (*Matrix, error) { return p.factor(c) })
+	miss := p.factor
+	if p.device != nil {
+		miss = p.solve
+	}
+	m, hit, err := p.cache.Get(ctx, key, func() (*Matrix, error) { return miss(c) })
 	if hit {
 		p.obs.Lookup(p.name, LookupHit)
 	} else {
@@ -237,8 +247,12 @@ func (p *Profile) formLater(m *Matrix) {
 	}()
 }
 
-// solve computes the formed W_p of a choice as a float32 Matrix.
+// solve computes the formed W_p of a choice as a float32 Matrix, on the
+// device when there is one.
 func (p *Profile) solve(c Choice) (*Matrix, error) {
+	if p.device != nil {
+		return p.solveOnDevice(c)
+	}
 	start := time.Now()
 	dst := mat.NewDense(p.d, p.d, nil)
 	st, err := p.solver.SolveIntoStats(dst, c.Preference)
@@ -251,4 +265,16 @@ func (p *Profile) solve(c Choice) (*Matrix, error) {
 		return nil, err
 	}
 	return &Matrix{Key: c.Key, D: p.d, W: w, Cond: st.Cond}, nil
+}
+
+// solveOnDevice computes W_p on the device, where it stays for the
+// correction, with its host copy as W.
+func (p *Profile) solveOnDevice(c Choice) (*Matrix, error) {
+	start := time.Now()
+	dm, st, err := p.device.Solve(c.Preference)
+	p.obs.Solved(p.name, time.Since(start), err)
+	if err != nil {
+		return nil, err
+	}
+	return &Matrix{Key: c.Key, D: p.d, W: dm.Host(), Cond: st.Cond, device: dm}, nil
 }

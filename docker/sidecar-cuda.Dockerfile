@@ -1,12 +1,10 @@
 # syntax=docker/dockerfile:1
 #
 # The sidecar and calibrate with W_p on the GPU: the `cuda` build tag
-# (cuBLAS and cuSOLVER, issue 15) next to OpenBLAS, on NVIDIA's CUDA
-# runtime base. The build runs `make build-cuda`, which refuses to build
-# while no Go file carries the cuda tag: until the GPU code lands, this
-# image fails to build rather than ship a "cuda" image without GPU code.
-# UNTESTED: no Docker engine and no cuda build existed when it was written
-# (docs/deploy.md).
+# (cuBLAS and cuSOLVER, opened at run time; docs/gpu.md) next to OpenBLAS,
+# on NVIDIA's CUDA runtime base. The build runs `make build-cuda`, which
+# compiles against the devel image's headers in /usr/local/cuda/include.
+# UNTESTED: no Docker engine existed where it was written (docs/deploy.md).
 #
 #   make image-cuda
 #
@@ -18,7 +16,7 @@ ARG GO_VERSION
 
 FROM golang:${GO_VERSION}-bookworm AS go
 
-# The devel image has the CUDA headers and libraries the cgo code links;
+# The devel image has the CUDA headers the cgo code compiles against;
 # Ubuntu 22.04, as the runtime image below, so the glibc matches.
 FROM nvidia/cuda:${CUDA_VERSION}-devel-ubuntu22.04 AS build
 RUN apt-get update \
@@ -33,8 +31,10 @@ RUN go mod download
 COPY . .
 RUN make build-cuda
 
-# The runtime image has cuBLAS and cuSOLVER; OpenBLAS and LAPACKE are what
-# the openblas tag links.
+# The runtime image has cuBLAS and cuSOLVER (CUDA 12's sonames, which the
+# cuda code tries after CUDA 13's); the driver's libcuda comes with the
+# container runtime's GPU support. Without a GPU the sidecar runs on the
+# CPU and logs why. OpenBLAS and LAPACKE are what the openblas tag links.
 FROM nvidia/cuda:${CUDA_VERSION}-runtime-ubuntu22.04
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libopenblas0-pthread liblapacke \

@@ -30,6 +30,12 @@ const (
 	// BackendOpenBLAS is OpenBLAS and LAPACKE through gonum's netlib
 	// bindings (cgo), in binaries built with the openblas build tag.
 	BackendOpenBLAS = "openblas"
+	// BackendCUDA solves W_p and applies it on an NVIDIA GPU (cuBLAS and
+	// cuSOLVER, docs/gpu.md), in binaries built with the cuda build tag;
+	// the rest of the linear algebra runs on the best CPU backend built in
+	// (OpenBLAS, else Go). BackendAuto picks it when a GPU and the CUDA
+	// libraries are there.
+	BackendCUDA = "cuda"
 )
 
 // backend is one implementation of the BLAS and LAPACK routines.
@@ -44,6 +50,10 @@ type backend struct {
 	// setThreads bounds the threads the backend's routines may use; nil
 	// when the backend runs on the calling goroutine only.
 	setThreads func(n int)
+	// accelerator, for a device backend (its BLAS fields are nil, the
+	// best CPU backend's are used), opens the device: once per process,
+	// with an error that says why not.
+	accelerator func() (Accelerator, error)
 }
 
 var (
@@ -53,6 +63,10 @@ var (
 	}
 	current   = BackendGo
 	gemmBatch = false
+	// accel is the device in use (BackendCUDA), nil on the CPU; fallback
+	// says why BackendAuto did not pick the device it was built with.
+	accel    Accelerator
+	fallback string
 )
 
 // registerBackend makes a backend available to UseBackend (OpenBLAS
@@ -84,20 +98,30 @@ func CurrentBackend() string {
 }
 
 // UseBackend switches the linear algebra of the whole process (gonum's
-// blas32, blas64 and lapack64) to the named backend and returns the name of
-// the one in use: BackendAuto resolves to BackendOpenBLAS when the binary
-// has it, else BackendGo. An unknown name, or BackendOpenBLAS in a binary
-// built without it, is an error that lists the backends built in.
+// blas32, blas64 and lapack64, and where W_p is solved and applied) to the
+// named backend and returns the name of the one in use. BackendAuto
+// resolves to BackendCUDA when the binary has it and a GPU opens, else to
+// BackendOpenBLAS when the binary has it, else BackendGo; when a GPU
+// backend built in could not be used, BackendFallback says why. An unknown
+// name, a backend the binary was built without, or BackendCUDA without a
+// usable GPU, is an error.
 //
 // Call it once at start-up, before any computation: switching while other
 // goroutines compute is not safe.
 func UseBackend(name string) (string, error) {
 	backendsMu.Lock()
 	defer backendsMu.Unlock()
+	fallback = ""
+	var dev Accelerator
 	if name == BackendAuto {
-		name = BackendGo
-		if _, ok := backends[BackendOpenBLAS]; ok {
-			name = BackendOpenBLAS
+		name = bestCPU()
+		if b, ok := backends[BackendCUDA]; ok {
+			a, err := b.accelerator()
+			if err != nil {
+				fallback = fmt.Sprintf("%s backend unusable, %s instead: %v", BackendCUDA, name, err)
+			} else {
+				name, dev = BackendCUDA, a
+			}
 		}
 	}
 	b, ok := backends[name]
@@ -108,17 +132,70 @@ func UseBackend(name string) (string, error) {
 		}
 		slices.Sort(names)
 		hint := ""
-		if name == BackendOpenBLAS {
+		switch name {
+		case BackendOpenBLAS:
 			hint = " (this binary was built without the openblas tag; see make build)"
+		case BackendCUDA:
+			hint = " (this binary was built without the cuda tag; see make build-cuda)"
 		}
 		return "", fmt.Errorf("linear algebra backend %q is not in this binary%s: want %s, or %s",
 			name, hint, strings.Join(names, ", "), BackendAuto)
 	}
-	blas32.Use(b.blas32)
-	blas64.Use(b.blas64)
-	lapack64.Use(b.lapack)
-	current, gemmBatch = name, b.gemmCorrect
+	if b.accelerator != nil && dev == nil {
+		a, err := b.accelerator()
+		if err != nil {
+			return "", fmt.Errorf("linear algebra backend %s: %w", name, err)
+		}
+		dev = a
+	}
+	cpu := b
+	if b.accelerator != nil {
+		cpu = backends[bestCPU()]
+	}
+	blas32.Use(cpu.blas32)
+	blas64.Use(cpu.blas64)
+	lapack64.Use(cpu.lapack)
+	current, gemmBatch, accel = name, cpu.gemmCorrect, dev
 	return name, nil
+}
+
+// bestCPU returns the fastest CPU backend built in. The caller holds
+// backendsMu.
+func bestCPU() string {
+	if _, ok := backends[BackendOpenBLAS]; ok {
+		return BackendOpenBLAS
+	}
+	return BackendGo
+}
+
+// CPUBackend returns the backend that runs the linear algebra the device
+// does not: CurrentBackend, or for BackendCUDA the CPU backend beside it
+// (what calibrate's fits and one-shot solves run on).
+func CPUBackend() string {
+	backendsMu.Lock()
+	defer backendsMu.Unlock()
+	if backends[current].accelerator != nil {
+		return bestCPU()
+	}
+	return current
+}
+
+// BackendFallback says why the last UseBackend(BackendAuto) did not pick
+// the GPU backend the binary was built with (no CUDA library, no driver, no
+// device, ...), for the caller's log; "" when it did, or when the binary
+// has none.
+func BackendFallback() string {
+	backendsMu.Lock()
+	defer backendsMu.Unlock()
+	return fallback
+}
+
+// CurrentAccelerator returns the device W_p is solved and applied on, nil
+// when the backend in use is a CPU one.
+func CurrentAccelerator() Accelerator {
+	backendsMu.Lock()
+	defer backendsMu.Unlock()
+	return accel
 }
 
 // SetBackendThreads bounds the threads the backend in use may start for
@@ -129,6 +206,9 @@ func UseBackend(name string) (string, error) {
 func SetBackendThreads(n int) {
 	backendsMu.Lock()
 	b := backends[current]
+	if b.accelerator != nil {
+		b = backends[bestCPU()]
+	}
 	backendsMu.Unlock()
 	if n > 0 && b.setThreads != nil {
 		b.setThreads(n)
@@ -136,11 +216,12 @@ func SetBackendThreads(n int) {
 }
 
 // ParseBackend checks a backend name given in a flag or a configuration:
-// auto, go or openblas (whether the binary has it is UseBackend's check).
+// auto, go, openblas or cuda (whether the binary has it is UseBackend's
+// check).
 func ParseBackend(s string) (string, error) {
 	switch s {
-	case BackendAuto, BackendGo, BackendOpenBLAS:
+	case BackendAuto, BackendGo, BackendOpenBLAS, BackendCUDA:
 		return s, nil
 	}
-	return "", fmt.Errorf("unknown linear algebra backend %q (want %s, %s or %s)", s, BackendAuto, BackendGo, BackendOpenBLAS)
+	return "", fmt.Errorf("unknown linear algebra backend %q (want %s, %s, %s or %s)", s, BackendAuto, BackendGo, BackendOpenBLAS, BackendCUDA)
 }

@@ -18,6 +18,9 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	fmt.Fprintf(os.Stderr, "react tests: linear algebra backend %s (available: %s)\n", got, strings.Join(AvailableBackends(), ", "))
+	if why := BackendFallback(); why != "" {
+		fmt.Fprintln(os.Stderr, "react tests:", why)
+	}
 	os.Exit(m.Run())
 }
 
@@ -49,8 +52,21 @@ func TestUseBackend(t *testing.T) {
 	if slices.Contains(avail, BackendOpenBLAS) {
 		wantAuto = BackendOpenBLAS
 	}
+	why := BackendFallback()
+	if slices.Contains(avail, BackendCUDA) && why == "" {
+		wantAuto = BackendCUDA // a GPU opened
+	}
 	if auto != wantAuto || CurrentBackend() != wantAuto {
-		t.Errorf("UseBackend(auto) = %q (current %q), want %q", auto, CurrentBackend(), wantAuto)
+		t.Errorf("UseBackend(auto) = %q (current %q), want %q (fallback %q)", auto, CurrentBackend(), wantAuto, why)
+	}
+	if cpu := CPUBackend(); (auto == BackendCUDA && cpu == BackendCUDA) || (auto != BackendCUDA && cpu != auto) {
+		t.Errorf("CPUBackend() = %q with %q in use", cpu, auto)
+	}
+	if (auto == BackendCUDA) != (CurrentAccelerator() != nil) {
+		t.Errorf("UseBackend(auto) = %q with accelerator %v", auto, CurrentAccelerator())
+	}
+	if why != "" && !strings.HasPrefix(why, "cuda backend unusable, "+wantAuto+" instead: ") {
+		t.Errorf("BackendFallback() = %q, want it to say what runs instead and why", why)
 	}
 	if got, err := UseBackend(BackendGo); err != nil || got != BackendGo || gemmBatch {
 		t.Errorf("UseBackend(go) = %q, %v (GEMM batches %v); want go, pure-Go GEMV per row", got, err, gemmBatch)
@@ -63,12 +79,17 @@ func TestUseBackend(t *testing.T) {
 			t.Errorf("UseBackend(openblas) without it = %v, want an error that says how to build it", err)
 		}
 	}
-	for _, s := range []string{"auto", "go", "openblas"} {
+	if !slices.Contains(avail, BackendCUDA) {
+		if _, err := UseBackend(BackendCUDA); err == nil || !strings.Contains(err.Error(), "built without the cuda tag") {
+			t.Errorf("UseBackend(cuda) without it = %v, want an error that says how to build it", err)
+		}
+	}
+	for _, s := range []string{"auto", "go", "openblas", "cuda"} {
 		if got, err := ParseBackend(s); err != nil || got != s {
 			t.Errorf("ParseBackend(%q) = %q, %v", s, got, err)
 		}
 	}
-	if _, err := ParseBackend("cuda"); err == nil {
-		t.Error("ParseBackend(cuda) succeeded")
+	if _, err := ParseBackend("rocm"); err == nil {
+		t.Error("ParseBackend(rocm) succeeded")
 	}
 }

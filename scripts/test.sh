@@ -106,6 +106,19 @@ export SIDECAR_GRPC_ADDR=$sidecar_grpc SIDECAR_HTTP_ADDR=$sidecar_http SIDECAR_M
 # property and reference tests run against both backends.
 go test -count=1 ./... || status=1
 go test -count=1 -tags openblas ./react/... ./control/... ./sidecar/... ./calibrate/... ./backend/... || status=1
+# The cuda build (docs/gpu.md), which needs no GPU: the binaries and the
+# backend link (make build-cuda), the test binaries of every package with
+# cuda code compile, and the tests that need no device run, twice: without
+# libcuda (the CUDA libraries cannot be loaded: auto falls back to the CPU
+# and says why), then with the libraries of .cache/cuda and the libcuda stub
+# first on the library path (every CUDA function resolves in the real
+# CUDA 13 libraries; cuInit fails as on a machine without a GPU).
+make -s build-cuda || status=1
+cuda_pkgs=(./react/... ./control/... ./backend/...)
+REACT_CUDA_EXPECT=none go test -count=1 -tags 'openblas cuda' \
+	-run 'TestOpen|TestLibraries|TestUseBackend|Device|OneNorm' "${cuda_pkgs[@]}" || status=1
+LD_LIBRARY_PATH="$PWD/.cache/cuda/stubs:$PWD/.cache/cuda/lib" REACT_CUDA_EXPECT=stub go test -count=1 -tags 'openblas cuda' \
+	-run 'TestOpen|TestLibraries|TestUseBackend' ./react/... || status=1
 # The servers' packages again under the race detector: concurrent requests,
 # reloads and streams (about half a minute).
 go test -race -count=1 ./control/... ./sidecar/... ./backend/... || status=1

@@ -92,6 +92,9 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 		return fmt.Errorf("linalg.backend: %w", err)
 	}
 	react.SetBackendThreads(cfg.LinAlg.Threads)
+	if why := react.BackendFallback(); why != "" {
+		log.Warn("linear algebra on the CPU", "linalg", backend, "reason", why)
+	}
 	tlsCfg, err := tritonTLS(cfg.Triton.TLS)
 	if err != nil {
 		return err
@@ -128,6 +131,9 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 	attrs := []any{"grpc", s.GRPCAddr().String(), "http", s.HTTPAddr().String(),
 		"triton_grpc", cfg.Triton.GRPC, "triton_http", cfg.Triton.HTTP, "controllable_models", len(cfg.Models),
 		"linalg", backend, "linalg_threads", cfg.LinAlg.Threads}
+	if acc := react.CurrentAccelerator(); acc != nil {
+		attrs = append(attrs, "linalg_device", acc.Name())
+	}
 	if a := s.MetricsAddr(); a != nil {
 		attrs = append(attrs, "metrics", a.String())
 	}

@@ -171,16 +171,9 @@ func (m *Model) check(r Request) error {
 // writes each request's share of the result to its output. A non-nil error
 // fails every request of the group that has not failed already.
 func (m *Model) correctGroup(ctx context.Context, g *group, reqs []Request, alloc Alloc, sc *Scratch, out []Outcome) error {
-	w, err := m.profile.Matrix(ctx, g.choice)
+	w, err := m.matrix(ctx, g.choice)
 	if err != nil {
-		var se *react.SolveError
-		if errors.As(err, &se) {
-			return &RequestError{Code: CodeInvalidArgument, Err: err}
-		}
-		if ctx.Err() != nil {
-			return &RequestError{Code: CodeUnavailable, Err: err}
-		}
-		return &RequestError{Code: CodeInternal, Err: fmt.Errorf("W_p for %s: %w", g.choice.Canonical(), err)}
+		return err
 	}
 	dt := m.cfg.Input.Datatype
 	sc.z = sc.z[:0]
@@ -208,6 +201,24 @@ func (m *Model) correctGroup(ctx context.Context, g *group, reqs []Request, allo
 		}
 	}
 	return nil
+}
+
+// matrix returns the W_p of a choice that corrects, or the request error
+// of failing to get it: a preference whose C_p is refused is the request's
+// fault, a model unloading makes it unavailable.
+func (m *Model) matrix(ctx context.Context, c control.Choice) (*control.Matrix, error) {
+	w, err := m.profile.Matrix(ctx, c)
+	if err != nil {
+		var se *react.SolveError
+		if errors.As(err, &se) {
+			return nil, &RequestError{Code: CodeInvalidArgument, Err: err}
+		}
+		if ctx.Err() != nil {
+			return nil, &RequestError{Code: CodeUnavailable, Err: err}
+		}
+		return nil, &RequestError{Code: CodeInternal, Err: fmt.Errorf("W_p for %s: %w", c.Canonical(), err)}
+	}
+	return w, nil
 }
 
 // encodeInto writes v encoded as dt into dst, which must be exactly its

@@ -1,0 +1,395 @@
+//go:build cuda
+
+package react
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/mergectl/react-triton/react/internal/cuda"
+)
+
+// The cuda backend: W_p solved and applied on the first CUDA device
+// (CUDA_VISIBLE_DEVICES chooses which), through cuBLAS and cuSOLVER opened
+// at run time (react/internal/cuda). The rest of the linear algebra runs
+// on the best CPU backend built in.
+func init() {
+	registerBackend(BackendCUDA, &backend{accelerator: openCUDA})
+}
+
+// theCUDA is the process's device, opened once.
+var theCUDA struct {
+	once sync.Once
+	acc  *cudaAccelerator
+	err  error
+}
+
+func openCUDA() (Accelerator, error) {
+	theCUDA.once.Do(func() {
+		d, err := cuda.Open(0)
+		if err != nil {
+			theCUDA.err = err
+			return
+		}
+		theCUDA.acc = &cudaAccelerator{dev: d}
+	})
+	if theCUDA.err != nil {
+		return nil, theCUDA.err
+	}
+	return theCUDA.acc, nil
+}
+
+// cudaAccelerator is the device, with the scratch memory of the
+// corrections of host batches, which its mutex (Device.Do) guards.
+type cudaAccelerator struct {
+	dev *cuda.Device
+	// in and out hold a host batch on the device, cap values each.
+	in, out cuda.Ptr
+	cap     int
+}
+
+// Name implements Accelerator.
+func (a *cudaAccelerator) Name() string { return "cuda: " + a.dev.Name() }
+
+// CopyDevice implements Accelerator.
+func (a *cudaAccelerator) CopyDevice(dst, src uintptr, n int) error {
+	if n == 0 {
+		return nil
+	}
+	return a.dev.Do(func() error { return a.dev.CopyDtoD(cuda.Ptr(dst), cuda.Ptr(src), n) })
+}
+
+// f64 and f32 are the sizes of the device's values in bytes.
+const (
+	f64 = 8
+	f32 = 4
+)
+
+// Load implements Accelerator: it uploads A_t (as the solver holds it, or
+// computed here when the solver precomputed none) and G_t of every task.
+func (a *cudaAccelerator) Load(s *Solver) (DeviceSolver, error) {
+	d := s.d
+	ds := &cudaSolver{acc: a, s: s, a: make([]cuda.Ptr, len(s.stats)), g: make([]cuda.Ptr, len(s.stats))}
+	host := make([]float64, d*d)
+	err := a.dev.Do(func() error {
+		var err error
+		for _, p := range []*cuda.Ptr{&ds.ap, &ds.cp} {
+			if *p, err = a.dev.Alloc(f64 * d * d); err != nil {
+				return err
+			}
+		}
+		for _, p := range []*cuda.Ptr{&ds.ones, &ds.x, &ds.y} {
+			if *p, err = a.dev.Alloc(f64 * d); err != nil {
+				return err
+			}
+		}
+		if ds.info, err = a.dev.Alloc(f32); err != nil {
+			return err
+		}
+		ones := make([]float64, d)
+		for i := range ones {
+			ones[i] = 1
+		}
+		if err := a.dev.Upload64(ds.ones, ones); err != nil {
+			return err
+		}
+		if ds.lwork, err = a.dev.DpotrfWork(d, ds.cp); err != nil {
+			return err
+		}
+		if ds.work, err = a.dev.Alloc(f64 * max(ds.lwork, 1)); err != nil {
+			return err
+		}
+		for k := range s.stats {
+			t := &s.stats[k]
+			if ds.a[k], err = a.dev.Alloc(f64 * d * d); err != nil {
+				return err
+			}
+			if ds.g[k], err = a.dev.Alloc(f64 * d * d); err != nil {
+				return err
+			}
+			// A_t row-major (packed), then G_t's rows (their upper
+			// triangles are what cuSOLVER reads as a lower triangle).
+			for i := range d {
+				row := host[i*d : i*d+d]
+				if t.a != nil {
+					copy(row, t.a[i*d:i*d+d])
+					continue
+				}
+				srow, wrow := t.s[i*t.sStride:i*t.sStride+d], t.w[i*t.wStride:i*t.wStride+d]
+				for j := range row {
+					row[j] = t.scale*srow[j] + s.opt.Beta*wrow[j]
+				}
+			}
+			if err := a.dev.Upload64(ds.a[k], host); err != nil {
+				return err
+			}
+			if err := a.dev.Sync(); err != nil { // host is reused
+				return err
+			}
+			for i := range d {
+				copy(host[i*d:i*d+d], t.g[i*t.gStride:i*t.gStride+d])
+			}
+			if err := a.dev.Upload64(ds.g[k], host); err != nil {
+				return err
+			}
+			if err := a.dev.Sync(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	runtime.AddCleanup(ds, freeAll, deviceMemory{a.dev, ds.memory()})
+	if err != nil {
+		return nil, fmt.Errorf("loading %d tasks of D=%d onto %s: %w", len(s.stats), d, a.dev.Name(), err)
+	}
+	return ds, nil
+}
+
+// deviceMemory is device memory to free once its owner is unreachable.
+type deviceMemory struct {
+	dev *cuda.Device
+	ptr []cuda.Ptr
+}
+
+func freeAll(m deviceMemory) {
+	for _, p := range m.ptr {
+		m.dev.Free(p)
+	}
+}
+
+// cudaSolver is a solver's statistics on the device, with the scratch
+// memory of one solve (solves run one at a time, under the device's
+// mutex).
+type cudaSolver struct {
+	acc  *cudaAccelerator
+	s    *Solver
+	a, g []cuda.Ptr // per task: A_t and G_t, D×D row-major float64
+	// ap and cp receive A_p (then W_p) and C_p (then its factor); ones,
+	// x and y are D long, info one int32, work lwork float64.
+	ap, cp, ones, x, y, info, work cuda.Ptr
+	lwork                          int
+	pool                           sync.Pool // *hostScratch
+}
+
+func (ds *cudaSolver) memory() []cuda.Ptr {
+	return append(append([]cuda.Ptr{ds.ap, ds.cp, ds.ones, ds.x, ds.y, ds.info, ds.work}, ds.a...), ds.g...)
+}
+
+// hostScratch is the host memory of one solve.
+type hostScratch struct {
+	w, x, y, sign, wp []float64
+}
+
+// Solve implements DeviceSolver. In the device's column-major view the
+// row-major buffers hold A_pᵀ and C_p (symmetric, its upper triangle
+// read as the lower one), so Dpotrs solving C_p X = A_pᵀ leaves
+// X = W_pᵀ, which is W_p row-major.
+func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
+	s, dev, d := ds.s, ds.acc.dev, ds.s.d
+	hs, _ := ds.pool.Get().(*hostScratch)
+	if hs == nil {
+		hs = &hostScratch{w: make([]float64, len(s.tasks)), x: make([]float64, d), y: make([]float64, d),
+			sign: make([]float64, d), wp: make([]float64, d*d)}
+	}
+	defer ds.pool.Put(hs)
+	if err := s.weightsInto(hs.w, p); err != nil {
+		return nil, SolveStats{}, err
+	}
+	var st SolveStats
+	var refused error
+	err := dev.Do(func() error {
+		total := 0.0
+		if err := dev.Zero(ds.ap, f64*d*d); err != nil {
+			return err
+		}
+		if err := dev.Zero(ds.cp, f64*d*d); err != nil {
+			return err
+		}
+		for k, wk := range hs.w {
+			if wk == 0 {
+				continue
+			}
+			total += wk
+			if err := dev.Daxpy(d*d, wk, ds.a[k], 1, ds.ap, 1); err != nil {
+				return err
+			}
+			if err := dev.Daxpy(d*d, wk*s.stats[k].scale, ds.g[k], 1, ds.cp, 1); err != nil {
+				return err
+			}
+		}
+		if err := dev.Daxpy(d, total*s.opt.Beta, ds.ones, 1, ds.cp, d+1); err != nil { // + β Σp I
+			return err
+		}
+		anorm, err := estimateOneNorm(d, ds.symv, hs.x, hs.y, hs.sign)
+		if err != nil {
+			return err
+		}
+		if err := dev.Dpotrf(d, ds.cp, ds.work, ds.lwork, ds.info); err != nil {
+			return err
+		}
+		if info, err := dev.DownloadInt32(ds.info); err != nil {
+			return err
+		} else if info != 0 {
+			st.Cond = math.Inf(1)
+			refused = s.solveError(hs.w, p.String(), st.Cond)
+			return nil
+		}
+		inorm, err := estimateOneNorm(d, ds.solve, hs.x, hs.y, hs.sign)
+		if err != nil {
+			return err
+		}
+		st.Cond = anorm * inorm
+		if !(st.Cond <= MaxCondition) { // also catches NaN
+			refused = s.solveError(hs.w, p.String(), st.Cond)
+			return nil
+		}
+		if err := dev.Dpotrs(d, d, ds.cp, ds.ap, ds.info); err != nil {
+			return err
+		}
+		return dev.Download64(hs.wp, ds.ap)
+	})
+	if err != nil {
+		return nil, st, fmt.Errorf("solve on %s: preference %q: %w", dev.Name(), p.String(), err)
+	}
+	if refused != nil {
+		return nil, st, refused
+	}
+	m, err := ds.acc.newMatrix(d, hs.wp)
+	return m, st, err
+}
+
+// symv stores C_p x in y, through the device (before the factorisation).
+func (ds *cudaSolver) symv(y, x []float64) error {
+	dev, d := ds.acc.dev, ds.s.d
+	if err := dev.Upload64(ds.x, x); err != nil {
+		return err
+	}
+	if err := dev.Dsymv(d, 1, ds.cp, d, ds.x, 0, ds.y); err != nil {
+		return err
+	}
+	if err := dev.Download64(y, ds.y); err != nil {
+		return err
+	}
+	return dev.Sync()
+}
+
+// solve stores C_p⁻¹ x in y, through the device (after the factorisation).
+func (ds *cudaSolver) solve(y, x []float64) error {
+	dev, d := ds.acc.dev, ds.s.d
+	if err := dev.Upload64(ds.x, x); err != nil {
+		return err
+	}
+	if err := dev.Dpotrs(d, 1, ds.cp, ds.x, ds.info); err != nil {
+		return err
+	}
+	if err := dev.Download64(y, ds.x); err != nil {
+		return err
+	}
+	return dev.Sync()
+}
+
+// newMatrix rounds W_p (row-major float64, host) to float32, with
+// Float32MatrixTo's range check, and uploads it.
+func (a *cudaAccelerator) newMatrix(d int, wp []float64) (*cudaMatrix, error) {
+	host := make([]float32, d*d)
+	if _, err := Float32MatrixTo(host, mat.NewDense(d, d, wp)); err != nil {
+		return nil, err
+	}
+	m := &cudaMatrix{acc: a, d: d, host: host}
+	err := a.dev.Do(func() error {
+		var err error
+		if m.w, err = a.dev.Alloc(f32 * d * d); err != nil {
+			return err
+		}
+		return a.dev.Upload32(m.w, host)
+	})
+	runtime.AddCleanup(m, freeAll, deviceMemory{a.dev, []cuda.Ptr{m.w}})
+	if err != nil {
+		return nil, fmt.Errorf("uploading W_p to %s: %w", a.dev.Name(), err)
+	}
+	return m, nil
+}
+
+// cudaMatrix is W_p on the device, float32 row-major, and its host copy.
+type cudaMatrix struct {
+	acc  *cudaAccelerator
+	d    int
+	host []float32
+	w    cuda.Ptr
+}
+
+// D implements DeviceMatrix.
+func (m *cudaMatrix) D() int { return m.d }
+
+// Host implements DeviceMatrix.
+func (m *cudaMatrix) Host() []float32 { return m.host }
+
+// Apply implements DeviceMatrix: the batch is uploaded into the
+// accelerator's scratch, multiplied by one SGEMM and downloaded.
+func (m *cudaMatrix) Apply(dst, z []float32) error {
+	rows, err := checkBatch(dst, z, m.d)
+	if err != nil || rows == 0 {
+		return err
+	}
+	a, dev := m.acc, m.acc.dev
+	return dev.Do(func() error {
+		if err := a.reserve(len(z)); err != nil {
+			return err
+		}
+		if err := dev.Upload32(a.in, z); err != nil {
+			return err
+		}
+		if err := m.gemm(a.out, a.in, rows); err != nil {
+			return err
+		}
+		return dev.Download32(dst, a.out)
+	})
+}
+
+// ApplyDevice implements DeviceMatrix.
+func (m *cudaMatrix) ApplyDevice(dst, z uintptr, rows int) error {
+	if rows < 0 {
+		return fmt.Errorf("correct: %d rows", rows)
+	}
+	n := uintptr(f32 * rows * m.d)
+	if rows > 0 && dst < z+n && z < dst+n {
+		return errors.New("correct: destination and batch overlap in device memory")
+	}
+	if rows == 0 {
+		return nil
+	}
+	return m.acc.dev.Do(func() error { return m.gemm(cuda.Ptr(dst), cuda.Ptr(z), rows) })
+}
+
+// gemm queues out = z W_pᵀ for rows rows: column-major, z is Zᵀ (D×B) and
+// the row-major W_p reads as W_pᵀ, so outᵀ = W_p Zᵀ = (W_pᵀ)ᵀ Zᵀ.
+func (m *cudaMatrix) gemm(out, z cuda.Ptr, rows int) error {
+	return m.acc.dev.SgemmTN(m.d, rows, m.d, m.w, z, out)
+}
+
+// reserve makes the batch scratch hold at least n values. Call it inside
+// Do.
+func (a *cudaAccelerator) reserve(n int) error {
+	if n <= a.cap {
+		return nil
+	}
+	n = max(n, 2*a.cap)
+	in, err := a.dev.Alloc(f32 * n)
+	if err != nil {
+		return err
+	}
+	out, err := a.dev.Alloc(f32 * n)
+	if err != nil {
+		a.dev.FreeLocked(in)
+		return err
+	}
+	a.dev.FreeLocked(a.in)
+	a.dev.FreeLocked(a.out)
+	a.in, a.out, a.cap = in, out, n
+	return nil
+}

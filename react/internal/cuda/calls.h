@@ -1,0 +1,47 @@
+// Calls through the pointers of rc (shim.h), one function each, since Go
+// cannot call a C function pointer. Device memory is passed as CUdeviceptr
+// and converted here to the pointer type the library declares.
+
+#ifndef REACT_CUDA_CALLS_H
+#define REACT_CUDA_CALLS_H
+
+#include "shim.h"
+
+static inline CUresult rc_cuInit(unsigned int flags) { return rc.cuInit(flags); }
+static inline CUresult rc_cuDriverGetVersion(int *v) { return rc.cuDriverGetVersion(v); }
+static inline CUresult rc_cuGetErrorName(CUresult e, const char **s) { return rc.cuGetErrorName(e, s); }
+static inline CUresult rc_cuDeviceGetCount(int *n) { return rc.cuDeviceGetCount(n); }
+static inline CUresult rc_cuDeviceGet(CUdevice *d, int ordinal) { return rc.cuDeviceGet(d, ordinal); }
+static inline CUresult rc_cuDeviceGetName(char *name, int len, CUdevice d) { return rc.cuDeviceGetName(name, len, d); }
+static inline CUresult rc_cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { return rc.cuDevicePrimaryCtxRetain(c, d); }
+static inline CUresult rc_cuDevicePrimaryCtxRelease(CUdevice d) { return rc.cuDevicePrimaryCtxRelease(d); }
+static inline CUresult rc_cuCtxPushCurrent(CUcontext c) { return rc.cuCtxPushCurrent(c); }
+static inline CUresult rc_cuCtxPopCurrent(CUcontext *c) { return rc.cuCtxPopCurrent(c); }
+static inline CUresult rc_cuMemAlloc(CUdeviceptr *p, size_t n) { return rc.cuMemAlloc(p, n); }
+static inline CUresult rc_cuMemFree(CUdeviceptr p) { return rc.cuMemFree(p); }
+static inline CUresult rc_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t n, CUstream s) { return rc.cuMemcpyHtoDAsync(dst, src, n, s); }
+static inline CUresult rc_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream s) { return rc.cuMemcpyDtoHAsync(dst, src, n, s); }
+static inline CUresult rc_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { return rc.cuMemcpyDtoDAsync(dst, src, n, s); }
+static inline CUresult rc_cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, CUstream s) { return rc.cuMemsetD8Async(p, v, n, s); }
+static inline CUresult rc_cuStreamCreate(CUstream *s, unsigned int flags) { return rc.cuStreamCreate(s, flags); }
+static inline CUresult rc_cuStreamDestroy(CUstream s) { return rc.cuStreamDestroy(s); }
+static inline CUresult rc_cuStreamSynchronize(CUstream s) { return rc.cuStreamSynchronize(s); }
+static inline CUresult rc_cuEventCreate(CUevent *e, unsigned int flags) { return rc.cuEventCreate(e, flags); }
+static inline CUresult rc_cuEventRecord(CUevent e, CUstream s) { return rc.cuEventRecord(e, s); }
+static inline CUresult rc_cuEventSynchronize(CUevent e) { return rc.cuEventSynchronize(e); }
+static inline CUresult rc_cuEventElapsedTime(float *ms, CUevent start, CUevent end) { return rc.cuEventElapsedTime(ms, start, end); }
+static inline CUresult rc_cuEventDestroy(CUevent e) { return rc.cuEventDestroy(e); }
+static inline cublasStatus_t rc_cublasCreate(cublasHandle_t *h) { return rc.cublasCreate(h); }
+static inline cublasStatus_t rc_cublasDestroy(cublasHandle_t h) { return rc.cublasDestroy(h); }
+static inline cublasStatus_t rc_cublasSetStream(cublasHandle_t h, CUstream s) { return rc.cublasSetStream(h, s); }
+static inline cublasStatus_t rc_cublasDaxpy(cublasHandle_t h, int n, const double *alpha, CUdeviceptr x, int incx, CUdeviceptr y, int incy) { return rc.cublasDaxpy(h, n, alpha, (const double *)x, incx, (double *)y, incy); }
+static inline cublasStatus_t rc_cublasDsymv(cublasHandle_t h, cublasFillMode_t uplo, int n, const double *alpha, CUdeviceptr a, int lda, CUdeviceptr x, int incx, const double *beta, CUdeviceptr y, int incy) { return rc.cublasDsymv(h, uplo, n, alpha, (const double *)a, lda, (const double *)x, incx, beta, (double *)y, incy); }
+static inline cublasStatus_t rc_cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float *alpha, CUdeviceptr a, int lda, CUdeviceptr b, int ldb, const float *beta, CUdeviceptr c, int ldc) { return rc.cublasSgemm(h, ta, tb, m, n, k, alpha, (const float *)a, lda, (const float *)b, ldb, beta, (float *)c, ldc); }
+static inline cusolverStatus_t rc_cusolverDnCreate(cusolverDnHandle_t *h) { return rc.cusolverDnCreate(h); }
+static inline cusolverStatus_t rc_cusolverDnDestroy(cusolverDnHandle_t h) { return rc.cusolverDnDestroy(h); }
+static inline cusolverStatus_t rc_cusolverDnSetStream(cusolverDnHandle_t h, CUstream s) { return rc.cusolverDnSetStream(h, s); }
+static inline cusolverStatus_t rc_cusolverDnDpotrf_bufferSize(cusolverDnHandle_t h, cublasFillMode_t uplo, int n, CUdeviceptr a, int lda, int *lwork) { return rc.cusolverDnDpotrf_bufferSize(h, uplo, n, (double *)a, lda, lwork); }
+static inline cusolverStatus_t rc_cusolverDnDpotrf(cusolverDnHandle_t h, cublasFillMode_t uplo, int n, CUdeviceptr a, int lda, CUdeviceptr work, int lwork, CUdeviceptr info) { return rc.cusolverDnDpotrf(h, uplo, n, (double *)a, lda, (double *)work, lwork, (int *)info); }
+static inline cusolverStatus_t rc_cusolverDnDpotrs(cusolverDnHandle_t h, cublasFillMode_t uplo, int n, int nrhs, CUdeviceptr a, int lda, CUdeviceptr b, int ldb, CUdeviceptr info) { return rc.cusolverDnDpotrs(h, uplo, n, nrhs, (const double *)a, lda, (double *)b, ldb, (int *)info); }
+
+#endif

@@ -1,0 +1,222 @@
+//go:build cuda
+
+package cuda
+
+/*
+#include "calls.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+// Device is one GPU with its primary context, one stream, and a cuBLAS and
+// a cuSOLVER handle bound to that stream. Its methods are safe for
+// concurrent use: each runs under the device's mutex, with the context
+// current on a locked OS thread, and returns once the stream is idle, so
+// that host memory passed in is no longer read or written.
+type Device struct {
+	mu      sync.Mutex
+	ordinal int
+	dev     C.CUdevice
+	ctx     C.CUcontext
+	stream  C.CUstream
+	blas    C.cublasHandle_t
+	solver  C.cusolverDnHandle_t
+	name    string
+}
+
+func openDevice(ordinal int) (*Device, error) {
+	var n C.int
+	if err := check("cuDeviceGetCount", C.rc_cuDeviceGetCount(&n)); err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, ErrNoDevice
+	}
+	if ordinal < 0 || ordinal >= int(n) {
+		return nil, fmt.Errorf("CUDA device %d: %w (this machine has %d)", ordinal, ErrNoDevice, int(n))
+	}
+	d := &Device{ordinal: ordinal}
+	if err := check("cuDeviceGet", C.rc_cuDeviceGet(&d.dev, C.int(ordinal))); err != nil {
+		return nil, err
+	}
+	var name [256]C.char
+	if err := check("cuDeviceGetName", C.rc_cuDeviceGetName(&name[0], C.int(len(name)), d.dev)); err != nil {
+		return nil, err
+	}
+	d.name = C.GoString(&name[0])
+	if err := check("cuDevicePrimaryCtxRetain", C.rc_cuDevicePrimaryCtxRetain(&d.ctx, d.dev)); err != nil {
+		return nil, err
+	}
+	err := d.Do(func() error {
+		if err := check("cuStreamCreate", C.rc_cuStreamCreate(&d.stream, C.CU_STREAM_NON_BLOCKING)); err != nil {
+			return err
+		}
+		if err := checkBLAS("cublasCreate", C.rc_cublasCreate(&d.blas)); err != nil {
+			return err
+		}
+		if err := checkBLAS("cublasSetStream", C.rc_cublasSetStream(d.blas, d.stream)); err != nil {
+			return err
+		}
+		if err := checkSolver("cusolverDnCreate", C.rc_cusolverDnCreate(&d.solver)); err != nil {
+			return err
+		}
+		return checkSolver("cusolverDnSetStream", C.rc_cusolverDnSetStream(d.solver, d.stream))
+	})
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("CUDA device %d (%s): %w", ordinal, d.name, err)
+	}
+	return d, nil
+}
+
+// Name returns the device's name and ordinal, such as "NVIDIA H100 80GB
+// HBM3 (device 0)".
+func (d *Device) Name() string { return fmt.Sprintf("%s (device %d)", d.name, d.ordinal) }
+
+// Close releases the handles, the stream and the primary context.
+func (d *Device) Close() error {
+	err := d.Do(func() error {
+		if d.solver != nil {
+			C.rc_cusolverDnDestroy(d.solver)
+			d.solver = nil
+		}
+		if d.blas != nil {
+			C.rc_cublasDestroy(d.blas)
+			d.blas = nil
+		}
+		if d.stream != nil {
+			C.rc_cuStreamDestroy(d.stream)
+			d.stream = nil
+		}
+		return nil
+	})
+	if d.ctx != nil {
+		C.rc_cuDevicePrimaryCtxRelease(d.dev)
+		d.ctx = nil
+	}
+	return err
+}
+
+// Do runs f with the device's context current on this OS thread, under
+// the device's mutex, then waits for the stream to finish what f queued.
+func (d *Device) Do(f func() error) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := check("cuCtxPushCurrent", C.rc_cuCtxPushCurrent(d.ctx)); err != nil {
+		return err
+	}
+	defer func() {
+		var old C.CUcontext
+		C.rc_cuCtxPopCurrent(&old)
+	}()
+	err := f()
+	if d.stream != nil {
+		if serr := check("cuStreamSynchronize", C.rc_cuStreamSynchronize(d.stream)); err == nil {
+			err = serr
+		}
+	}
+	return err
+}
+
+// Sync waits until the stream has finished what was queued. Call it
+// inside Do.
+func (d *Device) Sync() error {
+	return check("cuStreamSynchronize", C.rc_cuStreamSynchronize(d.stream))
+}
+
+// Ptr is an address in the device's memory.
+type Ptr uintptr
+
+// Add returns the address n bytes further.
+func (p Ptr) Add(n int) Ptr { return p + Ptr(n) }
+
+func (p Ptr) c() C.CUdeviceptr { return C.CUdeviceptr(p) }
+
+// Alloc allocates n bytes of device memory (cuMemAlloc: plain device
+// memory, never managed). Call it inside Do.
+func (d *Device) Alloc(n int) (Ptr, error) {
+	var p C.CUdeviceptr
+	if err := check("cuMemAlloc", C.rc_cuMemAlloc(&p, C.size_t(max(n, 1)))); err != nil {
+		return 0, fmt.Errorf("allocating %d bytes: %w", n, err)
+	}
+	return Ptr(p), nil
+}
+
+// Free frees memory from Alloc; it takes the device's mutex itself, so
+// that it can run from a cleanup. Inside Do, call FreeLocked.
+func (d *Device) Free(p Ptr) {
+	if p == 0 {
+		return
+	}
+	_ = d.Do(func() error { d.FreeLocked(p); return nil })
+}
+
+// FreeLocked frees memory from Alloc. Call it inside Do.
+func (d *Device) FreeLocked(p Ptr) {
+	if p != 0 {
+		C.rc_cuMemFree(p.c())
+	}
+}
+
+// Zero queues setting n bytes at p to zero. Call it inside Do.
+func (d *Device) Zero(p Ptr, n int) error {
+	return check("cuMemsetD8Async", C.rc_cuMemsetD8Async(p.c(), 0, C.size_t(n), d.stream))
+}
+
+// CopyDtoD queues copying n bytes between device addresses. Call it inside
+// Do.
+func (d *Device) CopyDtoD(dst, src Ptr, n int) error {
+	return check("cuMemcpyDtoDAsync", C.rc_cuMemcpyDtoDAsync(dst.c(), src.c(), C.size_t(n), d.stream))
+}
+
+// Upload64 copies src to the device at dst. Call it inside Do; src must
+// not change until Do returns.
+func (d *Device) Upload64(dst Ptr, src []float64) error {
+	if len(src) == 0 {
+		return nil
+	}
+	return check("cuMemcpyHtoDAsync", C.rc_cuMemcpyHtoDAsync(dst.c(), unsafe.Pointer(&src[0]), C.size_t(8*len(src)), d.stream))
+}
+
+// Upload32 copies src to the device at dst, as Upload64.
+func (d *Device) Upload32(dst Ptr, src []float32) error {
+	if len(src) == 0 {
+		return nil
+	}
+	return check("cuMemcpyHtoDAsync", C.rc_cuMemcpyHtoDAsync(dst.c(), unsafe.Pointer(&src[0]), C.size_t(4*len(src)), d.stream))
+}
+
+// Download64 copies len(dst) values from the device at src into dst. Call
+// it inside Do; dst holds them once Do returns.
+func (d *Device) Download64(dst []float64, src Ptr) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	return check("cuMemcpyDtoHAsync", C.rc_cuMemcpyDtoHAsync(unsafe.Pointer(&dst[0]), src.c(), C.size_t(8*len(dst)), d.stream))
+}
+
+// Download32 copies len(dst) values from the device at src, as Download64.
+func (d *Device) Download32(dst []float32, src Ptr) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	return check("cuMemcpyDtoHAsync", C.rc_cuMemcpyDtoHAsync(unsafe.Pointer(&dst[0]), src.c(), C.size_t(4*len(dst)), d.stream))
+}
+
+// DownloadInt32 copies one int32 from the device (a cuSOLVER info).
+func (d *Device) DownloadInt32(src Ptr) (int32, error) {
+	var v int32
+	err := check("cuMemcpyDtoHAsync", C.rc_cuMemcpyDtoHAsync(unsafe.Pointer(&v), src.c(), 4, d.stream))
+	if err == nil {
+		err = check("cuStreamSynchronize", C.rc_cuStreamSynchronize(d.stream))
+	}
+	return v, err
+}

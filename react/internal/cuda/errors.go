@@ -1,0 +1,57 @@
+//go:build cuda
+
+package cuda
+
+/*
+#include "calls.h"
+*/
+import "C"
+
+import "fmt"
+
+// Error is a CUDA call that failed: the function and the status it
+// returned (a CUresult, cublasStatus_t or cusolverStatus_t).
+type Error struct {
+	Func string
+	Code int
+	Name string // the status's name, when the library gives one
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	if e.Name != "" {
+		return fmt.Sprintf("%s: %s (%d)", e.Func, e.Name, e.Code)
+	}
+	return fmt.Sprintf("%s: status %d", e.Func, e.Code)
+}
+
+// check turns a driver API result into an error.
+func check(fn string, r C.CUresult) error {
+	if r == C.CUDA_SUCCESS {
+		return nil
+	}
+	e := &Error{Func: fn, Code: int(r)}
+	var s *C.char
+	if C.rc_cuGetErrorName(r, &s) == C.CUDA_SUCCESS && s != nil {
+		e.Name = C.GoString(s)
+	} else if r == C.CUDA_ERROR_STUB_LIBRARY {
+		e.Name = "CUDA_ERROR_STUB_LIBRARY"
+	}
+	return e
+}
+
+// checkBLAS turns a cuBLAS status into an error.
+func checkBLAS(fn string, s C.cublasStatus_t) error {
+	if s == C.CUBLAS_STATUS_SUCCESS {
+		return nil
+	}
+	return &Error{Func: fn, Code: int(s)}
+}
+
+// checkSolver turns a cuSOLVER status into an error.
+func checkSolver(fn string, s C.cusolverStatus_t) error {
+	if s == C.CUSOLVER_STATUS_SUCCESS {
+		return nil
+	}
+	return &Error{Func: fn, Code: int(s)}
+}

@@ -1,0 +1,79 @@
+// The CUDA functions package cuda calls, as pointers of the types the CUDA
+// headers declare, filled in by rc_open from the libraries dlopen finds.
+// A name that cuda.h maps to a versioned symbol (cuMemAlloc to
+// cuMemAlloc_v2) is resolved under that symbol.
+
+#ifndef REACT_CUDA_SHIM_H
+#define REACT_CUDA_SHIM_H
+
+#include <stddef.h>
+#include <cuda.h>
+#include <cublas_v2.h>
+#include <cusolverDn.h>
+
+// The functions, one X(library, name) each.
+#define RC_FUNCTIONS(X)                           \
+	X(driver, cuInit)                         \
+	X(driver, cuDriverGetVersion)             \
+	X(driver, cuGetErrorName)                 \
+	X(driver, cuDeviceGetCount)               \
+	X(driver, cuDeviceGet)                    \
+	X(driver, cuDeviceGetName)                \
+	X(driver, cuDevicePrimaryCtxRetain)       \
+	X(driver, cuDevicePrimaryCtxRelease)      \
+	X(driver, cuCtxPushCurrent)               \
+	X(driver, cuCtxPopCurrent)                \
+	X(driver, cuMemAlloc)                     \
+	X(driver, cuMemFree)                      \
+	X(driver, cuMemcpyHtoDAsync)              \
+	X(driver, cuMemcpyDtoHAsync)              \
+	X(driver, cuMemcpyDtoDAsync)              \
+	X(driver, cuMemsetD8Async)                \
+	X(driver, cuStreamCreate)                 \
+	X(driver, cuStreamDestroy)                \
+	X(driver, cuStreamSynchronize)            \
+	X(blas, cublasCreate)                     \
+	X(blas, cublasDestroy)                    \
+	X(blas, cublasSetStream)                  \
+	X(blas, cublasDaxpy)                      \
+	X(blas, cublasDsymv)                      \
+	X(blas, cublasSgemm)                      \
+	X(solver, cusolverDnCreate)               \
+	X(solver, cusolverDnDestroy)              \
+	X(solver, cusolverDnSetStream)            \
+	X(solver, cusolverDnDpotrf_bufferSize)    \
+	X(solver, cusolverDnDpotrf)               \
+	X(solver, cusolverDnDpotrs)
+
+// The functions only the benchmarks' timers need, resolved if the driver
+// has them: cuEventElapsedTime is cuEventElapsedTime_v2 in CUDA 13's
+// header, which drivers older than CUDA 12.8's lack.
+#define RC_OPTIONAL(X)                            \
+	X(driver, cuEventCreate)                  \
+	X(driver, cuEventRecord)                  \
+	X(driver, cuEventSynchronize)             \
+	X(driver, cuEventElapsedTime)             \
+	X(driver, cuEventDestroy)
+
+#define RC_FIELD(lib, name) __typeof__(&name) name;
+typedef struct {
+	RC_FUNCTIONS(RC_FIELD)
+	RC_OPTIONAL(RC_FIELD)
+} rc_api;
+#undef RC_FIELD
+
+// rc_has_events reports whether the optional functions resolved.
+int rc_has_events(void);
+
+extern rc_api rc;
+
+// rc_open opens the libraries and resolves every function. It returns 0,
+// or -1 with what failed in why (why_len bytes at most).
+int rc_open(char *why, size_t why_len);
+
+// rc_library_names returns the sonames tried for library which (0: the
+// driver, 1: cuBLAS, 2: cuSOLVER), in order, NULL-terminated: CUDA 13's,
+// then CUDA 12's.
+const char **rc_library_names(int which);
+
+#endif
