@@ -3,6 +3,7 @@ package evaluate
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -96,6 +97,18 @@ func TestFitLinear(t *testing.T) {
 			if math.Abs(held-wantHeld) > 1e-6 {
 				t.Errorf("held-out R² = %.9f, QR reference %.9f", held, wantHeld)
 			}
+			// R² does not depend on the backbone features' scale, so the
+			// ridge must not either (it is relative to their size).
+			for _, scale := range []float32{1e-4, 1e4} {
+				xs := make([]float32, len(x))
+				for i, v := range x {
+					xs[i] = scale * v
+				}
+				in, held, err := FitLinear(xs, y, tc.d, 7)
+				if err != nil || math.Abs(in-wantIn) > 1e-6 || math.Abs(held-wantHeld) > 1e-6 {
+					t.Errorf("backbone features × %g: R² %.9f / %.9f (%v), want %.9f / %.9f", scale, in, held, err, wantIn, wantHeld)
+				}
+			}
 			if tc.noise == 0 && (in < 1-1e-6 || held < 1-1e-6) {
 				t.Errorf("exact map: R² %.9f / %.9f, want 1", in, held)
 			}
@@ -127,13 +140,128 @@ func TestFitLinearRefuses(t *testing.T) {
 		x, y []float32
 		d    int
 	}{
-		{"ragged", make([]float32, 10), make([]float32, 10), 3},
-		{"mismatched", make([]float32, 12), make([]float32, 9), 3},
-		{"too few", make([]float32, 9), make([]float32, 9), 3},
+		// 13 values of d=3 would make four rows and a remainder.
+		{"ragged", seq(13), seq(13), 3},
+		{"mismatched", seq(12), seq(9), 3},
+		// Varying features, so that only the count is wrong.
+		{"too few", seq(9), seq(9), 3},
 		{"constant expert", []float32{1, 2, 3, 4, 5, 6, 7, 8}, make([]float32, 8), 1},
 	} {
 		if _, _, err := FitLinear(tc.x, tc.y, tc.d, 0); err == nil {
 			t.Errorf("%s: no error", tc.name)
+		}
+	}
+}
+
+// seq returns n distinct, varying values.
+func seq(n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(i*i%7) + float32(i)/3
+	}
+	return v
+}
+
+// TestFitLinearDegenerate covers the two cases the ridge is there for,
+// against what they must give whatever the fit: backbone features that
+// are all zero (W = 0, so the residual is Σ‖y‖² and R² = 1 − Σ‖y‖² /
+// Σ‖y − mean(y)‖², negative without an intercept) and fewer samples than
+// D (the in-sample fit interpolates: R² = 1).
+func TestFitLinearDegenerate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	randn := func(n int, mean float64) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(mean + rng.NormFloat64())
+		}
+		return v
+	}
+	noIntercept := func(y []float32, d int, idx ...[]int) float64 {
+		yy, tot := 0.0, 0.0
+		for _, h := range idx {
+			for _, i := range h {
+				for j := 0; j < d; j++ {
+					yy += float64(y[i*d+j]) * float64(y[i*d+j])
+				}
+			}
+			tot += totalVar(y, d, h)
+		}
+		return 1 - yy/tot
+	}
+	for _, tc := range []struct {
+		name     string
+		n, d     int
+		x, y     []float32
+		wantIn   func(n int, y []float32) float64
+		wantHeld func(n int, y []float32) float64 // nil: not checked
+	}{
+		{"zero backbone", 40, 3, make([]float32, 40*3), randn(40*3, 2),
+			func(n int, y []float32) float64 { return noIntercept(y, 3, idxRange(n)) },
+			func(n int, y []float32) float64 {
+				perm := rand.New(rand.NewPCG(0, 0)).Perm(n)
+				return noIntercept(y, 3, perm[:n/2], perm[n/2:])
+			}},
+		{"fewer samples than D, centred", 6, 10, randn(6*10, 0), randn(6*10, 0),
+			func(int, []float32) float64 { return 1 }, nil},
+		{"fewer samples than D, offset", 6, 10, randn(6*10, 5), randn(6*10, 1),
+			func(int, []float32) float64 { return 1 }, nil},
+	} {
+		in, held, err := FitLinear(tc.x, tc.y, tc.d, 0)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if want := tc.wantIn(tc.n, tc.y); math.Abs(in-want) > 1e-6 {
+			t.Errorf("%s: in-sample R² = %.9f, want %.9f", tc.name, in, want)
+		}
+		if tc.wantHeld != nil {
+			if want := tc.wantHeld(tc.n, tc.y); math.Abs(held-want) > 1e-6 {
+				t.Errorf("%s: held-out R² = %.9f, want %.9f", tc.name, held, want)
+			}
+		}
+	}
+}
+
+func idxRange(n int) []int {
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	return all
+}
+
+// TestWriteMarkdownLinear checks the Markdown's table of linear fits,
+// written out by hand: present with one fit or more, one row per fit in
+// order, R² to three decimals (in-sample, then held-out), absent without.
+func TestWriteMarkdownLinear(t *testing.T) {
+	const header = "| backbone | task | samples | R² in-sample | R² held-out |\n|---|---|---|---|---|\n"
+	for _, tc := range []struct {
+		name   string
+		linear []LinearFit
+		want   string // "": no table
+	}{
+		{"none", nil, ""},
+		{"one", []LinearFit{{Backbone: "TA", Task: "mnist", Samples: 2000, InSample: 0.98765, Heldout: 0.5}},
+			header + "| TA | mnist | 2000 | 0.988 | 0.500 |\n"},
+		{"negative held-out", []LinearFit{
+			{Backbone: "TA", Task: "a", Samples: 500, InSample: 1, Heldout: -0.25},
+			{Backbone: "TIES", Task: "b", Samples: 7, InSample: 0.1234, Heldout: 0.0006}},
+			header + "| TA | a | 500 | 1.000 | -0.250 |\n| TIES | b | 7 | 0.123 | 0.001 |\n"},
+	} {
+		r := &Result{Tasks: []string{"a"}, Samples: []int{1}, Linear: tc.linear}
+		var md strings.Builder
+		if err := r.WriteMarkdown(&md); err != nil {
+			t.Fatal(err)
+		}
+		got := md.String()
+		if tc.want == "" {
+			if strings.Contains(got, "R² in-sample") {
+				t.Errorf("%s: a linear table:\n%s", tc.name, got)
+			}
+			continue
+		}
+		if !strings.HasSuffix(got, tc.want) {
+			t.Errorf("%s: Markdown ends\n%s\nwant\n%s", tc.name, got, tc.want)
 		}
 	}
 }

@@ -331,3 +331,73 @@ func TestRunErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestRunOracleLinear checks the oracle's LinearFit per task against
+// FitLinear (itself checked against QR least squares in linear_test.go) on
+// features computed here from the fixture's maps, and its Markdown rows.
+// The backbone loses one dimension (a zeroed row), so the map backbone →
+// expert is not exact while expert → backbone is: a fit the wrong way
+// round, or on the wrong task's expert, gives other numbers.
+func TestRunOracleLinear(t *testing.T) {
+	f := newFixture(t)
+	backbone := f.models.maps["merged"]
+	for j := range fixD {
+		backbone.Set(fixD-1, j, 0)
+	}
+	s, _ := ParseSet("equal", f.cfg.TaskNames())
+	f.cfg.Sets = []Set{s}
+	f.cfg.Backbones = []Backbone{{"X", f.comps}}
+	f.cfg.Oracle = true
+	res, err := Run(context.Background(), f.models, f.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	features := func(model string, tk *Task) []float32 {
+		var out []float32
+		for k := range tk.N() {
+			for _, v := range apply(f.models.maps[model], widen(tk.Inputs[k*fixD:(k+1)*fixD])) {
+				out = append(out, float32(v))
+			}
+		}
+		return out
+	}
+	var want []LinearFit
+	for _, tk := range f.cfg.Tasks {
+		z, y := features("merged", tk), features("expert_"+tk.Name, tk)
+		in, held, err := FitLinear(z, y, fixD, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back, _, _ := FitLinear(y, z, fixD, 0); !(in < 0.99 && back > 1-1e-6) {
+			t.Fatalf("task %s: R² %v backbone → expert, %v the other way: the fixture does not tell them apart", tk.Name, in, back)
+		}
+		want = append(want, LinearFit{Backbone: "X", Task: tk.Name, Samples: fixN, InSample: in, Heldout: held})
+	}
+	if fmt.Sprint(res.Linear) != fmt.Sprint(want) {
+		t.Errorf("Linear = %+v\nwant     %+v", res.Linear, want)
+	}
+	var md strings.Builder
+	if err := res.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range want {
+		row := fmt.Sprintf("| X | %s | %d | %.3f | %.3f |\n", l.Task, fixN, l.InSample, l.Heldout)
+		if !strings.Contains(md.String(), row) {
+			t.Errorf("no row %q in the Markdown:\n%s", row, md.String())
+		}
+	}
+
+	// Without the oracle: no fits, and no table.
+	f.cfg.Oracle = false
+	res, err = Run(context.Background(), f.models, f.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md.Reset()
+	if err := res.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Linear) != 0 || strings.Contains(md.String(), "R² in-sample") {
+		t.Errorf("no oracle, yet Linear = %+v and the Markdown:\n%s", res.Linear, md.String())
+	}
+}
