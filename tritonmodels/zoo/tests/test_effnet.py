@@ -64,8 +64,12 @@ def test_forward_takes_the_zoo_images(ours):
     with torch.no_grad():
         z = ours(image)
         rgb = torch.nn.functional.interpolate(image, size=(64, 64), mode="bilinear", align_corners=False)
-        rgb = (rgb.repeat(1, 3, 1, 1) - torch.tensor(effnet.IMAGENET_MEAN).view(1, 3, 1, 1)) / torch.tensor(
-            effnet.IMAGENET_STD).view(1, 3, 1, 1)
+        # ImageNet's published per-channel mean and std (RGB), as the
+        # reference package's own demo normalises; written out, not read
+        # from effnet.
+        mean = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)
+        std = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
+        rgb = (rgb.repeat(1, 3, 1, 1) - mean) / std
         assert z.shape == (5, effnet.DIM)
         assert torch.equal(z, ours.embed(rgb))
 
@@ -96,3 +100,20 @@ def test_strict_load_fills_everything(weights, ours):
     """Every parameter and buffer comes from the file (none left at its init)."""
     for name, tensor in ours.state_dict().items():
         assert torch.equal(tensor, weights[effnet.package_key(name)]), name
+
+
+def test_layer_groups():
+    """AdaMerging's layers: the stem, the 16 MBConv blocks in order, the
+    head; every parameter in exactly one, BatchNorm's with its convolution."""
+    model = effnet.EfficientNetLite0()
+    groups = effnet.layer_groups(model)
+    names = [g for g, _ in groups]
+    assert names == ["stem"] + [f"block{i:02d}" for i in range(16)] + ["head"]
+    members = [p for _, ps in groups for p in ps]
+    assert sorted(members) == sorted(n for n, _ in model.named_parameters())
+    assert len(members) == len(set(members))
+    where = {p: g for g, ps in groups for p in ps}
+    assert where["stem.conv.weight"] == where["stem.bn.bias"] == "stem"
+    assert where["blocks.0.depthwise.conv.weight"] == where["blocks.0.project.bn.weight"] == "block00"
+    assert where["blocks.10.expand.bn.bias"] == "block10"
+    assert where["head.conv.weight"] == where["head.bn.weight"] == "head"
