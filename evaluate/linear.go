@@ -14,7 +14,8 @@ import (
 //	R² = 1 − Σ‖z_ind − W z_mtl‖² / Σ‖z_ind − mean(z_ind)‖².
 //
 // InSample fits and scores W on every sample, as the oracle does: an upper
-// bound that reaches 1 when the task has no more samples than D. Heldout
+// bound that comes close to 1 when the task has fewer samples than D
+// (the ridge keeps it just below). Heldout
 // fits on one half of a seeded random split and scores on the other, both
 // ways round, summing the residuals: what a linear map can do for samples
 // it was not fitted on.
