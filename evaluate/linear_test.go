@@ -234,19 +234,19 @@ func idxRange(n int) []int {
 // written out by hand: present with one fit or more, one row per fit in
 // order, R² to three decimals (in-sample, then held-out), absent without.
 func TestWriteMarkdownLinear(t *testing.T) {
-	const header = "| backbone | task | samples | R² in-sample | R² held-out |\n|---|---|---|---|---|\n"
+	const header = "| backbone | task | samples | R² in-sample | R² held-out | R² held-out, ridge | ridge |\n|---|---|---|---|---|---|---|\n"
 	for _, tc := range []struct {
 		name   string
 		linear []LinearFit
 		want   string // "": no table
 	}{
 		{"none", nil, ""},
-		{"one", []LinearFit{{Backbone: "TA", Task: "mnist", Samples: 2000, InSample: 0.98765, Heldout: 0.5}},
-			header + "| TA | mnist | 2000 | 0.988 | 0.500 |\n"},
+		{"one", []LinearFit{{Backbone: "TA", Task: "mnist", Samples: 2000, InSample: 0.98765, Heldout: 0.5, Ridged: 0.6, Ridge: 0.01}},
+			header + "| TA | mnist | 2000 | 0.988 | 0.500 | 0.600 | 0.01 |\n"},
 		{"negative held-out", []LinearFit{
-			{Backbone: "TA", Task: "a", Samples: 500, InSample: 1, Heldout: -0.25},
-			{Backbone: "TIES", Task: "b", Samples: 7, InSample: 0.1234, Heldout: 0.0006}},
-			header + "| TA | a | 500 | 1.000 | -0.250 |\n| TIES | b | 7 | 0.123 | 0.001 |\n"},
+			{Backbone: "TA", Task: "a", Samples: 500, InSample: 1, Heldout: -0.25, Ridged: 0.7, Ridge: 1},
+			{Backbone: "TIES", Task: "b", Samples: 7, InSample: 0.1234, Heldout: 0.0006, Ridged: 0.0006, Ridge: 1e-06}},
+			header + "| TA | a | 500 | 1.000 | -0.250 | 0.700 | 1 |\n| TIES | b | 7 | 0.123 | 0.001 | 0.001 | 1e-06 |\n"},
 	} {
 		r := &Result{Tasks: []string{"a"}, Samples: []int{1}, Linear: tc.linear}
 		var md strings.Builder
@@ -263,5 +263,102 @@ func TestWriteMarkdownLinear(t *testing.T) {
 		if !strings.HasSuffix(got, tc.want) {
 			t.Errorf("%s: Markdown ends\n%s\nwant\n%s", tc.name, got, tc.want)
 		}
+	}
+}
+
+// ridgeR2QR is an independent reference for BestHeldout at one ridge: the
+// ridge map of each half by QR on the augmented system [X; √ε I] W = [Y; 0],
+// scored on the other half.
+func ridgeR2QR(t *testing.T, x, y []float32, d int, h1, h2 []int, rel float64) float64 {
+	t.Helper()
+	fitOn := func(fit []int) *mat.Dense {
+		trace := 0.0
+		for _, i := range fit {
+			for j := 0; j < d; j++ {
+				trace += float64(x[i*d+j]) * float64(x[i*d+j])
+			}
+		}
+		eps := rel * trace / float64(d)
+		a := mat.NewDense(len(fit)+d, d, nil)
+		b := mat.NewDense(len(fit)+d, d, nil)
+		for r, i := range fit {
+			for j := 0; j < d; j++ {
+				a.Set(r, j, float64(x[i*d+j]))
+				b.Set(r, j, float64(y[i*d+j]))
+			}
+		}
+		for j := 0; j < d; j++ {
+			a.Set(len(fit)+j, j, math.Sqrt(eps))
+		}
+		var w mat.Dense
+		if err := w.Solve(a, b); err != nil {
+			t.Fatal(err)
+		}
+		return &w
+	}
+	res := func(w *mat.Dense, score []int) float64 {
+		r := 0.0
+		for _, i := range score {
+			for k := 0; k < d; k++ {
+				v := float64(y[i*d+k])
+				for j := 0; j < d; j++ {
+					v -= float64(x[i*d+j]) * w.At(j, k)
+				}
+				r += v * v
+			}
+		}
+		return r
+	}
+	return 1 - (res(fitOn(h1), h2)+res(fitOn(h2), h1))/(totalVar(y, d, h1)+totalVar(y, d, h2))
+}
+
+func TestBestHeldout(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		n, d  int
+		noise float64
+	}{
+		{"more samples than D", 80, 6, 0.3},
+		{"fewer samples per half than D", 30, 20, 1}, // the plain map overfits: a ridge wins
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(5, 6))
+			x := make([]float32, tc.n*tc.d)
+			y := make([]float32, tc.n*tc.d)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			for i := 0; i < tc.n; i++ {
+				for k := 0; k < tc.d; k++ {
+					// y_k = x_k + x_{k+1} + noise
+					y[i*tc.d+k] = x[i*tc.d+k] + x[i*tc.d+(k+1)%tc.d] + float32(tc.noise*rng.NormFloat64())
+				}
+			}
+			got, ridge, err := BestHeldout(x, y, tc.d, 11)
+			if err != nil {
+				t.Fatal(err)
+			}
+			perm := rand.New(rand.NewPCG(11, 0)).Perm(tc.n)
+			h1, h2 := perm[:tc.n/2], perm[tc.n/2:]
+			best, bestRidge := math.Inf(-1), 0.0
+			for _, rel := range RidgeGrid {
+				if v := ridgeR2QR(t, x, y, tc.d, h1, h2, rel); v > best {
+					best, bestRidge = v, rel
+				}
+			}
+			if math.Abs(got-best) > 1e-6 || ridge != bestRidge {
+				t.Errorf("BestHeldout = %.9f at ridge %g; QR reference %.9f at %g", got, ridge, best, bestRidge)
+			}
+			_, plain, err := FitLinear(x, y, tc.d, 11)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got < plain-1e-9 {
+				t.Errorf("best ridge R² %.6f below the plain held-out R² %.6f", got, plain)
+			}
+			if tc.n/2 < tc.d && !(ridge > RidgeGrid[0] && got > plain+0.05) {
+				t.Errorf("fewer samples than D: ridge %g, R² %.4f against plain %.4f: no ridge helped", ridge, got, plain)
+			}
+		})
 	}
 }

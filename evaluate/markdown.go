@@ -56,10 +56,10 @@ func (r *Result) WriteMarkdown(w io.Writer) error {
 		}
 	}
 	if len(r.Linear) > 0 {
-		b.WriteString("\nThe best linear map backbone → expert (least squares, no intercept) on the evaluation features: R² = 1 − residual / total variance of the expert features, fitted and scored on every sample (in-sample) and on seeded random halves, each scored on the other (held-out).\n\n")
-		b.WriteString("| backbone | task | samples | R² in-sample | R² held-out |\n|---|---|---|---|---|\n")
+		b.WriteString("\nThe best linear map backbone → expert (least squares, no intercept) on the evaluation features: R² = 1 − residual / total variance of the expert features, fitted and scored on every sample (in-sample) and on seeded random halves, each scored on the other (held-out), with the least-squares map and with the best ridge of a grid (relative to the mean diagonal of Σ z zᵀ).\n\n")
+		b.WriteString("| backbone | task | samples | R² in-sample | R² held-out | R² held-out, ridge | ridge |\n|---|---|---|---|---|---|---|\n")
 		for _, l := range r.Linear {
-			fmt.Fprintf(&b, "| %s | %s | %d | %.3f | %.3f |\n", l.Backbone, l.Task, l.Samples, l.InSample, l.Heldout)
+			fmt.Fprintf(&b, "| %s | %s | %d | %.3f | %.3f | %.3f | %g |\n", l.Backbone, l.Task, l.Samples, l.InSample, l.Heldout, l.Ridged, l.Ridge)
 		}
 	}
 	if len(r.Served) > 0 {

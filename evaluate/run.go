@@ -368,7 +368,12 @@ func (e *evaluation) oracle(ctx context.Context, b Backbone, experts []react.Mod
 		if err != nil {
 			return fmt.Errorf("task %q: %w", t, err)
 		}
-		e.res.Linear = append(e.res.Linear, LinearFit{Backbone: b.Label, Task: t, Samples: len(z[i]) / e.d, InSample: in, Heldout: held})
+		ridged, ridge, err := BestHeldout(z[i], e.features[experts[i]][i], e.d, 0)
+		if err != nil {
+			return fmt.Errorf("task %q: %w", t, err)
+		}
+		e.res.Linear = append(e.res.Linear, LinearFit{Backbone: b.Label, Task: t, Samples: len(z[i]) / e.d,
+			InSample: in, Heldout: held, Ridged: ridged, Ridge: ridge})
 		st, err := acc.Stats(t, experts[i])
 		if err != nil {
 			return err

@@ -371,7 +371,12 @@ func TestRunOracleLinear(t *testing.T) {
 		if back, _, _ := FitLinear(y, z, fixD, 0); !(in < 0.99 && back > 1-1e-6) {
 			t.Fatalf("task %s: R² %v backbone → expert, %v the other way: the fixture does not tell them apart", tk.Name, in, back)
 		}
-		want = append(want, LinearFit{Backbone: "X", Task: tk.Name, Samples: fixN, InSample: in, Heldout: held})
+		ridged, ridge, err := BestHeldout(z, y, fixD, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, LinearFit{Backbone: "X", Task: tk.Name, Samples: fixN, InSample: in, Heldout: held,
+			Ridged: ridged, Ridge: ridge})
 	}
 	if fmt.Sprint(res.Linear) != fmt.Sprint(want) {
 		t.Errorf("Linear = %+v\nwant     %+v", res.Linear, want)
@@ -381,7 +386,7 @@ func TestRunOracleLinear(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, l := range want {
-		row := fmt.Sprintf("| X | %s | %d | %.3f | %.3f |\n", l.Task, fixN, l.InSample, l.Heldout)
+		row := fmt.Sprintf("| X | %s | %d | %.3f | %.3f | %.3f | %g |\n", l.Task, fixN, l.InSample, l.Heldout, l.Ridged, l.Ridge)
 		if !strings.Contains(md.String(), row) {
 			t.Errorf("no row %q in the Markdown:\n%s", row, md.String())
 		}
