@@ -151,6 +151,14 @@ done
 	--components "AdaMerging 10%=$res/effnet_adamerging_0.1.safetensors" \
 	--set equal --set priority --set one-hot --oracle --beta 0.1 --normalize sum 2>>"$res/eval.log"
 cp "$res/effnet_table1.json" tritonmodels/zoo-effnet/eval.json
+# β at D=1280 (AdaMerging), and what the label-free choice (--beta auto,
+# the calibrate default grid) picks for it.
+"$CAL" eval --triton "$eff" --data "$work/test" --progress never --json "$res/effnet_beta.json" \
+	--markdown "$res/effnet_beta.md" --components "AdaMerging=$res/effnet_adamerging_1.safetensors" \
+	--set equal --set one-hot --normalize sum,mean --beta 0.1,1,10,100,1000 2>>"$res/eval.log"
+"$CAL" fit --triton "$eff" --inputs "$work/calib" --tasks "$tasks" --backbone-model backbone_adamerging \
+	--backbone-output feature "${experts[@]}" --beta auto --beta-report "$res/effnet_auto.beta.json" --quiet \
+	--out "$work/effnet_auto.safetensors" >"$res/effnet_auto.fit.txt"
 # calibrate solve at D=1280, end to end (reading and checking the 236 MB
 # file, the solve, writing the .npy): three runs, each a new preference.
 for p in fashion=0.6,mnist=0.4 letters=0.5,greek=0.5 digits=1; do

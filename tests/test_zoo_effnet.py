@@ -179,7 +179,7 @@ def test_wp_at_1280_through_backend_and_sidecar(served, task, tmp_path):
     if report.exists():  # the report's one-hot row for AdaMerging (make report writes it)
         rec = json.loads(report.read_text())
         row = next(r for r in rec["rows"] if r["backbone"] == "AdaMerging" and r["method"] == "react"
-                   and r["label"] == task and r.get("set") == "one-hot")
+                   and r["label"] == preference and r.get("set") == "one-hot")
         recorded = row["accuracy"][rec["tasks"].index(task)]
         acc = float((backend.argmax(1) == y).mean())
         assert abs(acc - recorded) <= _binomial_margin(recorded, SLICE), \
