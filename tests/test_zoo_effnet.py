@@ -178,7 +178,7 @@ def test_wp_at_1280_through_backend_and_sidecar(served, task, tmp_path):
     report = ZOO / "eval.json"
     if report.exists():  # the report's one-hot row for AdaMerging (make report writes it)
         rec = json.loads(report.read_text())
-        row = next(r for r in rec["rows"] if r["backbone"] == "AdaMerging" and r["method"] == "react"
+        row = next(r for r in rec["rows"] if r.get("backbone") == "AdaMerging" and r["method"] == "react"
                    and r["label"] == preference and r.get("set") == "one-hot")
         recorded = row["accuracy"][rec["tasks"].index(task)]
         acc = float((backend.argmax(1) == y).mean())
