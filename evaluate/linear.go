@@ -145,27 +145,41 @@ func FitLinear(x, y []float32, d int, seed uint64) (inSample, heldout float64, e
 	if err != nil {
 		return 0, 0, err
 	}
+	return plainFit(a, b)
+}
+
+// plainFit returns FitLinear's two R² from the halves' moments.
+func plainFit(a, b *moments) (inSample, heldout float64, err error) {
 	all := a.add(b)
 	tot := all.total()
 	if tot <= 0 {
-		return 0, 0, fmt.Errorf("linear fit: the expert features do not vary")
+		return 0, 0, errNoVariance
 	}
 	w, err := all.fit()
 	if err != nil {
 		return 0, 0, err
 	}
 	inSample = 1 - all.residual(w)/tot
-	wa, err := a.fit()
-	if err != nil {
-		return 0, 0, err
-	}
-	wb, err := b.fit()
-	if err != nil {
-		return 0, 0, err
-	}
-	heldout = 1 - (b.residual(wa)+a.residual(wb))/(a.total()+b.total())
-	return inSample, heldout, nil
+	heldout, err = crossFit(a, b, linearRidge)
+	return inSample, heldout, err
 }
+
+// crossFit returns the held-out R² of the ridge map of relative ridge rel:
+// fitted on each half, scored on the other, the residuals summed.
+func crossFit(a, b *moments, rel float64) (float64, error) {
+	wa, err := a.fitRidge(rel)
+	if err != nil {
+		return 0, err
+	}
+	wb, err := b.fitRidge(rel)
+	if err != nil {
+		return 0, err
+	}
+	return 1 - (b.residual(wa)+a.residual(wb))/(a.total()+b.total()), nil
+}
+
+// errNoVariance is returned when the expert features are constant.
+var errNoVariance = fmt.Errorf("linear fit: the expert features do not vary")
 
 // halves checks x and y and sums the moments of FitLinear's two seeded
 // random halves of their rows.
@@ -197,23 +211,41 @@ func BestHeldout(x, y []float32, d int, seed uint64) (r2, ridge float64, err err
 	if err != nil {
 		return 0, 0, err
 	}
-	tot := a.total() + b.total()
-	if tot <= 0 {
-		return 0, 0, fmt.Errorf("linear fit: the expert features do not vary")
+	return bestRidge(a, b)
+}
+
+// bestRidge returns BestHeldout's R² and ridge from the halves' moments.
+func bestRidge(a, b *moments) (r2, ridge float64, err error) {
+	if a.total()+b.total() <= 0 {
+		return 0, 0, errNoVariance
 	}
 	r2 = math.Inf(-1)
 	for _, rel := range RidgeGrid {
-		wa, err := a.fitRidge(rel)
+		v, err := crossFit(a, b, rel)
 		if err != nil {
 			return 0, 0, err
 		}
-		wb, err := b.fitRidge(rel)
-		if err != nil {
-			return 0, 0, err
-		}
-		if v := 1 - (b.residual(wa)+a.residual(wb))/tot; v > r2 {
+		if v > r2 {
 			r2, ridge = v, rel
 		}
 	}
 	return r2, ridge, nil
+}
+
+// measureLinear fills a LinearFit's R² (FitLinear's and BestHeldout's)
+// from one pass over the samples: the halves' moments are summed once.
+func measureLinear(x, y []float32, d int, seed uint64) (LinearFit, error) {
+	a, b, err := halves(x, y, d, seed)
+	if err != nil {
+		return LinearFit{}, err
+	}
+	in, held, err := plainFit(a, b)
+	if err != nil {
+		return LinearFit{}, err
+	}
+	ridged, ridge, err := bestRidge(a, b)
+	if err != nil {
+		return LinearFit{}, err
+	}
+	return LinearFit{Samples: len(x) / d, InSample: in, Heldout: held, Ridged: ridged, Ridge: ridge}, nil
 }

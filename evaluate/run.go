@@ -364,16 +364,12 @@ func (e *evaluation) oracle(ctx context.Context, b Backbone, experts []react.Mod
 		if err := acc.AddFloat32(z[i], e.features[experts[i]][i]); err != nil {
 			return err
 		}
-		in, held, err := FitLinear(z[i], e.features[experts[i]][i], e.d, 0)
+		fit, err := measureLinear(z[i], e.features[experts[i]][i], e.d, 0)
 		if err != nil {
 			return fmt.Errorf("task %q: %w", t, err)
 		}
-		ridged, ridge, err := BestHeldout(z[i], e.features[experts[i]][i], e.d, 0)
-		if err != nil {
-			return fmt.Errorf("task %q: %w", t, err)
-		}
-		e.res.Linear = append(e.res.Linear, LinearFit{Backbone: b.Label, Task: t, Samples: len(z[i]) / e.d,
-			InSample: in, Heldout: held, Ridged: ridged, Ridge: ridge})
+		fit.Backbone, fit.Task = b.Label, t
+		e.res.Linear = append(e.res.Linear, fit)
 		st, err := acc.Stats(t, experts[i])
 		if err != nil {
 			return err
