@@ -65,15 +65,9 @@ func pairwise(res *evaluate.Result, s evaluate.SetInfo) (figure, bool) {
 	p.Y.Label.Text = s.Focus[1] + " accuracy (%)"
 	p.Add(plotter.NewGrid())
 	for i, c := range curves {
-		l, sc, err := plotter.NewLinePoints(c.xy)
-		if err != nil {
-			continue
+		if _, sc, ok := addCurve(p, i, c); ok {
+			sc.Radius = vg.Points(2.5)
 		}
-		col, shape := style(i)
-		l.Color, sc.Color, sc.Shape = col, col, shape
-		sc.Radius = vg.Points(2.5)
-		p.Add(l, sc)
-		p.Legend.Add(c.name, l, sc)
 	}
 	for i, u := range unc {
 		sc, err := plotter.NewScatter(u.xy)

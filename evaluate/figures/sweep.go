@@ -182,17 +182,10 @@ func sweepPlot(title, xlabel string, curves, refs []curve) *plot.Plot {
 	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.Add(plotter.NewGrid())
 	for i, c := range curves {
-		l, sc, err := plotter.NewLinePoints(c.xy)
-		if err != nil {
-			continue
-		}
-		col, shape := style(i)
-		l.Color, sc.Color, sc.Shape = col, col, shape
-		if i%2 == 1 {
+		l, _, ok := addCurve(p, i, c)
+		if ok && i%2 == 1 {
 			l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
 		}
-		p.Add(l, sc)
-		p.Legend.Add(c.name, l, sc)
 	}
 	for _, r := range refs {
 		l, err := plotter.NewLine(r.xy)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -120,6 +121,20 @@ func fileName(parts ...string) string {
 // style returns the i-th line colour and glyph shape.
 func style(i int) (color.Color, draw.GlyphDrawer) {
 	return plotutil.Color(i), plotutil.Shape(i)
+}
+
+// addCurve draws curve i as a line through its points, in style(i), with a
+// legend entry; a curve without points is left out.
+func addCurve(p *plot.Plot, i int, c curve) (*plotter.Line, *plotter.Scatter, bool) {
+	l, sc, err := plotter.NewLinePoints(c.xy)
+	if err != nil {
+		return nil, nil, false
+	}
+	col, shape := style(i)
+	l.Color, sc.Color, sc.Shape = col, col, shape
+	p.Add(l, sc)
+	p.Legend.Add(c.name, l, sc)
+	return l, sc, true
 }
 
 // rowKey identifies a corrected model: its rows at every preference.
