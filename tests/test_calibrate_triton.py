@@ -165,32 +165,12 @@ def test_fit_from_png_folders_equals_npy(triton_addr, calibrate, tmp_path):
     in flight (no two requests batched together differently) the features,
     and so the sums, are the same bits: the test asserts that, and the float
     tolerance of the contract besides."""
-    for task in TASKS:
-        _need((DATA / task / "calib.npz").is_file(), f"{DATA / task / 'calib.npz'} is missing: run scripts/zoo-data.sh")
-    png, npy = tmp_path / "png", tmp_path / "npy"
-    export = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), str(ROOT / "scripts" / "zoo-png.py"),
-                             "--out", str(png), "--npy", str(npy), "--tasks", ",".join(TASKS), "--data", str(DATA)],
-                            capture_output=True, text=True, timeout=300)
-    assert export.returncode == 0, f"zoo-png.py failed:\n{export.stdout}\n{export.stderr}"
-    counts = {}
-    for task in TASKS:
-        with np.load(DATA / task / "calib.npz") as f:
-            counts[task] = len(f["x"])
-        assert len(list((png / task).glob("*.png"))) == counts[task]
-
-    def fit(inputs, out):
-        cmd = [str(calibrate), "fit", "--triton", triton_addr, "--inputs", str(inputs),
-               "--backbone-model", BACKBONE, "--tasks", ",".join(TASKS), "--chunk", str(CHUNK),
-               "--in-flight", "1", "--quiet", "--out", str(out)]
-        cmd += [f"--expert={task}=expert_{task}" for task in TASKS]
-        run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    png, npy, counts = _export_png(tmp_path)
+    for inputs, name in ((png, "png"), (npy, "npy")):
+        run = _fit(calibrate, triton_addr, inputs, tmp_path / f"{name}.safetensors")
         assert run.returncode == 0, f"calibrate fit --inputs {inputs} failed ({run.returncode}):\n{run.stdout}\n{run.stderr}"
-        with safe_open(str(out), framework="numpy") as f:
-            meta = f.metadata()
-        return load_file(str(out)), meta
-
-    from_png, meta_png = fit(png, tmp_path / "png.safetensors")
-    from_npy, meta_npy = fit(npy, tmp_path / "npy.safetensors")
+    from_png, meta_png = _load(tmp_path / "png.safetensors")
+    from_npy, meta_npy = _load(tmp_path / "npy.safetensors")
     for task in TASKS:
         assert meta_png[f"task.{task}.n"] == meta_npy[f"task.{task}.n"] == str(counts[task])
         for kind in ("S", "G", "W_orth"):
