@@ -33,10 +33,11 @@ BINARIES=(
 prepare() {
 	bash scripts/setup.d/50-cuda.sh
 	mkdir -p .gpu
-	go test -c -tags cuda -o .gpu/react.test ./react
-	go test -c -tags cuda -o .gpu/cuda.test ./react/internal/cuda
-	go test -c -tags cuda -o .gpu/control.test ./control
-	go test -c -tags cuda -o .gpu/model.test ./backend/model
+	# Stripped (-s -w): what travels to the GPU machine is limited.
+	local b
+	for b in "${BINARIES[@]}"; do
+		go test -c -tags cuda -ldflags='-s -w' -o ".gpu/${b%% *}" "./${b#* }"
+	done
 	du -ch .gpu/*.test | tail -n 1
 	echo "gpu: .gpu ready; on the GPU machine: bench/gpu.sh run (carry .gpu)"
 }
@@ -66,8 +67,30 @@ cuda_libdir() {
 	done
 }
 
+# step NAME SECONDS DIR CMD...: runs CMD in DIR (a package's directory,
+# for its testdata) with a time limit, its output into $work/NAME.log, and
+# one line in the summary; a failure marks the run failed but the next
+# steps still run.
+step() {
+	local name=$1 limit=$2 dir=$3 rc=0 t0=$SECONDS
+	shift 3
+	(cd "$dir" && timeout --kill-after=5 "$limit" "$@") >"$work/$name.log" 2>&1 || rc=$?
+	local verdict=ok
+	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+		verdict="TIMED OUT after ${limit}s"
+	elif [ "$rc" -ne 0 ]; then
+		verdict="FAILED (exit $rc)"
+	fi
+	[ "$verdict" = ok ] || status=1
+	tar -C "$work" -czf "$out/logs.tgz" . # what is done so far comes back, even if a later step is cut off
+	printf '%-28s %-22s %4ss  %s\n' "$name" "$verdict" "$((SECONDS - t0))" \
+		"$(grep -cE -- '^--- FAIL' "$work/$name.log" || true) failed, $(grep -cE -- '^--- PASS' "$work/$name.log" || true) passed, $(grep -cE -- '^--- SKIP' "$work/$name.log" || true) skipped" |
+		tee -a "$work/summary.txt"
+}
+
 run() {
-	local out=${OUT:-.gpu/out} root=$PWD status=0 bin dir libdir
+	local out=${OUT:-.gpu/out} root=$PWD status=0 bin libdir work
+	work=$(mktemp -d)
 	mkdir -p "$out"
 	for b in "${BINARIES[@]}"; do
 		bin=${b%% *}
@@ -78,28 +101,48 @@ run() {
 	export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 	{
 		echo "libraries: $libdir"
-		nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
-	} | tee "$out/machine.txt"
+		nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader || true
+		lscpu | grep -E '^Model name' || true
+		compute-sanitizer --version 2>&1 | tail -n 1 || true
+		python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1 || true
+	} | tee "$work/machine.txt"
 
-	# The tests, with the GPU backend: REACT_TEST_BACKEND=cuda makes the
-	# react package's tests fail rather than fall back when no GPU opens.
+	# The tests, with the GPU backend: REACT_TEST_BACKEND=cuda makes every
+	# package fail rather than fall back when no GPU opens, and
+	# REACT_CUDA_EXPECT=gpu runs the tests at D = 768 and 1280.
 	export REACT_TEST_BACKEND=cuda REACT_CUDA_EXPECT=gpu
+	local limits=(120 40 60 60) i=0
 	for b in "${BINARIES[@]}"; do
-		bin=${b%% *} dir=${b#* }
-		echo "gpu: $bin (in $dir)"
-		(cd "$dir" && "$root/.gpu/$bin" -test.count=1 -test.v) >"$out/test-${bin%.test}.log" 2>&1 || status=1
-		grep -E '^(--- (FAIL|SKIP)|PASS|FAIL|ok)' "$out/test-${bin%.test}.log" | grep -v -- '--- SKIP' | tail -n 3 || true
+		bin=${b%% *}
+		step "test-${bin%.test}" "${limits[i]}" "${b#* }" "$root/.gpu/$bin" -test.count=1 -test.v
+		i=$((i + 1))
 	done
-	grep -hE -- '--- (PASS|FAIL|SKIP): TestDevice|--- (PASS|FAIL): TestOpen' "$out"/test-*.log || true
 
-	# The benchmarks: ours (Go benchmarks, GPU time from CUDA events), then
-	# PyTorch's on the same GPU, then the table.
-	echo "gpu: benchmarks"
-	(cd react && "$root/.gpu/react.test" -test.run '^$' -test.bench 'Device' -test.benchtime 20x -test.count 3) \
-		>"$out/bench-go.txt" 2>&1 || status=1
-	python3 bench/gpu_torch.py --out "$out/bench-torch.json" || status=1
-	python3 bench/gpu_table.py "$out/bench-go.txt" "$out/bench-torch.json" "$out/machine.txt" >"$out/gpu-bench.md" || status=1
-	cat "$out/gpu-bench.md"
+	# The benchmarks: ours, then PyTorch's on the same GPU, then the table.
+	step bench-go 120 react "$root/.gpu/react.test" -test.run '^$' -test.bench 'Device' -test.benchtime 20x -test.count 2
+	step bench-torch 90 . python3 bench/gpu_torch.py --out "$work/bench-torch.json"
+	python3 bench/gpu_table.py "$work/bench-go.log" "$work/bench-torch.json" "$work/machine.txt" >"$work/gpu-bench.md" 2>&1 || status=1
+	cat "$work/gpu-bench.md"
+
+	# compute-sanitizer over the device tests at small sizes: memcheck (every
+	# device access inside an allocation) and initcheck (no kernel reads
+	# memory never written). API errors are not reported: some tests make
+	# calls fail on purpose (a host address checked as a device one).
+	export REACT_DEVICE_LARGE=0
+	local sanitize=(compute-sanitizer --error-exitcode 9 --report-api-errors no --print-limit 20)
+	local small='TestDevice(SolveMatchesCPU|ApplyAllocatedMemory|ApplyResident|RefusesLikeCPU)|TestOneNorm'
+	step memcheck-react 50 react "${sanitize[@]}" --tool memcheck "$root/.gpu/react.test" -test.run "$small" -test.v
+	step memcheck-model 40 backend/model "${sanitize[@]}" --tool memcheck "$root/.gpu/model.test" -test.run 'TestExecuteDevice' -test.v
+	step initcheck-react 50 react "${sanitize[@]}" --tool initcheck "$root/.gpu/react.test" -test.run "$small" -test.v
+
+	echo "--- summary"
+	cat "$work/summary.txt"
+	grep -hE -- '^\s*--- FAIL|panic:|^FAIL' "$work"/test-*.log | head -n 40 || true
+	for f in "$work"/memcheck-*.log "$work"/initcheck-*.log; do
+		grep -E 'ERROR SUMMARY|Invalid|Uninitialized' "$f" | head -n 5 | sed "s|^|$(basename "$f"): |" || true
+	done
+	cp "$work/summary.txt" "$work/gpu-bench.md" "$work/machine.txt" "$out/" 2>/dev/null || true
+	tar -C "$work" -czf "$out/logs.tgz" .
 	return "$status"
 }
 

@@ -3,34 +3,43 @@ PyTorch's timings (bench/gpu_torch.py), as markdown on stdout.
 
     python3 bench/gpu_table.py bench-go.txt bench-torch.json machine.txt
 
-Each Go figure is the best of its -count runs (ns/op is wall time per
-operation, gpu-ms/op the GPU time between CUDA events around it);
-PyTorch's are medians of its runs.
+Both sides are measured the same way (react/device_bench_cuda_test.go):
+medians of the wall time of one call and of the GPU span between CUDA
+events around it, and for a batch already on the GPU the GPU time of the
+work alone. Each Go figure is the best of its -count runs' medians.
 """
 
 import json
 import re
 import sys
 
-LINE = re.compile(r"^Benchmark(\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op.*?([\d.]+) gpu-ms/op")
+NAME = re.compile(r"^Benchmark(\S+?)(?:-\d+)?\s+\d+\s+")
+METRIC = re.compile(r"([\d.e+-]+) (wall-p50-ms/op|span-p50-ms/op|gpu-ms/op)")
 
 
 def go_results(path):
-    """{name: (wall_ms, gpu_ms)}, the best run of each."""
+    """{name: {metric: value}}, the run with the best wall median of each."""
     best = {}
     with open(path) as f:
         for line in f:
-            m = LINE.match(line.strip())
+            m = NAME.match(line.strip())
             if not m:
                 continue
-            name, wall, gpu = m.group(1), float(m.group(2)) / 1e6, float(m.group(3))
-            if name not in best or wall < best[name][0]:
-                best[name] = (wall, gpu)
+            metrics = {k: float(v) for v, k in METRIC.findall(line)}
+            if "wall-p50-ms/op" not in metrics:
+                continue
+            name = m.group(1)
+            if name not in best or metrics["wall-p50-ms/op"] < best[name]["wall-p50-ms/op"]:
+                best[name] = metrics
     return best
 
 
 def fmt(x):
-    return "—" if x is None else f"{x:.3f}"
+    return "—" if x is None else f"{x:.4f}" if x < 0.1 else f"{x:.3f}"
+
+
+def ratio(ours, theirs):
+    return "—" if not ours or not theirs else f"{ours / theirs:.2f}"
 
 
 def main(go_path, torch_path, machine_path):
@@ -41,26 +50,21 @@ def main(go_path, torch_path, machine_path):
         machine = f.read().strip()
     print(f"GPU: {torch['device']}; PyTorch {torch['torch']} (CUDA {torch['cuda']}).")
     print(f"Machine: {machine}")
-    table(
-        "W_p for the equal preference over T tasks, float64 (ms; GPU time between CUDA events / wall):",
-        "| D | T |",
-        [(f"| {r['D']} | {r['T']} |", go.get(f"DeviceSolve/D={r['D']}/T={r['T']}"), r) for r in torch["solve"]],
-    )
-    table(
-        "The correction Z W_pᵀ of B rows at D = 768, float32 (ms):",
-        "| B | batch |",
-        [(f"| {r['B']} | {r['mode']} |", go.get(f"DeviceApply/{r['mode']}/B={r['B']}"), r) for r in torch["apply"]],
-    )
+    print("\nW_p for the equal preference over T tasks, float64 (ms, medians; span = GPU time between events around the call):\n")
+    print("| D | T | ours wall | ours span | PyTorch wall | PyTorch span | wall ratio (ours / PyTorch) |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for r in torch["solve"]:
+        o = go.get(f"DeviceSolve/D={r['D']}/T={r['T']}", {})
+        w = o.get("wall-p50-ms/op")
+        print(f"| {r['D']} | {r['T']} | {fmt(w)} | {fmt(o.get('span-p50-ms/op'))} | {fmt(r['wall_ms'])} | {fmt(r['span_ms'])} | {ratio(w, r['wall_ms'])} |")
+    print("\nThe correction Z W_pᵀ of B rows, float32 (ms, medians; GPU = the work alone, resident batches only):\n")
+    print("| D | B | batch | ours GPU | ours wall | PyTorch GPU | PyTorch wall | GPU ratio | wall ratio |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    for r in torch["apply"]:
+        o = go.get(f"DeviceApply/{r['mode']}/D={r['D']}/B={r['B']}", {})
+        g, w = o.get("gpu-ms/op"), o.get("wall-p50-ms/op")
+        print(f"| {r['D']} | {r['B']} | {r['mode']} | {fmt(g)} | {fmt(w)} | {fmt(r['gpu_ms'])} | {fmt(r['wall_ms'])} | {ratio(g, r['gpu_ms'])} | {ratio(w, r['wall_ms'])} |")
 
-
-def table(title, keys, rows):
-    """A markdown table: the key columns, then ours and PyTorch's GPU and wall times."""
-    print(f"\n{title}\n")
-    print(f"{keys} cuda backend GPU | cuda backend wall | PyTorch GPU | PyTorch wall |")
-    print("|---" * (keys.count("|") - 1) + "|---:" * 4 + "|")
-    for key, ours, theirs in rows:
-        ours = ours or (None, None)
-        print(f"{key} {fmt(ours[1])} | {fmt(ours[0])} | {fmt(theirs['gpu_ms'])} | {fmt(theirs['wall_ms'])} |")
 
 if __name__ == "__main__":
     if len(sys.argv) != 4:

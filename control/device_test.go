@@ -3,9 +3,13 @@ package control
 import (
 	"context"
 	"errors"
+	"os"
 	"testing"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/devicetest"
 )
 
 // TestProfileOnDevice: with the cuda backend (a cuda build on a GPU;
@@ -13,13 +17,24 @@ import (
 // W_p on the device, formed at once (no factored first answer), and
 // corrects there, against the same float64 reference as on the CPU.
 // Elsewhere it checks that no matrix claims to be on a device.
+//
+// With REACT_TEST_BACKEND=cuda (bench/gpu.sh, and CI under the emulator)
+// the device is required: a GPU backend that cannot be used fails the test
+// instead of letting it pass on the CPU.
 func TestProfileOnDevice(t *testing.T) {
+	required := os.Getenv("REACT_TEST_BACKEND") == react.BackendCUDA
 	if prev := react.CurrentBackend(); prev != react.BackendCUDA {
 		if _, err := react.UseBackend(react.BackendCUDA); err != nil {
+			if required {
+				t.Fatalf("REACT_TEST_BACKEND=cuda, but the cuda backend cannot be used: %v", err)
+			}
 			t.Logf("no device: %v", err) // and nothing switched
 		} else {
 			defer react.UseBackend(prev)
 		}
+	}
+	if required && react.CurrentAccelerator() == nil {
+		t.Fatalf("REACT_TEST_BACKEND=cuda, but no device is in use (backend %s)", react.CurrentBackend())
 	}
 
 	comps := testComponents(t, 12, 60, tasks3...)
@@ -51,6 +66,36 @@ func TestProfileOnDevice(t *testing.T) {
 		if spec != "cars=1" {
 			w = map[string]float64{"cars": 2.0 / 3, "svhn": 1.0 / 3}
 		}
-		checkApply(t, spec, m, referenceW(t, comps, comps.Beta, w))
+		ref := referenceW(t, comps, comps.Beta, w)
+		checkApply(t, spec, m, ref)
+		checkApplyDevice(t, spec, m, ref)
+	}
+}
+
+// checkApplyDevice corrects a batch in device memory (cudaMalloc'd, as
+// Triton's) with m.ApplyDevice, against ref's float64 product.
+func checkApplyDevice(t *testing.T, what string, m *Matrix, ref *mat.Dense) {
+	t.Helper()
+	d, _ := ref.Dims()
+	z := []float32{1, 2, 3, 4, 5, 6, -1, 0, 0.5, 0, 0, 2, 7, -3, 0.25, 1, 1, 1, 2, -2, 0, 3, 1, -1}
+	rows := len(z) / d
+	in := devicetest.Alloc(t, 4*len(z), devicetest.Runtime)
+	out := devicetest.Alloc(t, 4*len(z), devicetest.Runtime)
+	devicetest.Upload(t, in, z)
+	if err := m.ApplyDevice(out, in, rows); err != nil {
+		t.Fatalf("%s: ApplyDevice: %v", what, err)
+	}
+	dst := make([]float32, len(z))
+	devicetest.Download(t, dst, out)
+	for r := range rows {
+		for i := range d {
+			want := 0.0
+			for j := range d {
+				want += ref.At(i, j) * float64(z[r*d+j])
+			}
+			if diff := float64(dst[r*d+i]) - want; diff > 1e-4 || diff < -1e-4 {
+				t.Fatalf("%s: corrected on the device [%d][%d] = %v, want %v", what, r, i, dst[r*d+i], want)
+			}
+		}
 	}
 }

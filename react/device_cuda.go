@@ -51,6 +51,11 @@ type cudaAccelerator struct {
 	// in and out hold a host batch on the device, cap values each.
 	in, out cuda.Ptr
 	cap     int
+	// spare keeps the buffers of W_p's that were dropped, for the next
+	// ones: a new preference then allocates no device memory, and a
+	// dropped one frees none (cuMemAlloc and cuMemFree can synchronise
+	// the whole device, Triton's other models included).
+	spare sparePool
 }
 
 // Name implements Accelerator.
@@ -61,7 +66,27 @@ func (a *cudaAccelerator) CopyDevice(dst, src uintptr, n int) error {
 	if n == 0 {
 		return nil
 	}
-	return a.dev.Do(func() error { return a.dev.CopyDtoD(cuda.Ptr(dst), cuda.Ptr(src), n) })
+	return a.dev.Do(func() error {
+		if err := a.checkRanges(dst, src, n); err != nil {
+			return err
+		}
+		return a.dev.CopyDtoD(cuda.Ptr(dst), cuda.Ptr(src), n)
+	})
+}
+
+// checkRanges checks that n bytes at dst and at src are this device's
+// memory, each inside one allocation, before a copy or kernel touches
+// them: an address from elsewhere (Triton's buffers) that is wrong would
+// otherwise be a sticky error of the whole context, which Triton's other
+// models on this GPU share. Call it inside Do.
+func (a *cudaAccelerator) checkRanges(dst, src uintptr, n int) error {
+	if err := a.dev.CheckRange(cuda.Ptr(src), n); err != nil {
+		return fmt.Errorf("input: %w", err)
+	}
+	if err := a.dev.CheckRange(cuda.Ptr(dst), n); err != nil {
+		return fmt.Errorf("output: %w", err)
+	}
+	return nil
 }
 
 // f64 and f32 are the sizes of the device's values in bytes.
@@ -234,7 +259,10 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 		}
 		if info, err := dev.DownloadInt32(ds.info); err != nil {
 			return err
-		} else if info != 0 {
+		} else if info < 0 {
+			// An illegal argument: a fault of ours, never of C_p.
+			return fmt.Errorf("cusolverDnDpotrf: argument %d is illegal (devInfo %d)", -info, info)
+		} else if info > 0 {
 			st.Cond = math.Inf(1)
 			refused = s.solveError(hs.w, p.String(), st.Cond)
 			return nil
@@ -301,18 +329,27 @@ func (a *cudaAccelerator) newMatrix(d int, wp []float64) (*cudaMatrix, error) {
 		return nil, err
 	}
 	m := &cudaMatrix{acc: a, d: d, host: host}
+	n := f32 * d * d
 	err := a.dev.Do(func() error {
 		var err error
-		if m.w, err = a.dev.Alloc(f32 * d * d); err != nil {
+		if m.w, err = a.spare.get(a.dev, n); err != nil {
 			return err
 		}
 		return a.dev.Upload32(m.w, host)
 	})
-	runtime.AddCleanup(m, freeAll, deviceMemory{a.dev, []cuda.Ptr{m.w}})
+	if m.w != 0 {
+		runtime.AddCleanup(m, a.release, spareBuffer{m.w, n})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("uploading W_p to %s: %w", a.dev.Name(), err)
 	}
 	return m, nil
+}
+
+// release takes back the buffer of a W_p no longer referenced, from a
+// cleanup: it is kept for the next W_p of its size, or freed.
+func (a *cudaAccelerator) release(b spareBuffer) {
+	_ = a.dev.Do(func() error { a.spare.put(a.dev, b); return nil })
 }
 
 // cudaMatrix is W_p on the device, float32 row-major, and its host copy.
@@ -363,7 +400,12 @@ func (m *cudaMatrix) ApplyDevice(dst, z uintptr, rows int) error {
 	if rows == 0 {
 		return nil
 	}
-	return m.acc.dev.Do(func() error { return m.gemm(cuda.Ptr(dst), cuda.Ptr(z), rows) })
+	return m.acc.dev.Do(func() error {
+		if err := m.acc.checkRanges(dst, z, int(n)); err != nil {
+			return fmt.Errorf("correct: %w", err)
+		}
+		return m.gemm(cuda.Ptr(dst), cuda.Ptr(z), rows)
+	})
 }
 
 // gemm queues out = z W_pᵀ for rows rows: column-major, z is Zᵀ (D×B) and

@@ -2,11 +2,19 @@ package react
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
 	"testing"
+	"unsafe"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/mergectl/react-triton/react/devicetest"
 )
 
 // The device is held to the float64 CPU solver, the reference: these tests
@@ -61,10 +69,21 @@ func TestDeviceSolveMatchesCPU(t *testing.T) {
 		{"mean", 48, []int{200, 150, 120}, 1e-3, NormMean, []string{"task1=1", "task0=0.2,task1=0.5,task2=0.3"}},
 		{"fewer samples than D", 64, []int{40, 200, 90}, 0.5, NormSum, []string{"task0=1", "task0=0.7,task2=0.3"}},
 		{"wide", 256, []int{600, 500, 700}, 0.1, NormSum, []string{"task2=1", "task0=1,task1=2,task2=3"}},
+		// The two zoos' widths, on synthetic statistics (n nil): the
+		// float64 reference costs seconds on a CPU, so a GPU run only.
+		{"D=768", 768, nil, 0.1, NormSum, []string{"task1=1", "task0=0.6,task1=0.4", "task0=1,task1=1,task2=1,task3=1"}},
+		{"D=1280", 1280, nil, 0.1, NormSum, []string{"task3=1", "task0=1,task2=3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			samples := threeTasks(17, tc.d, tc.n[0], tc.n[1], tc.n[2])
-			c := components(t, tc.beta, tc.norm, samples...)
+			var c *Components
+			if tc.n == nil {
+				if !largeDeviceTests() {
+					t.Skip("D > 256: on a GPU only (REACT_CUDA_EXPECT=gpu, bench/gpu.sh)")
+				}
+				c = syntheticComponents(tc.d, 4)
+			} else {
+				c = components(t, tc.beta, tc.norm, threeTasks(17, tc.d, tc.n[0], tc.n[1], tc.n[2])...)
+			}
 			s, ds := deviceSolver(t, c, Options{Beta: tc.beta, Normalization: tc.norm})
 			for _, spec := range tc.specs {
 				p := mustPref(t, spec, s.Tasks())
@@ -89,6 +108,14 @@ func TestDeviceSolveMatchesCPU(t *testing.T) {
 			}
 		})
 	}
+}
+
+// largeDeviceTests reports whether the tests at the zoos' widths run: on
+// a real GPU (REACT_CUDA_EXPECT=gpu), where their CPU references cost
+// seconds, unless REACT_DEVICE_LARGE=0 (bench/gpu.sh under
+// compute-sanitizer); the emulator and CI's CPUs skip them.
+func largeDeviceTests() bool {
+	return os.Getenv("REACT_CUDA_EXPECT") == "gpu" && os.Getenv("REACT_DEVICE_LARGE") != "0"
 }
 
 // checkDeviceApply corrects batches on the device against the float64
@@ -142,5 +169,210 @@ func TestDeviceRefusesLikeCPU(t *testing.T) {
 	}
 	if _, _, err := ds.Solve(Preference{}); err == nil {
 		t.Error("device solve of the empty preference succeeded")
+	}
+}
+
+// applyError compares dst, z's rows corrected on the device, with the
+// float64 product with w (W_p as the device rounded it, row-major), as
+// checkDeviceApply does, and returns the first value out of tolerance.
+func applyError(dst, z []float32, w []float32, d int) error {
+	for r := range len(z) / d {
+		for i := range d {
+			want, scale := 0.0, 0.0
+			for j := range d {
+				x := float64(w[i*d+j]) * float64(z[r*d+j])
+				want += x
+				scale += math.Abs(x)
+			}
+			if e := math.Abs(float64(dst[r*d+i]) - want); !(e <= 1e-5*scale+1e-30) {
+				return fmt.Errorf("row %d [%d] = %v, want %v (error %.3g of %.3g)", r, i, dst[r*d+i], want, e, scale)
+			}
+		}
+	}
+	return nil
+}
+
+// TestDeviceConcurrent solves and corrects from 16 goroutines at once, on
+// host batches and on batches in device memory (from cuMemAlloc and from
+// cudaMalloc), while the garbage collector runs without pause and frees
+// dropped W_p's from other goroutines: each goroutine's answers must be its
+// own preference's. A lost runtime.LockOSThread or context push, a shared
+// scratch buffer used outside the device's lock, or a W_p freed while in
+// use shows here.
+func TestDeviceConcurrent(t *testing.T) {
+	acc := requireDevice(t)
+	const d, goroutines, rounds, rows = 96, 16, 12, 7
+	c := syntheticComponents(d, 4)
+	s := mustSolver(t, c, DefaultOptions(c))
+	ds, err := acc.Load(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := []string{"task0=1", "task1=1", "task2=1", "task3=1", "task0=1,task1=1",
+		"task1=2,task3=1", "task0=1,task1=1,task2=1,task3=1", "task2=3,task0=1"}
+	prefs := make([]Preference, len(specs))
+	want := make([]*mat.Dense, len(specs))
+	for k, spec := range specs {
+		prefs[k] = mustPref(t, spec, s.Tasks())
+		want[k] = mat.NewDense(d, d, nil)
+		if _, err := s.SolveIntoStats(want[k], prefs[k]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each goroutine's device batches, allocated here (Alloc may skip).
+	type buffers struct{ in, out uintptr }
+	bufs := make([]buffers, goroutines)
+	for g := range bufs {
+		how := devicetest.Allocator(g % 2)
+		bufs[g] = buffers{devicetest.Alloc(t, 4*rows*d, how), devicetest.Alloc(t, 4*rows*d, how)}
+	}
+
+	stop := make(chan struct{})
+	var gc sync.WaitGroup
+	gc.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				runtime.GC()
+			}
+		}
+	})
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 5))
+			z := make([]float32, rows*d)
+			for i := range z {
+				z[i] = float32(rng.NormFloat64())
+			}
+			got := make([]float32, len(z))
+			for r := range rounds {
+				k := (g + r) % len(specs)
+				m, _, err := ds.Solve(prefs[k])
+				if err != nil {
+					t.Errorf("goroutine %d, %s: %v", g, specs[k], err)
+					return
+				}
+				w := mat.NewDense(d, d, nil)
+				for i, v := range m.Host() {
+					w.RawMatrix().Data[i] = float64(v)
+				}
+				if e := relErr(w, want[k]); !(e <= 1e-6) {
+					t.Errorf("goroutine %d, %s: W_p off the CPU's by %.3g", g, specs[k], e)
+					return
+				}
+				if err := m.Apply(got, z); err != nil {
+					t.Errorf("goroutine %d, %s: Apply: %v", g, specs[k], err)
+					return
+				}
+				if err := applyError(got, z, m.Host(), d); err != nil {
+					t.Errorf("goroutine %d, %s: Apply: %v", g, specs[k], err)
+					return
+				}
+				clear(got)
+				b := bufs[g]
+				devicetest.Upload(t, b.in, z)
+				if err := m.ApplyDevice(b.out, b.in, rows); err != nil {
+					t.Errorf("goroutine %d, %s: ApplyDevice: %v", g, specs[k], err)
+					return
+				}
+				devicetest.Download(t, got, b.out)
+				if err := applyError(got, z, m.Host(), d); err != nil {
+					t.Errorf("goroutine %d, %s: ApplyDevice (%s): %v", g, specs[k], devicetest.Allocator(g%2), err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	gc.Wait()
+}
+
+// TestDeviceApplyAllocatedMemory corrects batches in device memory from
+// both allocators (Triton's buffers come from cudaMalloc), against the
+// float64 product; a none-like device copy; and refuses addresses that are
+// not whole buffers of this device's memory without touching them (a
+// kernel that did would be a sticky error of the whole context), after
+// which the device still works.
+func TestDeviceApplyAllocatedMemory(t *testing.T) {
+	acc := requireDevice(t)
+	const d, rows = 64, 33
+	c := syntheticComponents(d, 3)
+	s := mustSolver(t, c, DefaultOptions(c))
+	ds, err := acc.Load(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := ds.Solve(mustPref(t, "task0=1,task2=3", s.Tasks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(11, 3))
+	z := make([]float32, rows*d)
+	for i := range z {
+		z[i] = float32(rng.NormFloat64())
+	}
+	n := 4 * len(z)
+	got := make([]float32, len(z))
+	for _, how := range []devicetest.Allocator{devicetest.Driver, devicetest.Runtime} {
+		t.Run(how.String(), func(t *testing.T) {
+			in, out := devicetest.Alloc(t, n, how), devicetest.Alloc(t, n, how)
+			devicetest.Upload(t, in, z)
+			devicetest.Fill(t, out, n, 0xFF) // NaN: every value must be written
+			if err := m.ApplyDevice(out, in, rows); err != nil {
+				t.Fatal(err)
+			}
+			devicetest.Download(t, got, out)
+			if err := applyError(got, z, m.Host(), d); err != nil {
+				t.Fatal(err)
+			}
+			devicetest.Fill(t, out, n, 0xFF)
+			if err := acc.CopyDevice(out, in, n); err != nil {
+				t.Fatal(err)
+			}
+			devicetest.Download(t, got, out)
+			for i := range got {
+				if got[i] != z[i] {
+					t.Fatalf("CopyDevice [%d] = %v, want %v", i, got[i], z[i])
+				}
+			}
+
+			host := uintptr(unsafe.Pointer(&z[0]))
+			for _, bad := range []struct {
+				name          string
+				dst, src      uintptr
+				rows          int
+				wantSubstring string
+			}{
+				{"host input", out, host, rows, "input"},
+				{"host output", host, in, rows, "output"},
+				{"input past its buffer", out, in + 4, rows, "input"},
+				{"one row too many", out, in, rows + 1, "input"},
+				{"no address", out, 0, rows, "input"},
+			} {
+				devicetest.Fill(t, out, n, 0xFF)
+				err := m.ApplyDevice(bad.dst, bad.src, bad.rows)
+				if err == nil || !strings.Contains(err.Error(), bad.wantSubstring) {
+					t.Errorf("ApplyDevice with %s = %v, want an error about the %s", bad.name, err, bad.wantSubstring)
+				}
+				if err := acc.CopyDevice(bad.dst, bad.src, 4*bad.rows*d); err == nil {
+					t.Errorf("CopyDevice with %s succeeded", bad.name)
+				}
+			}
+			runtime.KeepAlive(z)
+			// Nothing was written, and the device still works.
+			devicetest.Download(t, got, out)
+			for i, v := range got {
+				if !math.IsNaN(float64(v)) {
+					t.Fatalf("a refused call wrote [%d] = %v", i, v)
+				}
+			}
+			if err := m.ApplyDevice(out, in, rows); err != nil {
+				t.Fatalf("after the refusals: %v", err)
+			}
+		})
 	}
 }

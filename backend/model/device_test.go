@@ -3,10 +3,13 @@ package model
 import (
 	"context"
 	"errors"
+	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/devicetest"
 )
 
 // TestExecuteDeviceWithoutDevice checks what ExecuteDevice decides before
@@ -45,5 +48,68 @@ func TestExecuteDeviceWithoutDevice(t *testing.T) {
 				t.Errorf("ExecuteDevice = %v, want %v", out.Err, tc.want)
 			}
 		})
+	}
+}
+
+// TestExecuteDevice corrects requests whose input is in device memory, as
+// Triton hands over a backbone's output on the GPU: the output, allocated
+// by cudaMalloc as Triton does, holds W_p z for a correcting preference
+// (against the float64 reference) and z itself for none. bench/gpu.sh
+// runs it on a GPU; CI runs it under the emulator.
+func TestExecuteDevice(t *testing.T) {
+	if react.CurrentAccelerator() == nil {
+		t.Skip("no device in use")
+	}
+	m := loadZoo(t, "FP32", "")
+	if !m.OnDevice() {
+		t.Fatal("an FP32 model does not correct on the device in use")
+	}
+	const d, rows = 64, 5
+	rng := rand.New(rand.NewPCG(4, 4))
+	z := make([]float32, rows*d)
+	for i := range z {
+		z[i] = float32(rng.NormFloat64())
+	}
+	n := 4 * len(z)
+	in := devicetest.Alloc(t, n, devicetest.Runtime)
+	devicetest.Upload(t, in, z)
+	for _, spec := range []string{"fashion=1", "fashion=0.6,mnist=0.4", "none"} {
+		t.Run(spec, func(t *testing.T) {
+			out := devicetest.Alloc(t, n, devicetest.Runtime)
+			devicetest.Fill(t, out, n, 0xFF)
+			allocs := 0
+			res := m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{rows, d}, Input: in, Keys: pref(spec)},
+				func() (uintptr, error) { allocs++; return out, nil })
+			if res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			if allocs != 1 {
+				t.Fatalf("alloc called %d times", allocs)
+			}
+			got := make([]float32, len(z))
+			devicetest.Download(t, got, out)
+			if spec == "none" {
+				for i := range got {
+					if got[i] != z[i] {
+						t.Fatalf("none: [%d] = %v, want the input %v", i, got[i], z[i])
+					}
+				}
+				return
+			}
+			want := reference(t, spec, z, d)
+			for i := range got {
+				if e := math.Abs(float64(got[i]) - want[i]); !(e <= 1e-4*(1+math.Abs(want[i]))) {
+					t.Fatalf("%s: [%d] = %v, want %v", spec, i, got[i], want[i])
+				}
+			}
+		})
+	}
+	// A request whose output Triton could not place on the device fails,
+	// and says so.
+	res := m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{rows, d}, Input: in, Keys: pref("fashion=1")},
+		func() (uintptr, error) { return 0, errors.New("no GPU memory for the output") })
+	var re *RequestError
+	if !errors.As(res.Err, &re) || re.Code != CodeInternal {
+		t.Errorf("ExecuteDevice with a failed allocation = %v, want an internal request error", res.Err)
 	}
 }

@@ -5,6 +5,8 @@
 #ifndef REACT_CUDA_CALLS_H
 #define REACT_CUDA_CALLS_H
 
+#include <stdint.h>
+
 #include "shim.h"
 
 static inline CUresult rc_cuInit(unsigned int flags) { return rc.cuInit(flags); }
@@ -19,6 +21,8 @@ static inline CUresult rc_cuCtxPushCurrent(CUcontext c) { return rc.cuCtxPushCur
 static inline CUresult rc_cuCtxPopCurrent(CUcontext *c) { return rc.cuCtxPopCurrent(c); }
 static inline CUresult rc_cuMemAlloc(CUdeviceptr *p, size_t n) { return rc.cuMemAlloc(p, n); }
 static inline CUresult rc_cuMemFree(CUdeviceptr p) { return rc.cuMemFree(p); }
+static inline CUresult rc_cuMemGetInfo(size_t *free, size_t *total) { return rc.cuMemGetInfo(free, total); }
+static inline CUresult rc_cuPointerGetAttribute(void *data, CUpointer_attribute a, CUdeviceptr p) { return rc.cuPointerGetAttribute(data, a, p); }
 static inline CUresult rc_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t n, CUstream s) { return rc.cuMemcpyHtoDAsync(dst, src, n, s); }
 static inline CUresult rc_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream s) { return rc.cuMemcpyDtoHAsync(dst, src, n, s); }
 static inline CUresult rc_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { return rc.cuMemcpyDtoDAsync(dst, src, n, s); }
@@ -34,6 +38,8 @@ static inline CUresult rc_cuEventDestroy(CUevent e) { return rc.cuEventDestroy(e
 static inline cublasStatus_t rc_cublasCreate(cublasHandle_t *h) { return rc.cublasCreate(h); }
 static inline cublasStatus_t rc_cublasDestroy(cublasHandle_t h) { return rc.cublasDestroy(h); }
 static inline cublasStatus_t rc_cublasSetStream(cublasHandle_t h, CUstream s) { return rc.cublasSetStream(h, s); }
+static inline cublasStatus_t rc_cublasSetMathMode(cublasHandle_t h, cublasMath_t m) { return rc.cublasSetMathMode(h, m); }
+static inline const char *rc_cublasGetStatusName(cublasStatus_t s) { return rc.cublasGetStatusName(s); }
 static inline cublasStatus_t rc_cublasDaxpy(cublasHandle_t h, int n, const double *alpha, CUdeviceptr x, int incx, CUdeviceptr y, int incy) { return rc.cublasDaxpy(h, n, alpha, (const double *)x, incx, (double *)y, incy); }
 static inline cublasStatus_t rc_cublasDsymv(cublasHandle_t h, cublasFillMode_t uplo, int n, const double *alpha, CUdeviceptr a, int lda, CUdeviceptr x, int incx, const double *beta, CUdeviceptr y, int incy) { return rc.cublasDsymv(h, uplo, n, alpha, (const double *)a, lda, (const double *)x, incx, beta, (double *)y, incy); }
 static inline cublasStatus_t rc_cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float *alpha, CUdeviceptr a, int lda, CUdeviceptr b, int ldb, const float *beta, CUdeviceptr c, int ldc) { return rc.cublasSgemm(h, ta, tb, m, n, k, alpha, (const float *)a, lda, (const float *)b, ldb, beta, (float *)c, ldc); }
@@ -43,5 +49,14 @@ static inline cusolverStatus_t rc_cusolverDnSetStream(cusolverDnHandle_t h, CUst
 static inline cusolverStatus_t rc_cusolverDnDpotrf_bufferSize(cusolverDnHandle_t h, cublasFillMode_t uplo, int n, CUdeviceptr a, int lda, int *lwork) { return rc.cusolverDnDpotrf_bufferSize(h, uplo, n, (double *)a, lda, lwork); }
 static inline cusolverStatus_t rc_cusolverDnDpotrf(cusolverDnHandle_t h, cublasFillMode_t uplo, int n, CUdeviceptr a, int lda, CUdeviceptr work, int lwork, CUdeviceptr info) { return rc.cusolverDnDpotrf(h, uplo, n, (double *)a, lda, (double *)work, lwork, (int *)info); }
 static inline cusolverStatus_t rc_cusolverDnDpotrs(cusolverDnHandle_t h, cublasFillMode_t uplo, int n, int nrhs, CUdeviceptr a, int lda, CUdeviceptr b, int ldb, CUdeviceptr info) { return rc.cusolverDnDpotrs(h, uplo, n, nrhs, (const double *)a, lda, (double *)b, ldb, (int *)info); }
+
+static inline cudaError_t rc_cudaMalloc(CUdeviceptr *p, size_t n) {
+	void *v = NULL;
+	cudaError_t r = rc.cudaMalloc(&v, n);
+	*p = (CUdeviceptr)(uintptr_t)v;
+	return r;
+}
+static inline cudaError_t rc_cudaFree(CUdeviceptr p) { return rc.cudaFree((void *)(uintptr_t)p); }
+static inline const char *rc_cudaGetErrorName(cudaError_t e) { return rc.cudaGetErrorName(e); }
 
 #endif

@@ -8,6 +8,7 @@ package cuda
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -28,6 +29,10 @@ type Device struct {
 	blas    C.cublasHandle_t
 	solver  C.cusolverDnHandle_t
 	name    string
+	// pins keeps the host memory of the asynchronous copies queued in
+	// the current Do in place and alive until the stream has finished
+	// with it (cgo lets C keep a Go pointer past a call only if pinned).
+	pins runtime.Pinner
 }
 
 func openDevice(ordinal int) (*Device, error) {
@@ -61,6 +66,11 @@ func openDevice(ordinal int) (*Device, error) {
 			return err
 		}
 		if err := checkBLAS("cublasSetStream", C.rc_cublasSetStream(d.blas, d.stream)); err != nil {
+			return err
+		}
+		// Stated, not left to cuBLAS: SGEMM in float32, no TF32 (whose
+		// 10-bit mantissa would break the correction's tolerance).
+		if err := checkBLAS("cublasSetMathMode", C.rc_cublasSetMathMode(d.blas, C.CUBLAS_DEFAULT_MATH)); err != nil {
 			return err
 		}
 		if err := checkSolver("cusolverDnCreate", C.rc_cusolverDnCreate(&d.solver)); err != nil {
@@ -123,8 +133,15 @@ func (d *Device) Do(f func() error) error {
 			err = serr
 		}
 	}
+	// The stream is idle (or failed for good): its copies are done with
+	// the host memory.
+	d.pins.Unpin()
 	return err
 }
+
+// pin keeps p's object in place and alive until the end of the current Do,
+// for an asynchronous copy that reads or writes it.
+func (d *Device) pin(p unsafe.Pointer) { d.pins.Pin(p) }
 
 // Sync waits until the stream has finished what was queued. Call it
 // inside Do.
@@ -171,6 +188,11 @@ func (d *Device) Zero(p Ptr, n int) error {
 	return check("cuMemsetD8Async", C.rc_cuMemsetD8Async(p.c(), 0, C.size_t(n), d.stream))
 }
 
+// Memset queues setting n bytes at p to b. Call it inside Do.
+func (d *Device) Memset(p Ptr, b byte, n int) error {
+	return check("cuMemsetD8Async", C.rc_cuMemsetD8Async(p.c(), C.uchar(b), C.size_t(n), d.stream))
+}
+
 // CopyDtoD queues copying n bytes between device addresses. Call it inside
 // Do.
 func (d *Device) CopyDtoD(dst, src Ptr, n int) error {
@@ -183,6 +205,7 @@ func (d *Device) Upload64(dst Ptr, src []float64) error {
 	if len(src) == 0 {
 		return nil
 	}
+	d.pin(unsafe.Pointer(&src[0]))
 	return check("cuMemcpyHtoDAsync", C.rc_cuMemcpyHtoDAsync(dst.c(), unsafe.Pointer(&src[0]), C.size_t(8*len(src)), d.stream))
 }
 
@@ -191,6 +214,7 @@ func (d *Device) Upload32(dst Ptr, src []float32) error {
 	if len(src) == 0 {
 		return nil
 	}
+	d.pin(unsafe.Pointer(&src[0]))
 	return check("cuMemcpyHtoDAsync", C.rc_cuMemcpyHtoDAsync(dst.c(), unsafe.Pointer(&src[0]), C.size_t(4*len(src)), d.stream))
 }
 
@@ -200,6 +224,7 @@ func (d *Device) Download64(dst []float64, src Ptr) error {
 	if len(dst) == 0 {
 		return nil
 	}
+	d.pin(unsafe.Pointer(&dst[0]))
 	return check("cuMemcpyDtoHAsync", C.rc_cuMemcpyDtoHAsync(unsafe.Pointer(&dst[0]), src.c(), C.size_t(8*len(dst)), d.stream))
 }
 
@@ -208,15 +233,94 @@ func (d *Device) Download32(dst []float32, src Ptr) error {
 	if len(dst) == 0 {
 		return nil
 	}
+	d.pin(unsafe.Pointer(&dst[0]))
 	return check("cuMemcpyDtoHAsync", C.rc_cuMemcpyDtoHAsync(unsafe.Pointer(&dst[0]), src.c(), C.size_t(4*len(dst)), d.stream))
 }
 
 // DownloadInt32 copies one int32 from the device (a cuSOLVER info).
 func (d *Device) DownloadInt32(src Ptr) (int32, error) {
-	var v int32
-	err := check("cuMemcpyDtoHAsync", C.rc_cuMemcpyDtoHAsync(unsafe.Pointer(&v), src.c(), 4, d.stream))
+	v := new(int32)
+	d.pin(unsafe.Pointer(v))
+	err := check("cuMemcpyDtoHAsync", C.rc_cuMemcpyDtoHAsync(unsafe.Pointer(v), src.c(), 4, d.stream))
 	if err == nil {
 		err = check("cuStreamSynchronize", C.rc_cuStreamSynchronize(d.stream))
 	}
-	return v, err
+	return *v, err
+}
+
+// MemInfo returns the device's free and total memory in bytes, as the
+// driver counts them (all processes' allocations). Call it inside Do.
+func (d *Device) MemInfo() (free, total int, err error) {
+	var f, t C.size_t
+	if err := check("cuMemGetInfo", C.rc_cuMemGetInfo(&f, &t)); err != nil {
+		return 0, 0, err
+	}
+	return int(f), int(t), nil
+}
+
+// CheckRange checks that the n bytes at p lie in one allocation of this
+// device's memory, as an address handed over by another component (a
+// Triton input or output buffer) must before a kernel reads or writes it:
+// a kernel that touches an address outside every allocation is a sticky
+// error that ends every later call in the context, other models' too.
+// Memory from cuMemAlloc, cudaMalloc or a pool carved from them passes;
+// host memory, another device's, and a range past its allocation's end do
+// not. Call it inside Do.
+func (d *Device) CheckRange(p Ptr, n int) error {
+	if p == 0 {
+		return errors.New("device address 0")
+	}
+	var mtype C.uint
+	if err := check("cuPointerGetAttribute", C.rc_cuPointerGetAttribute(unsafe.Pointer(&mtype), C.CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p.c())); err != nil {
+		return fmt.Errorf("address %#x is not device memory: %w", uintptr(p), err)
+	}
+	if mtype != C.CU_MEMORYTYPE_DEVICE {
+		return fmt.Errorf("address %#x is not device memory (memory type %d)", uintptr(p), int(mtype))
+	}
+	var ordinal C.int
+	if err := check("cuPointerGetAttribute", C.rc_cuPointerGetAttribute(unsafe.Pointer(&ordinal), C.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p.c())); err != nil {
+		return fmt.Errorf("address %#x: %w", uintptr(p), err)
+	}
+	if int(ordinal) != d.ordinal {
+		return fmt.Errorf("address %#x is on device %d, not %d", uintptr(p), int(ordinal), d.ordinal)
+	}
+	var start C.CUdeviceptr
+	var size C.size_t
+	if err := check("cuPointerGetAttribute", C.rc_cuPointerGetAttribute(unsafe.Pointer(&start), C.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p.c())); err != nil {
+		return fmt.Errorf("address %#x: %w", uintptr(p), err)
+	}
+	if err := check("cuPointerGetAttribute", C.rc_cuPointerGetAttribute(unsafe.Pointer(&size), C.CU_POINTER_ATTRIBUTE_RANGE_SIZE, p.c())); err != nil {
+		return fmt.Errorf("address %#x: %w", uintptr(p), err)
+	}
+	if end := uintptr(start) + uintptr(size); uintptr(p)+uintptr(n) > end || n < 0 {
+		return fmt.Errorf("%d bytes at %#x run past their allocation (%d bytes at %#x)", n, uintptr(p), int(size), uintptr(start))
+	}
+	return nil
+}
+
+// RuntimeAlloc allocates n bytes through the CUDA runtime (cudaMalloc), in
+// the primary context of the runtime's current device, as Triton allocates
+// the tensors it hands to a backend. Tests use it; it loads libcudart on
+// first use. It needs no Do.
+func RuntimeAlloc(n int) (Ptr, error) {
+	if err := loadRuntime(); err != nil {
+		return 0, err
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var p C.CUdeviceptr
+	if err := checkRuntime("cudaMalloc", C.rc_cudaMalloc(&p, C.size_t(max(n, 1)))); err != nil {
+		return 0, fmt.Errorf("allocating %d bytes: %w", n, err)
+	}
+	return Ptr(p), nil
+}
+
+// RuntimeFree frees memory from RuntimeAlloc (cudaFree).
+func RuntimeFree(p Ptr) error {
+	if err := loadRuntime(); err != nil {
+		return err
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return checkRuntime("cudaFree", C.rc_cudaFree(p.c()))
 }

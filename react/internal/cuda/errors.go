@@ -40,18 +40,40 @@ func check(fn string, r C.CUresult) error {
 	return e
 }
 
-// checkBLAS turns a cuBLAS status into an error.
+// checkBLAS turns a cuBLAS status into an error, named by cuBLAS.
 func checkBLAS(fn string, s C.cublasStatus_t) error {
 	if s == C.CUBLAS_STATUS_SUCCESS {
 		return nil
 	}
-	return &Error{Func: fn, Code: int(s)}
+	e := &Error{Func: fn, Code: int(s)}
+	if name := C.rc_cublasGetStatusName(s); name != nil {
+		e.Name = C.GoString(name)
+	}
+	return e
 }
 
-// checkSolver turns a cuSOLVER status into an error.
+// checkSolver turns a cuSOLVER status into an error, named from the
+// header's enumeration (cuSOLVER has no function for it).
 func checkSolver(fn string, s C.cusolverStatus_t) error {
 	if s == C.CUSOLVER_STATUS_SUCCESS {
 		return nil
 	}
-	return &Error{Func: fn, Code: int(s)}
+	e := &Error{Func: fn, Code: int(s)}
+	if name := C.rc_solver_status_name(s); name != nil {
+		e.Name = C.GoString(name)
+	}
+	return e
+}
+
+// checkRuntime turns a CUDA runtime error into an error, named by the
+// runtime.
+func checkRuntime(fn string, r C.cudaError_t) error {
+	if r == C.cudaSuccess {
+		return nil
+	}
+	e := &Error{Func: fn, Code: int(r)}
+	if name := C.rc_cudaGetErrorName(r); name != nil {
+		e.Name = C.GoString(name)
+	}
+	return e
 }

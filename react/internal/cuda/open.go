@@ -17,12 +17,16 @@ import (
 	"unsafe"
 )
 
-// Libraries lists the shared libraries Open looks for, each as the sonames
-// tried in order: the driver's libcuda, cuBLAS, cuSOLVER.
-func Libraries() [][]string {
-	out := make([][]string, 3)
+// Libraries lists the shared libraries Open looks for with a driver that
+// supports CUDA driverVersion (as DriverVersion reports it; 0 when
+// unknown), each as the sonames tried in order: the driver's libcuda,
+// cuBLAS, cuSOLVER, and the runtime the tests use. A CUDA 13 driver (or an
+// unknown one) gets CUDA 13's libraries first, then CUDA 12's; a CUDA 12
+// driver only CUDA 12's, since it cannot run CUDA 13's.
+func Libraries(driverVersion int) [][]string {
+	out := make([][]string, 4)
 	for i := range out {
-		for _, s := range unsafe.Slice(C.rc_library_names(C.int(i)), 8) {
+		for _, s := range unsafe.Slice(C.rc_library_names(C.int(i), C.int(driverVersion)), 8) {
 			if s == nil {
 				break
 			}
@@ -79,4 +83,25 @@ func DriverVersion() (int, error) {
 		return 0, err
 	}
 	return int(v), nil
+}
+
+// runtimeLoaded records the outcome of loading the CUDA runtime, done once.
+var runtimeLoaded struct {
+	once sync.Once
+	err  error
+}
+
+// loadRuntime opens the CUDA runtime (libcudart) after the other
+// libraries, once.
+func loadRuntime() error {
+	if err := load(); err != nil {
+		return err
+	}
+	runtimeLoaded.once.Do(func() {
+		var why [512]C.char
+		if C.rc_open_runtime(&why[0], C.size_t(len(why))) != 0 {
+			runtimeLoaded.err = fmt.Errorf("loading the CUDA runtime: %s", C.GoString(&why[0]))
+		}
+	})
+	return runtimeLoaded.err
 }

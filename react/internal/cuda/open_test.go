@@ -5,8 +5,11 @@ package cuda
 import (
 	"errors"
 	"os"
+	"reflect"
+	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // TestOpen opens the first device. What it must find depends on the
@@ -47,8 +50,108 @@ func TestOpen(t *testing.T) {
 }
 
 func TestLibraries(t *testing.T) {
-	libs := Libraries()
-	if len(libs) != 3 || libs[0][0] != "libcuda.so.1" || libs[1][0] != "libcublas.so.13" || libs[2][0] != "libcusolver.so.12" {
-		t.Errorf("Libraries() = %v", libs)
+	for _, tc := range []struct {
+		driver int
+		want   [][]string
+	}{
+		{0, [][]string{
+			{"libcuda.so.1", "libcuda.so"},
+			{"libcublas.so.13", "libcublas.so.12", "libcublas.so"},
+			{"libcusolver.so.12", "libcusolver.so.11", "libcusolver.so"},
+			{"libcudart.so.13", "libcudart.so.12", "libcudart.so"},
+		}},
+		{13000, [][]string{
+			{"libcuda.so.1", "libcuda.so"},
+			{"libcublas.so.13", "libcublas.so.12", "libcublas.so"},
+			{"libcusolver.so.12", "libcusolver.so.11", "libcusolver.so"},
+			{"libcudart.so.13", "libcudart.so.12", "libcudart.so"},
+		}},
+		// A CUDA 12 driver cannot run CUDA 13's libraries: not tried.
+		{12080, [][]string{
+			{"libcuda.so.1", "libcuda.so"},
+			{"libcublas.so.12", "libcublas.so"},
+			{"libcusolver.so.11", "libcusolver.so"},
+			{"libcudart.so.12", "libcudart.so"},
+		}},
+	} {
+		if got := Libraries(tc.driver); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Libraries(%d) = %v, want %v", tc.driver, got, tc.want)
+		}
 	}
+}
+
+// openOrSkip opens the first device, or skips where REACT_CUDA_EXPECT
+// does not promise one (gpu: a real GPU; emulator: the strict emulator).
+func openOrSkip(t *testing.T) *Device {
+	t.Helper()
+	d, err := Open(0)
+	if err != nil {
+		if want := os.Getenv("REACT_CUDA_EXPECT"); want == "gpu" || want == "emulator" {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Skipf("no device: %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// TestErrorNames: a failing cuBLAS or cuSOLVER call is reported with its
+// status's name, not a bare number.
+func TestErrorNames(t *testing.T) {
+	d := openOrSkip(t)
+	for _, tc := range []struct {
+		call func() error
+		want string
+	}{
+		{func() error { return d.SgemmTN(-1, 1, 1, 0, 0, 0) }, "cublasSgemm: CUBLAS_STATUS_INVALID_VALUE"},
+		{func() error { _, err := d.DpotrfWork(-1, 0); return err }, "cusolverDnDpotrf_bufferSize: CUSOLVER_STATUS_INVALID_VALUE"},
+	} {
+		err := d.Do(tc.call)
+		var ce *Error
+		if !errors.As(err, &ce) || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("error %v, want one starting %q", err, tc.want)
+		}
+	}
+}
+
+// TestCheckRange: whole allocations of this device pass, from either
+// allocator; host memory, a range past an allocation's end and address 0
+// do not.
+func TestCheckRange(t *testing.T) {
+	d := openOrSkip(t)
+	const n = 4096
+	var p Ptr
+	if err := d.Do(func() error {
+		var err error
+		p, err = d.Alloc(n)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Free(p)
+	r, err := RuntimeAlloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer RuntimeFree(r)
+	host := make([]byte, n)
+	for _, tc := range []struct {
+		name string
+		p    Ptr
+		n    int
+		ok   bool
+	}{
+		{"cuMemAlloc, whole", p, n, true},
+		{"cuMemAlloc, inside", p + 100, n - 100, true},
+		{"cudaMalloc, whole", r, n, true},
+		{"past the end", p + 100, n, false},
+		{"host memory", Ptr(unsafe.Pointer(&host[0])), n, false},
+		{"address 0", 0, 4, false},
+	} {
+		err := d.Do(func() error { return d.CheckRange(tc.p, tc.n) })
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: CheckRange = %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
+	runtime.KeepAlive(host)
 }

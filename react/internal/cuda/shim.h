@@ -10,6 +10,7 @@
 #include <cuda.h>
 #include <cublas_v2.h>
 #include <cusolverDn.h>
+#include <cuda_runtime_api.h>
 
 // The functions, one X(library, name) each.
 #define RC_FUNCTIONS(X)                           \
@@ -24,6 +25,8 @@
 	X(driver, cuCtxPushCurrent)               \
 	X(driver, cuCtxPopCurrent)                \
 	X(driver, cuMemAlloc)                     \
+	X(driver, cuMemGetInfo)                   \
+	X(driver, cuPointerGetAttribute)          \
 	X(driver, cuMemFree)                      \
 	X(driver, cuMemcpyHtoDAsync)              \
 	X(driver, cuMemcpyDtoHAsync)              \
@@ -35,6 +38,8 @@
 	X(blas, cublasCreate)                     \
 	X(blas, cublasDestroy)                    \
 	X(blas, cublasSetStream)                  \
+	X(blas, cublasSetMathMode)                \
+	X(blas, cublasGetStatusName)              \
 	X(blas, cublasDaxpy)                      \
 	X(blas, cublasDsymv)                      \
 	X(blas, cublasSgemm)                      \
@@ -55,10 +60,19 @@
 	X(driver, cuEventElapsedTime)             \
 	X(driver, cuEventDestroy)
 
+// The CUDA runtime's allocation functions, which only the tests use (to
+// allocate device memory as Triton does), resolved by rc_open_runtime from
+// libcudart when they ask for it.
+#define RC_RUNTIME(X)                             \
+	X(runtime, cudaMalloc)                    \
+	X(runtime, cudaFree)                      \
+	X(runtime, cudaGetErrorName)
+
 #define RC_FIELD(lib, name) __typeof__(&name) name;
 typedef struct {
 	RC_FUNCTIONS(RC_FIELD)
 	RC_OPTIONAL(RC_FIELD)
+	RC_RUNTIME(RC_FIELD)
 } rc_api;
 #undef RC_FIELD
 
@@ -71,9 +85,20 @@ extern rc_api rc;
 // or -1 with what failed in why (why_len bytes at most).
 int rc_open(char *why, size_t why_len);
 
+// rc_open_runtime opens the CUDA runtime (libcudart) and resolves
+// RC_RUNTIME's functions, after rc_open. It returns 0, or -1 with why.
+int rc_open_runtime(char *why, size_t why_len);
+
 // rc_library_names returns the sonames tried for library which (0: the
-// driver, 1: cuBLAS, 2: cuSOLVER), in order, NULL-terminated: CUDA 13's,
-// then CUDA 12's.
-const char **rc_library_names(int which);
+// driver, 1: cuBLAS, 2: cuSOLVER, 3: the runtime), in order,
+// NULL-terminated, for a driver that supports CUDA driver_version
+// (1000·major + 10·minor; 0 when unknown): the libraries of the driver's
+// CUDA major version first, then older ones it also runs; never a newer
+// major's, which that driver cannot run.
+const char **rc_library_names(int which, int driver_version);
+
+// rc_solver_status_name returns the name of a cuSOLVER status (cuSOLVER
+// has no function for it), or NULL for one it does not know.
+const char *rc_solver_status_name(cusolverStatus_t s);
 
 #endif

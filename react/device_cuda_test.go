@@ -1,0 +1,106 @@
+//go:build cuda
+
+package react
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/mergectl/react-triton/react/devicetest"
+)
+
+// cudaInUse returns the CUDA accelerator in use, or skips.
+func cudaInUse(t *testing.T) *cudaAccelerator {
+	t.Helper()
+	acc, ok := CurrentAccelerator().(*cudaAccelerator)
+	if !ok {
+		t.Skipf("no CUDA device in use (backend %s)", CurrentBackend())
+	}
+	return acc
+}
+
+// settledFreeMemory collects garbage until the cleanups that free device
+// memory have run, and returns the device's free memory.
+func settledFreeMemory(t *testing.T) int {
+	t.Helper()
+	free := 0
+	for range 10 {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+		free = devicetest.FreeMemory(t)
+	}
+	return free
+}
+
+// TestDeviceNoLeak solves 2,000 new preferences and corrects a batch with
+// each, then drops them and the solver: the device's free memory comes
+// back to what it was, but for the buffers the spare pool keeps for the
+// next W_p's; and the W_p's reuse buffers instead of allocating one each.
+func TestDeviceNoLeak(t *testing.T) {
+	acc := cudaInUse(t)
+	const d, solves, rows = 64, 2000, 4
+	run := func(solves int) (allocs, reuses int) {
+		c := syntheticComponents(d, 3)
+		s := mustSolver(t, c, DefaultOptions(c))
+		ds, err := acc.Load(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		allocs0, reuses0 := acc.spareCounts()
+		rng := rand.New(rand.NewPCG(1, 2))
+		z := make([]float32, rows*d)
+		for i := range z {
+			z[i] = float32(rng.NormFloat64())
+		}
+		dst := make([]float32, len(z))
+		for i := range solves {
+			p, err := NewPreference(s.Tasks(), []float64{1 + float64(i%7), 1 + float64(i%5), 1 + float64(i%3)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, _, err := ds.Solve(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Apply(dst, z); err != nil {
+				t.Fatal(err)
+			}
+			if i%50 == 49 {
+				runtime.GC()
+			}
+		}
+		allocs, reuses = acc.spareCounts()
+		return allocs - allocs0, reuses - reuses0
+	}
+	run(10) // cuBLAS's and cuSOLVER's own workspaces, the batch scratch
+	before := settledFreeMemory(t)
+	allocs, reuses := run(solves)
+	after := settledFreeMemory(t)
+	kept := acc.spareBytes()
+	t.Logf("%d solves: %d W_p buffers allocated, %d reused; free memory %d -> %d bytes (%d kept spare)", solves, allocs, reuses, before, after, kept)
+	if allocs+reuses != solves {
+		t.Errorf("%d allocated + %d reused W_p buffers for %d solves", allocs, reuses, solves)
+	}
+	if allocs > solves/4 {
+		t.Errorf("%d of %d W_p buffers newly allocated: the spare pool is not reused", allocs, solves)
+	}
+	// The driver hands out memory in pages of up to 2 MiB.
+	if lost := before - after - kept; lost > 4<<20 {
+		t.Errorf("%d bytes of device memory not returned after %d solves (free %d -> %d, %d kept spare)", lost, solves, before, after, kept)
+	}
+}
+
+// spareCounts returns the spare pool's counts of W_p buffers allocated
+// and reused.
+func (a *cudaAccelerator) spareCounts() (allocs, reuses int) {
+	_ = a.dev.Do(func() error { allocs, reuses = a.spare.allocs, a.spare.reuses; return nil })
+	return allocs, reuses
+}
+
+// spareBytes returns the bytes the spare pool keeps.
+func (a *cudaAccelerator) spareBytes() (n int) {
+	_ = a.dev.Do(func() error { n = a.spare.bytes; return nil })
+	return n
+}
