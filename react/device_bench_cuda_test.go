@@ -199,6 +199,45 @@ func BenchmarkDeviceSolve(b *testing.B) {
 	}
 }
 
+// BenchmarkDeviceSolveSteps is BenchmarkDeviceSolve's solve step by step:
+// the median wall time of each (the device waited for after each, so
+// their sum exceeds one solve's time a little).
+func BenchmarkDeviceSolveSteps(b *testing.B) {
+	acc := benchDevice(b)
+	for _, d := range []int{768, 1280} {
+		b.Run(fmt.Sprintf("D=%d/T=8", d), func(b *testing.B) {
+			c := cachedComponents(d, 8)
+			s := mustSolver(b, c, DefaultOptions(c))
+			dsi, err := acc.Load(s)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ds := dsi.(*cudaSolver)
+			p := mustPref(b, "task0=1,task1=1,task2=1,task3=1,task4=1,task5=1,task6=1,task7=1", s.Tasks())
+			steps := map[string][]float64{}
+			var order []string
+			last := time.Now()
+			ds.trace = func(step string) {
+				now := time.Now()
+				if _, ok := steps[step]; !ok {
+					order = append(order, step)
+				}
+				steps[step] = append(steps[step], float64(now.Sub(last))/1e6)
+				last = now
+			}
+			for b.Loop() {
+				last = time.Now()
+				if _, _, err := ds.Solve(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for _, step := range order {
+				b.ReportMetric(median(steps[step]), step+"-ms")
+			}
+		})
+	}
+}
+
 // BenchmarkDeviceApply is the correction of a batch of B rows at D = 768
 // and 1280: "host" copies the batch to the device and back (the sidecar's
 // case), "resident" corrects a batch already in device memory (the Triton

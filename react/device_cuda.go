@@ -199,6 +199,22 @@ type cudaSolver struct {
 	ap, cp, ones, x, y, info, work cuda.Ptr
 	lwork                          int
 	pool                           sync.Pool // *hostScratch
+	// trace, when set (by a benchmark), is called after each step of a
+	// solve, once the device has finished it.
+	trace func(step string)
+}
+
+// mark waits for the device and reports step to trace, when set. Call it
+// inside Do.
+func (ds *cudaSolver) mark(step string) error {
+	if ds.trace == nil {
+		return nil
+	}
+	if err := ds.acc.dev.Sync(); err != nil {
+		return err
+	}
+	ds.trace(step)
+	return nil
 }
 
 func (ds *cudaSolver) memory() []cuda.Ptr {
@@ -250,8 +266,14 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 		if err := dev.Daxpy(d, total*s.opt.Beta, ds.ones, 1, ds.cp, d+1); err != nil { // + β Σp I
 			return err
 		}
+		if err := ds.mark("sums"); err != nil {
+			return err
+		}
 		anorm, err := estimateOneNorm(d, ds.symv, hs.x, hs.y, hs.sign)
 		if err != nil {
+			return err
+		}
+		if err := ds.mark("norm"); err != nil {
 			return err
 		}
 		if err := dev.Dpotrf(d, ds.cp, ds.work, ds.lwork, ds.info); err != nil {
@@ -267,8 +289,14 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 			refused = s.solveError(hs.w, p.String(), st.Cond)
 			return nil
 		}
+		if err := ds.mark("factor"); err != nil {
+			return err
+		}
 		inorm, err := estimateOneNorm(d, ds.solve, hs.x, hs.y, hs.sign)
 		if err != nil {
+			return err
+		}
+		if err := ds.mark("inverse-norm"); err != nil {
 			return err
 		}
 		st.Cond = anorm * inorm
@@ -279,7 +307,13 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 		if err := dev.Dpotrs(d, d, ds.cp, ds.ap, ds.info); err != nil {
 			return err
 		}
-		return dev.Download64(hs.wp, ds.ap)
+		if err := ds.mark("solve"); err != nil {
+			return err
+		}
+		if err := dev.Download64(hs.wp, ds.ap); err != nil {
+			return err
+		}
+		return ds.mark("download")
 	})
 	if err != nil {
 		return nil, st, fmt.Errorf("solve on %s: preference %q: %w", dev.Name(), p.String(), err)
@@ -288,6 +322,9 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 		return nil, st, refused
 	}
 	m, err := ds.acc.newMatrix(d, hs.wp)
+	if ds.trace != nil {
+		ds.trace("round+upload")
+	}
 	return m, st, err
 }
 
