@@ -106,7 +106,14 @@ func TestErrorNames(t *testing.T) {
 		{func() error { return d.SgemmTN(-1, 1, 1, 0, 0, 0) }, "cublasSgemm: CUBLAS_STATUS_INVALID_VALUE"},
 		// (cusolverDnDpotrf_bufferSize accepts n = -1 on an H200 with
 		// cuSOLVER 12: seen, so not used here.)
-		{func() error { return d.Dpotrf(-1, 0, 0, 0, 0) }, "cusolverDnDpotrf: CUSOLVER_STATUS_INVALID_VALUE"},
+		{func() error {
+			info, err := d.Alloc(4)
+			if err != nil {
+				return err
+			}
+			defer d.FreeLocked(info)
+			return d.Dpotrf(-1, 0, 0, 0, info)
+		}, "cusolverDnDpotrf: CUSOLVER_STATUS_INVALID_VALUE"},
 	} {
 		err := d.Do(tc.call)
 		var ce *Error
