@@ -21,7 +21,7 @@ type Matrix struct {
 	// D is the feature dimension.
 	D int
 	// W holds the D×D entries, row-major; nil while the matrix is only
-	// factored.
+	// factored, and for a matrix on a device (Matrix copies it from there).
 	W []float32
 	// Cond is LAPACK's estimate of the condition number of C_p.
 	Cond float64
@@ -53,14 +53,22 @@ func (m *Matrix) ApplyDevice(dst, z uintptr, rows int) error {
 }
 
 // Formed reports whether W_p is available as a matrix (else the matrix
-// answers through its factored form).
-func (m *Matrix) Formed() bool { return m.matrix() != nil }
+// answers through its factored form). A matrix on a device is.
+func (m *Matrix) Formed() bool { return m.device != nil || m.matrix() != nil }
 
 // Matrix returns W_p (D×D row-major float32), nil while the matrix is only
-// factored. The caller must not modify it.
-func (m *Matrix) Matrix() []float32 { return m.matrix() }
+// factored. For a matrix on a device, the first call copies it from there
+// (nil if that fails). The caller must not modify it.
+func (m *Matrix) Matrix() []float32 {
+	if m.device != nil {
+		w, _ := m.device.Host()
+		return w
+	}
+	return m.matrix()
+}
 
-// matrix returns W_p, nil while only factored.
+// matrix returns W_p when it is in host memory, nil while only factored
+// or on a device.
 func (m *Matrix) matrix() []float32 {
 	if m.W != nil {
 		return m.W

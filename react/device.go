@@ -31,7 +31,8 @@ type DeviceSolver interface {
 	// checks of Solver.SolveIntoStats (a *SolveError for a C_p that is not
 	// positive definite or too ill-conditioned; the condition estimate is
 	// the same kind of 1-norm estimate). W_p stays on the device, in
-	// float32, for DeviceMatrix.Apply.
+	// float32 (rounded there, with Float32MatrixTo's range check), for
+	// DeviceMatrix.Apply.
 	Solve(p Preference) (DeviceMatrix, SolveStats, error)
 }
 
@@ -42,8 +43,9 @@ type DeviceMatrix interface {
 	// D returns the feature dimension.
 	D() int
 	// Host returns W_p in host memory, row-major float32, as
-	// Float32Matrix returns it. The caller must not modify it.
-	Host() []float32
+	// Float32Matrix returns it, copied from the device on the first call
+	// (the correction does not need it). The caller must not modify it.
+	Host() ([]float32, error)
 	// Apply stores in dst the corrected batch: each row of z (B×D,
 	// row-major, host memory) multiplied by W_p, as Correct does, with
 	// the batch copied to the device and back.

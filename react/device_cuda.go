@@ -223,7 +223,7 @@ func (ds *cudaSolver) memory() []cuda.Ptr {
 
 // hostScratch is the host memory of one solve.
 type hostScratch struct {
-	w, x, y, sign, wp []float64
+	w, x, y, sign []float64
 }
 
 // Solve implements DeviceSolver. In the device's column-major view the
@@ -235,7 +235,7 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 	hs, _ := ds.pool.Get().(*hostScratch)
 	if hs == nil {
 		hs = &hostScratch{w: make([]float64, len(s.tasks)), x: make([]float64, d), y: make([]float64, d),
-			sign: make([]float64, d), wp: make([]float64, d*d)}
+			sign: make([]float64, d)}
 	}
 	defer ds.pool.Put(hs)
 	if err := s.weightsInto(hs.w, p); err != nil {
@@ -243,6 +243,7 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 	}
 	var st SolveStats
 	var refused error
+	var m *cudaMatrix
 	err := dev.Do(func() error {
 		total := 0.0
 		if err := dev.Zero(ds.ap, f64*d*d); err != nil {
@@ -310,22 +311,48 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 		if err := ds.mark("solve"); err != nil {
 			return err
 		}
-		if err := dev.Download64(hs.wp, ds.ap); err != nil {
+		// W_p rounded to float32 on the device, into a buffer of its own;
+		// the flag (info, reused) says whether a value left float32's range.
+		w, err := ds.acc.spare.get(dev, f32*d*d)
+		if err != nil {
 			return err
 		}
-		return ds.mark("download")
+		m = &cudaMatrix{acc: ds.acc, d: d, w: w}
+		if err := dev.Zero(ds.info, f32); err != nil {
+			return err
+		}
+		if err := dev.RoundTo32(w, ds.ap, d*d, ds.info); err != nil {
+			return err
+		}
+		if bad, err := dev.DownloadInt32(ds.info); err != nil {
+			return err
+		} else if bad != 0 {
+			// Rare: the host's check of the float64 W_p says which entry.
+			wp := make([]float64, d*d)
+			if err := dev.Download64(wp, ds.ap); err != nil {
+				return err
+			}
+			if err := dev.Sync(); err != nil {
+				return err
+			}
+			_, refused = Float32MatrixTo(make([]float32, d*d), mat.NewDense(d, d, wp))
+			if refused == nil {
+				return errors.New("the device found W_p beyond float32's range, the host did not")
+			}
+			return nil
+		}
+		return ds.mark("round")
 	})
+	if m != nil {
+		runtime.AddCleanup(m, ds.acc.release, spareBuffer{m.w, f32 * d * d})
+	}
 	if err != nil {
 		return nil, st, fmt.Errorf("solve on %s: preference %q: %w", dev.Name(), p.String(), err)
 	}
 	if refused != nil {
 		return nil, st, refused
 	}
-	m, err := ds.acc.newMatrix(d, hs.wp)
-	if ds.trace != nil {
-		ds.trace("round+upload")
-	}
-	return m, st, err
+	return m, st, nil
 }
 
 // symv stores C_p x in y, through the device (before the factorisation).
@@ -358,50 +385,39 @@ func (ds *cudaSolver) solve(y, x []float64) error {
 	return dev.Sync()
 }
 
-// newMatrix rounds W_p (row-major float64, host) to float32, with
-// Float32MatrixTo's range check, and uploads it.
-func (a *cudaAccelerator) newMatrix(d int, wp []float64) (*cudaMatrix, error) {
-	host := make([]float32, d*d)
-	if _, err := Float32MatrixTo(host, mat.NewDense(d, d, wp)); err != nil {
-		return nil, err
-	}
-	m := &cudaMatrix{acc: a, d: d, host: host}
-	n := f32 * d * d
-	err := a.dev.Do(func() error {
-		var err error
-		if m.w, err = a.spare.get(a.dev, n); err != nil {
-			return err
-		}
-		return a.dev.Upload32(m.w, host)
-	})
-	if m.w != 0 {
-		runtime.AddCleanup(m, a.release, spareBuffer{m.w, n})
-	}
-	if err != nil {
-		return nil, fmt.Errorf("uploading W_p to %s: %w", a.dev.Name(), err)
-	}
-	return m, nil
-}
-
 // release takes back the buffer of a W_p no longer referenced, from a
 // cleanup: it is kept for the next W_p of its size, or freed.
 func (a *cudaAccelerator) release(b spareBuffer) {
 	_ = a.dev.Do(func() error { a.spare.put(a.dev, b); return nil })
 }
 
-// cudaMatrix is W_p on the device, float32 row-major, and its host copy.
+// cudaMatrix is W_p on the device, float32 row-major, and its host copy,
+// made on first use.
 type cudaMatrix struct {
-	acc  *cudaAccelerator
-	d    int
-	host []float32
-	w    cuda.Ptr
+	acc     *cudaAccelerator
+	d       int
+	w       cuda.Ptr
+	once    sync.Once
+	host    []float32
+	hostErr error
 }
 
 // D implements DeviceMatrix.
 func (m *cudaMatrix) D() int { return m.d }
 
-// Host implements DeviceMatrix.
-func (m *cudaMatrix) Host() []float32 { return m.host }
+// Host implements DeviceMatrix: the first call copies W_p from the device.
+func (m *cudaMatrix) Host() ([]float32, error) {
+	m.once.Do(func() {
+		host := make([]float32, m.d*m.d)
+		m.hostErr = m.acc.dev.Do(func() error { return m.acc.dev.Download32(host, m.w) })
+		if m.hostErr != nil {
+			m.hostErr = fmt.Errorf("copying W_p from %s: %w", m.acc.dev.Name(), m.hostErr)
+			return
+		}
+		m.host = host
+	})
+	return m.host, m.hostErr
+}
 
 // Apply implements DeviceMatrix: the batch is uploaded into the
 // accelerator's scratch, multiplied by one SGEMM and downloaded.

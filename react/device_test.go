@@ -97,7 +97,7 @@ func TestDeviceSolveMatchesCPU(t *testing.T) {
 					t.Fatalf("%s: device: %v", spec, err)
 				}
 				got := mat.NewDense(tc.d, tc.d, nil)
-				for i, v := range m.Host() {
+				for i, v := range hostW(t, m) {
 					got.RawMatrix().Data[i] = float64(v)
 				}
 				assertClose(t, spec+" W_p", got, want, 1e-6)
@@ -116,6 +116,16 @@ func TestDeviceSolveMatchesCPU(t *testing.T) {
 // compute-sanitizer); the emulator and CI's CPUs skip them.
 func largeDeviceTests() bool {
 	return os.Getenv("REACT_CUDA_EXPECT") == "gpu" && os.Getenv("REACT_DEVICE_LARGE") != "0"
+}
+
+// hostW returns m's host copy of W_p.
+func hostW(t *testing.T, m DeviceMatrix) []float32 {
+	t.Helper()
+	w, err := m.Host()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
 
 // checkDeviceApply corrects batches on the device against the float64
@@ -255,8 +265,13 @@ func TestDeviceConcurrent(t *testing.T) {
 					t.Errorf("goroutine %d, %s: %v", g, specs[k], err)
 					return
 				}
+				host, err := m.Host()
+				if err != nil {
+					t.Errorf("goroutine %d, %s: %v", g, specs[k], err)
+					return
+				}
 				w := mat.NewDense(d, d, nil)
-				for i, v := range m.Host() {
+				for i, v := range host {
 					w.RawMatrix().Data[i] = float64(v)
 				}
 				if e := relErr(w, want[k]); !(e <= 1e-6) {
@@ -267,7 +282,7 @@ func TestDeviceConcurrent(t *testing.T) {
 					t.Errorf("goroutine %d, %s: Apply: %v", g, specs[k], err)
 					return
 				}
-				if err := applyError(got, z, m.Host(), d); err != nil {
+				if err := applyError(got, z, host, d); err != nil {
 					t.Errorf("goroutine %d, %s: Apply: %v", g, specs[k], err)
 					return
 				}
@@ -279,7 +294,7 @@ func TestDeviceConcurrent(t *testing.T) {
 					return
 				}
 				devicetest.Download(t, got, b.out)
-				if err := applyError(got, z, m.Host(), d); err != nil {
+				if err := applyError(got, z, host, d); err != nil {
 					t.Errorf("goroutine %d, %s: ApplyDevice (%s): %v", g, specs[k], devicetest.Allocator(g%2), err)
 					return
 				}
@@ -326,7 +341,7 @@ func TestDeviceApplyAllocatedMemory(t *testing.T) {
 				t.Fatal(err)
 			}
 			devicetest.Download(t, got, out)
-			if err := applyError(got, z, m.Host(), d); err != nil {
+			if err := applyError(got, z, hostW(t, m), d); err != nil {
 				t.Fatal(err)
 			}
 			devicetest.Fill(t, out, n, 0xFF)

@@ -30,6 +30,17 @@ static inline CUresult rc_cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t
 static inline CUresult rc_cuStreamCreate(CUstream *s, unsigned int flags) { return rc.cuStreamCreate(s, flags); }
 static inline CUresult rc_cuStreamDestroy(CUstream s) { return rc.cuStreamDestroy(s); }
 static inline CUresult rc_cuStreamSynchronize(CUstream s) { return rc.cuStreamSynchronize(s); }
+static inline CUresult rc_cuModuleLoadData(CUmodule *m, const void *image) { return rc.cuModuleLoadData(m, image); }
+static inline CUresult rc_cuModuleUnload(CUmodule m) { return rc.cuModuleUnload(m); }
+static inline CUresult rc_cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) { return rc.cuModuleGetFunction(f, m, name); }
+// rc_launch_round queues round_f64_f32(dst, src, n, bad) (kernels.go) on
+// stream s: the kernel's parameters are passed as an array of pointers to
+// their values, built here.
+static inline CUresult rc_launch_round(CUfunction f, unsigned int grid, unsigned int block, CUstream s,
+				       CUdeviceptr dst, CUdeviceptr src, unsigned long long n, CUdeviceptr bad) {
+	void *params[] = {&dst, &src, &n, &bad};
+	return rc.cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, s, params, NULL);
+}
 static inline CUresult rc_cuEventCreate(CUevent *e, unsigned int flags) { return rc.cuEventCreate(e, flags); }
 static inline CUresult rc_cuEventRecord(CUevent e, CUstream s) { return rc.cuEventRecord(e, s); }
 static inline CUresult rc_cuEventSynchronize(CUevent e) { return rc.cuEventSynchronize(e); }

@@ -29,6 +29,7 @@ type Device struct {
 	blas    C.cublasHandle_t
 	solver  C.cusolverDnHandle_t
 	name    string
+	kern    kernels
 	// pins keeps the host memory of the asynchronous copies queued in
 	// the current Do in place and alive until the stream has finished
 	// with it (cgo lets C keep a Go pointer past a call only if pinned).
@@ -76,6 +77,9 @@ func openDevice(ordinal int) (*Device, error) {
 		if err := checkSolver("cusolverDnCreate", C.rc_cusolverDnCreate(&d.solver)); err != nil {
 			return err
 		}
+		if err := d.loadKernels(); err != nil {
+			return err
+		}
 		return checkSolver("cusolverDnSetStream", C.rc_cusolverDnSetStream(d.solver, d.stream))
 	})
 	if err != nil {
@@ -92,6 +96,7 @@ func (d *Device) Name() string { return fmt.Sprintf("%s (device %d)", d.name, d.
 // Close releases the handles, the stream and the primary context.
 func (d *Device) Close() error {
 	err := d.Do(func() error {
+		d.unloadKernels()
 		if d.solver != nil {
 			C.rc_cusolverDnDestroy(d.solver)
 			d.solver = nil

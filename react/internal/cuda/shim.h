@@ -35,6 +35,10 @@
 	X(driver, cuStreamCreate)                 \
 	X(driver, cuStreamDestroy)                \
 	X(driver, cuStreamSynchronize)            \
+	X(driver, cuModuleLoadData)               \
+	X(driver, cuModuleUnload)                 \
+	X(driver, cuModuleGetFunction)            \
+	X(driver, cuLaunchKernel)                 \
 	X(blas, cublasCreate)                     \
 	X(blas, cublasDestroy)                    \
 	X(blas, cublasSetStream)                  \
