@@ -391,3 +391,31 @@ func TestDeviceApplyAllocatedMemory(t *testing.T) {
 		})
 	}
 }
+
+// TestDeviceRefusesBeyondFloat32: a W_p whose entries leave float32's
+// range when rounded on the device is refused as Float32MatrixTo refuses
+// it on the host, naming the entry; one just inside the range is not.
+func TestDeviceRefusesBeyondFloat32(t *testing.T) {
+	acc := requireDevice(t)
+	const d = 16
+	for _, tc := range []struct {
+		scale float64
+		ok    bool
+	}{{1e30, true}, {1e40, false}} {
+		c := syntheticComponents(d, 2)
+		c.Beta = 0 // W_orth adds nothing: W_p = scale·S_0 G_0⁻¹
+		c.Tasks[0].S.Scale(tc.scale, c.Tasks[0].S)
+		s := mustSolver(t, c, Options{Beta: 0, Normalization: NormSum})
+		ds, err := acc.Load(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = ds.Solve(mustPref(t, "task0=1", s.Tasks()))
+		if tc.ok && err != nil {
+			t.Errorf("scale %g: %v", tc.scale, err)
+		}
+		if !tc.ok && (!errors.Is(err, ErrFloat32Range) || !strings.Contains(err.Error(), "entry [")) {
+			t.Errorf("scale %g: Solve = %v, want ErrFloat32Range naming the entry", tc.scale, err)
+		}
+	}
+}
