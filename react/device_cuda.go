@@ -103,7 +103,7 @@ func (a *cudaAccelerator) Load(s *Solver) (DeviceSolver, error) {
 	host := make([]float64, d*d)
 	err := a.dev.Do(func() error {
 		var err error
-		for _, p := range []*cuda.Ptr{&ds.ap, &ds.cp} {
+		for _, p := range []*cuda.Ptr{&ds.ap, &ds.cp, &ds.cn} {
 			if *p, err = a.dev.Alloc(f64 * d * d); err != nil {
 				return err
 			}
@@ -113,8 +113,10 @@ func (a *cudaAccelerator) Load(s *Solver) (DeviceSolver, error) {
 				return err
 			}
 		}
-		if ds.info, err = a.dev.Alloc(f32); err != nil {
-			return err
+		for _, p := range []*cuda.Ptr{&ds.info, &ds.auxInfo, &ds.flag} {
+			if *p, err = a.dev.Alloc(f32); err != nil {
+				return err
+			}
 		}
 		ones := make([]float64, d)
 		for i := range ones {
@@ -194,11 +196,13 @@ type cudaSolver struct {
 	acc  *cudaAccelerator
 	s    *Solver
 	a, g []cuda.Ptr // per task: A_t and G_t, D×D row-major float64
-	// ap and cp receive A_p (then W_p) and C_p (then its factor); ones,
-	// x and y are D long, info one int32, work lwork float64.
-	ap, cp, ones, x, y, info, work cuda.Ptr
-	lwork                          int
-	pool                           sync.Pool // *hostScratch
+	// ap and cp receive A_p (then W_p) and C_p (then its factor), cn a
+	// copy of C_p for its norm; ones, x and y are D long (x and y the aux
+	// lane's), info, auxInfo (aux's) and flag one int32 each, work lwork
+	// float64.
+	ap, cp, cn, ones, x, y, info, auxInfo, flag, work cuda.Ptr
+	lwork                                             int
+	pool                                              sync.Pool // *hostScratch
 	// trace, when set (by a benchmark), is called after each step of a
 	// solve, once the device has finished it.
 	trace func(step string)
@@ -218,7 +222,7 @@ func (ds *cudaSolver) mark(step string) error {
 }
 
 func (ds *cudaSolver) memory() []cuda.Ptr {
-	return append(append([]cuda.Ptr{ds.ap, ds.cp, ds.ones, ds.x, ds.y, ds.info, ds.work}, ds.a...), ds.g...)
+	return append(append([]cuda.Ptr{ds.ap, ds.cp, ds.cn, ds.ones, ds.x, ds.y, ds.info, ds.auxInfo, ds.flag, ds.work}, ds.a...), ds.g...)
 }
 
 // hostScratch is the host memory of one solve.
@@ -270,14 +274,22 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 		if err := ds.mark("sums"); err != nil {
 			return err
 		}
-		anorm, err := estimateOneNorm(d, ds.symv, hs.x, hs.y, hs.sign)
-		if err != nil {
+		// ‖C_p‖₁ on the aux lane, from a copy of C_p, while main factorises
+		// C_p in place.
+		if err := dev.CopyDtoD(ds.cn, ds.cp, f64*d*d); err != nil {
 			return err
 		}
-		if err := ds.mark("norm"); err != nil {
+		if err := dev.AuxWaitsMain(); err != nil {
 			return err
 		}
 		if err := dev.Dpotrf(d, ds.cp, ds.work, ds.lwork, ds.info); err != nil {
+			return err
+		}
+		var anorm, inorm float64
+		if err := dev.OnAux(func() (err error) {
+			anorm, err = estimateOneNorm(d, ds.symv, hs.x, hs.y, hs.sign)
+			return err
+		}); err != nil {
 			return err
 		}
 		if info, err := dev.DownloadInt32(ds.info); err != nil {
@@ -290,43 +302,53 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 			refused = s.solveError(hs.w, p.String(), st.Cond)
 			return nil
 		}
-		if err := ds.mark("factor"); err != nil {
+		if err := ds.mark("factor, norm"); err != nil {
 			return err
 		}
-		inorm, err := estimateOneNorm(d, ds.solve, hs.x, hs.y, hs.sign)
-		if err != nil {
-			return err
-		}
-		if err := ds.mark("inverse-norm"); err != nil {
-			return err
-		}
-		st.Cond = anorm * inorm
-		if !(st.Cond <= MaxCondition) { // also catches NaN
-			refused = s.solveError(hs.w, p.String(), st.Cond)
-			return nil
-		}
-		if err := dev.Dpotrs(d, d, ds.cp, ds.ap, ds.info); err != nil {
-			return err
-		}
-		if err := ds.mark("solve"); err != nil {
-			return err
-		}
-		// W_p rounded to float32 on the device, into a buffer of its own;
-		// the flag (info, reused) says whether a value left float32's range.
+		// W_p on main: C_p X = A_pᵀ, then rounded to float32 on the device
+		// into a buffer of its own, the flag saying whether a value left
+		// float32's range; meanwhile ‖C_p⁻¹‖₁ on aux, from the factor
+		// (both only read it).
 		w, err := ds.acc.spare.get(dev, f32*d*d)
 		if err != nil {
 			return err
 		}
-		m = &cudaMatrix{acc: ds.acc, d: d, w: w}
-		if err := dev.Zero(ds.info, f32); err != nil {
+		if err := dev.Dpotrs(d, d, ds.cp, ds.ap, ds.info); err != nil {
+			ds.acc.spare.put(dev, spareBuffer{w, f32 * d * d})
 			return err
 		}
-		if err := dev.RoundTo32(w, ds.ap, d*d, ds.info); err != nil {
+		if err := dev.Zero(ds.flag, f32); err != nil {
+			ds.acc.spare.put(dev, spareBuffer{w, f32 * d * d})
 			return err
 		}
-		if bad, err := dev.DownloadInt32(ds.info); err != nil {
+		if err := dev.RoundTo32(w, ds.ap, d*d, ds.flag); err != nil {
+			ds.acc.spare.put(dev, spareBuffer{w, f32 * d * d})
 			return err
-		} else if bad != 0 {
+		}
+		if err := dev.OnAux(func() (err error) {
+			inorm, err = estimateOneNorm(d, ds.solve, hs.x, hs.y, hs.sign)
+			return err
+		}); err != nil {
+			ds.acc.spare.put(dev, spareBuffer{w, f32 * d * d})
+			return err
+		}
+		bad, err := dev.DownloadInt32(ds.flag)
+		if err != nil {
+			ds.acc.spare.put(dev, spareBuffer{w, f32 * d * d})
+			return err
+		}
+		if err := ds.mark("solve, inverse norm, round"); err != nil {
+			ds.acc.spare.put(dev, spareBuffer{w, f32 * d * d})
+			return err
+		}
+		st.Cond = anorm * inorm
+		if !(st.Cond <= MaxCondition) { // also catches NaN
+			ds.acc.spare.put(dev, spareBuffer{w, f32 * d * d})
+			refused = s.solveError(hs.w, p.String(), st.Cond)
+			return nil
+		}
+		if bad != 0 {
+			ds.acc.spare.put(dev, spareBuffer{w, f32 * d * d})
 			// Rare: the host's check of the float64 W_p says which entry.
 			wp := make([]float64, d*d)
 			if err := dev.Download64(wp, ds.ap); err != nil {
@@ -341,7 +363,8 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 			}
 			return nil
 		}
-		return ds.mark("round")
+		m = &cudaMatrix{acc: ds.acc, d: d, w: w}
+		return nil
 	})
 	if m != nil {
 		runtime.AddCleanup(m, ds.acc.release, spareBuffer{m.w, f32 * d * d})
@@ -355,13 +378,14 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 	return m, st, nil
 }
 
-// symv stores C_p x in y, through the device (before the factorisation).
+// symv stores C_p x in y, through the device, from the copy of C_p. Call
+// it on the aux lane.
 func (ds *cudaSolver) symv(y, x []float64) error {
 	dev, d := ds.acc.dev, ds.s.d
 	if err := dev.Upload64(ds.x, x); err != nil {
 		return err
 	}
-	if err := dev.Dsymv(d, 1, ds.cp, d, ds.x, 0, ds.y); err != nil {
+	if err := dev.Dsymv(d, 1, ds.cn, d, ds.x, 0, ds.y); err != nil {
 		return err
 	}
 	if err := dev.Download64(y, ds.y); err != nil {
@@ -371,12 +395,13 @@ func (ds *cudaSolver) symv(y, x []float64) error {
 }
 
 // solve stores C_p⁻¹ x in y, through the device (after the factorisation).
+// Call it on the aux lane.
 func (ds *cudaSolver) solve(y, x []float64) error {
 	dev, d := ds.acc.dev, ds.s.d
 	if err := dev.Upload64(ds.x, x); err != nil {
 		return err
 	}
-	if err := dev.Dpotrs(d, 1, ds.cp, ds.x, ds.info); err != nil {
+	if err := dev.Dpotrs(d, 1, ds.cp, ds.x, ds.auxInfo); err != nil {
 		return err
 	}
 	if err := dev.Download64(y, ds.x); err != nil {

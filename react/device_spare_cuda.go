@@ -2,12 +2,26 @@
 
 package react
 
-import "github.com/mergectl/react-triton/react/internal/cuda"
+import (
+	"runtime"
+
+	"github.com/mergectl/react-triton/react/internal/cuda"
+)
 
 // maxSpareBytes bounds the device memory sparePool keeps unused: about
 // fifty W_p's at D = 768 (2.4 MB each in float32), more than a burst of
 // new preferences evicts from the W_p cache at once.
 const maxSpareBytes = 128 << 20
+
+// The garbage collector is asked to run after this many bytes, or this
+// many buffers, of new W_p's: a dropped W_p's device memory comes back
+// only once the collector finds it unreachable, and the Go heap, which
+// decides when the collector runs, does not see device memory (a W_p at
+// D = 1280 is 6.5 MB on the device and a few words on the heap).
+const (
+	gcEveryBytes   = 64 << 20
+	gcEveryBuffers = 256
+)
 
 // spareBuffer is a device buffer of n bytes.
 type spareBuffer struct {
@@ -24,6 +38,9 @@ type sparePool struct {
 	// allocs and reuses count the buffers get allocated and took from
 	// the pool, for tests.
 	allocs, reuses int
+	// newBytes and newBuffers count what was allocated since the
+	// collector was last asked to run.
+	newBytes, newBuffers int
 }
 
 // get returns a buffer of n bytes, a spare one if there is one.
@@ -36,6 +53,12 @@ func (p *sparePool) get(dev *cuda.Device, n int) (cuda.Ptr, error) {
 		return ptr, nil
 	}
 	p.allocs++
+	p.newBytes += n
+	p.newBuffers++
+	if p.newBytes >= gcEveryBytes || p.newBuffers >= gcEveryBuffers {
+		p.newBytes, p.newBuffers = 0, 0
+		go runtime.GC() // not here: the cleanups it runs take the device's lock
+	}
 	return dev.Alloc(n)
 }
 

@@ -41,6 +41,7 @@ static inline CUresult rc_launch_round(CUfunction f, unsigned int grid, unsigned
 	void *params[] = {&dst, &src, &n, &bad};
 	return rc.cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, s, params, NULL);
 }
+static inline CUresult rc_cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) { return rc.cuStreamWaitEvent(s, e, flags); }
 static inline CUresult rc_cuEventCreate(CUevent *e, unsigned int flags) { return rc.cuEventCreate(e, flags); }
 static inline CUresult rc_cuEventRecord(CUevent e, CUstream s) { return rc.cuEventRecord(e, s); }
 static inline CUresult rc_cuEventSynchronize(CUevent e) { return rc.cuEventSynchronize(e); }

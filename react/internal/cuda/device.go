@@ -15,25 +15,71 @@ import (
 	"unsafe"
 )
 
-// Device is one GPU with its primary context, one stream, and a cuBLAS and
-// a cuSOLVER handle bound to that stream. Its methods are safe for
-// concurrent use: each runs under the device's mutex, with the context
-// current on a locked OS thread, and returns once the stream is idle, so
-// that host memory passed in is no longer read or written.
+// Device is one GPU with its primary context and two lanes of work, main
+// and aux, each a stream with a cuBLAS and a cuSOLVER handle bound to it:
+// work on the two runs concurrently (OnAux). Do is safe for concurrent
+// use: it runs under the device's mutex, with the context current on a
+// locked OS thread, and returns once both streams are idle, so that host
+// memory passed in is no longer read or written.
 type Device struct {
 	mu      sync.Mutex
 	ordinal int
 	dev     C.CUdevice
 	ctx     C.CUcontext
-	stream  C.CUstream
-	blas    C.cublasHandle_t
-	solver  C.cusolverDnHandle_t
+	lanes   [2]lane // main, aux
+	cur     *lane   // where the methods queue work: main, or aux in OnAux
+	fence   C.CUevent
 	name    string
 	kern    kernels
 	// pins keeps the host memory of the asynchronous copies queued in
 	// the current Do in place and alive until the stream has finished
 	// with it (cgo lets C keep a Go pointer past a call only if pinned).
 	pins runtime.Pinner
+}
+
+// lane is a stream and the library handles bound to it.
+type lane struct {
+	stream C.CUstream
+	blas   C.cublasHandle_t
+	solver C.cusolverDnHandle_t
+}
+
+// open creates the lane's stream and handles. Call it inside Do.
+func (l *lane) open() error {
+	if err := check("cuStreamCreate", C.rc_cuStreamCreate(&l.stream, C.CU_STREAM_NON_BLOCKING)); err != nil {
+		return err
+	}
+	if err := checkBLAS("cublasCreate", C.rc_cublasCreate(&l.blas)); err != nil {
+		return err
+	}
+	if err := checkBLAS("cublasSetStream", C.rc_cublasSetStream(l.blas, l.stream)); err != nil {
+		return err
+	}
+	// Stated, not left to cuBLAS: SGEMM in float32, no TF32 (whose 10-bit
+	// mantissa would break the correction's tolerance).
+	if err := checkBLAS("cublasSetMathMode", C.rc_cublasSetMathMode(l.blas, C.CUBLAS_DEFAULT_MATH)); err != nil {
+		return err
+	}
+	if err := checkSolver("cusolverDnCreate", C.rc_cusolverDnCreate(&l.solver)); err != nil {
+		return err
+	}
+	return checkSolver("cusolverDnSetStream", C.rc_cusolverDnSetStream(l.solver, l.stream))
+}
+
+// close destroys what open created. Call it inside Do.
+func (l *lane) close() {
+	if l.solver != nil {
+		C.rc_cusolverDnDestroy(l.solver)
+		l.solver = nil
+	}
+	if l.blas != nil {
+		C.rc_cublasDestroy(l.blas)
+		l.blas = nil
+	}
+	if l.stream != nil {
+		C.rc_cuStreamDestroy(l.stream)
+		l.stream = nil
+	}
 }
 
 func openDevice(ordinal int) (*Device, error) {
@@ -59,28 +105,17 @@ func openDevice(ordinal int) (*Device, error) {
 	if err := check("cuDevicePrimaryCtxRetain", C.rc_cuDevicePrimaryCtxRetain(&d.ctx, d.dev)); err != nil {
 		return nil, err
 	}
+	d.cur = &d.lanes[0]
 	err := d.Do(func() error {
-		if err := check("cuStreamCreate", C.rc_cuStreamCreate(&d.stream, C.CU_STREAM_NON_BLOCKING)); err != nil {
+		for i := range d.lanes {
+			if err := d.lanes[i].open(); err != nil {
+				return err
+			}
+		}
+		if err := check("cuEventCreate", C.rc_cuEventCreate(&d.fence, C.CU_EVENT_DISABLE_TIMING)); err != nil {
 			return err
 		}
-		if err := checkBLAS("cublasCreate", C.rc_cublasCreate(&d.blas)); err != nil {
-			return err
-		}
-		if err := checkBLAS("cublasSetStream", C.rc_cublasSetStream(d.blas, d.stream)); err != nil {
-			return err
-		}
-		// Stated, not left to cuBLAS: SGEMM in float32, no TF32 (whose
-		// 10-bit mantissa would break the correction's tolerance).
-		if err := checkBLAS("cublasSetMathMode", C.rc_cublasSetMathMode(d.blas, C.CUBLAS_DEFAULT_MATH)); err != nil {
-			return err
-		}
-		if err := checkSolver("cusolverDnCreate", C.rc_cusolverDnCreate(&d.solver)); err != nil {
-			return err
-		}
-		if err := d.loadKernels(); err != nil {
-			return err
-		}
-		return checkSolver("cusolverDnSetStream", C.rc_cusolverDnSetStream(d.solver, d.stream))
+		return d.loadKernels()
 	})
 	if err != nil {
 		d.Close()
@@ -97,17 +132,12 @@ func (d *Device) Name() string { return fmt.Sprintf("%s (device %d)", d.name, d.
 func (d *Device) Close() error {
 	err := d.Do(func() error {
 		d.unloadKernels()
-		if d.solver != nil {
-			C.rc_cusolverDnDestroy(d.solver)
-			d.solver = nil
+		if d.fence != nil {
+			C.rc_cuEventDestroy(d.fence)
+			d.fence = nil
 		}
-		if d.blas != nil {
-			C.rc_cublasDestroy(d.blas)
-			d.blas = nil
-		}
-		if d.stream != nil {
-			C.rc_cuStreamDestroy(d.stream)
-			d.stream = nil
+		for i := range d.lanes {
+			d.lanes[i].close()
 		}
 		return nil
 	})
@@ -132,9 +162,14 @@ func (d *Device) Do(f func() error) error {
 		var old C.CUcontext
 		C.rc_cuCtxPopCurrent(&old)
 	}()
+	d.cur = &d.lanes[0]
 	err := f()
-	if d.stream != nil {
-		if serr := check("cuStreamSynchronize", C.rc_cuStreamSynchronize(d.stream)); err == nil {
+	d.cur = &d.lanes[0]
+	for _, l := range d.lanes {
+		if l.stream == nil {
+			continue
+		}
+		if serr := check("cuStreamSynchronize", C.rc_cuStreamSynchronize(l.stream)); err == nil {
 			err = serr
 		}
 	}
@@ -148,10 +183,30 @@ func (d *Device) Do(f func() error) error {
 // for an asynchronous copy that reads or writes it.
 func (d *Device) pin(p unsafe.Pointer) { d.pins.Pin(p) }
 
-// Sync waits until the stream has finished what was queued. Call it
-// inside Do.
+// Sync waits until the current lane's stream has finished what was
+// queued. Call it inside Do.
 func (d *Device) Sync() error {
-	return check("cuStreamSynchronize", C.rc_cuStreamSynchronize(d.stream))
+	return check("cuStreamSynchronize", C.rc_cuStreamSynchronize(d.cur.stream))
+}
+
+// OnAux runs f with the methods queueing work on the aux lane, which the
+// GPU runs concurrently with what is queued on main: f's host loop (and
+// its Syncs, which wait for aux only) overlaps main's work. The two must
+// not write memory the other reads; AuxWaitsMain orders them. Call it
+// inside Do.
+func (d *Device) OnAux(f func() error) error {
+	d.cur = &d.lanes[1]
+	defer func() { d.cur = &d.lanes[0] }()
+	return f()
+}
+
+// AuxWaitsMain makes the work queued on aux from now on wait for what has
+// been queued on main so far. Call it inside Do, outside OnAux.
+func (d *Device) AuxWaitsMain() error {
+	if err := check("cuEventRecord", C.rc_cuEventRecord(d.fence, d.lanes[0].stream)); err != nil {
+		return err
+	}
+	return check("cuStreamWaitEvent", C.rc_cuStreamWaitEvent(d.lanes[1].stream, d.fence, 0))
 }
 
 // Ptr is an address in the device's memory.
@@ -190,18 +245,18 @@ func (d *Device) FreeLocked(p Ptr) {
 
 // Zero queues setting n bytes at p to zero. Call it inside Do.
 func (d *Device) Zero(p Ptr, n int) error {
-	return check("cuMemsetD8Async", C.rc_cuMemsetD8Async(p.c(), 0, C.size_t(n), d.stream))
+	return check("cuMemsetD8Async", C.rc_cuMemsetD8Async(p.c(), 0, C.size_t(n), d.cur.stream))
 }
 
 // Memset queues setting n bytes at p to b. Call it inside Do.
 func (d *Device) Memset(p Ptr, b byte, n int) error {
-	return check("cuMemsetD8Async", C.rc_cuMemsetD8Async(p.c(), C.uchar(b), C.size_t(n), d.stream))
+	return check("cuMemsetD8Async", C.rc_cuMemsetD8Async(p.c(), C.uchar(b), C.size_t(n), d.cur.stream))
 }
 
 // CopyDtoD queues copying n bytes between device addresses. Call it inside
 // Do.
 func (d *Device) CopyDtoD(dst, src Ptr, n int) error {
-	return check("cuMemcpyDtoDAsync", C.rc_cuMemcpyDtoDAsync(dst.c(), src.c(), C.size_t(n), d.stream))
+	return check("cuMemcpyDtoDAsync", C.rc_cuMemcpyDtoDAsync(dst.c(), src.c(), C.size_t(n), d.cur.stream))
 }
 
 // Upload64 copies src to the device at dst. Call it inside Do; src must
@@ -211,7 +266,7 @@ func (d *Device) Upload64(dst Ptr, src []float64) error {
 		return nil
 	}
 	d.pin(unsafe.Pointer(&src[0]))
-	return check("cuMemcpyHtoDAsync", C.rc_cuMemcpyHtoDAsync(dst.c(), unsafe.Pointer(&src[0]), C.size_t(8*len(src)), d.stream))
+	return check("cuMemcpyHtoDAsync", C.rc_cuMemcpyHtoDAsync(dst.c(), unsafe.Pointer(&src[0]), C.size_t(8*len(src)), d.cur.stream))
 }
 
 // Upload32 copies src to the device at dst, as Upload64.
@@ -220,7 +275,7 @@ func (d *Device) Upload32(dst Ptr, src []float32) error {
 		return nil
 	}
 	d.pin(unsafe.Pointer(&src[0]))
-	return check("cuMemcpyHtoDAsync", C.rc_cuMemcpyHtoDAsync(dst.c(), unsafe.Pointer(&src[0]), C.size_t(4*len(src)), d.stream))
+	return check("cuMemcpyHtoDAsync", C.rc_cuMemcpyHtoDAsync(dst.c(), unsafe.Pointer(&src[0]), C.size_t(4*len(src)), d.cur.stream))
 }
 
 // Download64 copies len(dst) values from the device at src into dst. Call
@@ -230,7 +285,7 @@ func (d *Device) Download64(dst []float64, src Ptr) error {
 		return nil
 	}
 	d.pin(unsafe.Pointer(&dst[0]))
-	return check("cuMemcpyDtoHAsync", C.rc_cuMemcpyDtoHAsync(unsafe.Pointer(&dst[0]), src.c(), C.size_t(8*len(dst)), d.stream))
+	return check("cuMemcpyDtoHAsync", C.rc_cuMemcpyDtoHAsync(unsafe.Pointer(&dst[0]), src.c(), C.size_t(8*len(dst)), d.cur.stream))
 }
 
 // Download32 copies len(dst) values from the device at src, as Download64.
@@ -239,16 +294,16 @@ func (d *Device) Download32(dst []float32, src Ptr) error {
 		return nil
 	}
 	d.pin(unsafe.Pointer(&dst[0]))
-	return check("cuMemcpyDtoHAsync", C.rc_cuMemcpyDtoHAsync(unsafe.Pointer(&dst[0]), src.c(), C.size_t(4*len(dst)), d.stream))
+	return check("cuMemcpyDtoHAsync", C.rc_cuMemcpyDtoHAsync(unsafe.Pointer(&dst[0]), src.c(), C.size_t(4*len(dst)), d.cur.stream))
 }
 
 // DownloadInt32 copies one int32 from the device (a cuSOLVER info).
 func (d *Device) DownloadInt32(src Ptr) (int32, error) {
 	v := new(int32)
 	d.pin(unsafe.Pointer(v))
-	err := check("cuMemcpyDtoHAsync", C.rc_cuMemcpyDtoHAsync(unsafe.Pointer(v), src.c(), 4, d.stream))
+	err := check("cuMemcpyDtoHAsync", C.rc_cuMemcpyDtoHAsync(unsafe.Pointer(v), src.c(), 4, d.cur.stream))
 	if err == nil {
-		err = check("cuStreamSynchronize", C.rc_cuStreamSynchronize(d.stream))
+		err = check("cuStreamSynchronize", C.rc_cuStreamSynchronize(d.cur.stream))
 	}
 	return *v, err
 }

@@ -33,10 +33,14 @@ func (d *Device) NewTimer() (*Timer, error) {
 }
 
 // Start records the start event on the stream. Call it inside Do.
-func (t *Timer) Start() error { return check("cuEventRecord", C.rc_cuEventRecord(t.start, t.d.stream)) }
+func (t *Timer) Start() error {
+	return check("cuEventRecord", C.rc_cuEventRecord(t.start, t.d.cur.stream))
+}
 
 // Stop records the end event on the stream. Call it inside Do.
-func (t *Timer) Stop() error { return check("cuEventRecord", C.rc_cuEventRecord(t.end, t.d.stream)) }
+func (t *Timer) Stop() error {
+	return check("cuEventRecord", C.rc_cuEventRecord(t.end, t.d.cur.stream))
+}
 
 // Milliseconds waits for the end event and returns the GPU time between
 // the two events. Call it inside Do.

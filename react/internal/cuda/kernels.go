@@ -111,6 +111,6 @@ func (d *Device) RoundTo32(dst, src Ptr, n int, bad Ptr) error {
 	}
 	const block = 256
 	grid := min((n+block-1)/block, 4096)
-	return check("cuLaunchKernel", C.rc_launch_round(d.kern.round, C.uint(grid), block, d.stream,
+	return check("cuLaunchKernel", C.rc_launch_round(d.kern.round, C.uint(grid), block, d.cur.stream,
 		dst.c(), src.c(), C.ulonglong(n), bad.c()))
 }

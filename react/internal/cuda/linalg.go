@@ -15,21 +15,21 @@ import "C"
 // Daxpy computes y += alpha·x for n values with strides incX and incY.
 func (d *Device) Daxpy(n int, alpha float64, x Ptr, incX int, y Ptr, incY int) error {
 	a := C.double(alpha)
-	return checkBLAS("cublasDaxpy", C.rc_cublasDaxpy(d.blas, C.int(n), &a, x.c(), C.int(incX), y.c(), C.int(incY)))
+	return checkBLAS("cublasDaxpy", C.rc_cublasDaxpy(d.cur.blas, C.int(n), &a, x.c(), C.int(incX), y.c(), C.int(incY)))
 }
 
 // Dsymv computes y = alpha·A·x + beta·y for the symmetric n×n A whose lower
 // triangle (column-major) is at a, with leading dimension lda.
 func (d *Device) Dsymv(n int, alpha float64, a Ptr, lda int, x Ptr, beta float64, y Ptr) error {
 	al, be := C.double(alpha), C.double(beta)
-	return checkBLAS("cublasDsymv", C.rc_cublasDsymv(d.blas, C.CUBLAS_FILL_MODE_LOWER, C.int(n), &al, a.c(), C.int(lda), x.c(), 1, &be, y.c(), 1))
+	return checkBLAS("cublasDsymv", C.rc_cublasDsymv(d.cur.blas, C.CUBLAS_FILL_MODE_LOWER, C.int(n), &al, a.c(), C.int(lda), x.c(), 1, &be, y.c(), 1))
 }
 
 // SgemmTN computes C = Aᵀ·B for A k×m (so Aᵀ is m×k), B k×n and C m×n,
 // column-major, packed (leading dimensions k, k and m).
 func (d *Device) SgemmTN(m, n, k int, a, b, c Ptr) error {
 	one, zero := C.float(1), C.float(0)
-	return checkBLAS("cublasSgemm", C.rc_cublasSgemm(d.blas, C.CUBLAS_OP_T, C.CUBLAS_OP_N, C.int(m), C.int(n), C.int(k),
+	return checkBLAS("cublasSgemm", C.rc_cublasSgemm(d.cur.blas, C.CUBLAS_OP_T, C.CUBLAS_OP_N, C.int(m), C.int(n), C.int(k),
 		&one, a.c(), C.int(k), b.c(), C.int(k), &zero, c.c(), C.int(m)))
 }
 
@@ -37,7 +37,7 @@ func (d *Device) SgemmTN(m, n, k int, a, b, c Ptr) error {
 // needs for an n×n matrix at a.
 func (d *Device) DpotrfWork(n int, a Ptr) (int, error) {
 	var lwork C.int
-	err := checkSolver("cusolverDnDpotrf_bufferSize", C.rc_cusolverDnDpotrf_bufferSize(d.solver, C.CUBLAS_FILL_MODE_LOWER, C.int(n), a.c(), C.int(n), &lwork))
+	err := checkSolver("cusolverDnDpotrf_bufferSize", C.rc_cusolverDnDpotrf_bufferSize(d.cur.solver, C.CUBLAS_FILL_MODE_LOWER, C.int(n), a.c(), C.int(n), &lwork))
 	return int(lwork), err
 }
 
@@ -46,11 +46,11 @@ func (d *Device) DpotrfWork(n int, a Ptr) (int, error) {
 // values of workspace at work; info receives 0, or the order of the first
 // minor that is not positive definite.
 func (d *Device) Dpotrf(n int, a, work Ptr, lwork int, info Ptr) error {
-	return checkSolver("cusolverDnDpotrf", C.rc_cusolverDnDpotrf(d.solver, C.CUBLAS_FILL_MODE_LOWER, C.int(n), a.c(), C.int(n), work.c(), C.int(lwork), info.c()))
+	return checkSolver("cusolverDnDpotrf", C.rc_cusolverDnDpotrf(d.cur.solver, C.CUBLAS_FILL_MODE_LOWER, C.int(n), a.c(), C.int(n), work.c(), C.int(lwork), info.c()))
 }
 
 // Dpotrs solves A·X = B in place of B (n×nrhs, column-major, packed) with
 // the factor from Dpotrf at a.
 func (d *Device) Dpotrs(n, nrhs int, a, b, info Ptr) error {
-	return checkSolver("cusolverDnDpotrs", C.rc_cusolverDnDpotrs(d.solver, C.CUBLAS_FILL_MODE_LOWER, C.int(n), C.int(nrhs), a.c(), C.int(n), b.c(), C.int(n), info.c()))
+	return checkSolver("cusolverDnDpotrs", C.rc_cusolverDnDpotrs(d.cur.solver, C.CUBLAS_FILL_MODE_LOWER, C.int(n), C.int(nrhs), a.c(), C.int(n), b.c(), C.int(n), info.c()))
 }

@@ -35,6 +35,11 @@
 	X(driver, cuStreamCreate)                 \
 	X(driver, cuStreamDestroy)                \
 	X(driver, cuStreamSynchronize)            \
+	X(driver, cuStreamWaitEvent)              \
+	X(driver, cuEventCreate)                  \
+	X(driver, cuEventRecord)                  \
+	X(driver, cuEventSynchronize)             \
+	X(driver, cuEventDestroy)                 \
 	X(driver, cuModuleLoadData)               \
 	X(driver, cuModuleUnload)                 \
 	X(driver, cuModuleGetFunction)            \
@@ -54,15 +59,11 @@
 	X(solver, cusolverDnDpotrf)               \
 	X(solver, cusolverDnDpotrs)
 
-// The functions only the benchmarks' timers need, resolved if the driver
-// has them: cuEventElapsedTime is cuEventElapsedTime_v2 in CUDA 13's
+// The function only the benchmarks' timers need, resolved if the driver
+// has it: cuEventElapsedTime is cuEventElapsedTime_v2 in CUDA 13's
 // header, which drivers older than CUDA 12.8's lack.
 #define RC_OPTIONAL(X)                            \
-	X(driver, cuEventCreate)                  \
-	X(driver, cuEventRecord)                  \
-	X(driver, cuEventSynchronize)             \
-	X(driver, cuEventElapsedTime)             \
-	X(driver, cuEventDestroy)
+	X(driver, cuEventElapsedTime)
 
 // The CUDA runtime's allocation functions, which only the tests use (to
 // allocate device memory as Triton does), resolved by rc_open_runtime from
