@@ -302,7 +302,7 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 			refused = s.solveError(hs.w, p.String(), st.Cond)
 			return nil
 		}
-		if err := ds.mark("factor, norm"); err != nil {
+		if err := ds.mark("factor+norm"); err != nil {
 			return err
 		}
 		// W_p on main: C_p X = A_pᵀ, then rounded to float32 on the device
@@ -337,7 +337,7 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 			ds.acc.spare.put(dev, spareBuffer{w, f32 * d * d})
 			return err
 		}
-		if err := ds.mark("solve, inverse norm, round"); err != nil {
+		if err := ds.mark("solve+inverse-norm+round"); err != nil {
 			ds.acc.spare.put(dev, spareBuffer{w, f32 * d * d})
 			return err
 		}
