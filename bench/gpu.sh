@@ -130,7 +130,7 @@ run() {
 	# calls fail on purpose (a host address checked as a device one).
 	export REACT_DEVICE_LARGE=0
 	local sanitize=(compute-sanitizer --error-exitcode 9 --report-api-errors no --print-limit 20)
-	local small='TestDevice(SolveMatchesCPU|ApplyAllocatedMemory|ApplyResident|RefusesLikeCPU)|TestOneNorm'
+	local small='TestDevice(SolveMatchesCPU|ApplyAllocatedMemory|ApplyResident|RefusesLikeCPU|RefusesBeyondFloat32|Concurrent)|TestOneNorm'
 	step memcheck-react 50 react "${sanitize[@]}" --tool memcheck "$root/.gpu/react.test" -test.run "$small" -test.v
 	step memcheck-model 40 backend/model "${sanitize[@]}" --tool memcheck "$root/.gpu/model.test" -test.run 'TestExecuteDevice' -test.v
 	step initcheck-react 50 react "${sanitize[@]}" --tool initcheck "$root/.gpu/react.test" -test.run "$small" -test.v
