@@ -52,9 +52,16 @@ func TRITONBACKEND_ModelInstanceExecute(inst *C.TRITONBACKEND_ModelInstance, req
 			if onDevice == nil {
 				onDevice = make(map[int]model.Outcome)
 			}
-			onDevice[i] = ms.model.ExecuteDevice(context.Background(),
+			var after []func() error
+			o := ms.model.ExecuteDevice(context.Background(),
 				model.DeviceRequest{Shape: mr.Shape, Input: dev, Keys: mr.Keys},
-				func() (uintptr, error) { return ms.outputDevice(responses[i], mr.Shape) })
+				func() (model.DeviceOutput, error) { return ms.outputDevice(responses[i], mr.Shape, &after) })
+			for _, f := range after {
+				if err := f(); err != nil && o.Err == nil {
+					o.Err = err
+				}
+			}
+			onDevice[i] = o
 			mr.Data = nil
 		}
 		is.reqs = append(is.reqs, mr)
@@ -256,11 +263,13 @@ func (ms *modelState) output(resp *C.TRITONBACKEND_Response, r model.Request) ([
 }
 
 // outputDevice makes the response's output tensor, shaped as the
-// request's input, in the memory of the GPU the model corrects on, and
-// returns its address. A server that gives host memory instead fails the
-// request (Triton's allocators honour the preferred memory type for an
-// ensemble's tensors; verified on no GPU yet, docs/gpu.md).
-func (ms *modelState) outputDevice(resp *C.TRITONBACKEND_Response, shape []int64) (uintptr, error) {
+// request's input, asking Triton for the memory of the GPU the model
+// corrects on, and returns where it is. Triton may place it elsewhere (its
+// front ends give host memory for an output that goes to the client):
+// host memory is returned as such, and the correction is copied down into
+// it; memory of another GPU gets the correction through the host, copied
+// there after the request's other steps (then returns after).
+func (ms *modelState) outputDevice(resp *C.TRITONBACKEND_Response, shape []int64, after *[]func() error) (model.DeviceOutput, error) {
 	cfg := ms.model.Config()
 	dims := make([]C.int64_t, len(shape))
 	n := int64(4) // FP32
@@ -270,21 +279,28 @@ func (ms *modelState) outputDevice(resp *C.TRITONBACKEND_Response, shape []int64
 	}
 	var out *C.TRITONBACKEND_Output
 	if err := goError("output "+cfg.Output.Name, C.TRITONBACKEND_ResponseOutput(resp, &out, ms.outputName, datatypes[cfg.Output.Datatype], &dims[0], C.uint32_t(len(dims)))); err != nil {
-		return 0, err
+		return model.DeviceOutput{}, err
 	}
 	if n == 0 {
-		return 0, nil
+		return model.DeviceOutput{}, nil
 	}
 	var p unsafe.Pointer
 	mem := C.TRITONSERVER_MemoryType(C.TRITONSERVER_MEMORY_GPU)
 	var memID C.int64_t
 	if err := goError("output "+cfg.Output.Name, C.TRITONBACKEND_OutputBuffer(out, &p, C.uint64_t(n), &mem, &memID)); err != nil {
-		return 0, err
+		return model.DeviceOutput{}, err
 	}
-	if mem != C.TRITONSERVER_MEMORY_GPU || memID != 0 {
-		return 0, fmt.Errorf("output %s: the server gave memory type %d (device %d) for the output of a correction on GPU 0", cfg.Output.Name, int(mem), int64(memID))
+	switch {
+	case mem == C.TRITONSERVER_MEMORY_GPU && memID == 0:
+		return model.DeviceOutput{Ptr: uintptr(p)}, nil
+	case mem == C.TRITONSERVER_MEMORY_GPU:
+		host := make([]byte, n)
+		device := int64(memID)
+		*after = append(*after, func() error { return copyToGPU(p, host, device) })
+		return model.DeviceOutput{Host: host}, nil
+	default: // CPU or CPU_PINNED
+		return model.DeviceOutput{Host: unsafe.Slice((*byte)(p), n)}, nil
 	}
-	return uintptr(p), nil
 }
 
 // respPreference is the response parameter that echoes the applied

@@ -43,6 +43,16 @@ static int cuda_to_host(void *dst, const void *src, size_t n, int device) {
 	}
 	return cuda_memcpy(dst, src, n, 2);
 }
+
+// cuda_to_device copies n bytes from host memory to device memory; it
+// returns the CUDA error code (0 for success). cudaMemcpyHostToDevice is 1.
+static int cuda_to_device(void *dst, const void *src, size_t n, int device) {
+	int err = cuda_set_device(device);
+	if (err != 0) {
+		return err;
+	}
+	return cuda_memcpy(dst, src, n, 1);
+}
 */
 import "C"
 
@@ -58,17 +68,37 @@ var cuda struct {
 	err  error
 }
 
+// loadCUDA binds the CUDA runtime once; it returns why it cannot.
+func loadCUDA(what string) error {
+	cuda.once.Do(func() {
+		if why := C.cuda_load(); why != nil {
+			cuda.err = fmt.Errorf("%s: %s; run the react model's producer on the CPU, or use a GPU build of Triton", what, C.GoString(why))
+		}
+	})
+	return cuda.err
+}
+
+// copyToGPU copies src to dst in the memory of GPU device, as the output
+// of a correction made on another device.
+func copyToGPU(dst unsafe.Pointer, src []byte, device int64) error {
+	if err := loadCUDA("the output is in GPU memory"); err != nil {
+		return err
+	}
+	if len(src) == 0 {
+		return nil
+	}
+	if code := C.cuda_to_device(dst, unsafe.Pointer(&src[0]), C.size_t(len(src)), C.int(device)); code != 0 {
+		return fmt.Errorf("copying the output to GPU %d: CUDA error %d", device, int(code))
+	}
+	return nil
+}
+
 // copyFromGPU appends n bytes at src in the memory of GPU device to dst,
 // as a CPU backend does with an input Triton hands over in GPU memory. It
 // needs the CUDA runtime in the process, which Triton's GPU build has.
 func copyFromGPU(dst []byte, src unsafe.Pointer, n int, device int64) ([]byte, error) {
-	cuda.once.Do(func() {
-		if why := C.cuda_load(); why != nil {
-			cuda.err = fmt.Errorf("the input is in GPU memory: %s; run the react model's producer on the CPU, or use a GPU build of Triton", C.GoString(why))
-		}
-	})
-	if cuda.err != nil {
-		return dst, cuda.err
+	if err := loadCUDA("the input is in GPU memory"); err != nil {
+		return dst, err
 	}
 	start := len(dst)
 	dst = append(dst, make([]byte, n)...)

@@ -52,6 +52,20 @@ func (m *Matrix) ApplyDevice(dst, z uintptr, rows int) error {
 	return nil
 }
 
+// ApplyDeviceToHost corrects rows rows of D float32 values at device
+// address z into host memory dst (rows×D values), on the device that
+// holds W_p: for a batch on the device whose output is in host memory. It
+// returns ErrNotOnDevice when W_p is not on a device.
+func (m *Matrix) ApplyDeviceToHost(dst []float32, z uintptr, rows int) error {
+	if m.device == nil {
+		return ErrNotOnDevice
+	}
+	if err := m.device.ApplyDeviceToHost(dst, z, rows); err != nil {
+		return fmt.Errorf("applying W_p for %s on the device: %w", m.Key, err)
+	}
+	return nil
+}
+
 // Formed reports whether W_p is available as a matrix (else the matrix
 // answers through its factored form). A matrix on a device is.
 func (m *Matrix) Formed() bool { return m.device != nil || m.matrix() != nil }

@@ -21,6 +21,9 @@ type Accelerator interface {
 	// CopyDevice copies n bytes between addresses of the device's memory,
 	// as a correction that applies no W_p does.
 	CopyDevice(dst, src uintptr, n int) error
+	// CopyDeviceToHost copies len(dst) bytes from an address of the
+	// device's memory to host memory.
+	CopyDeviceToHost(dst []byte, src uintptr) error
 }
 
 // DeviceSolver computes W_p on a device from statistics uploaded once. It
@@ -54,4 +57,7 @@ type DeviceMatrix interface {
 	// float32 values at address z, corrected into address dst (which must
 	// not overlap z), with no copy to the host.
 	ApplyDevice(dst, z uintptr, rows int) error
+	// ApplyDeviceToHost is ApplyDevice into host memory: for a batch on
+	// the device whose output the caller was given in host memory.
+	ApplyDeviceToHost(dst []float32, z uintptr, rows int) error
 }

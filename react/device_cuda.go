@@ -74,6 +74,19 @@ func (a *cudaAccelerator) CopyDevice(dst, src uintptr, n int) error {
 	})
 }
 
+// CopyDeviceToHost implements Accelerator.
+func (a *cudaAccelerator) CopyDeviceToHost(dst []byte, src uintptr) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	return a.dev.Do(func() error {
+		if err := a.dev.CheckRange(cuda.Ptr(src), len(dst)); err != nil {
+			return fmt.Errorf("input: %w", err)
+		}
+		return a.dev.DownloadBytes(dst, cuda.Ptr(src))
+	})
+}
+
 // checkRanges checks that n bytes at dst and at src are this device's
 // memory, each inside one allocation, before a copy or kernel touches
 // them: an address from elsewhere (Triton's buffers) that is wrong would
@@ -460,6 +473,30 @@ func (m *cudaMatrix) Apply(dst, z []float32) error {
 			return err
 		}
 		if err := m.gemm(a.out, a.in, rows); err != nil {
+			return err
+		}
+		return dev.Download32(dst, a.out)
+	})
+}
+
+// ApplyDeviceToHost implements DeviceMatrix: the batch is corrected into
+// the accelerator's scratch and downloaded.
+func (m *cudaMatrix) ApplyDeviceToHost(dst []float32, z uintptr, rows int) error {
+	if rows < 0 || len(dst) != rows*m.d {
+		return fmt.Errorf("correct: destination of %d values for %d rows of %d", len(dst), rows, m.d)
+	}
+	if rows == 0 {
+		return nil
+	}
+	a, dev := m.acc, m.acc.dev
+	return dev.Do(func() error {
+		if err := dev.CheckRange(cuda.Ptr(z), f32*len(dst)); err != nil {
+			return fmt.Errorf("correct: input: %w", err)
+		}
+		if err := a.reserve(len(dst)); err != nil {
+			return err
+		}
+		if err := m.gemm(a.out, cuda.Ptr(z), rows); err != nil {
 			return err
 		}
 		return dev.Download32(dst, a.out)

@@ -344,6 +344,23 @@ func TestDeviceApplyAllocatedMemory(t *testing.T) {
 			if err := applyError(got, z, hostW(t, m), d); err != nil {
 				t.Fatal(err)
 			}
+			clear(got)
+			if err := m.ApplyDeviceToHost(got, in, rows); err != nil {
+				t.Fatal(err)
+			}
+			if err := applyError(got, z, hostW(t, m), d); err != nil {
+				t.Fatalf("ApplyDeviceToHost: %v", err)
+			}
+			if err := m.ApplyDeviceToHost(got[:len(got)-1], in, rows); err == nil {
+				t.Error("ApplyDeviceToHost into a short destination succeeded")
+			}
+			raw := make([]byte, n)
+			if err := acc.CopyDeviceToHost(raw, in); err != nil {
+				t.Fatal(err)
+			}
+			if v := unsafe.Slice((*float32)(unsafe.Pointer(&raw[0])), len(z)); v[0] != z[0] || v[len(z)-1] != z[len(z)-1] {
+				t.Errorf("CopyDeviceToHost: %v ... %v, want %v ... %v", v[0], v[len(z)-1], z[0], z[len(z)-1])
+			}
 			devicetest.Fill(t, out, n, 0xFF)
 			if err := acc.CopyDevice(out, in, n); err != nil {
 				t.Fatal(err)

@@ -2,6 +2,8 @@ package model
 
 import (
 	"context"
+	"fmt"
+	"unsafe"
 
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/react"
@@ -20,9 +22,17 @@ type DeviceRequest struct {
 	Keys control.Values
 }
 
-// AllocDevice returns the address of a request's output on the device: as
-// many FP32 values as its input.
-type AllocDevice func() (uintptr, error)
+// DeviceOutput is where a request's output goes: as many FP32 values as
+// its input, at Ptr in the device's memory, or in Host when the server
+// placed the output in host memory (Triton's front ends do for a model
+// whose output goes to the client).
+type DeviceOutput struct {
+	Ptr  uintptr
+	Host []byte
+}
+
+// AllocDevice returns a request's output buffer.
+type AllocDevice func() (DeviceOutput, error)
 
 // OnDevice reports whether the model corrects on a device and its input
 // and output are FP32, so that an input in the device's memory can be
@@ -34,8 +44,9 @@ func (m *Model) OnDevice() bool {
 
 // ExecuteDevice corrects one request in device memory: it resolves the
 // preference as Execute does, and applies W_p with one SGEMM on the device
-// into the memory alloc returns. A request that applies no correction gets
-// its input copied to its output on the device. It fails the request with
+// into the memory alloc returns (or, when that is host memory, into the
+// device's scratch and down to it). A request that applies no correction
+// gets its input copied to its output. It fails the request with
 // CodeInternal when the model does not correct on a device (see OnDevice).
 func (m *Model) ExecuteDevice(ctx context.Context, r DeviceRequest, alloc AllocDevice) Outcome {
 	var out Outcome
@@ -66,10 +77,18 @@ func (m *Model) ExecuteDevice(ctx context.Context, r DeviceRequest, alloc AllocD
 		return out
 	}
 	rows := int(r.Shape[0])
-	if w != nil {
-		err = w.ApplyDevice(dst, r.Input, rows)
-	} else {
-		err = react.CurrentAccelerator().CopyDevice(dst, r.Input, 4*rows*m.d)
+	acc := react.CurrentAccelerator()
+	switch {
+	case dst.Host != nil && len(dst.Host) != 4*rows*m.d:
+		err = fmt.Errorf("output: %d bytes of host memory for %d rows of %d FP32 values", len(dst.Host), rows, m.d)
+	case dst.Host != nil && w != nil:
+		err = w.ApplyDeviceToHost(unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(dst.Host))), rows*m.d), r.Input, rows)
+	case dst.Host != nil:
+		err = acc.CopyDeviceToHost(dst.Host, r.Input)
+	case w != nil:
+		err = w.ApplyDevice(dst.Ptr, r.Input, rows)
+	default:
+		err = acc.CopyDevice(dst.Ptr, r.Input, 4*rows*m.d)
 	}
 	if err != nil {
 		out.Err = &RequestError{Code: CodeInternal, Err: err}

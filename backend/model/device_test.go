@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/react"
@@ -36,9 +37,9 @@ func TestExecuteDeviceWithoutDevice(t *testing.T) {
 		{"no device", DeviceRequest{Shape: []int64{2, 64}, Input: 1, Keys: pref("fashion=1")}, CodeInternal, control.ErrNotOnDevice},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := m.ExecuteDevice(context.Background(), tc.req, func() (uintptr, error) {
+			out := m.ExecuteDevice(context.Background(), tc.req, func() (DeviceOutput, error) {
 				t.Fatal("alloc called")
-				return 0, nil
+				return DeviceOutput{}, nil
 			})
 			var re *RequestError
 			if !errors.As(out.Err, &re) || re.Code != tc.code {
@@ -53,9 +54,10 @@ func TestExecuteDeviceWithoutDevice(t *testing.T) {
 
 // TestExecuteDevice corrects requests whose input is in device memory, as
 // Triton hands over a backbone's output on the GPU: the output, allocated
-// by cudaMalloc as Triton does, holds W_p z for a correcting preference
-// (against the float64 reference) and z itself for none. bench/gpu.sh
-// runs it on a GPU; CI runs it under the emulator.
+// by cudaMalloc as Triton does, or in host memory as Triton's front ends
+// give it for an output that goes to the client, holds W_p z for a
+// correcting preference (against the float64 reference) and z itself for
+// none. bench/gpu.sh runs it on a GPU; CI runs it under the emulator.
 func TestExecuteDevice(t *testing.T) {
 	if react.CurrentAccelerator() == nil {
 		t.Skip("no device in use")
@@ -73,13 +75,28 @@ func TestExecuteDevice(t *testing.T) {
 	n := 4 * len(z)
 	in := devicetest.Alloc(t, n, devicetest.Runtime)
 	devicetest.Upload(t, in, z)
-	for _, spec := range []string{"fashion=1", "fashion=0.6,mnist=0.4", "none"} {
-		t.Run(spec, func(t *testing.T) {
-			out := devicetest.Alloc(t, n, devicetest.Runtime)
-			devicetest.Fill(t, out, n, 0xFF)
+	for _, tc := range []struct {
+		spec string
+		host bool // Triton placed the output in host memory
+	}{{"fashion=1", false}, {"fashion=0.6,mnist=0.4", false}, {"none", false}, {"fashion=0.6,mnist=0.4", true}, {"none", true}} {
+		name := tc.spec
+		if tc.host {
+			name += " into host memory"
+		}
+		t.Run(name, func(t *testing.T) {
+			var dst DeviceOutput
+			if tc.host {
+				dst.Host = make([]byte, n)
+				for i := range dst.Host {
+					dst.Host[i] = 0xFF
+				}
+			} else {
+				dst.Ptr = devicetest.Alloc(t, n, devicetest.Runtime)
+				devicetest.Fill(t, dst.Ptr, n, 0xFF)
+			}
 			allocs := 0
-			res := m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{rows, d}, Input: in, Keys: pref(spec)},
-				func() (uintptr, error) { allocs++; return out, nil })
+			res := m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{rows, d}, Input: in, Keys: pref(tc.spec)},
+				func() (DeviceOutput, error) { allocs++; return dst, nil })
 			if res.Err != nil {
 				t.Fatal(res.Err)
 			}
@@ -87,8 +104,12 @@ func TestExecuteDevice(t *testing.T) {
 				t.Fatalf("alloc called %d times", allocs)
 			}
 			got := make([]float32, len(z))
-			devicetest.Download(t, got, out)
-			if spec == "none" {
+			if tc.host {
+				copy(got, unsafe.Slice((*float32)(unsafe.Pointer(&dst.Host[0])), len(z)))
+			} else {
+				devicetest.Download(t, got, dst.Ptr)
+			}
+			if tc.spec == "none" {
 				for i := range got {
 					if got[i] != z[i] {
 						t.Fatalf("none: [%d] = %v, want the input %v", i, got[i], z[i])
@@ -96,18 +117,23 @@ func TestExecuteDevice(t *testing.T) {
 				}
 				return
 			}
-			want := reference(t, spec, z, d)
+			want := reference(t, tc.spec, z, d)
 			for i := range got {
 				if e := math.Abs(float64(got[i]) - want[i]); !(e <= 1e-4*(1+math.Abs(want[i]))) {
-					t.Fatalf("%s: [%d] = %v, want %v", spec, i, got[i], want[i])
+					t.Fatalf("%s: [%d] = %v, want %v", tc.spec, i, got[i], want[i])
 				}
 			}
 		})
 	}
-	// A request whose output Triton could not place on the device fails,
-	// and says so.
+	// Host memory of the wrong size is refused, not overrun.
 	res := m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{rows, d}, Input: in, Keys: pref("fashion=1")},
-		func() (uintptr, error) { return 0, errors.New("no GPU memory for the output") })
+		func() (DeviceOutput, error) { return DeviceOutput{Host: make([]byte, n-4)}, nil })
+	if res.Err == nil {
+		t.Error("ExecuteDevice into a short host buffer succeeded")
+	}
+	// A request whose output could not be allocated fails, and says so.
+	res = m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{rows, d}, Input: in, Keys: pref("fashion=1")},
+		func() (DeviceOutput, error) { return DeviceOutput{}, errors.New("no GPU memory for the output") })
 	var re *RequestError
 	if !errors.As(res.Err, &re) || re.Code != CodeInternal {
 		t.Errorf("ExecuteDevice with a failed allocation = %v, want an internal request error", res.Err)

@@ -297,6 +297,16 @@ func (d *Device) Download32(dst []float32, src Ptr) error {
 	return check("cuMemcpyDtoHAsync", C.rc_cuMemcpyDtoHAsync(unsafe.Pointer(&dst[0]), src.c(), C.size_t(4*len(dst)), d.cur.stream))
 }
 
+// DownloadBytes copies len(dst) bytes from the device at src, as
+// Download64.
+func (d *Device) DownloadBytes(dst []byte, src Ptr) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	d.pin(unsafe.Pointer(&dst[0]))
+	return check("cuMemcpyDtoHAsync", C.rc_cuMemcpyDtoHAsync(unsafe.Pointer(&dst[0]), src.c(), C.size_t(len(dst)), d.cur.stream))
+}
+
 // DownloadInt32 copies one int32 from the device (a cuSOLVER info).
 func (d *Device) DownloadInt32(src Ptr) (int32, error) {
 	v := new(int32)
