@@ -14,8 +14,20 @@
 #                          logs and the table (gpu-bench.md) go to $OUT, or
 #                          to .gpu/out without it
 #
-# With the device tool: bench/gpu.sh prepare, then run `bench/gpu.sh run`
-# there with carry [".gpu"]. The binaries open libcuda.so.1 (the driver's),
+#   bench/gpu.sh stage     here: leave out of the working tree (git
+#                          sparse-checkout) what the GPU run does not need
+#                          and the device tool could not carry: it sends at
+#                          most 64 MiB (tracked and untracked-not-ignored
+#                          files plus carried paths); the second zoo's ONNX
+#                          files alone are 69.5 MB
+#   bench/gpu.sh unstage   here: the whole working tree back
+#   bench/gpu.sh size      what would travel, staged, in bytes; fails above
+#                          LIMIT_MIB (56: 8 MiB to spare). CI runs it after
+#                          prepare.
+#
+# With the device tool: bench/gpu.sh prepare && bench/gpu.sh stage, then
+# run `bench/gpu.sh run` there with carry [".gpu"], then bench/gpu.sh
+# unstage. The binaries open libcuda.so.1 (the driver's),
 # libcublas.so.13 and libcusolver.so.12 with dlopen: run finds the last two
 # in PyTorch's nvidia-* wheels (nvidia/cu13/lib) or a CUDA toolkit, and puts
 # them on LD_LIBRARY_PATH (CUDA_LIBDIR=DIR names another place).
@@ -29,6 +41,40 @@ BINARIES=(
 	"control.test control"
 	"model.test backend/model"
 )
+
+# The paths the GPU run leaves behind (bench/gpu.sh stage).
+UNSTAGED=(tritonmodels/zoo-effnet/onnx)
+
+stage() {
+	local patterns=('/*') p
+	for p in "${UNSTAGED[@]}"; do
+		patterns+=("!/$p/")
+	done
+	git sparse-checkout set --no-cone "${patterns[@]}"
+	echo "gpu: staged: ${UNSTAGED[*]} left out of the working tree (bench/gpu.sh unstage brings them back)"
+}
+
+unstage() {
+	git sparse-checkout disable
+}
+
+# size prints the bytes the device tool would send with .gpu carried: the
+# tracked files, less UNSTAGED, the untracked files git does not ignore,
+# and .gpu; it fails above LIMIT_MIB.
+size() {
+	local limit=${LIMIT_MIB:-56} tree p total
+	local exclude=()
+	for p in "${UNSTAGED[@]}"; do
+		exclude+=(":(exclude)$p")
+	done
+	tree=$(git ls-files -z --cached --others --exclude-standard -- . "${exclude[@]}" |
+		xargs -0 stat -c %s 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
+	[ -d .gpu ] || { echo "gpu: no .gpu: run bench/gpu.sh prepare first" >&2; exit 1; }
+	p=$(find .gpu -type f -not -path '.gpu/out/*' -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
+	total=$((tree + p))
+	awk -v t="$tree" -v g="$p" -v l="$limit" 'BEGIN { printf "gpu: the device run sends %d bytes (%.1f MiB): working tree %.1f MiB, .gpu %.1f MiB; limit %d MiB\n", t + g, (t + g) / 1048576, t / 1048576, g / 1048576, l }'
+	[ "$total" -le $((limit * 1048576)) ] || { echo "gpu: over $limit MiB: the device tool (64 MiB) would refuse it, or nearly" >&2; exit 1; }
+}
 
 prepare() {
 	bash scripts/setup.d/50-cuda.sh
@@ -148,6 +194,9 @@ run() {
 
 case ${1:-} in
 prepare) prepare ;;
+stage) stage ;;
+unstage) unstage ;;
+size) size ;;
 run) run ;;
-*) echo "usage: $0 prepare|run" >&2; exit 2 ;;
+*) echo "usage: $0 prepare|stage|unstage|size|run" >&2; exit 2 ;;
 esac
