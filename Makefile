@@ -60,9 +60,9 @@ image:
 image-cuda:
 	$(DOCKER) build -f docker/sidecar-cuda.Dockerfile --build-arg GO_VERSION=$(GO_VERSION) --build-arg CUDA_VERSION=$(CUDA_VERSION) -t $(IMAGE_PREFIX)sidecar-cuda:$(IMAGE_TAG) .
 
-## image-triton: NGC's tritonserver $(TRITON_VERSION) with the react backend (docker/triton.Dockerfile: make build)
+## image-triton: NGC's tritonserver $(TRITON_VERSION) with the react backend, cuda build (docker/triton.Dockerfile: make build-cuda)
 image-triton:
-	$(DOCKER) build -f docker/triton.Dockerfile --target triton --build-arg GO_VERSION=$(GO_VERSION) --build-arg TRITON_VERSION=$(TRITON_VERSION) -t $(IMAGE_PREFIX)tritonserver:$(TRITON_VERSION)-$(IMAGE_TAG) .
+	$(DOCKER) build -f docker/triton.Dockerfile --target triton --build-arg GO_VERSION=$(GO_VERSION) --build-arg TRITON_VERSION=$(TRITON_VERSION) --build-arg CUDA_VERSION=$(CUDA_VERSION) -t $(IMAGE_PREFIX)tritonserver:$(TRITON_VERSION)-$(IMAGE_TAG) .
 
 ## test: everything CI runs: setup, lint, unit, property, interop and end-to-end tests
 test: setup build lint proto-check

@@ -16,7 +16,7 @@ import (
 var images = []struct{ file, build, image string }{
 	{"sidecar.Dockerfile", "build-go", "image"},
 	{"sidecar-cuda.Dockerfile", "build-cuda", "image-cuda"},
-	{"triton.Dockerfile", "build", "image-triton"},
+	{"triton.Dockerfile", "build-cuda", "image-triton"},
 }
 
 // goCompile matches a command that compiles Go itself instead of asking
