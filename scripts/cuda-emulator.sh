@@ -58,9 +58,9 @@ else
 	for f in cu_names rt_names; do
 		[ "$(wc -l <"$out/gen/$f.inc")" -gt 50 ] || { echo "cuda-emulator: too few error names found for $f.inc" >&2; exit 1; }
 	done
-	flags=(-std=c11 -O2 -ftree-vectorize -fPIC -pthread -Wall -Wextra -Werror -Wno-unused-parameter -I"$inc" -I"$out/gen")
+	flags=(-std=c11 -O2 -ftree-vectorize -fPIC -pthread -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation -I"$inc" -I"$out/gen")
 	cc "${flags[@]}" -shared -Wl,-soname,libcudaemu.so -Wl,-z,defs -o "$out/libcudaemu.so" \
-		"$src/core.c" "$src/driver.c" "$src/blas.c" "$src/solver.c" "$src/runtime.c" -lm
+		"$src/core.c" "$src/driver.c" "$src/blas.c" "$src/solver.c" "$src/runtime.c" "$src/ptx.c" -lm
 	for name in libcuda.so.1 libcublas.so.13 libcusolver.so.12 libcudart.so.13; do
 		ln -s libcudaemu.so "$out/$name"
 	done

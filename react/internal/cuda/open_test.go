@@ -19,6 +19,8 @@ import (
 //   - "stub": the libraries of .cache/cuda and the libcuda stub, so every
 //     function resolves and cuInit fails with CUDA_ERROR_STUB_LIBRARY;
 //   - "none": no libcuda at all, so loading fails and says so;
+//   - "emulator": the strict CUDA emulator (scripts/cuda-emulator.sh), a
+//     device named as the emulator names it;
 //   - unset: whatever the machine has, reported.
 func TestOpen(t *testing.T) {
 	d, err := Open(0)
@@ -43,9 +45,16 @@ func TestOpen(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "libcuda.so") {
 			t.Fatalf("Open = %v, want an error naming libcuda.so", err)
 		}
+	case "emulator":
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		if !strings.HasPrefix(d.Name(), "CUDA emulator (react-triton)") {
+			t.Fatalf("opened %s, want the emulator", d.Name())
+		}
 	case "":
 	default:
-		t.Fatalf("REACT_CUDA_EXPECT=%q: want gpu, stub or none", want)
+		t.Fatalf("REACT_CUDA_EXPECT=%q: want gpu, emulator, stub or none", want)
 	}
 }
 

@@ -402,16 +402,31 @@ static void drop_all(struct CUctx_st *c) {
 	}
 }
 
+static CUresult vfault(struct CUctx_st *c, CUresult code, const char *fn, const char *fmt, va_list ap) {
+	char buf[768];
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	c->sticky = code;
+	drop_all(c);
+	const char *name = emu_cu_name(code);
+	emu_report(fn, "%s: %s; the context's error is now sticky: every later call returns %s (%d)",
+	           code == CUDA_ERROR_ILLEGAL_ADDRESS ? "ILLEGAL ADDRESS" : "KERNEL FAULT", buf, name ? name : "?", (int)code);
+	return code;
+}
+
 CUresult emu_fault(struct CUctx_st *c, const char *fn, const char *fmt, ...) {
 	va_list ap;
 	va_start(ap, fmt);
-	char buf[768];
-	vsnprintf(buf, sizeof buf, fmt, ap);
+	CUresult r = vfault(c, CUDA_ERROR_ILLEGAL_ADDRESS, fn, fmt, ap);
 	va_end(ap);
-	c->sticky = CUDA_ERROR_ILLEGAL_ADDRESS;
-	drop_all(c);
-	emu_report(fn, "ILLEGAL ADDRESS: %s; the context's error is now sticky: every later call returns CUDA_ERROR_ILLEGAL_ADDRESS (700)", buf);
-	return CUDA_ERROR_ILLEGAL_ADDRESS;
+	return r;
+}
+
+CUresult emu_fault_as(struct CUctx_st *c, CUresult code, const char *fn, const char *fmt, ...) {
+	va_list ap;
+	va_start(ap, fmt);
+	CUresult r = vfault(c, code, fn, fmt, ap);
+	va_end(ap);
+	return r;
 }
 
 void *emu_operand(struct CUctx_st *c, emu_op *op, const char *what, CUdeviceptr p, size_t elems, size_t size) {
@@ -529,6 +544,9 @@ void emu_ctx_destroy(struct CUctx_st *c) {
 			break;
 		case OBJ_SOLVER:
 			oc = ((struct cusolverDnContext *)o)->ctx;
+			break;
+		case OBJ_MODULE:
+			oc = ((struct CUmod_st *)o)->ctx;
 			break;
 		}
 		if (oc == c) {

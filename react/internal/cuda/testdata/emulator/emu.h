@@ -34,7 +34,7 @@
 // Every handle the emulator hands out starts with an emu_obj and stays
 // allocated for the life of the process (a destroyed one is marked dead),
 // so a stale handle is recognised rather than dereferenced after free.
-enum { OBJ_CTX = 1, OBJ_STREAM, OBJ_EVENT, OBJ_BLAS, OBJ_SOLVER };
+enum { OBJ_CTX = 1, OBJ_STREAM, OBJ_EVENT, OBJ_BLAS, OBJ_SOLVER, OBJ_MODULE, OBJ_FUNC };
 
 typedef struct emu_obj {
 	int kind;
@@ -79,6 +79,11 @@ typedef struct emu_op {
 	int i[10];
 	double d[2];
 	CUdeviceptr p[5];
+	// cuLaunchKernel: the function, the grid and block, the parameters'
+	// values (copied when launched, as the driver does).
+	struct CUfunc_st *func;
+	unsigned dim[6];
+	unsigned char args[256];
 } emu_op;
 
 struct CUstream_st {
@@ -109,6 +114,14 @@ struct cublasContext {
 	struct CUstream_st *stream; // NULL: the legacy stream
 	cublasMath_t math;
 };
+
+// A module loaded from PTX (ptx.c), and its kernels.
+struct CUmod_st {
+	emu_obj obj;
+	struct CUctx_st *ctx;
+};
+
+struct CUfunc_st;
 
 struct cusolverDnContext {
 	emu_obj obj;
@@ -197,6 +210,9 @@ EMU_HIDDEN void emu_ctx_destroy(struct CUctx_st *c);
 // touching unmapped memory), drops its queued work, reports, and returns
 // CUDA_ERROR_ILLEGAL_ADDRESS.
 EMU_HIDDEN CUresult emu_fault(struct CUctx_st *c, const char *fn, const char *fmt, ...) EMU_PRINTF(3, 4);
+// emu_fault_as is emu_fault with another sticky error (a misaligned
+// address, a kernel that does not end).
+EMU_HIDDEN CUresult emu_fault_as(struct CUctx_st *c, CUresult code, const char *fn, const char *fmt, ...) EMU_PRINTF(4, 5);
 
 // emu_operand returns the host address of a kernel's operand: elems values
 // of size bytes at p, inside one allocation of the op's context; or NULL
