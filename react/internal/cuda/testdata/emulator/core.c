@@ -227,7 +227,8 @@ CUresult emu_alloc_new(struct CUctx_st *c, size_t n, CUdeviceptr *out) {
 	return CUDA_SUCCESS;
 }
 
-emu_alloc *emu_find(CUdeviceptr p) {
+// before returns the live allocation with the highest base <= p, or NULL.
+static emu_alloc *before(CUdeviceptr p) {
 	size_t lo = 0, hi = nallocs; // the first allocation whose base > p
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -237,11 +238,12 @@ emu_alloc *emu_find(CUdeviceptr p) {
 			hi = mid;
 		}
 	}
-	if (lo == 0) {
-		return NULL;
-	}
-	emu_alloc *a = &allocs[lo - 1];
-	return p - a->base < a->size ? a : NULL;
+	return lo == 0 ? NULL : &allocs[lo - 1];
+}
+
+emu_alloc *emu_find(CUdeviceptr p) {
+	emu_alloc *a = before(p);
+	return a != NULL && p - a->base < a->size ? a : NULL;
 }
 
 emu_alloc *emu_find_base(CUdeviceptr p) {
@@ -285,6 +287,9 @@ void emu_describe(CUdeviceptr p, size_t n, char *buf, size_t len) {
 		         (unsigned long long)(p + n - (a->base + a->size)));
 	} else if (p == 0) {
 		snprintf(buf, len, "%zu bytes at address 0 (NULL)", n);
+	} else if ((a = before(p)) != NULL && p - (a->base + a->size) < 65536) {
+		snprintf(buf, len, "%zu bytes at %#llx: %llu bytes past the end of an allocation of %zu bytes at %#llx", n, (unsigned long long)p,
+		         (unsigned long long)(p - (a->base + a->size)), a->size, (unsigned long long)a->base);
 	} else if (!emu_fake(p)) {
 		snprintf(buf, len, "%zu bytes at %#llx: not a device address (a host pointer?)", n, (unsigned long long)p);
 	} else {

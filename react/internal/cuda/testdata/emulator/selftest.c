@@ -419,6 +419,111 @@ static void test_illegal_address(void) {
 	fresh();
 }
 
+// Kernels: PTX interpreted thread by thread, each global access checked.
+static const char *ptx =
+	".version 7.0\n"
+	".target sm_70\n"
+	".address_size 64\n"
+	"// y[i] += a*x[i], one thread per value\n"
+	".visible .entry scale_add(.param .u64 y, .param .u64 x, .param .f32 a, .param .u32 n)\n"
+	"{\n"
+	"	.reg .pred %p<2>;\n"
+	"	.reg .b32 %r<8>;\n"
+	"	.reg .b64 %rd<8>;\n"
+	"	.reg .f32 %f<4>;\n"
+	"	ld.param.u64 %rd1, [y];\n"
+	"	ld.param.u64 %rd2, [x];\n"
+	"	ld.param.f32 %f1, [a];\n"
+	"	ld.param.u32 %r1, [n];\n"
+	"	mov.u32 %r2, %ctaid.x;\n"
+	"	mov.u32 %r3, %ntid.x;\n"
+	"	mov.u32 %r4, %tid.x;\n"
+	"	mad.lo.s32 %r5, %r2, %r3, %r4;\n"
+	"	setp.ge.s32 %p1, %r5, %r1;\n"
+	"	@%p1 bra END;\n"
+	"	mul.wide.s32 %rd3, %r5, 4;\n"
+	"	add.s64 %rd4, %rd1, %rd3;\n"
+	"	add.s64 %rd5, %rd2, %rd3;\n"
+	"	ld.global.f32 %f2, [%rd5];\n"
+	"	ld.global.f32 %f3, [%rd4];\n"
+	"	fma.rn.f32 %f3, %f1, %f2, %f3;\n"
+	"	st.global.f32 [%rd4], %f3;\n"
+	"END:\n"
+	"	ret;\n"
+	"}\n"
+	".visible .entry misaligned(.param .u64 p)\n"
+	"{\n"
+	"	.reg .b64 %rd<3>;\n"
+	"	.reg .f32 %f<2>;\n"
+	"	ld.param.u64 %rd1, [p];\n"
+	"	add.u64 %rd2, %rd1, 2;\n"
+	"	ld.global.f32 %f1, [%rd2];\n"
+	"	ret;\n"
+	"}\n"
+	".visible .entry uninit(.param .u64 p)\n"
+	"{\n"
+	"	.reg .b64 %rd<2>;\n"
+	"	.reg .f32 %f<2>;\n"
+	"	ld.param.u64 %rd1, [p];\n"
+	"	st.global.f32 [%rd1], %f1;\n"
+	"	ret;\n"
+	"}\n";
+
+static void test_kernels(void) {
+	CUmodule mod, bad;
+	CUfunction f, mis, un, none;
+	EQ(cuModuleLoadData(&mod, ptx), CUDA_SUCCESS);
+	EQ(cuModuleGetFunction(&f, mod, "scale_add"), CUDA_SUCCESS);
+	EQ(cuModuleGetFunction(&mis, mod, "misaligned"), CUDA_SUCCESS);
+	EQ(cuModuleGetFunction(&un, mod, "uninit"), CUDA_SUCCESS);
+	EQ(cuModuleGetFunction(&none, mod, "nosuch"), CUDA_ERROR_NOT_FOUND);
+	EQ(cuModuleLoadData(&bad, ".version 7.0\n.target sm_70\n.address_size 64\n.visible .entry k()\n{\n\tbar.sync 0;\n\tret;\n}\n"), CUDA_ERROR_NOT_SUPPORTED);
+	EQ(cuModuleLoadData(&bad, ".version 7.0\n.target sm_70\n.address_size 64\n.visible .entry k()\n{\n\tbra NOWHERE;\n}\n"), CUDA_ERROR_INVALID_PTX);
+
+	enum { N = 1000 };
+	float x[N], y[N];
+	for (int i = 0; i < N; i++) {
+		x[i] = (float)i;
+		y[i] = 1;
+	}
+	CUdeviceptr dx = alloc(sizeof x), dy = alloc(sizeof y);
+	upload(dx, x, sizeof x);
+	upload(dy, y, sizeof y);
+	float a = 2;
+	unsigned n = N;
+	void *args[] = {&dy, &dx, &a, &n};
+	EQ(cuLaunchKernel(f, (N + 255) / 256, 1, 1, 256, 1, 1, 0, stream, args, NULL), CUDA_SUCCESS);
+	a = 100; // the parameters were copied at the launch
+	download(y, dy, sizeof y);
+	CHECK(y[0] == 1 && y[999] == 1999, "scale_add: %g %g", y[0], y[999]);
+	EQ(cuLaunchKernel(f, 1, 1, 1, 2048, 1, 1, 0, stream, args, NULL), CUDA_ERROR_INVALID_VALUE);
+	EQ(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, stream, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
+
+	// A register read before any write is all ones: NaN.
+	void *uargs[] = {&dy};
+	EQ(cuLaunchKernel(un, 1, 1, 1, 1, 1, 1, 0, stream, uargs, NULL), CUDA_SUCCESS);
+	download(y, dy, 4);
+	CHECK(isnan(y[0]), "an unwritten register stored: %g", y[0]);
+
+	// One value too many: thread 1000 reads past x.
+	n = N + 1;
+	EQ(cuLaunchKernel(f, (N + 256) / 256, 1, 1, 256, 1, 1, 0, stream, args, NULL), CUDA_SUCCESS);
+	EQ(cuStreamSynchronize(stream), CUDA_ERROR_ILLEGAL_ADDRESS);
+	EQ(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, stream, args, NULL), CUDA_ERROR_ILLEGAL_ADDRESS);
+	fresh();
+	EQ(cuModuleLoadData(&mod, ptx), CUDA_SUCCESS);
+	EQ(cuModuleGetFunction(&mis, mod, "misaligned"), CUDA_SUCCESS);
+	dx = alloc(64);
+	void *margs[] = {&dx};
+	EQ(cuLaunchKernel(mis, 1, 1, 1, 1, 1, 1, 0, stream, margs, NULL), CUDA_SUCCESS);
+	EQ(cuStreamSynchronize(stream), CUDA_ERROR_MISALIGNED_ADDRESS);
+	fresh();
+	EQ(cuModuleLoadData(&mod, ptx), CUDA_SUCCESS);
+	EQ(cuModuleGetFunction(&f, mod, "scale_add"), CUDA_SUCCESS);
+	EQ(cuModuleUnload(mod), CUDA_SUCCESS);
+	EQ(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, stream, args, NULL), CUDA_ERROR_INVALID_HANDLE);
+}
+
 // The runtime: device 0's primary context, with no context current.
 static void *runtime_thread(void *arg) {
 	void *p = NULL;
@@ -459,6 +564,7 @@ int main(void) {
 	test_deferred();
 	test_blas();
 	test_illegal_address();
+	test_kernels();
 	test_runtime();
 	if (failures > 0) {
 		fprintf(stderr, "selftest: %d of %d checks FAILED\n", failures, checks);
