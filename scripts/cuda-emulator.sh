@@ -19,6 +19,9 @@
 #                                 (glibc maps a file once, so each dlopen
 #                                 gets the same handle: --check tests it)
 #   selftest                      the emulator's own tests (selftest.c)
+#   probe                         the conformance probe (probe.c): the same
+#                                 calls against NVIDIA's libraries on a GPU
+#                                 and against the emulator, to compare
 #
 # Idempotent: .cache/cudaemu/.stamp records the hash of this script, the
 # sources and the headers' cuda.h; when it matches nothing is rebuilt.
@@ -65,10 +68,18 @@ else
 		ln -s libcudaemu.so "$out/$name"
 	done
 	cc "${flags[@]}" -o "$out/selftest" "$src/selftest.c" -L"$out" -lcudaemu -Wl,-rpath,'$ORIGIN' -ldl -lm
+	cc "${flags[@]}" -o "$out/probe" "$src/probe.c" -ldl
 	echo "$key" >"$out/.stamp"
 	echo "cuda-emulator: $out ready"
 fi
 
+# The self-test's calls that must fail make the emulator say why on
+# stderr: kept in selftest.log, shown when a check fails.
 if [ "$check" = 1 ]; then
-	"$out/selftest"
+	if "$out/selftest" 2>"$out/selftest.log"; then
+		tail -n 1 "$out/selftest.log"
+	else
+		cat "$out/selftest.log" >&2
+		exit 1
+	fi
 fi
