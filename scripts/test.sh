@@ -119,6 +119,18 @@ REACT_CUDA_EXPECT=none go test -count=1 -tags 'openblas cuda' \
 	-run 'TestOpen|TestLibraries|TestUseBackend|Device|OneNorm' "${cuda_pkgs[@]}" || status=1
 LD_LIBRARY_PATH="$PWD/.cache/cuda/stubs:$PWD/.cache/cuda/lib" REACT_CUDA_EXPECT=stub go test -count=1 -tags 'openblas cuda' \
 	-run 'TestOpen|TestLibraries|TestUseBackend' ./react/... || status=1
+# Then every test of those packages on the cuda backend, the device tests
+# included (they run, not skip), under the CUDA emulator: a strict
+# host-memory stand-in for the driver, cuBLAS, cuSOLVER and the runtime
+# (scripts/cuda-emulator.sh, its self-test first; docs/gpu.md, "The
+# emulator"). About 7 s on two cores (the test binaries are the ones above).
+# TestSolveIntoAllocs is skipped: it counts OpenBLAS's allocations only when
+# the current backend is openblas, not when it is the CPU backend beside
+# cuda (react.CPUBackend), so it fails on the cuda backend in an openblas
+# build, GPU or emulator alike.
+bash scripts/cuda-emulator.sh --check || status=1
+LD_LIBRARY_PATH="$PWD/.cache/cudaemu" REACT_TEST_BACKEND=cuda REACT_CUDA_EXPECT=emulator go test -count=1 -tags 'openblas cuda' \
+	-skip '^TestSolveIntoAllocs$' "${cuda_pkgs[@]}" || status=1
 # The servers' packages again under the race detector: concurrent requests,
 # reloads and streams (about half a minute).
 go test -race -count=1 ./control/... ./sidecar/... ./backend/... || status=1
