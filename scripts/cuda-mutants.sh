@@ -65,7 +65,7 @@ run='Device|TestOpen$|TestErrorNames|TestCheckRange'
 # runtests DIR LOG: the device tests under the emulator.
 runtests() {
 	(cd "$1" && LD_LIBRARY_PATH="$root/.cache/cudaemu" REACT_TEST_BACKEND=cuda REACT_CUDA_EXPECT=emulator \
-		timeout 600 go test -count=1 -tags cuda -run "$run" "${pkgs[@]}") >"$2" 2>&1
+		timeout 600 go test -count=1 -v -tags cuda -run "$run" "${pkgs[@]}") >"$2" 2>&1
 }
 
 echo "cuda-mutants: the unmutated tests" >&2
@@ -97,10 +97,24 @@ for m in "${mutants[@]}"; do
 		result="SURVIVED"
 		status=1
 	else
-		# What failed first: a test's message, or the emulator's.
-		why=$(grep -m1 -E -- '^\s+[a-z_]+\.go:[0-9]+: |cuda-emulator: .*(ILLEGAL|FAULT|aborting|no context|CUBLAS_STATUS|CUSOLVER_STATUS)|panic:|timed out' "$tmp/$name.log" |
-			sed -E 's/^\s+//; s/\|/\\|/g' | cut -c1-160 || true)
-		result="CAUGHT: ${why:-the tests failed}"
+		# Which test failed first (its first failing subtest), or was
+		# running when the emulator aborted the process; then the first
+		# thing the emulator refused in it, else its first message.
+		log=$tmp/$name.log
+		test=$(awk '/^--- FAIL: / { top = $3; if ((getline) > 0 && $0 ~ /^ +--- FAIL: /) top = $3; print top; exit }' "$log")
+		if grep -q '^SIGABRT' "$log"; then
+			test=$(sed -n '/^SIGABRT/q; s/^=== RUN *//p' "$log" | tail -n 1)
+		fi
+		why=$(awk -v head="=== RUN   $test" '
+			$0 == head { on = 1; next }
+			on && (/^=== RUN/ || /^--- /) { exit }
+			on && emu == "" && /^cuda-emulator: .*(ILLEGAL|FAULT|no context|STATUS|past the end|not a device)/ { emu = $0 }
+			on && msg == "" && /^ +[A-Za-z0-9_]+\.go:[0-9]+: / { msg = $0 }
+			END { print (emu != "" ? emu : msg) }' "$log" |
+			sed -E 's/^ +//; s/ \(thread [0-9]+\)//; s/ at 0x[0-9a-f]+//g; s/\|/\\|/g')
+		grep -q '^SIGABRT' "$log" && test="$test (aborted)"
+		[ "${#why}" -le 120 ] || why="${why:0:117}..."
+		result="CAUGHT by ${test:-a test}: ${why:-the tests failed}"
 	fi
 	cp "$root/$file" "$tmp/$file"
 	echo "cuda-mutants: $name: $result ($((SECONDS - start)) s)" >&2
