@@ -112,6 +112,12 @@ for m in "${mutants[@]}"; do
 			on && msg == "" && /^ +[A-Za-z0-9_]+\.go:[0-9]+: / { msg = $0 }
 			END { print (emu != "" ? emu : msg) }' "$log" |
 			sed -E 's/^ +//; s/ \(thread [0-9]+\)//; s/ at 0x[0-9a-f]+//g; s/\|/\\|/g')
+		if [ -z "$test" ]; then
+			# Before any test: TestMain's UseBackend, or an abort there.
+			test="the start (TestMain)"
+			why=$(grep -m1 -E '^cuda-emulator: .*(ILLEGAL|FAULT|no context|STATUS|past the end|not a device)' "$log" |
+				sed -E 's/ \(thread [0-9]+\)//; s/ at 0x[0-9a-f]+//g; s/\|/\\|/g' || true)
+		fi
 		grep -q '^SIGABRT' "$log" && test="$test (aborted)"
 		[ "${#why}" -le 120 ] || why="${why:0:117}..."
 		result="CAUGHT by ${test:-a test}: ${why:-the tests failed}"
