@@ -61,7 +61,7 @@ git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | t
 ln -s "$root/.cache" "$tmp/.cache"
 
 pkgs=(./react/ ./react/internal/cuda/ ./control/ ./backend/model/)
-run='Device|TestOpen$|TestErrorNames|TestCheckRange'
+run='Device|TestOpen$|TestErrorNames|TestCheckRange|TestDsymv'
 # runtests DIR LOG: the device tests under the emulator.
 runtests() {
 	(cd "$1" && LD_LIBRARY_PATH="$root/.cache/cudaemu" REACT_TEST_BACKEND=cuda REACT_CUDA_EXPECT=emulator \
