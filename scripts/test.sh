@@ -127,6 +127,8 @@ LD_LIBRARY_PATH="$PWD/.cache/cuda/stubs:$PWD/.cache/cuda/lib" REACT_CUDA_EXPECT=
 bash scripts/cuda-emulator.sh --check || status=1
 LD_LIBRARY_PATH="$PWD/.cache/cudaemu" REACT_TEST_BACKEND=cuda REACT_CUDA_EXPECT=emulator go test -count=1 -tags 'openblas cuda' \
 	"${cuda_pkgs[@]}" || status=1
+LD_LIBRARY_PATH="$PWD/.cache/cudaemu" REACT_EMU_DEVICES=0 REACT_CUDA_EXPECT=nodevice go test -count=1 -tags 'openblas cuda' \
+	-run '^TestOpen$' ./react/internal/cuda || status=1
 # What the GPU run would send through the device tool (at most 64 MiB):
 # its test binaries built, and the staged working tree (bench/gpu.sh).
 bench/gpu.sh prepare >/dev/null && bench/gpu.sh size || status=1
