@@ -27,7 +27,13 @@
 # sources and the headers' cuda.h; when it matches nothing is rebuilt.
 #
 #   scripts/cuda-emulator.sh           build
-#   scripts/cuda-emulator.sh --check   build, then run the self-test
+#   scripts/cuda-emulator.sh --check   build, then run the self-test and
+#                                      the conformance check: the probe's
+#                                      answers under the emulator against
+#                                      an H200's (testdata/emulator/h200/,
+#                                      from bench/gpu.sh run), which may
+#                                      differ only as h200/differences.diff
+#                                      records (docs/gpu.md says why)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -82,4 +88,25 @@ if [ "$check" = 1 ]; then
 		cat "$out/selftest.log" >&2
 		exit 1
 	fi
+fi
+
+# The conformance check: the emulator answers the probe as the H200 did,
+# but for the recorded differences (where it is stricter on purpose, or
+# imitates what a GPU cannot show the same way).
+if [ "$check" = 1 ]; then
+	gpu=$src/h200
+	got=$(mktemp -d)
+	trap 'rm -rf "$got"' EXIT
+	for c in "" sticky misaligned; do
+		REACT_EMU_ABORT=0 LD_LIBRARY_PATH="$out" "$out/probe" $c 2>/dev/null >"$got/probe${c:+-$c}.txt" || true
+	done
+	REACT_EMU_ABORT=0 REACT_EMU_DEVICES=0 LD_LIBRARY_PATH="$out" "$out/probe" init 2>/dev/null >"$got/probe-init.txt" || true
+	(cd "$gpu" && for f in probe.txt probe-sticky.txt probe-misaligned.txt probe-init.txt; do
+		diff -U0 --label "h200/$f" --label "emulator/$f" "$f" "$got/$f" || true
+	done) | grep -v '^@@' >"$got/differences.diff"
+	if ! diff -u "$gpu/differences.diff" "$got/differences.diff" >&2; then
+		echo "cuda-emulator: the probe's answers under the emulator differ from the H200's otherwise than $gpu/differences.diff records (above: - recorded, + now)" >&2
+		exit 1
+	fi
+	echo "cuda-emulator: the probe answers as the H200 did, but for the $(grep -c '^-[^-]' "$gpu/differences.diff") recorded differences"
 fi
