@@ -219,6 +219,9 @@ type cudaSolver struct {
 	// trace, when set (by a benchmark), is called after each step of a
 	// solve, once the device has finished it.
 	trace func(step string)
+	// potrsInverse makes the ‖C_p⁻¹‖₁ estimate's solves DPOTRS's instead
+	// of two DTRSVs, for a benchmark that compares them.
+	potrsInverse bool
 }
 
 // mark waits for the device and reports step to trace, when set. Call it
@@ -414,7 +417,13 @@ func (ds *cudaSolver) solve(y, x []float64) error {
 	if err := dev.Upload64(ds.x, x); err != nil {
 		return err
 	}
-	if err := dev.Dpotrs(d, 1, ds.cp, ds.x, ds.auxInfo); err != nil {
+	var err error
+	if ds.potrsInverse {
+		err = dev.Dpotrs(d, 1, ds.cp, ds.x, ds.auxInfo)
+	} else {
+		err = dev.Dcholsolve(d, ds.cp, ds.x)
+	}
+	if err != nil {
 		return err
 	}
 	if err := dev.Download64(y, ds.x); err != nil {

@@ -39,6 +39,8 @@ mutants=(
 	"no-sync-before-host-reuse#react/device_cuda.go#s/a\.dev\.Sync\(\); err != nil \{ \/\/ host is reused/error(nil); err != nil { \/\/ host is reused/#Load reuses its host buffer before the upload of A_t ran"
 	"no-aux-wait#react/device_cuda.go#s/dev\.AuxWaitsMain\(\)/error(nil)/#the aux lane does not wait for main (C_p's copy)"
 	"round-stride#react/internal/cuda/kernels.go#s/shl\.b64 %rd10, %rd5, 2;/shl.b64 %rd10, %rd5, 3;/#the rounding kernel stores float32 at a stride of 8 bytes"
+	"trsv-upper#react/internal/cuda/linalg.go#/func \(d \*Device\) Dcholsolve\(/,/^}/s/CUBLAS_FILL_MODE_LOWER/CUBLAS_FILL_MODE_UPPER/#Dcholsolve's solves read the upper triangle"
+	"trsv-no-transpose#react/internal/cuda/linalg.go#/func \(d \*Device\) Dcholsolve\(/,/^}/s/C\.CUBLAS_OP_T/C.CUBLAS_OP_N/#Dcholsolve's second solve is L, not Lᵀ"
 	"round-flag#react/internal/cuda/kernels.go#s/@!%p2 st\.global\.u32/@%p2 st.global.u32/#the rounding kernel flags the values in range"
 )
 
@@ -61,7 +63,7 @@ git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | t
 ln -s "$root/.cache" "$tmp/.cache"
 
 pkgs=(./react/ ./react/internal/cuda/ ./control/ ./backend/model/)
-run='Device|TestOpen$|TestErrorNames|TestCheckRange|TestDsymv'
+run='Device|TestOpen$|TestErrorNames|TestCheckRange|TestDsymv|TestDcholsolve'
 # runtests DIR LOG: the device tests under the emulator.
 runtests() {
 	(cd "$1" && LD_LIBRARY_PATH="$root/.cache/cudaemu" REACT_TEST_BACKEND=cuda REACT_CUDA_EXPECT=emulator \

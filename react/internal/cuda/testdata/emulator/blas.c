@@ -274,6 +274,83 @@ cublasStatus_t CUBLASWINAPI cublasDsymv(cublasHandle_t handle, cublasFillMode_t 
 	U(CUBLAS_STATUS_SUCCESS);
 }
 
+// ---- DTRSV ----
+
+// run_dtrsv solves op(A) x = b in place of x for the triangular n×n A
+// whose uplo triangle (column-major, leading dimension lda) is read, and
+// only that triangle (the diagonal too, unless unit).
+static CUresult run_dtrsv(emu_op *op) {
+	int lower = op->i[0] == CUBLAS_FILL_MODE_LOWER, trans = op->i[1] != CUBLAS_OP_N, unit = op->i[2] == CUBLAS_DIAG_UNIT;
+	int n = op->i[3], lda = op->i[4], incx = op->i[5];
+	const double *a = emu_operand(op->ctx, op, "A", op->p[0], emu_mat_extent(n, n, lda), 8);
+	double *x = a == NULL ? NULL : emu_operand(op->ctx, op, "x", op->p[1], emu_vec_extent(n, incx), 8);
+	if (x == NULL) {
+		return CUDA_ERROR_ILLEGAL_ADDRESS;
+	}
+	double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+	if (v == NULL) {
+		abort();
+	}
+	for (int i = 0; i < n; i++) {
+		v[i] = x[strided(i, n, incx)];
+	}
+#define A_(i, j) a[(size_t)(i) + (size_t)(j) * (size_t)lda]
+	// op(A) is lower triangular when (lower and not trans) or (upper and
+	// trans): forward substitution; else backward. op(A)(i,j) is A(i,j),
+	// or A(j,i) transposed: either way in the stored triangle.
+	int forward = lower != trans;
+	for (int k = 0; k < n; k++) {
+		int i = forward ? k : n - 1 - k;
+		double sum = v[i];
+		int j0 = forward ? 0 : i + 1, j1 = forward ? i : n;
+		for (int j = j0; j < j1; j++) {
+			sum -= (trans ? A_(j, i) : A_(i, j)) * v[j];
+		}
+		v[i] = unit ? sum : sum / A_(i, i);
+	}
+#undef A_
+	for (int i = 0; i < n; i++) {
+		x[strided(i, n, incx)] = v[i];
+	}
+	free(v);
+	return CUDA_SUCCESS;
+}
+
+cublasStatus_t CUBLASWINAPI cublasDtrsv(cublasHandle_t handle, cublasFillMode_t uplo, cublasOperation_t trans, cublasDiagType_t diag, int n,
+                                        const double *A, int lda, double *x, int incx) {
+	L;
+	const char *fn = "cublasDtrsv";
+	struct CUstream_st *s;
+	cublasStatus_t st = need_handle(fn, handle, &s);
+	if (st != CUBLAS_STATUS_SUCCESS) {
+		U(st);
+	}
+	if (uplo != CUBLAS_FILL_MODE_LOWER && uplo != CUBLAS_FILL_MODE_UPPER) {
+		U(invalid(fn, "uplo is neither CUBLAS_FILL_MODE_LOWER nor CUBLAS_FILL_MODE_UPPER"));
+	}
+	if (trans != CUBLAS_OP_N && trans != CUBLAS_OP_T && trans != CUBLAS_OP_C) {
+		U(invalid(fn, "trans is not an operation"));
+	}
+	if (diag != CUBLAS_DIAG_UNIT && diag != CUBLAS_DIAG_NON_UNIT) {
+		U(invalid(fn, "diag is neither CUBLAS_DIAG_UNIT nor CUBLAS_DIAG_NON_UNIT"));
+	}
+	if (n < 0) {
+		U(invalid(fn, "n < 0"));
+	}
+	if (lda < (n > 1 ? n : 1)) {
+		U(invalid(fn, "lda < max(1, n)"));
+	}
+	if (incx == 0) {
+		U(invalid(fn, "incx is 0"));
+	}
+	if (n == 0) {
+		U(CUBLAS_STATUS_SUCCESS);
+	}
+	emu_op op = {.i = {uplo, trans, diag, n, lda, incx}, .p = {(CUdeviceptr)A, (CUdeviceptr)x}};
+	queue(s, fn, run_dtrsv, &op);
+	U(CUBLAS_STATUS_SUCCESS);
+}
+
 // ---- SGEMM ----
 
 enum { ROUND_FP32, ROUND_TF32, ROUND_FP16 };
