@@ -1,6 +1,7 @@
 package control
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -115,7 +116,8 @@ func (c Choice) Canonical() string {
 
 // InputError reports a preference or preset a request got wrong. Servers
 // answer it with INVALID_ARGUMENT (HTTP 400); its message names the problem
-// and lists the valid task and preset names.
+// and lists the valid task and preset names (the tasks once: an unknown
+// task's error lists them itself).
 type InputError struct {
 	// Key is the request key at fault, KeyPreference or KeyPreset.
 	Key string
@@ -132,6 +134,9 @@ func (e *InputError) Error() string {
 	presets := "none"
 	if len(e.Presets) > 0 {
 		presets = strings.Join(e.Presets, ", ")
+	}
+	if errors.Is(e.Err, react.ErrUnknownTask) { // it lists the tasks already
+		return fmt.Sprintf("%s %s: %v (presets: %s)", e.Key, e.Where, e.Err, presets)
 	}
 	return fmt.Sprintf("%s %s: %v (valid tasks: %s; presets: %s)", e.Key, e.Where, e.Err, strings.Join(e.Tasks, ", "), presets)
 }
