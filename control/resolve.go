@@ -218,11 +218,16 @@ func (p *Profile) parse(spec string, src Source) (Choice, error) {
 }
 
 // parseSpec parses a spec or None into a Choice without a source.
-func (p *Profile) parseSpec(spec string) (Choice, error) {
+func (p *Profile) parseSpec(spec string) (Choice, error) { return ParseSpec(spec, p.tasks) }
+
+// ParseSpec parses a preference spec as a configuration or a request
+// gives it, against a components file's tasks: None for no correction, or
+// a preference (react.ParsePreference), rounded as every W_p is solved.
+func ParseSpec(spec string, tasks []string) (Choice, error) {
 	if strings.TrimSpace(spec) == None {
 		return Choice{}, nil
 	}
-	pref, err := react.ParsePreference(spec, p.tasks)
+	pref, err := react.ParsePreference(spec, tasks)
 	if err != nil {
 		return Choice{}, err
 	}
