@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,5 +169,36 @@ func TestFitTritonInputMismatch(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFitTritonFloat64Inputs: float64 samples feed an FP32 backbone and an
+// FP16 expert through float32, as the features computed here from them.
+func TestFitTritonFloat64Inputs(t *testing.T) {
+	f := &fakeServer{models: map[string]*fakeModel{"merged": featureModel(1, triton.FP32), "expert": featureModel(3, triton.FP32)}}
+	f.models["expert"].inputs[0].Datatype = triton.FP16
+	addr := startFakeServer(t, f)
+	dir := t.TempDir()
+	const n = 9
+	x := make([]float32, n*6)
+	var raw []byte
+	for i := range x {
+		v := math.Cos(float64(i)*0.9) * 3
+		x[i] = float32(v)
+		raw = binary.LittleEndian.AppendUint64(raw, math.Float64bits(v))
+	}
+	rawNPY(t, filepath.Join(dir, "a.npy"), fmt.Sprintf("{'descr': '<f8', 'fortran_order': False, 'shape': (%d, 2, 3), }", n), raw)
+	out := filepath.Join(t.TempDir(), "c.safetensors")
+	mustRun(t, "fit", "--triton", addr, "--inputs", dir, "--backbone-model", "merged", "--expert", "a=expert", "--out", out)
+	c, err := react.LoadComponents(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mtl, ind := expectedFeatures(t, f.models["merged"], x, 6), expectedFeatures(t, f.models["expert"], x, 6)
+	var s, g mat.Dense
+	s.Mul(ind.T(), mtl)
+	g.Mul(mtl.T(), mtl)
+	if !mat.EqualApprox(c.Tasks[0].S, &s, 1e-9) || !mat.EqualApprox(c.Tasks[0].G, &g, 1e-9) {
+		t.Error("S or G differs from the features of the float64 samples")
 	}
 }

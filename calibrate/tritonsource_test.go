@@ -418,10 +418,14 @@ func TestFitTritonRefuses(t *testing.T) {
 		{"no inputs", nil, func(t *testing.T, dir string) {}, nil, ExitFailure, []string{"no calibration inputs in", "want <task>.npy files"}},
 		{"listed task without inputs", nil, good, []string{"--tasks", "a,z", "--expert", "a=expert_a", "--expert", "z=expert_a"}, ExitFailure,
 			[]string{"task z:", "no calibration inputs: neither ", "z.npy, ", "z.npz nor a folder ", "z/ of images"}},
-		{"float64 inputs", nil, func(t *testing.T, dir string) {
+		{"complex inputs", nil, func(t *testing.T, dir string) {
 			good(t, dir)
-			rawNPY(t, filepath.Join(dir, "a.npy"), "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2, 3), }", make([]byte, 96))
-		}, nil, ExitFailure, []string{`input "image" has datatype FP32, but `, `a.npy holds FP64: save it as numpy.float32`}},
+			rawNPY(t, filepath.Join(dir, "a.npy"), "{'descr': '<c8', 'fortran_order': False, 'shape': (2, 2, 3), }", make([]byte, 96))
+		}, nil, ExitFailure, []string{`a.npy: dtype "<c8" has no Triton datatype`}},
+		{"integer inputs for a float model", nil, func(t *testing.T, dir string) {
+			good(t, dir)
+			rawNPY(t, filepath.Join(dir, "a.npy"), "{'descr': '|u1', 'fortran_order': False, 'shape': (2, 2, 3), }", make([]byte, 12))
+		}, nil, ExitFailure, []string{`input "image" has datatype FP32, but `, `a.npy holds UINT8: save it as numpy.float32`}},
 		{"1-D inputs", nil, func(t *testing.T, dir string) {
 			good(t, dir)
 			rawNPY(t, filepath.Join(dir, "a.npy"), "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }", make([]byte, 24))

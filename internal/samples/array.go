@@ -2,7 +2,6 @@ package samples
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -147,12 +146,3 @@ func (a *Array) Rows() int { return a.rows }
 
 // Path names the array, for messages.
 func (a *Array) Path() string { return a.path }
-
-// float32s decodes raw little-endian float32 bytes.
-func float32s(b []byte) []float32 {
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v
-}

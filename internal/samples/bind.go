@@ -44,15 +44,15 @@ type Binding []Bound
 type Bound struct {
 	Input   Input
 	Spec    int  // index in the source's specs
-	Convert bool // float32 samples, encoded as the input's FP16, BF16 or FP64
+	Convert bool // float32 or float64 samples, encoded as the input's floating-point datatype
 }
 
 // Bind matches a source's tensors (specs, read from source, named in
 // messages) with a model's inputs: a source of one unnamed tensor feeds a
 // model of one input; else every input needs a tensor of its name and
 // every tensor an input. Each tensor must hold the input's datatype
-// (float32 samples may feed FP16, BF16 and FP64 inputs) and take its
-// shape. Its errors say what to change, without naming the model.
+// (float32 and float64 samples may feed any floating-point input, through
+// float32) and take its shape. Its errors say what to change, without naming the model.
 func Bind(inputs []Input, specs []Spec, source string) (Binding, error) {
 	b := make(Binding, len(inputs))
 	if len(specs) == 1 && specs[0].Name == "" {
@@ -90,7 +90,7 @@ func Bind(inputs []Input, specs []Spec, source string) (Binding, error) {
 		in, s := b[i].Input, specs[b[i].Spec]
 		switch {
 		case s.Datatype == in.Datatype:
-		case s.Datatype == triton.FP32 && Floats[in.Datatype]:
+		case (s.Datatype == triton.FP32 || s.Datatype == triton.FP64) && Floats[in.Datatype]:
 			b[i].Convert = true
 		case in.Datatype == triton.BYTES && s.Images == "decoded":
 			return nil, fmt.Errorf("input %q has datatype BYTES: it takes encoded images: send it image files with images.decode: triton (--image-decode triton)", in.Name)
@@ -117,8 +117,11 @@ func (b Binding) Tensors(specs []Spec, raw [][]byte, n int) ([]triton.Tensor, er
 	for i, in := range b {
 		data := raw[in.Spec]
 		if in.Convert {
-			var err error
-			if data, err = triton.EncodeFloat32(nil, in.Input.Datatype, float32s(data)); err != nil {
+			v, err := triton.DecodeFloat32(nil, specs[in.Spec].Datatype, data)
+			if err == nil {
+				data, err = triton.EncodeFloat32(nil, in.Input.Datatype, v)
+			}
+			if err != nil {
 				return nil, fmt.Errorf("input %q: %w", in.Input.Name, err)
 			}
 		}
