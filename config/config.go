@@ -141,22 +141,64 @@ type Components struct {
 	Presets map[string]string `mapstructure:"presets"`
 }
 
-// Model is one controllable model: the name clients call, the merged
-// backbone whose output is corrected, and the heads that consume it.
+// Model is one controllable model, in one of two forms.
+//
+// The graph form names a Triton ensemble (Name) and the tensor of its
+// graph to correct (Correct): the sidecar reads the ensemble's steps from
+// Triton and runs them itself, applying W_p to that tensor, so that the
+// model keeps the ensemble's signature and every step of its pipeline.
+//
+// The explicit form names a merged backbone and the heads that consume its
+// corrected output: the sidecar serves backbone -> W_p -> head(s) under
+// Name, with the backbone's inputs (renamed by Inputs) and the heads'
+// outputs (renamed by each head's Outputs).
 type Model struct {
 	// Name is the model name clients call. It may shadow a Triton model of
-	// the same name (for example the ensemble it replaces).
+	// the same name (for example the ensemble it replaces); in the graph
+	// form it is the ensemble's name.
 	Name string `mapstructure:"name"`
 	// Components names the Components entry; it may be omitted when there
 	// is only one.
 	Components string `mapstructure:"components"`
-	// Backbone is the merged backbone. The controllable model's inputs are
-	// the backbone's inputs.
+	// Correct, in the graph form, is the tensor of the ensemble's graph
+	// that W_p corrects: the output of exactly one step, read by at least
+	// one other.
+	Correct string `mapstructure:"correct"`
+	// Backbone is the merged backbone (explicit form). The controllable
+	// model's inputs are the backbone's inputs.
 	Backbone Backbone `mapstructure:"backbone"`
-	// Heads consume the corrected feature, each for one task. With several,
-	// one backbone pass fans out to all of them.
+	// Heads consume the corrected feature, each for one task (explicit
+	// form). With several, one backbone pass fans out to all of them.
 	Heads []Head `mapstructure:"heads"`
+	// Inputs renames the backbone's inputs (explicit form): backbone input
+	// name to the name clients send it under. An input left out keeps its
+	// name.
+	Inputs map[string]string `mapstructure:"inputs"`
+	// Signature says whether the model must answer with the signature of
+	// the Triton model of the same name, when Triton has one: SignatureMatch
+	// (the default, "") checks it when the model is built and refuses a
+	// difference; SignatureDiffers declares the difference intended.
+	Signature string `mapstructure:"signature"`
+	// CalibratedOn is the backbone model the components file was
+	// calibrated on, when the model corrected here is another one known to
+	// be a variant of it (an FP16 copy, a re-export). Left out, the model
+	// corrected must be the one the file records.
+	CalibratedOn string `mapstructure:"calibrated_on"`
 }
+
+// The values of Model.Signature.
+const (
+	// SignatureMatch checks the model's signature against the Triton
+	// model it shadows (the default; also written as "").
+	SignatureMatch = "match"
+	// SignatureDiffers serves the model whatever the Triton model of the
+	// same name looks like.
+	SignatureDiffers = "differs"
+)
+
+// Graph reports whether m is in the graph form (it names the tensor to
+// correct).
+func (m *Model) Graph() bool { return m.Correct != "" }
 
 // Backbone names the merged backbone model and the output that is
 // corrected.

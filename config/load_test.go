@@ -179,6 +179,30 @@ func TestLoadGood(t *testing.T) {
 			},
 		},
 		{
+			file: "graph.yaml",
+			want: func(dir string) *Config {
+				c := Default()
+				c.Triton.GRPC, c.Triton.HTTP = "localhost:8101", "localhost:8100"
+				c.Components = []Components{{Name: "c", Path: filepath.Join(dir, "components.safetensors")}}
+				c.Models = []Model{
+					{Name: "cat_classifier", Components: "c", Correct: "embeddings"},
+					{
+						Name: "cat_classifier_v0", Components: "c", CalibratedOn: "vit_merged",
+						Backbone: Backbone{Model: "vit_merged_fp16", Output: "embeddings"},
+						Inputs:   map[string]string{"pixel_values": "image"},
+						Heads:    []Head{{Task: "cats", Model: "head_cats", Outputs: map[string]string{"OUTPUT__0": "scores"}}},
+					},
+					{
+						Name: "cats_debug", Components: "c", Signature: SignatureDiffers,
+						Backbone: Backbone{Model: "vit_merged", Output: "embeddings"},
+						Heads:    []Head{{Task: "cats", Model: "head_cats"}},
+					},
+					{Name: "cats_checked", Components: "c", Signature: SignatureMatch, Correct: "scores:0"},
+				}
+				return c
+			},
+		},
+		{
 			file: "anchors.yaml",
 			want: func(dir string) *Config {
 				c := Default()
@@ -262,6 +286,7 @@ func TestLoadExample(t *testing.T) {
 		},
 	}}
 	want.Models = []Model{
+		{Name: "pets", Components: "zoo", Correct: "embeddings"},
 		{
 			Name:       "classifier",
 			Components: "zoo",

@@ -289,52 +289,111 @@ func (c *Config) validateModels(p *problems) {
 			}
 		}
 		c.validateModelComponents(p, path, m.Components)
+		switch m.Signature {
+		case "", SignatureMatch, SignatureDiffers:
+		default:
+			p.add(path+".signature", "%q is not one of %s (the default: the signature of the Triton model of the same name is checked), %s (the difference is intended)",
+				m.Signature, SignatureMatch, SignatureDiffers)
+		}
+		if m.CalibratedOn != "" && strings.TrimSpace(m.CalibratedOn) != m.CalibratedOn {
+			p.add(path+".calibrated_on", "%q: white space around a model name", m.CalibratedOn)
+		}
+		if m.Graph() {
+			validateGraphModel(p, path, &m)
+		} else {
+			validateExplicitModel(p, path, &m)
+		}
+	}
+}
 
-		b := path + ".backbone"
-		if m.Backbone.Model == "" {
-			p.add(b+".model", "required: the merged backbone model in Triton")
-		}
-		checkVersion(p, b+".version", m.Backbone.Version)
-		if m.Backbone.Output == "" {
-			p.add(b+".output", "required: the backbone output holding the feature to correct")
-		}
+// validateGraphModel checks a model of the graph form: it names an
+// ensemble and one of its tensors, and nothing of the explicit form.
+func validateGraphModel(p *problems, path string, m *Model) {
+	if strings.TrimSpace(m.Correct) != m.Correct {
+		p.add(path+".correct", "%q: white space around a tensor name", m.Correct)
+	}
+	const why = "not with correct: a model either names the ensemble's tensor to correct (correct) or its backbone and heads, not both"
+	b := m.Backbone
+	if b.Model != "" || b.Version != "" || b.Output != "" {
+		p.add(path+".backbone", why)
+	}
+	if len(m.Heads) > 0 {
+		p.add(path+".heads", why)
+	}
+	if len(m.Inputs) > 0 {
+		p.add(path+".inputs", "not with correct: the graph form serves the ensemble's own input names")
+	}
+}
 
-		if len(m.Heads) == 0 {
-			p.add(path+".heads", "at least one head required")
+// validateExplicitModel checks a model of the explicit form: a backbone,
+// heads, and how inputs and outputs are renamed.
+func validateExplicitModel(p *problems, path string, m *Model) {
+	b := path + ".backbone"
+	if m.Backbone.Model == "" {
+		p.add(b+".model", "required: the merged backbone model in Triton")
+	}
+	checkVersion(p, b+".version", m.Backbone.Version)
+	if m.Backbone.Output == "" {
+		p.add(b+".output", "required: the backbone output holding the feature to correct")
+	}
+	served := map[string]string{} // input name clients send → path of its first use
+	for _, in := range sortedKeys(m.Inputs) {
+		ip := keyPath(path+".inputs", in)
+		name := m.Inputs[in]
+		switch {
+		case in == "":
+			p.add(ip, "empty backbone input name")
+		case name == "":
+			p.add(ip, "empty name: give the name clients send this input under")
+		default:
+			if use, dup := served[name]; dup {
+				p.add(ip, "%q is also the name of %s: inputs of one model need different names", name, use)
+			} else {
+				served[name] = ip
+			}
 		}
-		exposed := map[string]string{} // exposed output name → path of its first use
-		for j, h := range m.Heads {
-			hp := indexPath(path+".heads", j)
-			if h.Task == "" {
-				p.add(hp+".task", "required: the task of the components file this head serves")
-			}
-			if h.Model == "" {
-				p.add(hp+".model", "required: the head model in Triton")
-			}
-			checkVersion(p, hp+".version", h.Version)
-			outs := make([]string, 0, len(h.Outputs))
-			for out := range h.Outputs {
-				outs = append(outs, out)
-			}
-			slices.Sort(outs)
-			for _, out := range outs {
-				op := keyPath(hp+".outputs", out)
-				name := h.Outputs[out]
-				switch {
-				case out == "":
-					p.add(op, "empty head output name")
-				case name == "":
-					p.add(op, "empty name: give the name clients see this output under")
-				default:
-					if use, dup := exposed[name]; dup {
-						p.add(op, "%q is also the name of %s: outputs of one model need different names", name, use)
-					} else {
-						exposed[name] = op
-					}
+	}
+
+	if len(m.Heads) == 0 {
+		p.add(path+".heads", "at least one head required")
+	}
+	exposed := map[string]string{} // exposed output name → path of its first use
+	for j, h := range m.Heads {
+		hp := indexPath(path+".heads", j)
+		if h.Task == "" {
+			p.add(hp+".task", "required: the task of the components file this head serves")
+		}
+		if h.Model == "" {
+			p.add(hp+".model", "required: the head model in Triton")
+		}
+		checkVersion(p, hp+".version", h.Version)
+		for _, out := range sortedKeys(h.Outputs) {
+			op := keyPath(hp+".outputs", out)
+			name := h.Outputs[out]
+			switch {
+			case out == "":
+				p.add(op, "empty head output name")
+			case name == "":
+				p.add(op, "empty name: give the name clients see this output under")
+			default:
+				if use, dup := exposed[name]; dup {
+					p.add(op, "%q is also the name of %s: outputs of one model need different names", name, use)
+				} else {
+					exposed[name] = op
 				}
 			}
 		}
 	}
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // validateModelComponents checks a model's reference to a components entry.
