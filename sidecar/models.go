@@ -169,21 +169,13 @@ func (ms *Models) Reload(ctx context.Context, cfg *config.Config) error {
 	return nil
 }
 
-// build builds the models of a state's configuration and logs their
-// warnings.
+// build builds the models of a state's configuration.
 func (ms *Models) build(ctx context.Context, st *modelsState) (*pipeline.Set, error) {
 	var obs control.Observer
 	if ms.metrics != nil {
 		obs = ms.metrics
 	}
-	set, err := pipeline.Build(ctx, st.cfg, st.up, pipeline.Options{Cache: ms.cache, Observer: obs, Stats: ms.stats})
-	if err != nil {
-		return nil, err
-	}
-	for _, w := range set.Warnings {
-		ms.log.Warn(w)
-	}
-	return set, nil
+	return pipeline.Build(ctx, st.cfg, st.up, pipeline.Options{Cache: ms.cache, Observer: obs, Stats: ms.stats})
 }
 
 // Files returns the components files in use, for the reload watcher.

@@ -71,8 +71,8 @@ type Result struct {
 // only Choice set, so that the failure can be counted against its arm.
 func (m *Model) Infer(ctx context.Context, up *Upstream, req Request) (*Result, error) {
 	in := req.Proto
-	if v := in.GetModelVersion(); v != "" && v != Version {
-		return nil, status.Errorf(codes.NotFound, "model %q has no version %s (a controllable model has only version %s)", m.name, v, Version)
+	if v := in.GetModelVersion(); v != "" && v != m.version {
+		return nil, status.Errorf(codes.NotFound, "model %q has no version %s (the controllable model serves version %s)", m.name, v, m.version)
 	}
 	params, prefParams, err := splitParameters(in.GetParameters(), m.keyParameter)
 	if err != nil {
@@ -83,7 +83,11 @@ func (m *Model) Infer(ctx context.Context, up *Upstream, req Request) (*Result, 
 		return nil, status.Errorf(codes.InvalidArgument, "model %q: %v", m.name, err)
 	}
 	res := &Result{Choice: choice}
-	if err := m.infer(ctx, up, in, params, res); err != nil {
+	serve := m.infer
+	if m.graph != nil {
+		serve = m.inferGraph
+	}
+	if err := serve(ctx, up, in, params, res); err != nil {
 		return &Result{Choice: choice}, err
 	}
 	return res, nil
@@ -281,7 +285,7 @@ func (m *Model) callBackbone(ctx context.Context, up *Upstream, in *tritonpb.Mod
 		ModelVersion:     m.backbone.version,
 		Id:               in.GetId(),
 		Parameters:       params,
-		Inputs:           in.GetInputs(),
+		Inputs:           m.backboneInputs(in.GetInputs()),
 		RawInputContents: in.GetRawInputContents(),
 		Outputs:          []*tritonpb.ModelInferRequest_InferRequestedOutputTensor{{Name: m.feature}},
 	}
@@ -305,6 +309,24 @@ func (m *Model) callBackbone(ctx context.Context, up *Upstream, in *tritonpb.Mod
 			m.name, describe(m.backbone), m.feature, triton.FormatShape(t.Shape), d)
 	}
 	return feature{datatype: t.Datatype, shape: t.Shape, raw: t.Raw}, nil
+}
+
+// backboneInputs returns the client's inputs under the backbone's names
+// (the inputs themselves when none is renamed).
+func (m *Model) backboneInputs(in []*tritonpb.ModelInferRequest_InferInputTensor) []*tritonpb.ModelInferRequest_InferInputTensor {
+	if len(m.backboneInput) == 0 {
+		return in
+	}
+	out := make([]*tritonpb.ModelInferRequest_InferInputTensor, len(in))
+	for i, t := range in {
+		out[i] = t
+		if name, ok := m.backboneInput[t.GetName()]; ok {
+			out[i] = &tritonpb.ModelInferRequest_InferInputTensor{
+				Name: name, Datatype: t.GetDatatype(), Shape: t.GetShape(), Parameters: t.GetParameters(), Contents: t.GetContents(),
+			}
+		}
+	}
+	return out
 }
 
 // outputTensor finds a named output of a response, with its data as raw
@@ -481,18 +503,14 @@ func (m *Model) upstreamError(up *Upstream, role string, r ref, err error) error
 // assemble builds the client's response from the heads' answers.
 func (m *Model) assemble(in *tritonpb.ModelInferRequest, c control.Choice, wanted []wantedOutput, answers []*tritonpb.ModelInferResponse) (*tritonpb.ModelInferResponse, error) {
 	resp := &tritonpb.ModelInferResponse{
-		ModelName:    m.name,
-		ModelVersion: Version,
-		Id:           in.GetId(),
-		Parameters: map[string]*tritonpb.InferParameter{
-			control.KeyPreference: {ParameterChoice: &tritonpb.InferParameter_StringParam{StringParam: c.Canonical()}},
-		},
+		ModelName:         m.name,
+		ModelVersion:      Version,
+		Id:                in.GetId(),
+		Parameters:        make(map[string]*tritonpb.InferParameter, 2),
 		Outputs:           make([]*tritonpb.ModelInferResponse_InferOutputTensor, 0, len(wanted)),
 		RawOutputContents: make([][]byte, 0, len(wanted)),
 	}
-	if c.Arm != "" {
-		resp.Parameters[control.KeyArm] = &tritonpb.InferParameter{ParameterChoice: &tritonpb.InferParameter_StringParam{StringParam: c.Arm}}
-	}
+	setChoice(resp.Parameters, c)
 	for _, w := range wanted {
 		h := m.heads[w.head]
 		t, err := outputTensor(answers[w.head], w.name)

@@ -5,12 +5,14 @@ import (
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
-// Version is the only version of a controllable model. A request may name
-// it or no version.
+// Version is the only version of a controllable model of the explicit
+// form. A request may name it or no version. A model of the graph form
+// has the version of the ensemble it runs (Model.Version).
 const Version = "1"
 
-// Platform is the platform and backend a controllable model reports in its
-// metadata and configuration.
+// Platform is the platform and backend a controllable model of the
+// explicit form reports in its metadata and configuration, unless it
+// shadows a Triton model, whose platform it reports instead.
 const Platform = "react"
 
 // ref names a Triton model version.
@@ -43,17 +45,32 @@ type output struct {
 
 // Model is one controllable model, checked against Triton. It is immutable;
 // a reload builds new ones.
+//
+// A model of the graph form runs the steps of an ensemble (graph) and has
+// its inputs, outputs and version; a model of the explicit form calls a
+// backbone and heads.
 type Model struct {
-	name     string
-	path     string // "models[i]", for logs
-	profile  *control.Profile
+	name    string
+	path    string // "models[i]", for logs
+	version string // the version clients may name, besides none
+	profile *control.Profile
+	// graph is the ensemble's step graph the model runs (graph form), nil
+	// for the explicit form.
+	graph *graph
+	// featureStep is the step of graph that produces the corrected tensor.
+	featureStep int
+
 	backbone ref
 	feature  string // the backbone output that is corrected
 	// featureType is the backbone output's datatype (FP32, FP16 or BF16).
 	featureType string
-	// inputs are the backbone's inputs, which are the model's.
-	inputs   []*tritonpb.ModelMetadataResponse_TensorMetadata
-	optional map[string]bool
+	// inputs are the model's inputs: the ensemble's (graph form), or the
+	// backbone's under the names clients use (explicit form).
+	inputs []*tritonpb.ModelMetadataResponse_TensorMetadata
+	// backboneInput maps a renamed input's client name to the backbone's
+	// (explicit form).
+	backboneInput map[string]string
+	optional      map[string]bool
 	// batching reports whether the first dimension is the batch, and
 	// maxBatch is the largest batch accepted.
 	batching bool
@@ -78,7 +95,22 @@ func (m *Model) Name() string { return m.name }
 // Profile returns the preference profile the model resolves against.
 func (m *Model) Profile() *control.Profile { return m.profile }
 
-// Tasks returns the tasks of the model's heads, in order.
+// Version returns the version clients may name: Version for the explicit
+// form, the ensemble's version for the graph form.
+func (m *Model) Version() string { return m.version }
+
+// Ensemble returns the name of the Triton ensemble whose graph the model
+// runs (graph form), "" for the explicit form. Triton itself answers
+// metadata, configuration and readiness for such a model.
+func (m *Model) Ensemble() string {
+	if m.graph == nil {
+		return ""
+	}
+	return m.graph.ensemble
+}
+
+// Tasks returns the tasks of the model's heads, in order (none for the
+// graph form, whose steps the configuration does not name).
 func (m *Model) Tasks() []string {
 	tasks := make([]string, len(m.heads))
 	for i, h := range m.heads {
@@ -88,8 +120,9 @@ func (m *Model) Tasks() []string {
 }
 
 // Metadata returns the model's metadata, as Triton's ModelMetadata answers
-// it: the backbone's inputs and the heads' outputs under their client
-// names. The caller must not modify it.
+// it: for the explicit form, the backbone's inputs and the heads' outputs
+// under their client names; for the graph form, the ensemble's, as Triton
+// answered it when the model was built. The caller must not modify it.
 func (m *Model) Metadata() *tritonpb.ModelMetadataResponse { return m.metadata }
 
 // Config returns the model's configuration, as Triton's ModelConfig
@@ -100,8 +133,12 @@ func (m *Model) Config() *tritonpb.ModelConfig { return m.config }
 func (m *Model) Stats() *Stats { return m.stats }
 
 // Dependencies returns the Triton models the controllable model calls: the
-// backbone first, then the heads.
+// backbone first, then the heads; for the graph form, the ensemble, whose
+// readiness is its steps'.
 func (m *Model) Dependencies() (models, versions []string) {
+	if m.graph != nil {
+		return []string{m.graph.ensemble}, []string{""}
+	}
 	models = append(models, m.backbone.model)
 	versions = append(versions, m.backbone.version)
 	for _, h := range m.heads {

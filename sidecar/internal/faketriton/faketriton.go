@@ -53,6 +53,43 @@ type Model struct {
 	Inputs       []Tensor
 	Outputs      []Tensor
 	Infer        InferFunc
+	// Platform and Backend are what ModelMetadata and ModelConfig report;
+	// "" reports "fake".
+	Platform, Backend string
+	// Steps make the model an ensemble: ModelConfig reports them as its
+	// ensemble_scheduling (and platform "ensemble" unless Platform says
+	// otherwise). The fake does not run them: Infer answers for the
+	// ensemble, as the test computes it.
+	Steps []*tritonpb.ModelEnsembling_Step
+}
+
+// platform returns the platform the model reports.
+func (m *Model) platform() string {
+	switch {
+	case m.Platform != "":
+		return m.Platform
+	case m.Steps != nil:
+		return "ensemble"
+	}
+	return "fake"
+}
+
+// backend returns the backend the model reports ("" for an ensemble).
+func (m *Model) backend() string {
+	switch {
+	case m.Backend != "":
+		return m.Backend
+	case m.Steps != nil:
+		return ""
+	}
+	return "fake"
+}
+
+// Step returns an ensemble step: model (version -1, Triton's choice),
+// reading the ensemble's tensors in (step input: ensemble tensor) and
+// writing out (step output: ensemble tensor).
+func Step(model string, in, out map[string]string) *tritonpb.ModelEnsembling_Step {
+	return &tritonpb.ModelEnsembling_Step{ModelName: model, ModelVersion: -1, InputMap: in, OutputMap: out}
 }
 
 func (m *Model) versions() []string {
@@ -336,7 +373,7 @@ func (s *Server) ModelMetadata(_ context.Context, req *tritonpb.ModelMetadataReq
 	}
 	m := st.model
 	return &tritonpb.ModelMetadataResponse{
-		Name: m.Name, Versions: m.versions(), Platform: "fake",
+		Name: m.Name, Versions: m.versions(), Platform: m.platform(),
 		Inputs: metaTensors(m.Inputs), Outputs: metaTensors(m.Outputs),
 	}, nil
 }
@@ -352,7 +389,10 @@ func (m *Model) dims(shape []int64) []int64 {
 
 // Config returns the model's configuration as ModelConfig answers it.
 func (m *Model) Config() *tritonpb.ModelConfig {
-	cfg := &tritonpb.ModelConfig{Name: m.Name, Platform: "fake", Backend: "fake", MaxBatchSize: m.MaxBatchSize}
+	cfg := &tritonpb.ModelConfig{Name: m.Name, Platform: m.platform(), Backend: m.backend(), MaxBatchSize: m.MaxBatchSize}
+	if m.Steps != nil {
+		cfg.SchedulingChoice = &tritonpb.ModelConfig_EnsembleScheduling{EnsembleScheduling: &tritonpb.ModelEnsembling{Step: m.Steps}}
+	}
 	for _, in := range m.Inputs {
 		cfg.Input = append(cfg.Input, &tritonpb.ModelInput{Name: in.Name, DataType: triton.DatatypeToConfig(in.Datatype), Dims: m.dims(in.Shape), Optional: in.Optional})
 	}

@@ -1,0 +1,122 @@
+package pipeline
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/triton"
+	"github.com/mergectl/react-triton/triton/tritonpb"
+)
+
+// graphModel checks the i-th configured model, of the graph form (an
+// ensemble and the tensor to correct), and builds it, or records its
+// problems and returns nil. The model takes the ensemble's inputs,
+// outputs, batching and version; its metadata and configuration are the
+// ensemble's, as Triton answers them.
+func (b *builder) graphModel(i int, prof *control.Profile) *Model {
+	mc := b.cfg.Models[i]
+	path := fmt.Sprintf("models[%d]", i)
+	before := len(b.problems)
+	ens := b.triton(ref{model: mc.Name})
+	if ens.err != nil {
+		b.problem(path+".name", ens.transient, "the graph form runs Triton's ensemble of this name: %v", ens.err)
+		return nil
+	}
+	if ens.cfg.GetPlatform() != "ensemble" || ens.cfg.GetEnsembleScheduling() == nil {
+		b.problem(path+".name", false, "Triton's model %q is not an ensemble (platform %q): the graph form (correct:) runs an ensemble's steps; "+
+			"for another model, name its backbone and heads instead", mc.Name, ens.cfg.GetPlatform())
+		return nil
+	}
+	g, problems := newGraph(ens.cfg, mc.Correct)
+	for _, p := range problems {
+		b.problem(path+"."+p.key, false, "%s", p.msg)
+	}
+	if g == nil {
+		return nil
+	}
+	m := &Model{
+		name:        mc.Name,
+		path:        path,
+		version:     latestVersion(ens.meta.GetVersions()),
+		profile:     prof,
+		graph:       g,
+		featureStep: g.producer[g.correct],
+		inputs:      ens.meta.GetInputs(),
+		optional:    make(map[string]bool),
+		batching:    ens.cfg.GetMaxBatchSize() > 0,
+		maxBatch:    int(ens.cfg.GetMaxBatchSize()),
+		metadata:    ens.meta,
+		config:      ens.cfg,
+		stats:       b.opt.Stats.For(mc.Name),
+	}
+	for _, in := range ens.cfg.GetInput() {
+		if in.GetOptional() {
+			m.optional[in.GetName()] = true
+		}
+	}
+	for _, out := range ens.meta.GetOutputs() {
+		m.order = append(m.order, out.GetName())
+	}
+	if limit := b.cfg.Limits.MaxBatchSize; m.batching && limit > 0 && limit < m.maxBatch {
+		m.maxBatch = limit
+	}
+
+	// The corrected tensor, as the step that produces it declares it.
+	st := g.steps[m.featureStep]
+	m.backbone = st.ref
+	for _, o := range st.out {
+		if o.tensor == g.correct {
+			m.feature = o.name
+		}
+	}
+	b.checkCalibration(path+".correct", path, mc, prof, m.backbone, m.feature)
+	producer := b.triton(m.backbone)
+	if producer.err != nil {
+		b.problem(path+".correct", producer.transient, "%s, whose output %q is the tensor %q: %v", g.describe(m.featureStep), m.feature, g.correct, producer.err)
+		return nil
+	}
+	var shape []int64
+	for _, o := range producer.meta.GetOutputs() {
+		if o.GetName() == m.feature {
+			m.featureType, shape = o.GetDatatype(), o.GetShape()
+		}
+	}
+	d := int64(prof.D())
+	switch {
+	case shape == nil:
+		b.problem(path+".correct", false, "%s has no output %q (outputs: %s), which the ensemble maps to %q",
+			g.describe(m.featureStep), m.feature, names(producer.meta.GetOutputs()), g.correct)
+	case !slices.Contains(floatTypes[:], m.featureType):
+		b.problem(path+".correct", false, "tensor %q (output %q of %s) is %s; the tensor corrected must be FP32, FP16 or BF16",
+			g.correct, m.feature, g.describe(m.featureStep), m.featureType)
+	case len(shape) == 0 || (shape[len(shape)-1] != d && shape[len(shape)-1] != -1):
+		b.problem(path+".correct", false, "tensor %q (output %q of %s) has shape %s, but the components file has D=%d (want the last dimension %d)",
+			g.correct, m.feature, g.describe(m.featureStep), triton.FormatShape(shape), d, d)
+	}
+	if len(b.problems) > before {
+		return nil
+	}
+	m.setExperiment(b.cfg)
+	return m
+}
+
+// latestVersion returns the highest of the versions a model's metadata
+// lists (Triton's choice when a request names none, under its default
+// version policy), "1" when it lists none.
+func latestVersion(versions []string) string {
+	best, bestN := "1", int64(-1)
+	for _, v := range versions {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > bestN {
+			best, bestN = v, n
+		}
+	}
+	return best
+}
+
+// graphOutput is an output of a graph-form model the client asked for.
+type graphOutput struct {
+	name   string
+	params map[string]*tritonpb.InferParameter
+}

@@ -1,0 +1,34 @@
+package pipeline
+
+import (
+	"github.com/mergectl/react-triton/config"
+	"github.com/mergectl/react-triton/control"
+)
+
+// checkCalibration checks that the model a controllable model corrects
+// (the backbone r and its output) is the one its components file was
+// calibrated on, as the file records it: a file calibrated on another
+// backbone of the same D loads and serves, but corrects the wrong feature.
+// A model known to be a variant of the recorded one (an FP16 copy, a
+// re-export) is accepted when the configuration names the recorded model
+// with calibrated_on; its output may then be named otherwise too. A file
+// that records no backbone (fitted from .npy embeddings without
+// --backbone-model) is not checked.
+//
+// path is the configuration key of the corrected model, model the path of
+// the configured model ("models[2]").
+func (b *builder) checkCalibration(path, model string, mc config.Model, prof *control.Profile, r ref, output string) {
+	cal := prof.Backbone()
+	switch {
+	case cal.Name == "":
+	case mc.CalibratedOn != "":
+		if cal.Name != mc.CalibratedOn {
+			b.problem(model+".calibrated_on", false, "the components of %q were calibrated on model %q, not %q: name the model the file records",
+				prof.Name(), cal.Name, mc.CalibratedOn)
+		}
+	case cal.Name != r.model || (cal.Output != "" && cal.Output != output):
+		b.problem(path, false, "%s output %q would be corrected with the components of %q, calibrated on model %q output %q: "+
+			"calibrate components on this model, or, if it is a variant of %q (an FP16 copy, a re-export), say so with calibrated_on: %s",
+			describe(r), output, prof.Name(), cal.Name, cal.Output, cal.Name, cal.Name)
+	}
+}

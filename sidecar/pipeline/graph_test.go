@@ -1,0 +1,150 @@
+package pipeline_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mergectl/react-triton/config"
+	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
+	"github.com/mergectl/react-triton/triton/tritonpb"
+)
+
+// TestBuildGraphProblems: every problem of a graph-form model is reported
+// at once, at its path: the ensemble, the tensor to correct, the model
+// that produces it.
+func TestBuildGraphProblems(t *testing.T) {
+	e := newGraphEnv(t)
+	e.fake.Put(&faketriton.Model{Name: "cls_bad", MaxBatchSize: 8, Infer: nil,
+		Inputs:  []faketriton.Tensor{{Name: "image", Datatype: "UINT8", Shape: []int64{-1, 3}}},
+		Outputs: []faketriton.Tensor{{Name: "out", Datatype: "FP32", Shape: []int64{-1, 2}}},
+		Steps: []*tritonpb.ModelEnsembling_Step{
+			faketriton.Step("pre", map[string]string{"image": "image"}, map[string]string{"pixels": "pixels"}),
+			faketriton.Step("pre", map[string]string{"image": "image"}, map[string]string{"pixels": "pixels"}),
+			faketriton.Step("", map[string]string{"x": "ghost"}, map[string]string{"y": "dangling"}),
+			faketriton.Step("head_a", map[string]string{"feature": "loop_b"}, map[string]string{"logits": "loop_a"}),
+			faketriton.Step("head_b", map[string]string{"feature": "loop_a"}, map[string]string{"logits": "loop_b"}),
+		},
+	})
+	ints := []faketriton.Tensor{{Name: "ids", Datatype: "INT32", Shape: []int64{-1, 4}}}
+	e.fake.Put(&faketriton.Model{Name: "tokenize", MaxBatchSize: 8, Inputs: []faketriton.Tensor{{Name: "text", Datatype: "BYTES", Shape: []int64{-1, 1}}}, Outputs: ints})
+	e.fake.Put(&faketriton.Model{Name: "embed", MaxBatchSize: 8, Inputs: ints, Outputs: []faketriton.Tensor{{Name: "v", Datatype: "FP32", Shape: []int64{-1, 4}}}})
+	e.fake.Put(&faketriton.Model{Name: "cls_int", MaxBatchSize: 8,
+		Inputs:  []faketriton.Tensor{{Name: "text", Datatype: "BYTES", Shape: []int64{-1, 1}}},
+		Outputs: []faketriton.Tensor{{Name: "v", Datatype: "FP32", Shape: []int64{-1, 4}}},
+		Steps: []*tritonpb.ModelEnsembling_Step{
+			faketriton.Step("tokenize", map[string]string{"text": "text"}, map[string]string{"ids": "ids"}),
+			faketriton.Step("embed", map[string]string{"ids": "ids"}, map[string]string{"v": "v"}),
+		},
+	})
+	one := func(m config.Model) func(*config.Config) {
+		return func(c *config.Config) { c.Models = []config.Model{m} }
+	}
+	tests := []struct {
+		name string
+		edit func(*config.Config)
+		want []wantProblem
+	}{
+		{"valid", func(*config.Config) {}, nil},
+		{"no such ensemble", one(config.Model{Name: "nope", Components: "zoo", Correct: "emb"}),
+			[]wantProblem{{path: "models[0].name", msg: `the graph form runs Triton's ensemble of this name: model "nope"`, transient: true}}},
+		{"not an ensemble", one(config.Model{Name: "head_a", Components: "zoo", Correct: "emb"}),
+			[]wantProblem{{path: "models[0].name", msg: `Triton's model "head_a" is not an ensemble (platform "fake")`}}},
+		{"unknown tensor", one(config.Model{Name: "cls", Components: "zoo", Correct: "feature"}),
+			[]wantProblem{{path: "models[0].correct", msg: `ensemble "cls" has no tensor "feature" (tensors steps produce: emb, index, label, logits_b, pixels, probs, scores_a)`}}},
+		{"an input of the ensemble", one(config.Model{Name: "cls", Components: "zoo", Correct: "image"}),
+			[]wantProblem{{path: "models[0].correct", msg: `tensor "image" is an input of ensemble "cls", which no step produces`}}},
+		{"read by no step", one(config.Model{Name: "cls", Components: "zoo", Correct: "probs"}),
+			[]wantProblem{{path: "models[0].correct", msg: `tensor "probs" of ensemble "cls" is read by no step (it is produced by steps[5] (model "softmax"))`}}},
+		{"not the calibrated backbone, of another width", one(config.Model{Name: "cls", Components: "zoo", Correct: "pixels"}),
+			[]wantProblem{
+				{path: "models[0].correct", msg: `model "pre" output "pixels" would be corrected with the components of "zoo", calibrated on model "backbone" output "feature"`},
+				{path: "models[0].correct", msg: `tensor "pixels" (output "pixels" of steps[0] (model "pre")) has shape [-1 3], but the components file has D=4`},
+			}},
+		{"not D wide", one(config.Model{Name: "cls", Components: "zoo", Correct: "scores_a", CalibratedOn: "backbone"}),
+			[]wantProblem{{path: "models[0].correct", msg: `tensor "scores_a" (output "logits" of steps[2] (model "head_a")) has shape [-1 2], but the components file has D=4`}}},
+		{"not a floating-point tensor", one(config.Model{Name: "cls_int", Components: "zoo", Correct: "ids", CalibratedOn: "backbone"}),
+			[]wantProblem{{path: "models[0].correct", msg: `tensor "ids" (output "ids" of steps[0] (model "tokenize")) is INT32; the tensor corrected must be FP32, FP16 or BF16`}}},
+		{"a variant named wrongly", one(config.Model{Name: "cls_nb", Components: "zoo", Correct: "emb", CalibratedOn: "backbone_fp16"}),
+			[]wantProblem{{path: "models[0].calibrated_on", msg: `the components of "zoo" were calibrated on model "backbone", not "backbone_fp16"`}}},
+		{"a variant not declared", one(config.Model{Name: "cls_nb", Components: "zoo", Correct: "emb"}),
+			[]wantProblem{{path: "models[0].correct", msg: `model "backbone_nb" output "feature" would be corrected with the components of "zoo", calibrated on model "backbone" output "feature": ` +
+				`calibrate components on this model, or, if it is a variant of "backbone" (an FP16 copy, a re-export), say so with calibrated_on: backbone`}}},
+		{"a broken graph", one(config.Model{Name: "cls_bad", Components: "zoo", Correct: "dangling"}),
+			[]wantProblem{
+				{path: "models[0].name", msg: `ensemble "cls_bad" steps[2] names no model`},
+				{path: "models[0].name", msg: `ensemble "cls_bad" steps[2] (model ""): input "x" reads tensor "ghost", which is neither an input of the ensemble nor produced by a step`},
+				{path: "models[0].name", msg: `ensemble "cls_bad": tensor "pixels" is produced by 2 steps (steps[0] (model "pre"), steps[1] (model "pre"))`},
+				{path: "models[0].name", msg: `ensemble "cls_bad": output "out" is produced by no step`},
+				{path: "models[0].name", msg: `ensemble "cls_bad": steps steps[3] (model "head_a"), steps[4] (model "head_b") wait for each other's outputs: no order runs them`},
+				{path: "models[0].correct", msg: `tensor "dangling" of ensemble "cls_bad" is read by no step (it is produced by steps[2] (model ""))`},
+			}},
+		{"a tensor produced twice", one(config.Model{Name: "cls_bad", Components: "zoo", Correct: "pixels"}),
+			[]wantProblem{
+				{path: "models[0].name", msg: `steps[2] names no model`},
+				{path: "models[0].name", msg: `"ghost"`},
+				{path: "models[0].name", msg: `output "out"`},
+				{path: "models[0].name", msg: `wait for each other's outputs`},
+				{path: "models[0].correct", msg: `tensor "pixels" of ensemble "cls_bad" is produced by 2 steps (steps[0] (model "pre"), steps[1] (model "pre")): correct the output of exactly one`},
+				{path: "models[0].correct", msg: `tensor "pixels" of ensemble "cls_bad" is read by no step`},
+			}},
+		{"ensemble not ready", func(c *config.Config) { e.fake.SetReady("cls", false) },
+			[]wantProblem{{path: "models[0].name", msg: `model "cls" is not ready`, transient: true}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer e.fake.SetReady("cls", true)
+			cfg := e.graphConfig()
+			tt.edit(cfg)
+			set, err := e.build(cfg)
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Build: %v", err)
+				}
+				if len(set.Models) != len(cfg.Models) {
+					t.Errorf("built %d models of %d", len(set.Models), len(cfg.Models))
+				}
+				return
+			}
+			checkProblems(t, err, tt.want)
+		})
+	}
+}
+
+// TestBuildGraphModel: a graph-form model is the ensemble: its inputs,
+// outputs, batching, version, metadata and configuration are Triton's.
+func TestBuildGraphModel(t *testing.T) {
+	e := newGraphEnv(t)
+	set := e.mustBuild(t, e.graphConfig())
+	for _, name := range []string{"cls", "cls_nb"} {
+		m := set.Models[name]
+		if m.Ensemble() != name || m.Version() != "1" {
+			t.Errorf("%s: Ensemble %q, Version %q", name, m.Ensemble(), m.Version())
+		}
+		meta, err := e.up.RPC.ModelMetadata(context.Background(), &tritonpb.ModelMetadataRequest{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !proto.Equal(m.Metadata(), meta) {
+			t.Errorf("%s: metadata\n%v\nwant Triton's\n%v", name, m.Metadata(), meta)
+		}
+		cfg, err := e.up.RPC.ModelConfig(context.Background(), &tritonpb.ModelConfigRequest{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !proto.Equal(m.Config(), cfg.GetConfig()) {
+			t.Errorf("%s: config\n%v\nwant Triton's\n%v", name, m.Config(), cfg.GetConfig())
+		}
+		if models, _ := m.Dependencies(); len(models) != 1 || models[0] != name {
+			t.Errorf("%s: Dependencies %v, want the ensemble", name, models)
+		}
+	}
+	// A version the ensemble does not serve.
+	req := graphRequest("cls", true, graphImages, graphMasks)
+	req.ModelVersion = "2"
+	if _, err := set.Models["cls"].Infer(context.Background(), e.up, graphRequestOf(req)); err == nil || !strings.Contains(err.Error(), "no version 2") {
+		t.Errorf("version 2: %v", err)
+	}
+}
