@@ -102,7 +102,8 @@ type ctlConfig struct {
 
 // yaml writes the configuration: models "single" (backbone → head_a) and
 // "multi" (backbone → head_a, head_b, head_c, logits renamed logits_a,
-// logits_b, logits_c).
+// logits_b, logits_c), which shadows the fake's "multi" with another
+// signature, on purpose.
 func (c ctlConfig) yaml() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "triton:\n  grpc: %s\n  http: %s\n  timeout: 10s\n  startup_timeout: %s\n", c.tritonGRPC, c.tritonHTTP, or(c.startupTimeout, "20s"))
@@ -125,18 +126,25 @@ func (c ctlConfig) yaml() string {
 			fmt.Fprintf(&b, "      %s: %q\n", n, c.presets[n])
 		}
 	}
+	// Another backbone is a copy of the one the components were
+	// calibrated on.
+	calibratedOn := ""
+	if c.backbone != "" {
+		calibratedOn = "\n    calibrated_on: backbone"
+	}
 	fmt.Fprintf(&b, `models:
-  - name: single
+  - name: single%[3]s
     backbone: {model: %[2]s, output: feature}
     heads:
       - {task: %[1]s, model: head_a}
   - name: multi
+    signature: differs%[3]s
     backbone: {model: %[2]s, output: feature}
     heads:
       - {task: a, model: head_a, outputs: {logits: logits_a}}
       - {task: b, model: head_b, outputs: {logits: logits_b}}
       - {task: c, model: head_c, outputs: {logits: logits_c}}
-`, or(c.headTask, "a"), or(c.backbone, "backbone"))
+`, or(c.headTask, "a"), or(c.backbone, "backbone"), calibratedOn)
 	b.WriteString(c.experiments)
 	return b.String()
 }

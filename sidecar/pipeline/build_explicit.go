@@ -164,9 +164,13 @@ func (b *builder) explicitModel(i int, prof *control.Profile) *Model {
 	if limit := b.cfg.Limits.MaxBatchSize; m.batching && limit > 0 && limit < m.maxBatch {
 		m.maxBatch = limit
 	}
-	// A model that shadows one of Triton's answers with its platform, as
-	// that model would, and must serve its signature.
+	// A model that shadows one of Triton's must serve its signature, and
+	// answers with its platform, as that model would; unless the
+	// configuration says that the difference is intended.
 	shadow, shadowErr := b.shadow(m.name)
+	if mc.Signature == config.SignatureDiffers {
+		shadow, shadowErr = nil, nil
+	}
 	if shadowErr != nil {
 		b.problem(path+".name", shadowErr.transient, "%v", shadowErr.err)
 	}
@@ -194,7 +198,7 @@ func (b *builder) explicitModel(i int, prof *control.Profile) *Model {
 		Output:       outCfg,
 		Parameters:   m.configParameters(mc, b.cfg),
 	}
-	if shadow != nil && mc.Signature != config.SignatureDiffers {
+	if shadow != nil {
 		b.checkSignature(path, m, shadow)
 	}
 	if len(b.problems) > before {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -414,5 +415,54 @@ func TestBuildNeedsCacheAndStats(t *testing.T) {
 	}
 	if _, err := pipeline.Build(context.Background(), e.config(), e.up, pipeline.Options{Cache: e.cache}); err == nil {
 		t.Error("Build without a stats registry succeeded")
+	}
+}
+
+// TestBuildCalibration: the backbone corrected must be the one the
+// components file records, or a variant the configuration names; a file
+// that records none is not checked.
+func TestBuildCalibration(t *testing.T) {
+	sc := faketriton.NewScenario(7, 4, tasks...)
+	e := newEnv(t, oddModels(sc)...)
+	c, err := sc.Components()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Backbone = react.ModelRef{}
+	unrecorded := filepath.Join(t.TempDir(), "unrecorded.safetensors")
+	if err := react.SaveComponents(unrecorded, c); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name                   string
+		backbone, calibratedOn string
+		components             string
+		want                   []wantProblem
+	}{
+		{"the recorded backbone", "backbone", "", e.comps, nil},
+		{"another backbone", "backbone_copy", "", e.comps, []wantProblem{{path: "models[0].backbone.model",
+			msg: `model "backbone_copy" output "feature" would be corrected with the components of "zoo", calibrated on model "backbone" output "feature": ` +
+				`calibrate components on this model, or, if it is a variant of "backbone" (an FP16 copy, a re-export), say so with calibrated_on: backbone`}}},
+		{"a declared variant", "backbone_copy", "backbone", e.comps, nil},
+		{"a variant of another backbone", "backbone_copy", "backbone_fp16", e.comps, []wantProblem{{path: "models[0].calibrated_on",
+			msg: `the components of "zoo" were calibrated on model "backbone", not "backbone_fp16": name the model the file records`}}},
+		{"a file that records no backbone", "backbone_copy", "", unrecorded, nil},
+	}
+	e.fake.SetReady("backbone_copy", true)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := e.config()
+			cfg.Components[0].Path = tt.components
+			cfg.Models = cfg.Models[:1]
+			cfg.Models[0].Backbone.Model, cfg.Models[0].CalibratedOn = tt.backbone, tt.calibratedOn
+			_, err := e.build(cfg)
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Build: %v", err)
+				}
+				return
+			}
+			checkProblems(t, err, tt.want)
+		})
 	}
 }

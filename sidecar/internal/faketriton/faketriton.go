@@ -79,7 +79,7 @@ func (m *Model) backend() string {
 	switch {
 	case m.Backend != "":
 		return m.Backend
-	case m.Steps != nil:
+	case m.platform() == "ensemble":
 		return ""
 	}
 	return "fake"
