@@ -42,11 +42,11 @@ func (ms *Models) GRPCInterceptor() GRPCInterceptor {
 		case methodStreamInfer:
 			return ms.grpcStream
 		case methodModelMetadata:
-			return ms.unary(ms.metadata)
+			return ms.unary(ms.metadata, true)
 		case methodModelReady:
-			return ms.unary(ms.ready)
+			return ms.unary(ms.ready, true)
 		case methodModelConfig:
-			return ms.unary(ms.config)
+			return ms.unary(ms.config, true)
 		case methodModelStats:
 			return ms.grpcStatistics
 		case methodIndex:
@@ -110,8 +110,10 @@ func sendProto(ss grpc.ServerStream, m proto.Message) error {
 }
 
 // unary adapts an answer for one controllable model to a unary gRPC
-// handler: requests for other models pass through.
-func (ms *Models) unary(answer func(ctx context.Context, m *pipeline.Model, req []byte) (proto.Message, error)) GRPCHandler {
+// handler: requests for other models pass through, and so do those for a
+// model of the graph form when tritons is set (Triton answers for the
+// ensemble it runs).
+func (ms *Models) unary(answer func(ctx context.Context, m *pipeline.Model, req []byte) (proto.Message, error), tritons bool) GRPCHandler {
 	return func(ss grpc.ServerStream, pass func(*Frame) error) error {
 		f, err := recvRequest(ss)
 		if err != nil {
@@ -124,6 +126,9 @@ func (ms *Models) unary(answer func(ctx context.Context, m *pipeline.Model, req 
 		if err != nil {
 			return err
 		}
+		if tritons && m.Ensemble() != "" {
+			return pass(f)
+		}
 		resp, err := answer(ss.Context(), m, f.Payload)
 		if err != nil {
 			return err
@@ -133,22 +138,22 @@ func (ms *Models) unary(answer func(ctx context.Context, m *pipeline.Model, req 
 }
 
 // knownVersion reports whether a request's version names the controllable
-// models' one (or none).
-func knownVersion(version string) bool { return version == "" || version == pipeline.Version }
+// model's one (or none).
+func knownVersion(m *pipeline.Model, version string) bool { return version == "" || version == m.Version() }
 
 // checkStatisticsVersion refuses, as Triton does for statistics, a version
-// other than the controllable models' one with INVALID_ARGUMENT.
+// other than the controllable model's one with INVALID_ARGUMENT.
 func checkStatisticsVersion(m *pipeline.Model, version string) error {
-	if !knownVersion(version) {
-		return status.Errorf(codes.InvalidArgument, "model %q: requested model version %s is not available (a controllable model has only version %s)", m.Name(), version, pipeline.Version)
+	if !knownVersion(m, version) {
+		return status.Errorf(codes.InvalidArgument, "model %q: requested model version %s is not available (the controllable model serves version %s)", m.Name(), version, m.Version())
 	}
 	return nil
 }
 
-// checkVersion refuses a version other than the controllable models' one.
+// checkVersion refuses a version other than the controllable model's one.
 func checkVersion(m *pipeline.Model, version string) error {
-	if !knownVersion(version) {
-		return status.Errorf(codes.NotFound, "model %q has no version %s (a controllable model has only version %s)", m.Name(), version, pipeline.Version)
+	if !knownVersion(m, version) {
+		return status.Errorf(codes.NotFound, "model %q has no version %s (the controllable model serves version %s)", m.Name(), version, m.Version())
 	}
 	return nil
 }
@@ -169,7 +174,7 @@ func (ms *Models) ready(ctx context.Context, m *pipeline.Model, b []byte) (proto
 	if err := proto.Unmarshal(b, &req); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "sidecar: ModelReadyRequest: %v", err)
 	}
-	if !knownVersion(req.GetVersion()) {
+	if !knownVersion(m, req.GetVersion()) {
 		// As Triton: a version that does not exist is not ready.
 		return &tritonpb.ModelReadyResponse{Ready: false}, nil
 	}
@@ -214,7 +219,7 @@ func (ms *Models) grpcStatistics(ss grpc.ServerStream, pass func(*Frame) error) 
 		if err := checkStatisticsVersion(m, req.GetVersion()); err != nil {
 			return err
 		}
-		return sendProto(ss, &tritonpb.ModelStatisticsResponse{ModelStats: []*tritonpb.ModelStatistics{m.Stats().Proto(m.Name(), pipeline.Version)}})
+		return sendProto(ss, &tritonpb.ModelStatisticsResponse{ModelStats: []*tritonpb.ModelStatistics{m.Stats().Proto(m.Name(), m.Version())}})
 	}
 	ctx := upstreamContext(ss.Context())
 	resp, err := ms.rpc.ModelStatistics(ctx, &req)
@@ -236,7 +241,7 @@ func (ms *Models) mergeStatistics(stats []*tritonpb.ModelStatistics) []*tritonpb
 		}
 	}
 	for _, m := range ms.all() {
-		out = append(out, m.Stats().Proto(m.Name(), pipeline.Version))
+		out = append(out, m.Stats().Proto(m.Name(), m.Version()))
 	}
 	return out
 }
@@ -272,6 +277,9 @@ func (ms *Models) mergeIndex(models []*tritonpb.RepositoryIndexResponse_ModelInd
 	}
 	for _, name := range ms.declared() {
 		e := &tritonpb.RepositoryIndexResponse_ModelIndex{Name: name, Version: pipeline.Version, State: "READY"}
+		if m := st.set.Model(name); m != nil {
+			e.Version = m.Version()
+		}
 		if st.set == nil {
 			e.State, e.Reason = "UNAVAILABLE", "the sidecar is loading its controllable models"
 		}

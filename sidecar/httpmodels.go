@@ -91,11 +91,15 @@ func (ms *Models) HTTPInterceptor() HTTPInterceptor {
 		if !declared {
 			return nil
 		}
+		if err == nil && m.Ensemble() != "" && rt.action != "stats" {
+			// Triton answers for the ensemble a graph-form model runs.
+			return nil
+		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if err == nil {
 				switch rt.action {
 				case "ready":
-					if !knownVersion(rt.version) {
+					if !knownVersion(m, rt.version) {
 						// As Triton: a version that does not exist is not ready.
 						w.WriteHeader(http.StatusBadRequest)
 						return
@@ -126,7 +130,7 @@ func (ms *Models) HTTPInterceptor() HTTPInterceptor {
 			case rt.action == "config" && r.Method == http.MethodGet:
 				writeHTTPJSON(w, m.Config())
 			case rt.action == "stats" && r.Method == http.MethodGet:
-				writeHTTPJSON(w, &tritonpb.ModelStatisticsResponse{ModelStats: []*tritonpb.ModelStatistics{m.Stats().Proto(m.Name(), pipeline.Version)}})
+				writeHTTPJSON(w, &tritonpb.ModelStatisticsResponse{ModelStats: []*tritonpb.ModelStatistics{m.Stats().Proto(m.Name(), m.Version())}})
 			default:
 				writeHTTPError(w, http.StatusNotFound, "sidecar: "+r.Method+" "+r.URL.Path+" is not served for the controllable model "+strconv.Quote(m.Name()))
 			}

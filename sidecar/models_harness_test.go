@@ -92,6 +92,9 @@ type ctlConfig struct {
 	// metricsListen, logFormat and logLevel set listen.metrics, log.format
 	// and log.level.
 	metricsListen, logFormat, logLevel string
+	// moreModels are more entries of the models section, YAML list items,
+	// appended as they are.
+	moreModels string
 	// experiments is the experiments section, YAML, appended as is.
 	experiments string
 	// configMap lays the files out as a Kubernetes ConfigMap volume does:
@@ -145,6 +148,7 @@ func (c ctlConfig) yaml() string {
       - {task: b, model: head_b, outputs: {logits: logits_b}}
       - {task: c, model: head_c, outputs: {logits: logits_c}}
 `, or(c.headTask, "a"), or(c.backbone, "backbone"), calibratedOn)
+	b.WriteString(c.moreModels)
 	b.WriteString(c.experiments)
 	return b.String()
 }

@@ -55,6 +55,14 @@ type Set struct {
 	Files map[string]string
 }
 
+// Model returns the built model of a name, nil for none (or a nil set).
+func (s *Set) Model(name string) *Model {
+	if s == nil {
+		return nil
+	}
+	return s.Models[name]
+}
+
 // Problem is one reason a configuration cannot be served.
 type Problem struct {
 	// Path locates the problem in the configuration, for example
