@@ -139,7 +139,9 @@ func (ms *Models) unary(answer func(ctx context.Context, m *pipeline.Model, req 
 
 // knownVersion reports whether a request's version names the controllable
 // model's one (or none).
-func knownVersion(m *pipeline.Model, version string) bool { return version == "" || version == m.Version() }
+func knownVersion(m *pipeline.Model, version string) bool {
+	return version == "" || version == m.Version()
+}
 
 // checkStatisticsVersion refuses, as Triton does for statistics, a version
 // other than the controllable model's one with INVALID_ARGUMENT.
