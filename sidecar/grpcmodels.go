@@ -314,9 +314,8 @@ func upstreamContext(ctx context.Context) context.Context {
 	return metadata.NewOutgoingContext(ctx, forwardable(in))
 }
 
-// preferenceHeader reads ReACT's keys from gRPC metadata, and the key of
-// the model's experiment.
-func preferenceHeader(md metadata.MD, m *pipeline.Model) control.Values {
+// preferenceKeys reads ReACT's keys from gRPC metadata.
+func preferenceKeys(md metadata.MD) control.Values {
 	var v control.Values
 	if p := md.Get(control.KeyPreference); len(p) > 0 {
 		v.Preference, v.HasPreference = p[0], true
@@ -324,6 +323,13 @@ func preferenceHeader(md metadata.MD, m *pipeline.Model) control.Values {
 	if p := md.Get(control.KeyPreset); len(p) > 0 {
 		v.Preset, v.HasPreset = p[0], true
 	}
+	return v
+}
+
+// preferenceHeader reads ReACT's keys from gRPC metadata, and the key of
+// the model's experiment.
+func preferenceHeader(md metadata.MD, m *pipeline.Model) control.Values {
+	v := preferenceKeys(md)
 	if h := m.KeyHeader(); h != "" {
 		if p := md.Get(h); len(p) > 0 {
 			v.Key, v.HasKey = p[0], true
@@ -349,13 +355,16 @@ func (ms *Models) grpcInfer(ss grpc.ServerStream, pass func(*Frame) error) error
 		return err
 	}
 	m, up, ok, err := ms.lookup(modelName(f.Payload))
+	md, _ := metadata.FromIncomingContext(ss.Context())
 	if !ok {
+		if f, err = ms.relayed(ss.Context(), md, f); err != nil {
+			return err
+		}
 		return pass(f)
 	}
 	if err != nil {
 		return err
 	}
-	md, _ := metadata.FromIncomingContext(ss.Context())
 	resp, err := ms.infer(ss.Context(), m, up, f.Payload, preferenceHeader(md, m), "grpc")
 	if err != nil {
 		return err
@@ -364,6 +373,18 @@ func (ms *Models) grpcInfer(ss grpc.ServerStream, pass func(*Frame) error) error
 		return err
 	}
 	return sendProto(ss, resp)
+}
+
+// relayed returns the request, for a model that is not controllable, that
+// goes to Triton: the client's, with the react-preference and react-preset
+// headers of md turned into request parameters when the model reads them
+// (backend mode; backendParameters).
+func (ms *Models) relayed(ctx context.Context, md metadata.MD, f *Frame) (*Frame, error) {
+	params, err := ms.backendParameters(ctx, modelName(f.Payload), stringField(f.Payload, 2), preferenceKeys(md))
+	if err != nil || params == nil {
+		return f, err
+	}
+	return &Frame{Payload: withParameters(f.Payload, params)}, nil
 }
 
 // infer decodes and serves one request for a controllable model, and

@@ -79,7 +79,14 @@ func (x *streamMux) receive() error {
 		name := modelName(f.Payload)
 		m, up, ok, lookupErr := x.ms.lookup(name)
 		if !ok {
-			if err := x.toUpstream(f); err != nil {
+			relay, err := x.ms.relayed(x.ctx, x.md, f)
+			if err != nil {
+				// Refused as Triton refuses a request of a stream: with an
+				// error message, the stream going on.
+				x.sendError(name, f, err)
+				continue
+			}
+			if err := x.toUpstream(relay); err != nil {
 				return err
 			}
 			continue
@@ -94,18 +101,26 @@ func (x *streamMux) receive() error {
 			if err == nil {
 				resp, err = x.infer(m, up, f.Payload)
 			}
-			out := &tritonpb.ModelStreamInferResponse{InferResponse: resp}
 			if err != nil {
-				out = &tritonpb.ModelStreamInferResponse{
-					ErrorMessage:  status.Convert(err).Message(),
-					InferResponse: &tritonpb.ModelInferResponse{ModelName: name, Id: stringField(f.Payload, 3)},
-				}
+				x.sendError(name, f, err)
+				return
 			}
-			b, err := proto.Marshal(out)
+			b, err := proto.Marshal(&tritonpb.ModelStreamInferResponse{InferResponse: resp})
 			if err == nil {
 				x.send(&Frame{Payload: b})
 			}
 		}()
+	}
+}
+
+// sendError answers the request f, for model name, with an error message.
+func (x *streamMux) sendError(name string, f *Frame, err error) {
+	out := &tritonpb.ModelStreamInferResponse{
+		ErrorMessage:  status.Convert(err).Message(),
+		InferResponse: &tritonpb.ModelInferResponse{ModelName: name, Id: stringField(f.Payload, 3)},
+	}
+	if b, err := proto.Marshal(out); err == nil {
+		x.send(&Frame{Payload: b})
 	}
 }
 

@@ -152,6 +152,10 @@ func (ms *Models) httpInfer(w http.ResponseWriter, r *http.Request, rt route, pa
 			if req, err = tritonhttp.ParseRequest(body, r.Header.Get(headerContentLength)); err == nil {
 				m, up, declared, lerr := ms.lookup(rt.model)
 				if !declared {
+					if raw, err = ms.httpRelayed(r, rt, raw, body); err != nil {
+						writeStatusError(w, err)
+						return
+					}
 					r.Body = io.NopCloser(bytes.NewReader(raw))
 					r.ContentLength = int64(len(raw))
 					r.TransferEncoding = nil
@@ -168,6 +172,34 @@ func (ms *Models) httpInfer(w http.ResponseWriter, r *http.Request, rt route, pa
 		}
 	}
 	ms.httpRefuse(w, err)
+}
+
+// httpRelayed returns the body, of an inference request for a model that
+// is not controllable, that goes to Triton: raw as it came, or, when the
+// model reads the request's react-preference and react-preset headers
+// (backend mode; backendParameters), the decompressed body with them as
+// request parameters, its headers updated to match.
+func (ms *Models) httpRelayed(r *http.Request, rt route, raw, body []byte) ([]byte, error) {
+	var hdr control.Values
+	if v := r.Header.Values(control.KeyPreference); len(v) > 0 {
+		hdr.Preference, hdr.HasPreference = v[0], true
+	}
+	if v := r.Header.Values(control.KeyPreset); len(v) > 0 {
+		hdr.Preset, hdr.HasPreset = v[0], true
+	}
+	params, err := ms.backendParameters(r.Context(), rt.model, rt.version, hdr)
+	if err != nil || params == nil {
+		return raw, err
+	}
+	out, hl, err := tritonhttp.SetParameters(body, r.Header.Get(headerContentLength), params)
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "sidecar: %v", err)
+	}
+	r.Header.Del("Content-Encoding")
+	if hl >= 0 {
+		r.Header.Set(headerContentLength, strconv.Itoa(hl))
+	}
+	return out, nil
 }
 
 // readRaw reads at most limit bytes of a body, failing with a

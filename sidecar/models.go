@@ -34,6 +34,9 @@ type Models struct {
 	cache   *control.Cache
 	stats   *pipeline.StatsRegistry
 	metrics *Metrics
+	// readers knows which Triton models read ReACT's request parameters
+	// (backend mode), for the react-* headers of relayed requests.
+	readers *reactReaders
 
 	state  atomic.Pointer[modelsState]
 	reload sync.Mutex // one build at a time
@@ -71,6 +74,7 @@ func NewModels(cfg *config.Config, conn *grpc.ClientConn, m *Metrics, log *slog.
 		stats:   &pipeline.StatsRegistry{},
 		metrics: m,
 	}
+	ms.readers = &reactReaders{rpc: ms.rpc}
 	if m != nil {
 		m.cacheSize(cache.Len)
 	}
@@ -166,6 +170,7 @@ func (ms *Models) Reload(ctx context.Context, cfg *config.Config) error {
 	next.set = set
 	ms.cache.Resize(cfg.Cache.Size)
 	ms.state.Store(next)
+	ms.readers.forget()
 	return nil
 }
 
