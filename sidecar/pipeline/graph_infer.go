@@ -376,7 +376,8 @@ func (r *graphRun) correct(step int, x tensor) (tensor, error) {
 
 // response assembles the answer: the wanted outputs under the ensemble's
 // names, as the steps produced them (the corrected tensor corrected, and
-// copied out of the pooled buffers), and the applied preference.
+// copied out of the pooled buffers), the applied preference, and the
+// sequence parameters Triton's ensembles answer with.
 func (r *graphRun) response(c control.Choice) (*tritonpb.ModelInferResponse, error) {
 	resp := &tritonpb.ModelInferResponse{
 		ModelName:         r.m.name,
@@ -387,6 +388,7 @@ func (r *graphRun) response(c control.Choice) (*tritonpb.ModelInferResponse, err
 		RawOutputContents: make([][]byte, 0, len(r.wanted)),
 	}
 	setChoice(resp.Parameters, c)
+	sequenceParameters(resp.Parameters, r.in.GetParameters())
 	for _, w := range r.wanted {
 		t, ok := r.tensors[w.name]
 		if !ok {
@@ -400,4 +402,22 @@ func (r *graphRun) response(c control.Choice) (*tritonpb.ModelInferResponse, err
 		resp.RawOutputContents = append(resp.RawOutputContents, t.raw)
 	}
 	return resp, nil
+}
+
+// sequenceParameters adds the parameters Triton's ensembles add to every
+// response (2.51): the request's sequence_id, sequence_start and
+// sequence_end, or 0, false and false.
+func sequenceParameters(out, in map[string]*tritonpb.InferParameter) {
+	defaults := map[string]*tritonpb.InferParameter{
+		"sequence_id":    {ParameterChoice: &tritonpb.InferParameter_Int64Param{Int64Param: 0}},
+		"sequence_start": {ParameterChoice: &tritonpb.InferParameter_BoolParam{BoolParam: false}},
+		"sequence_end":   {ParameterChoice: &tritonpb.InferParameter_BoolParam{BoolParam: false}},
+	}
+	for k, def := range defaults {
+		if p, ok := in[k]; ok {
+			out[k] = p
+		} else {
+			out[k] = def
+		}
+	}
 }
