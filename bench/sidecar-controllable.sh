@@ -3,19 +3,23 @@
 # against the same work done without them.
 #
 #   bench/sidecar-controllable.sh [--pair fashion|synth|effnet|all] [--rounds N] [-d SECONDS]
-#       [--warmup SECONDS] [--concurrency "1 8 32"] [--skip-sidecar] [--pprof FILE]
-#       [--out FILE]
+#       [--warmup SECONDS] [--concurrency "1 8 32"] [--ways "sidecar graph ..."]
+#       [--skip-sidecar] [--pprof FILE] [--out FILE]
 #
 # For two backbone/head pairs, fashion (the zoo: backbone_adamerging ->
 # head_fashion, ensemble fashion, image [1,28,28], D=64) and synth
 # (bench/models: synth_backbone -> synth_head, ensemble synth, x [768],
 # D=768), or effnet alone (the second zoo, tritonmodels/repo-effnet: the same
 # model names as fashion, EfficientNet-Lite0, D=1280; its components file is
-# built by make zoo ZOO=effnet or tests/test_zoo_effnet.py), it measures three ways of getting the head's answer for an input,
+# built by make zoo ZOO=effnet or tests/test_zoo_effnet.py), it measures five ways of getting the head's answer for an input,
 # with the closed-loop load generator bench/loadgen over gRPC:
-#   sidecar   the sidecar's controllable model (named like the ensemble, with
-#             a two-task preference in the gRPC metadata react-preference):
-#             backbone, W_p correction, head;
+#   sidecar   the sidecar's controllable model in the explicit form
+#             (explicit_<ensemble>: backbone, W_p correction, head), with a
+#             two-task preference in the gRPC metadata react-preference;
+#   graph     the sidecar's controllable model in the graph form (named like
+#             the ensemble, which it shadows: the ensemble's steps run by
+#             the sidecar, W_p applied to the ensemble's feature tensor),
+#             with the same preference;
 #   twocall   a client calling the backbone, then the head with the
 #             backbone's feature bytes, on Triton directly (the same work
 #             without the correction);
@@ -25,12 +29,13 @@
 #             inside Triton), with the same preference as a request
 #             parameter: backend mode.
 # For each concurrency (default 1, 8 and 32) it runs --rounds rounds (default
-# 3); each round runs every pair's three ways in turn, -d seconds each
+# 3); each round runs every pair's ways (--ways, default all five) in turn, -d seconds each
 # (default 10) after --warmup seconds (default 2), so that all see the same
 # machine load. It prints a markdown table of the medians over the rounds and,
 # against two-call, the added p50/p99 latency and the throughput ratio
-# (medians of the per-round differences and ratios), then the react step
-# against the plain ensemble and against the sidecar. Every loadgen line goes to
+# (medians of the per-round differences and ratios), then the graph form
+# against the explicit form, then the react step against the plain ensemble
+# and against the sidecar. Every loadgen line goes to
 # --out, by default bench/results/sidecar-controllable-DATE.jsonl (with
 # -skip-sidecar in the name for --skip-sidecar, and -2, -3... rather than
 # overwrite a file).
@@ -50,8 +55,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
-pair=all rounds=3 seconds=10 warmup=2 concurrencies="1 8 32" skip_sidecar= pprof= results=
+usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+pair=all rounds=3 seconds=10 warmup=2 concurrencies="1 8 32" ways="sidecar graph twocall ensemble react" skip_sidecar= pprof= results=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--pair) pair=$2; shift 2 ;;
@@ -59,6 +64,7 @@ while [ $# -gt 0 ]; do
 	-d | --duration) seconds=$2; shift 2 ;;
 	--warmup) warmup=$2; shift 2 ;;
 	--concurrency) concurrencies=$2; shift 2 ;;
+	--ways) ways=$2; shift 2 ;;
 	--skip-sidecar) skip_sidecar=1; shift ;;
 	--pprof) pprof=$2; shift 2 ;;
 	--out) results=$2; shift 2 ;;
@@ -76,6 +82,10 @@ for n in "$rounds" "$seconds" "$warmup" $concurrencies; do
 done
 [ "$rounds" -ge 1 ] && [ "$seconds" -ge 1 ] || { echo "bench: --rounds and -d must be at least 1" >&2; exit 2; }
 [ -n "$concurrencies" ] || { echo "bench: --concurrency is empty" >&2; exit 2; }
+for w in $ways; do
+	case $w in sidecar | graph | twocall | ensemble | react) ;; *) echo "bench: --ways: unknown way $w" >&2; exit 2 ;; esac
+done
+[ -n "$ways" ] || { echo "bench: --ways is empty" >&2; exit 2; }
 [ -x .venv/bin/python ] || { echo "bench: no .venv: run make setup" >&2; exit 1; }
 
 # The pairs: input, backbone, feature output, head, task, ensemble (also the
@@ -212,11 +222,14 @@ if any_sidecar; then
 		echo "models:"
 		for p in "${pairs[@]}"; do
 			[ "${sidecar_ok[$p]}" = 1 ] || continue
-			echo "  - name: ${ensemble[$p]}"
+			# The explicit form, under a name of its own.
+			echo "  - name: explicit_${ensemble[$p]}"
 			echo "    components: $p"
 			echo "    backbone: { model: ${backbone[$p]}, output: $feature }"
 			echo "    heads:"
 			echo "      - { task: ${task[$p]}, model: ${head[$p]} }"
+			# The graph form: the ensemble's own steps, its tensor corrected.
+			echo "  - { name: ${ensemble[$p]}, components: $p, correct: $feature }"
 		done
 	} >"$config"
 	bin/sidecar --config "$config" --grpc-listen "127.0.0.1:$sc_grpc" --http-listen "127.0.0.1:$sc_http" \
@@ -276,7 +289,8 @@ measure() {
 	fi
 	args=(-concurrency "$c" -duration "${seconds}s" -warmup "${warmup}s" -input "${input[$p]}" -label "$p/$way/c$c/r$round")
 	case $way in
-	sidecar) args+=(-addr "127.0.0.1:$sc_grpc" -model "${ensemble[$p]}" -metadata "react-preference=${preference[$p]}") ;;
+	sidecar) args+=(-addr "127.0.0.1:$sc_grpc" -model "explicit_${ensemble[$p]}" -metadata "react-preference=${preference[$p]}") ;;
+	graph) args+=(-addr "127.0.0.1:$sc_grpc" -model "${ensemble[$p]}" -metadata "react-preference=${preference[$p]}") ;;
 	twocall) args+=(-addr "$triton" -mode twocall -backbone "${backbone[$p]}" -feature "$feature" -head "${head[$p]}") ;;
 	ensemble) args+=(-addr "$triton" -model "${ensemble[$p]}") ;;
 	react) args+=(-addr "$triton" -model "${react_ensemble[$p]}" -param "react-preference=${preference[$p]}") ;;
@@ -304,8 +318,8 @@ for c in $concurrencies; do
 	for round in $(seq "$rounds"); do
 		echo "bench: concurrency $c, round $round/$rounds (load average $(cut -d' ' -f1 /proc/loadavg))" >&2
 		for p in "${pairs[@]}"; do
-			for way in sidecar twocall ensemble react; do
-				if [ "$way" = sidecar ] && [ "${sidecar_ok[$p]}" != 1 ]; then
+			for way in $ways; do
+				if { [ "$way" = sidecar ] || [ "$way" = graph ]; } && [ "${sidecar_ok[$p]}" != 1 ]; then
 					continue
 				fi
 				if [ "$way" = react ] && { [ "$react_ok" != 1 ] || { [ "$p" = synth ] && [ "$synth_ok" != 1 ]; }; }; then
@@ -375,10 +389,10 @@ notes = []
 for pair in pairs:
     for c in sorted(concs):
         base = runs.get((pair, c, "twocall"), {})
-        for way in ("sidecar", "twocall", "ensemble", "react"):
+        for way in ("sidecar", "graph", "twocall", "ensemble", "react"):
             rs = runs.get((pair, c, way), {})
             if not rs:
-                if way == "sidecar":
+                if way in ("sidecar", "graph") and why.get(pair):
                     print(f"| {pair} | {c} | sidecar | not run: {why.get(pair, 'no results')} | | | | | | |")
                 continue
             errors = sum(r["errors"] for r in rs.values())
@@ -398,6 +412,19 @@ for pair in pairs:
                 first = next((r.get("first_error") for r in bad if r.get("first_error")), "no answers")
                 notes.append(f"- {pair} {way} c={c}: {len(bad)} of {len(rs)} rounds had errors or no answers "
                              f"(left out of the medians); first error: {first[:400]}")
+print("\n| pair | concurrency | graph p50 ÷ explicit p50 | Δp50 ms graph − explicit | Δp99 ms graph − explicit "
+      "| graph infer/s ÷ explicit |")
+print("|---|---:|---:|---:|---:|---:|")
+for pair in pairs:
+    for c in sorted(concs):
+        gs, es = runs.get((pair, c, "graph"), {}), runs.get((pair, c, "sidecar"), {})
+        paired = [(g, es[k]) for k, g in gs.items() if k in es and ok(g) and ok(es[k])]
+        if not paired:
+            continue
+        print(f"| {pair} | {c} | {fmt(statistics.median(g['p50_ms'] / e['p50_ms'] for g, e in paired), 3)} "
+              f"| {fmt(statistics.median(g['p50_ms'] - e['p50_ms'] for g, e in paired), 3)} "
+              f"| {fmt(statistics.median(g['p99_ms'] - e['p99_ms'] for g, e in paired), 3)} "
+              f"| {fmt(statistics.median(g['throughput'] / e['throughput'] for g, e in paired), 3)} |")
 print("\n| pair | concurrency | react p50 ÷ ensemble p50 | Δp50 ms vs ensemble | Δp99 ms vs ensemble "
       "| infer/s ÷ ensemble | react p50 ÷ sidecar p50 |")
 print("|---|---:|---:|---:|---:|---:|---:|")
