@@ -208,10 +208,13 @@ def test_metadata_config_and_readiness_are_tritons(deployment, model):
             if model != "pet_scores":
                 assert got == want, (model, protocol)
                 continue
-            # The explicit form answers its own configuration, with the
-            # ensemble's signature and the documented react.* parameters.
+            # The explicit form answers its own configuration (platform
+            # react: no ensemble steps), with the ensemble's signature and
+            # the documented react.* parameters.
+            assert got["platform"] == "react" and got["backend"] == "react", got
+
             def signature(c):
-                return ({k: c.get(k) for k in ("name", "platform", "max_batch_size")},
+                return ({k: c.get(k) for k in ("name", "max_batch_size")},
                         [(t["name"], t["data_type"], [int(d) for d in t["dims"]]) for t in c["input"]],
                         [(t["name"], t["data_type"], [int(d) for d in t["dims"]]) for t in c["output"]])
             assert signature(got) == signature(want), (got, want)

@@ -165,8 +165,8 @@ func (b *builder) explicitModel(i int, prof *control.Profile) *Model {
 		m.maxBatch = limit
 	}
 	// A model that shadows one of Triton's must serve its signature, and
-	// answers with its platform, as that model would; unless the
-	// configuration says that the difference is intended.
+	// its metadata names that model's platform, as that model's would;
+	// unless the configuration says that the difference is intended.
 	shadow, shadowErr := b.shadow(m.name)
 	if mc.Signature == config.SignatureDiffers {
 		shadow, shadowErr = nil, nil
@@ -178,9 +178,14 @@ func (b *builder) explicitModel(i int, prof *control.Profile) *Model {
 		return nil
 	}
 	m.setExperiment(b.cfg)
-	platform, backend := Platform, Platform
+	// The metadata of a model that shadows one of Triton's names that
+	// model's platform, as clients know it; the configuration stays the
+	// sidecar's own (platform react), since its content is: a client that
+	// reads an ensemble's configuration for its steps (perf_analyzer) must
+	// not take this one for an ensemble.
+	platform := Platform
 	if shadow != nil {
-		platform, backend = shadow.meta.GetPlatform(), shadow.cfg.GetBackend()
+		platform = shadow.meta.GetPlatform()
 	}
 	m.metadata = &tritonpb.ModelMetadataResponse{
 		Name:     m.name,
@@ -191,8 +196,8 @@ func (b *builder) explicitModel(i int, prof *control.Profile) *Model {
 	}
 	m.config = &tritonpb.ModelConfig{
 		Name:         m.name,
-		Platform:     platform,
-		Backend:      backend,
+		Platform:     Platform,
+		Backend:      Platform,
 		MaxBatchSize: int32(m.maxBatch),
 		Input:        inputs,
 		Output:       outCfg,
