@@ -3,7 +3,10 @@ package sidecar
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,8 +14,10 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
+	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/triton/tritonhttp"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -163,5 +168,51 @@ func TestGraphInfer(t *testing.T) {
 		if err := checkLogits(h.sc, "a", []float64{0.5, 0.5, 0}, ctlBatch, dec.GetRawOutputContents()[0]); err != nil {
 			t.Errorf("HTTP binary=%v: %v", binary, err)
 		}
+	}
+}
+
+// TestReloadRefusesAnotherSignature: a reload whose models no longer
+// match the signature of the Triton models they shadow, or no longer fit
+// the ensemble they run, is refused with every problem listed, and the
+// configuration in service keeps serving.
+func TestReloadRefusesAnotherSignature(t *testing.T) {
+	h := startGraphHarness(t)
+	c := h.cfg
+	c.components = filepath.Join(h.dir, "components.safetensors")
+	// "multi" no longer declares its difference from Triton's "multi",
+	// and "ens" names a tensor its ensemble lacks.
+	c.moreModels = "  - {name: ens, correct: embedding}\n"
+	text := strings.Replace(c.yaml(), "    signature: differs\n", "", 1)
+	path := filepath.Join(t.TempDir(), "new.yaml")
+	writeFile(t, path, text)
+	cfg, err := config.Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = h.models.Reload(context.Background(), cfg)
+	var be *pipeline.BuildError
+	if !errors.As(err, &be) || be.Transient() {
+		t.Fatalf("Reload: %v, want a permanent *pipeline.BuildError", err)
+	}
+	for _, want := range []string{
+		`models[1].name: input "x" is served, but Triton's "multi" has no such input`,
+		`models[1].name: output "logits" of Triton's "multi" is not served`,
+		`models[2].correct: ensemble "ens" has no tensor "embedding"`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Reload error lacks %q:\n%v", want, err)
+		}
+	}
+	// The old configuration serves on.
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "react-preference", "a=1")
+	resp, err := h.client.ModelInfer(ctx, ctlRequest("ens", "after", ctlBatch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkLogits(h.sc, "a", []float64{1, 0, 0}, ctlBatch, resp.GetRawOutputContents()[0]); err != nil {
+		t.Error(err)
+	}
+	if h.models.Config() == cfg {
+		t.Error("the refused configuration is in service")
 	}
 }

@@ -88,6 +88,10 @@ func TestGraphInferCorrected(t *testing.T) {
 			if got := res.Response.GetParameters()[control.KeyPreference].GetStringParam(); got != "a=0.25,b=0.75" {
 				t.Errorf("react-preference %q", got)
 			}
+			// As Triton's ensembles answer (2.51).
+			if p := res.Response.GetParameters(); p["sequence_id"].GetInt64Param() != 0 || p["sequence_start"] == nil || p["sequence_end"] == nil {
+				t.Errorf("sequence parameters %v", p)
+			}
 			if res.Response.GetModelName() != n.ensemble || res.Response.GetId() != "g-1" || res.Response.GetModelVersion() != "1" {
 				t.Errorf("response names %q version %q id %q", res.Response.GetModelName(), res.Response.GetModelVersion(), res.Response.GetId())
 			}
