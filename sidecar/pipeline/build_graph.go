@@ -6,8 +6,8 @@ import (
 	"strconv"
 
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/sidecar/pipeline/ensemble"
 	"github.com/mergectl/react-triton/triton"
-	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
 // graphModel checks the i-th configured model, of the graph form (an
@@ -29,9 +29,9 @@ func (b *builder) graphModel(i int, prof *control.Profile) *Model {
 			"for another model, name its backbone and heads instead", mc.Name, ens.cfg.GetPlatform())
 		return nil
 	}
-	g, problems := newGraph(ens.cfg, mc.Correct)
+	g, problems := ensemble.New(ens.cfg, mc.Correct)
 	for _, p := range problems {
-		b.problem(path+"."+p.key, false, "%s", p.msg)
+		b.problem(path+"."+p.Key, false, "%s", p.Msg)
 	}
 	if g == nil {
 		return nil
@@ -42,7 +42,7 @@ func (b *builder) graphModel(i int, prof *control.Profile) *Model {
 		version:     latestVersion(ens.meta.GetVersions()),
 		profile:     prof,
 		graph:       g,
-		featureStep: g.producer[g.correct],
+		featureStep: featureStep(g),
 		inputs:      ens.meta.GetInputs(),
 		optional:    make(map[string]bool),
 		batching:    ens.cfg.GetMaxBatchSize() > 0,
@@ -64,17 +64,17 @@ func (b *builder) graphModel(i int, prof *control.Profile) *Model {
 	}
 
 	// The corrected tensor, as the step that produces it declares it.
-	st := g.steps[m.featureStep]
-	m.backbone = st.ref
-	for _, o := range st.out {
-		if o.tensor == g.correct {
-			m.feature = o.name
+	st := g.Steps()[m.featureStep]
+	m.backbone = ref{st.Model, st.Version}
+	for _, o := range st.Out {
+		if o.Tensor == g.Correct() {
+			m.feature = o.Name
 		}
 	}
 	b.checkCalibration(path+".correct", path, mc, prof, m.backbone, m.feature)
 	producer := b.triton(m.backbone)
 	if producer.err != nil {
-		b.problem(path+".correct", producer.transient, "%s, whose output %q is the tensor %q: %v", g.describe(m.featureStep), m.feature, g.correct, producer.err)
+		b.problem(path+".correct", producer.transient, "%s, whose output %q is the tensor %q: %v", g.Describe(m.featureStep), m.feature, g.Correct(), producer.err)
 		return nil
 	}
 	var shape []int64
@@ -87,13 +87,13 @@ func (b *builder) graphModel(i int, prof *control.Profile) *Model {
 	switch {
 	case shape == nil:
 		b.problem(path+".correct", false, "%s has no output %q (outputs: %s), which the ensemble maps to %q",
-			g.describe(m.featureStep), m.feature, names(producer.meta.GetOutputs()), g.correct)
+			g.Describe(m.featureStep), m.feature, names(producer.meta.GetOutputs()), g.Correct())
 	case !slices.Contains(floatTypes[:], m.featureType):
 		b.problem(path+".correct", false, "tensor %q (output %q of %s) is %s; the tensor corrected must be FP32, FP16 or BF16",
-			g.correct, m.feature, g.describe(m.featureStep), m.featureType)
+			g.Correct(), m.feature, g.Describe(m.featureStep), m.featureType)
 	case len(shape) == 0 || (shape[len(shape)-1] != d && shape[len(shape)-1] != -1):
 		b.problem(path+".correct", false, "tensor %q (output %q of %s) has shape %s, but the components file has D=%d (want the last dimension %d)",
-			g.correct, m.feature, g.describe(m.featureStep), triton.FormatShape(shape), d, d)
+			g.Correct(), m.feature, g.Describe(m.featureStep), triton.FormatShape(shape), d, d)
 	}
 	if len(b.problems) > before {
 		return nil
@@ -115,8 +115,9 @@ func latestVersion(versions []string) string {
 	return best
 }
 
-// graphOutput is an output of a graph-form model the client asked for.
-type graphOutput struct {
-	name   string
-	params map[string]*tritonpb.InferParameter
+// featureStep returns the step that produces the graph's tensor to
+// correct (New has checked there is exactly one).
+func featureStep(g *ensemble.Graph) int {
+	i, _ := g.Producer(g.Correct())
+	return i
 }

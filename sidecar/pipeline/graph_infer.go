@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/sidecar/pipeline/ensemble"
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -37,23 +39,45 @@ func (m *Model) inferGraph(ctx context.Context, up *Upstream, in *tritonpb.Model
 		return m.matrixError(ctx, res.Choice, err)
 	}
 	solved := time.Since(start)
-	r := &graphRun{m: m, up: up, in: in, params: params, w: w, wanted: wanted}
-	if err := r.inputs(); err != nil {
+	inputs, err := m.graphInputs(in)
+	if err != nil {
 		return err
 	}
 	buf := getBuffers()
 	defer putBuffers(buf)
-	r.buf = buf
+	c := &corrector{m: m, w: w, buf: buf}
+	run := &ensemble.Run{
+		Graph:      m.graph,
+		ID:         in.GetId(),
+		Parameters: params,
+		Inputs:     inputs,
+		Outputs:    wanted,
+		Call: func(ctx context.Context, step int, req *tritonpb.ModelInferRequest) (*tritonpb.ModelInferResponse, error) {
+			ctx, cancel := up.callCtx(ctx)
+			defer cancel()
+			resp, err := up.RPC.ModelInfer(ctx, req)
+			if err != nil {
+				s := m.graph.Steps()[step]
+				return nil, m.upstreamError(up, "ensemble "+m.graph.Describe(step), ref{s.Model, s.Version}, err)
+			}
+			return resp, nil
+		},
+		Correct: c.correct,
+	}
 	start = time.Now()
-	if err := r.run(ctx); err != nil {
+	tensors, err := run.Do(ctx)
+	if err != nil {
+		if _, ok := status.FromError(err); !ok {
+			err = status.Errorf(codes.Internal, "model %q: %v", m.name, err)
+		}
 		return err
 	}
-	if r.corrected.IsZero() {
+	if c.done.IsZero() {
 		// The outputs asked for do not depend on the corrected tensor.
-		r.corrected = start
+		c.done = start
 	}
-	res.Timing = Timing{Backbone: r.corrected.Sub(start) - r.correction, Correction: solved + r.correction, Heads: time.Since(r.corrected)}
-	res.Response, err = r.response(res.Choice)
+	res.Timing = Timing{Backbone: c.done.Sub(start) - c.took, Correction: solved + c.took, Heads: time.Since(c.done)}
+	res.Response, err = m.graphResponse(in, res.Choice, wanted, tensors)
 	return err
 }
 
@@ -64,7 +88,7 @@ func (m *Model) inferGraph(ctx context.Context, up *Upstream, in *tritonpb.Model
 // gave them.
 func (m *Model) forward(ctx context.Context, up *Upstream, in *tritonpb.ModelInferRequest, params map[string]*tritonpb.InferParameter, res *Result) error {
 	req := &tritonpb.ModelInferRequest{
-		ModelName:        m.graph.ensemble,
+		ModelName:        m.graph.Ensemble(),
 		ModelVersion:     in.GetModelVersion(),
 		Id:               in.GetId(),
 		Parameters:       params,
@@ -95,6 +119,32 @@ func (m *Model) forward(ctx context.Context, up *Upstream, in *tritonpb.ModelInf
 	return nil
 }
 
+// graphInputs returns the request's inputs as the run's first tensors.
+// Each must carry data: inputs in shared memory are refused.
+func (m *Model) graphInputs(in *tritonpb.ModelInferRequest) (map[string]ensemble.Tensor, error) {
+	out := make(map[string]ensemble.Tensor, len(in.GetInputs()))
+	raw := in.GetRawInputContents()
+	for i, t := range in.GetInputs() {
+		x := ensemble.Tensor{Datatype: t.GetDatatype(), Shape: t.GetShape(), Params: t.GetParameters()}
+		switch {
+		case len(raw) > 0:
+			x.Raw = raw[i]
+		case t.GetContents() != nil:
+			c, err := triton.FromContents(t.GetName(), t.GetDatatype(), t.GetShape(), t.GetContents())
+			if err != nil {
+				return nil, status.Errorf(codes.InvalidArgument, "model %q: input %q: %v", m.name, t.GetName(), err)
+			}
+			x.Raw = c.Raw
+		default:
+			if _, shm := t.GetParameters()["shared_memory_region"]; shm {
+				return nil, status.Errorf(codes.InvalidArgument, "model %q: input %q: inputs in shared memory are not served with a correction (the sidecar runs the ensemble's steps itself); send its data", m.name, t.GetName())
+			}
+		}
+		out[t.GetName()] = x
+	}
+	return out, nil
+}
+
 // setChoice records the applied preference, and the arm when there is
 // one, in a response's parameters.
 func setChoice(params map[string]*tritonpb.InferParameter, c control.Choice) {
@@ -108,15 +158,15 @@ func setChoice(params map[string]*tritonpb.InferParameter, c control.Choice) {
 // output of the ensemble, in the order of its metadata. An output's
 // parameters (classification) go to the step that produces it; outputs in
 // shared memory are refused, since the sidecar holds the data.
-func (m *Model) graphOutputs(outs []*tritonpb.ModelInferRequest_InferRequestedOutputTensor) ([]graphOutput, error) {
+func (m *Model) graphOutputs(outs []*tritonpb.ModelInferRequest_InferRequestedOutputTensor) ([]ensemble.Output, error) {
 	if len(outs) == 0 {
-		all := make([]graphOutput, len(m.order))
+		all := make([]ensemble.Output, len(m.order))
 		for i, name := range m.order {
-			all[i] = graphOutput{name: name}
+			all[i] = ensemble.Output{Name: name}
 		}
 		return all, nil
 	}
-	wanted := make([]graphOutput, 0, len(outs))
+	wanted := make([]ensemble.Output, 0, len(outs))
 	for _, o := range outs {
 		name := o.GetName()
 		known := false
@@ -127,7 +177,7 @@ func (m *Model) graphOutputs(outs []*tritonpb.ModelInferRequest_InferRequestedOu
 			return nil, fmt.Errorf("unknown output %q (outputs: %s)", name, strings.Join(m.order, ", "))
 		}
 		for _, w := range wanted {
-			if w.name == name {
+			if w.Name == name {
 				return nil, fmt.Errorf("output %q requested more than once", name)
 			}
 		}
@@ -136,270 +186,84 @@ func (m *Model) graphOutputs(outs []*tritonpb.ModelInferRequest_InferRequestedOu
 				return nil, fmt.Errorf("output %q: outputs in shared memory are not served with a correction (the sidecar holds the data); ask for its data", name)
 			}
 		}
-		if len(o.GetParameters()) > 0 && (name == m.graph.correct || len(m.graph.consumers[name]) > 0) {
+		if len(o.GetParameters()) > 0 && (name == m.graph.Correct() || len(m.graph.Readers(name)) > 0) {
 			return nil, fmt.Errorf("output %q: its parameters (classification) are not served with a correction when another step reads it", name)
 		}
-		wanted = append(wanted, graphOutput{name: name, params: o.GetParameters()})
+		wanted = append(wanted, ensemble.Output{Name: name, Params: o.GetParameters()})
 	}
 	return wanted, nil
 }
 
-// tensor is one tensor of a graph run: a client's input or a step's
-// output, its data raw.
-type tensor struct {
-	datatype string
-	shape    []int64
-	raw      []byte
-	// params are a client input's parameters, passed on to the steps that
-	// read it.
-	params map[string]*tritonpb.InferParameter
-}
-
-// graphRun is one request's run of a model's graph.
-type graphRun struct {
-	m      *Model
-	up     *Upstream
-	in     *tritonpb.ModelInferRequest
-	params map[string]*tritonpb.InferParameter
-	w      *control.Matrix
-	wanted []graphOutput
-	buf    *buffers
-
-	// tensors holds every tensor available so far, by its name in the
-	// ensemble. Only run's goroutine touches it.
-	tensors map[string]tensor
-	// corrected is when the corrected tensor was ready, and correction how
-	// long correcting it took.
-	corrected  time.Time
-	correction time.Duration
-}
-
-// inputs makes the client's inputs the run's first tensors. Each must
-// carry data: inputs in shared memory are refused.
-func (r *graphRun) inputs() error {
-	in := r.in
-	r.tensors = make(map[string]tensor, len(in.GetInputs())+len(r.m.graph.producer))
-	raw := in.GetRawInputContents()
-	for i, t := range in.GetInputs() {
-		x := tensor{datatype: t.GetDatatype(), shape: t.GetShape(), params: t.GetParameters()}
-		switch {
-		case len(raw) > 0:
-			x.raw = raw[i]
-		case t.GetContents() != nil:
-			c, err := triton.FromContents(t.GetName(), t.GetDatatype(), t.GetShape(), t.GetContents())
-			if err != nil {
-				return status.Errorf(codes.InvalidArgument, "model %q: input %q: %v", r.m.name, t.GetName(), err)
-			}
-			x.raw = c.Raw
-		default:
-			if _, shm := t.GetParameters()["shared_memory_region"]; shm {
-				return status.Errorf(codes.InvalidArgument, "model %q: input %q: inputs in shared memory are not served with a correction (the sidecar runs the ensemble's steps itself); send its data", r.m.name, t.GetName())
-			}
-		}
-		r.tensors[t.GetName()] = x
-	}
-	return nil
-}
-
-// stepResult is a step's answer.
-type stepResult struct {
-	step int
-	resp *tritonpb.ModelInferResponse
-	err  error
-}
-
-// run runs the steps that produce the wanted outputs, each as soon as the
-// tensors it reads are ready (so independent steps run at the same time),
-// correcting the graph's tensor as soon as its step has produced it. The
-// first step that fails stops the run: the others are cancelled, and its
-// error, with Triton's status code, is returned.
-func (r *graphRun) run(ctx context.Context) error {
-	g := r.m.graph
-	names := make([]string, len(r.wanted))
-	for i, w := range r.wanted {
-		names[i] = w.name
-	}
-	need := g.needed(names)
-	pending := make([]int, len(g.steps))
-	for i := range g.steps {
-		if need[i] {
-			pending[i] = len(g.dependencies(i))
-		}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	results := make(chan stepResult, len(g.steps))
-	running := 0
-	launch := func(i int) {
-		req := r.stepRequest(i, need)
-		running++
-		go func() {
-			cctx, cancel := r.up.callCtx(ctx)
-			defer cancel()
-			resp, err := r.up.RPC.ModelInfer(cctx, req)
-			results <- stepResult{step: i, resp: resp, err: err}
-		}()
-	}
-	for i := range g.steps {
-		if need[i] && pending[i] == 0 {
-			launch(i)
-		}
-	}
-	var first error
-	for running > 0 {
-		res := <-results
-		running--
-		if first != nil {
-			continue
-		}
-		if res.err == nil {
-			res.err = r.store(res)
-		} else {
-			res.err = r.m.upstreamError(r.up, "ensemble "+g.describe(res.step), g.steps[res.step].ref, res.err)
-		}
-		if res.err != nil {
-			first = res.err
-			cancel()
-			continue
-		}
-		for _, b := range g.steps[res.step].out {
-			for _, c := range g.consumers[b.tensor] {
-				if !need[c] {
-					continue
-				}
-				if pending[c]--; pending[c] == 0 {
-					launch(c)
-				}
-			}
-		}
-	}
-	return first
-}
-
-// stepRequest is the request for step i: the tensors it reads under its
-// own input names (an optional input of the ensemble the client left out
-// is left out), the client's id and parameters (as Triton passes an
-// ensemble's parameters to every step), and the outputs the run needs,
-// with the client's parameters for those it asked for.
-func (r *graphRun) stepRequest(i int, need []bool) *tritonpb.ModelInferRequest {
-	g := r.m.graph
-	s := g.steps[i]
-	req := &tritonpb.ModelInferRequest{ModelName: s.model, ModelVersion: s.version, Id: r.in.GetId(), Parameters: r.params}
-	for _, b := range s.in {
-		t, ok := r.tensors[b.tensor]
-		if !ok {
-			continue
-		}
-		req.Inputs = append(req.Inputs, &tritonpb.ModelInferRequest_InferInputTensor{Name: b.name, Datatype: t.datatype, Shape: t.shape, Parameters: t.params})
-		req.RawInputContents = append(req.RawInputContents, t.raw)
-	}
-	for _, b := range s.out {
-		used := false
-		for _, c := range g.consumers[b.tensor] {
-			used = used || need[c]
-		}
-		var params map[string]*tritonpb.InferParameter
-		for _, w := range r.wanted {
-			if w.name == b.tensor {
-				used, params = true, w.params
-			}
-		}
-		if used {
-			req.Outputs = append(req.Outputs, &tritonpb.ModelInferRequest_InferRequestedOutputTensor{Name: b.name, Parameters: params})
-		}
-	}
-	return req
-}
-
-// store keeps the outputs of a step's answer as tensors of the ensemble,
-// correcting the graph's tensor when this step produced it.
-func (r *graphRun) store(res stepResult) error {
-	g := r.m.graph
-	s := g.steps[res.step]
-	for _, o := range res.resp.GetOutputs() {
-		for _, b := range s.out {
-			if b.name != o.GetName() {
-				continue
-			}
-			t, err := outputTensor(res.resp, b.name)
-			if err != nil {
-				return status.Errorf(codes.Internal, "model %q: ensemble %s: %v", r.m.name, g.describe(res.step), err)
-			}
-			x := tensor{datatype: t.Datatype, shape: t.Shape, raw: t.Raw}
-			if b.tensor == g.correct {
-				if x, err = r.correct(res.step, x); err != nil {
-					return err
-				}
-			}
-			r.tensors[b.tensor] = x
-		}
-	}
-	return nil
+// corrector applies W_p to the graph's tensor, in pooled buffers, and
+// records when and for how long.
+type corrector struct {
+	m   *Model
+	w   *control.Matrix
+	buf *buffers
+	// done is when the corrected tensor was ready, and took how long
+	// correcting it took.
+	done time.Time
+	took time.Duration
 }
 
 // correct applies W_p to every length-D row of the tensor step produced,
-// in its own datatype.
-func (r *graphRun) correct(step int, x tensor) (tensor, error) {
-	m, g := r.m, r.m.graph
+// in its own datatype. The result aliases the pooled buffers.
+func (c *corrector) correct(step int, x ensemble.Tensor) (ensemble.Tensor, error) {
+	m, g := c.m, c.m.graph
 	start := time.Now()
-	defer func() { r.corrected, r.correction = time.Now(), time.Since(start) }()
+	defer func() { c.done, c.took = time.Now(), time.Since(start) }()
 	d := m.profile.D()
-	if x.datatype != m.featureType {
+	if x.Datatype != m.featureType {
 		return x, status.Errorf(codes.Internal, "model %q: ensemble %s returned %q as %s, not %s as at load time: reload the sidecar",
-			m.name, g.describe(step), m.feature, x.datatype, m.featureType)
+			m.name, g.Describe(step), m.feature, x.Datatype, m.featureType)
 	}
-	if len(x.shape) == 0 || x.shape[len(x.shape)-1] != int64(d) {
+	if len(x.Shape) == 0 || x.Shape[len(x.Shape)-1] != int64(d) {
 		return x, status.Errorf(codes.Internal, "model %q: ensemble %s returned %q of shape %s; the components file has D=%d",
-			m.name, g.describe(step), m.feature, triton.FormatShape(x.shape), d)
+			m.name, g.Describe(step), m.feature, triton.FormatShape(x.Shape), d)
 	}
-	b := r.buf
+	b := c.buf
 	var err error
-	if b.z, err = triton.DecodeFloat32(b.z[:0], x.datatype, x.raw); err != nil {
-		return x, status.Errorf(codes.Internal, "model %q: decoding %q: %v", m.name, g.correct, err)
+	if b.z, err = triton.DecodeFloat32(b.z[:0], x.Datatype, x.Raw); err != nil {
+		return x, status.Errorf(codes.Internal, "model %q: decoding %q: %v", m.name, g.Correct(), err)
 	}
 	b.zhat = grow(b.zhat, len(b.z))
-	if err := r.w.Apply(b.zhat, b.z); err != nil {
+	if err := c.w.Apply(b.zhat, b.z); err != nil {
 		return x, status.Errorf(codes.Internal, "model %q: %v", m.name, err)
 	}
-	k := 0
-	for i, dt := range floatTypes {
-		if dt == x.datatype {
-			k = i
-		}
+	k := slices.Index(floatTypes[:], x.Datatype)
+	if b.enc[k], err = triton.EncodeFloat32(b.enc[k][:0], x.Datatype, b.zhat); err != nil {
+		return x, status.Errorf(codes.Internal, "model %q: encoding %q as %s: %v", m.name, g.Correct(), x.Datatype, err)
 	}
-	if b.enc[k], err = triton.EncodeFloat32(b.enc[k][:0], x.datatype, b.zhat); err != nil {
-		return x, status.Errorf(codes.Internal, "model %q: encoding %q as %s: %v", m.name, g.correct, x.datatype, err)
-	}
-	x.raw = b.enc[k]
+	x.Raw = b.enc[k]
 	return x, nil
 }
 
-// response assembles the answer: the wanted outputs under the ensemble's
-// names, as the steps produced them (the corrected tensor corrected, and
-// copied out of the pooled buffers), the applied preference, and the
-// sequence parameters Triton's ensembles answer with.
-func (r *graphRun) response(c control.Choice) (*tritonpb.ModelInferResponse, error) {
+// graphResponse assembles the answer: the outputs asked for under the
+// ensemble's names, as the steps produced them (the corrected tensor
+// corrected, and copied out of the pooled buffers), the applied
+// preference, and the sequence parameters Triton's ensembles answer with.
+func (m *Model) graphResponse(in *tritonpb.ModelInferRequest, c control.Choice, wanted []ensemble.Output, tensors map[string]ensemble.Tensor) (*tritonpb.ModelInferResponse, error) {
 	resp := &tritonpb.ModelInferResponse{
-		ModelName:         r.m.name,
-		ModelVersion:      r.m.version,
-		Id:                r.in.GetId(),
-		Parameters:        make(map[string]*tritonpb.InferParameter, 2),
-		Outputs:           make([]*tritonpb.ModelInferResponse_InferOutputTensor, 0, len(r.wanted)),
-		RawOutputContents: make([][]byte, 0, len(r.wanted)),
+		ModelName:         m.name,
+		ModelVersion:      m.version,
+		Id:                in.GetId(),
+		Parameters:        make(map[string]*tritonpb.InferParameter, 5),
+		Outputs:           make([]*tritonpb.ModelInferResponse_InferOutputTensor, 0, len(wanted)),
+		RawOutputContents: make([][]byte, 0, len(wanted)),
 	}
 	setChoice(resp.Parameters, c)
-	sequenceParameters(resp.Parameters, r.in.GetParameters())
-	for _, w := range r.wanted {
-		t, ok := r.tensors[w.name]
+	sequenceParameters(resp.Parameters, in.GetParameters())
+	for _, w := range wanted {
+		t, ok := tensors[w.Name]
 		if !ok {
-			return nil, status.Errorf(codes.Internal, "model %q: ensemble %s returned no output for %q",
-				r.m.name, r.m.graph.describe(r.m.graph.producer[w.name]), w.name)
+			step, _ := m.graph.Producer(w.Name)
+			return nil, status.Errorf(codes.Internal, "model %q: ensemble %s returned no output for %q", m.name, m.graph.Describe(step), w.Name)
 		}
-		if w.name == r.m.graph.correct {
-			t.raw = append([]byte(nil), t.raw...)
+		if w.Name == m.graph.Correct() {
+			t.Raw = append([]byte(nil), t.Raw...)
 		}
-		resp.Outputs = append(resp.Outputs, &tritonpb.ModelInferResponse_InferOutputTensor{Name: w.name, Datatype: t.datatype, Shape: t.shape})
-		resp.RawOutputContents = append(resp.RawOutputContents, t.raw)
+		resp.Outputs = append(resp.Outputs, &tritonpb.ModelInferResponse_InferOutputTensor{Name: w.Name, Datatype: t.Datatype, Shape: t.Shape})
+		resp.RawOutputContents = append(resp.RawOutputContents, t.Raw)
 	}
 	return resp, nil
 }

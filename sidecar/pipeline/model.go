@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/sidecar/pipeline/ensemble"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -56,7 +57,7 @@ type Model struct {
 	profile *control.Profile
 	// graph is the ensemble's step graph the model runs (graph form), nil
 	// for the explicit form.
-	graph *graph
+	graph *ensemble.Graph
 	// featureStep is the step of graph that produces the corrected tensor.
 	featureStep int
 
@@ -106,7 +107,7 @@ func (m *Model) Ensemble() string {
 	if m.graph == nil {
 		return ""
 	}
-	return m.graph.ensemble
+	return m.graph.Ensemble()
 }
 
 // Tasks returns the tasks of the model's heads, in order (none for the
@@ -137,7 +138,7 @@ func (m *Model) Stats() *Stats { return m.stats }
 // readiness is its steps'.
 func (m *Model) Dependencies() (models, versions []string) {
 	if m.graph != nil {
-		return []string{m.graph.ensemble}, []string{""}
+		return []string{m.graph.Ensemble()}, []string{""}
 	}
 	models = append(models, m.backbone.model)
 	versions = append(versions, m.backbone.version)

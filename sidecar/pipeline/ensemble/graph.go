@@ -1,4 +1,4 @@
-package pipeline
+package ensemble
 
 import (
 	"fmt"
@@ -9,11 +9,12 @@ import (
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
-// graph is the step graph of a Triton ensemble, as its configuration's
-// ensemble_scheduling declares it, with the tensor W_p corrects.
-type graph struct {
+// Graph is the step graph of a Triton ensemble, as its configuration's
+// ensemble_scheduling declares it, with the tensor to correct. It is
+// immutable.
+type Graph struct {
 	ensemble string
-	steps    []step
+	steps    []Step
 	// inputs and outputs are the ensemble's tensor names, in configuration
 	// order.
 	inputs, outputs []string
@@ -26,50 +27,75 @@ type graph struct {
 	correct string
 }
 
-// step is one step of an ensemble: a model, and how its tensors are wired
-// to the ensemble's.
-type step struct {
-	ref
-	// in and out map the step model's tensors to the ensemble's, ordered
+// Step is one step of an ensemble: a model version, and how its tensors
+// are wired to the ensemble's.
+type Step struct {
+	// Model and Version name the step's model; Version is "" for
+	// Triton's choice (the configuration's -1).
+	Model, Version string
+	// In and Out map the step model's tensors to the ensemble's, ordered
 	// by the model's tensor name.
-	in, out []binding
+	In, Out []Binding
 }
 
-// binding wires one tensor of a step model to one of the ensemble.
-type binding struct {
-	name   string // the step model's tensor name
-	tensor string // the ensemble's tensor name
+// Binding wires one tensor of a step model to one of the ensemble.
+type Binding struct {
+	Name   string // the step model's tensor name
+	Tensor string // the ensemble's tensor name
 }
 
-// graphProblem is one reason an ensemble's graph cannot be served with
-// its tensor corrected. key is the configuration key it concerns: "name"
-// for the ensemble itself, "correct" for the tensor.
-type graphProblem struct {
-	key, msg string
+// Problem is one reason an ensemble's graph cannot be served with its
+// tensor corrected. Key is the configuration key it concerns: "name" for
+// the ensemble itself, "correct" for the tensor.
+type Problem struct {
+	Key, Msg string
 }
 
-// describe names step i in messages: `steps[1] (model "head_a")`.
-func (g *graph) describe(i int) string {
-	return fmt.Sprintf("steps[%d] (model %q)", i, g.steps[i].model)
+// Ensemble returns the ensemble's name.
+func (g *Graph) Ensemble() string { return g.ensemble }
+
+// Steps returns the steps, in configuration order. The caller must not
+// modify them.
+func (g *Graph) Steps() []Step { return g.steps }
+
+// Outputs returns the ensemble's outputs, in configuration order.
+func (g *Graph) Outputs() []string { return g.outputs }
+
+// Correct returns the tensor to correct.
+func (g *Graph) Correct() string { return g.correct }
+
+// Producer returns the step that produces a tensor, and false for a
+// tensor no step produces.
+func (g *Graph) Producer(tensor string) (int, bool) {
+	i, ok := g.producer[tensor]
+	return i, ok
 }
 
-// newGraph reads the step graph of an ensemble's configuration and checks
+// Readers returns the steps that read a tensor, in step order, each once.
+func (g *Graph) Readers(tensor string) []int { return g.consumers[tensor] }
+
+// Describe names step i in messages: `steps[1] (model "head_a")`.
+func (g *Graph) Describe(i int) string {
+	return fmt.Sprintf("steps[%d] (model %q)", i, g.steps[i].Model)
+}
+
+// New reads the step graph of an ensemble's configuration and checks
 // it, and the tensor to correct, reporting every problem at once: every
 // step names a model; every tensor a step reads is an input of the
 // ensemble or the output of exactly one step; every output of the ensemble
 // is produced by a step; the steps can run in some order (no cycle); and
 // the tensor to correct is produced by exactly one step and read by at
 // least one. The graph is nil when there is a problem.
-func newGraph(cfg *tritonpb.ModelConfig, correct string) (*graph, []graphProblem) {
-	g := &graph{
+func New(cfg *tritonpb.ModelConfig, correct string) (*Graph, []Problem) {
+	g := &Graph{
 		ensemble:  cfg.GetName(),
 		producer:  make(map[string]int),
 		consumers: make(map[string][]int),
 		correct:   correct,
 	}
-	var problems []graphProblem
+	var problems []Problem
 	add := func(key, format string, args ...any) {
-		problems = append(problems, graphProblem{key: key, msg: fmt.Sprintf(format, args...)})
+		problems = append(problems, Problem{Key: key, Msg: fmt.Sprintf(format, args...)})
 	}
 	for _, in := range cfg.GetInput() {
 		g.inputs = append(g.inputs, in.GetName())
@@ -84,20 +110,20 @@ func newGraph(cfg *tritonpb.ModelConfig, correct string) (*graph, []graphProblem
 	}
 	producers := make(map[string][]int) // every producer of each tensor
 	for i, s := range steps {
-		st := step{ref: ref{model: s.GetModelName()}, in: bindings(s.GetInputMap()), out: bindings(s.GetOutputMap())}
+		st := Step{Model: s.GetModelName(), In: bindings(s.GetInputMap()), Out: bindings(s.GetOutputMap())}
 		if v := s.GetModelVersion(); v > 0 {
-			st.version = strconv.FormatInt(v, 10)
+			st.Version = strconv.FormatInt(v, 10)
 		}
 		g.steps = append(g.steps, st)
-		if st.model == "" {
+		if st.Model == "" {
 			add("name", "ensemble %q steps[%d] names no model", g.ensemble, i)
 		}
-		for _, b := range st.out {
-			producers[b.tensor] = append(producers[b.tensor], i)
+		for _, b := range st.Out {
+			producers[b.Tensor] = append(producers[b.Tensor], i)
 		}
-		for _, b := range st.in {
-			if c := g.consumers[b.tensor]; len(c) == 0 || c[len(c)-1] != i {
-				g.consumers[b.tensor] = append(c, i)
+		for _, b := range st.In {
+			if c := g.consumers[b.Tensor]; len(c) == 0 || c[len(c)-1] != i {
+				g.consumers[b.Tensor] = append(c, i)
 			}
 		}
 	}
@@ -106,16 +132,16 @@ func newGraph(cfg *tritonpb.ModelConfig, correct string) (*graph, []graphProblem
 		g.producer[t] = ps[0]
 		switch {
 		case slices.Contains(g.inputs, t):
-			add("name", "ensemble %q: tensor %q is an input of the ensemble and also produced by %s", g.ensemble, t, g.describe(ps[0]))
+			add("name", "ensemble %q: tensor %q is an input of the ensemble and also produced by %s", g.ensemble, t, g.Describe(ps[0]))
 		case len(ps) > 1 && t != correct:
 			add("name", "ensemble %q: tensor %q is produced by %d steps (%s)", g.ensemble, t, len(ps), g.describeAll(ps))
 		}
 	}
 	for i, s := range g.steps {
-		for _, b := range s.in {
-			if _, ok := g.producer[b.tensor]; !ok && !slices.Contains(g.inputs, b.tensor) {
+		for _, b := range s.In {
+			if _, ok := g.producer[b.Tensor]; !ok && !slices.Contains(g.inputs, b.Tensor) {
 				add("name", "ensemble %q %s: input %q reads tensor %q, which is neither an input of the ensemble nor produced by a step",
-					g.ensemble, g.describe(i), b.name, b.tensor)
+					g.ensemble, g.Describe(i), b.Name, b.Tensor)
 			}
 		}
 	}
@@ -135,7 +161,7 @@ func newGraph(cfg *tritonpb.ModelConfig, correct string) (*graph, []graphProblem
 }
 
 // checkCorrect checks the tensor to correct, given its producers.
-func (g *graph) checkCorrect(producers []int, add func(key, format string, args ...any)) {
+func (g *Graph) checkCorrect(producers []int, add func(key, format string, args ...any)) {
 	t := g.correct
 	switch {
 	case slices.Contains(g.inputs, t):
@@ -151,13 +177,13 @@ func (g *graph) checkCorrect(producers []int, add func(key, format string, args 
 	}
 	if len(g.consumers[t]) == 0 {
 		add("correct", "tensor %q of ensemble %q is read by no step (it is produced by %s): correct a tensor a later step reads, such as a head's input",
-			t, g.ensemble, g.describe(producers[0]))
+			t, g.ensemble, g.Describe(producers[0]))
 	}
 }
 
 // unordered returns the steps that no dependency order reaches: those on
 // or after a cycle. It runs Kahn's algorithm over the producers.
-func (g *graph) unordered() []int {
+func (g *Graph) unordered() []int {
 	pending := make([]int, len(g.steps))
 	for i := range g.steps {
 		pending[i] = len(g.dependencies(i))
@@ -173,8 +199,8 @@ func (g *graph) unordered() []int {
 		i := ready[0]
 		ready = ready[1:]
 		done[i] = true
-		for _, b := range g.steps[i].out {
-			for _, c := range g.consumers[b.tensor] {
+		for _, b := range g.steps[i].Out {
+			for _, c := range g.consumers[b.Tensor] {
 				if pending[c]--; pending[c] == 0 {
 					ready = append(ready, c)
 				}
@@ -192,19 +218,19 @@ func (g *graph) unordered() []int {
 
 // dependencies returns the tensors step i reads that steps produce, each
 // once.
-func (g *graph) dependencies(i int) []string {
+func (g *Graph) dependencies(i int) []string {
 	var out []string
-	for _, b := range g.steps[i].in {
-		if _, ok := g.producer[b.tensor]; ok && !slices.Contains(out, b.tensor) {
-			out = append(out, b.tensor)
+	for _, b := range g.steps[i].In {
+		if _, ok := g.producer[b.Tensor]; ok && !slices.Contains(out, b.Tensor) {
+			out = append(out, b.Tensor)
 		}
 	}
 	return out
 }
 
-// needed returns the steps that must run to produce the tensors wanted:
+// Needed returns the steps that must run to produce the tensors wanted:
 // their producers, and the producers of what those read, and so on.
-func (g *graph) needed(wanted []string) []bool {
+func (g *Graph) Needed(wanted []string) []bool {
 	need := make([]bool, len(g.steps))
 	queue := slices.Clone(wanted)
 	for len(queue) > 0 {
@@ -215,33 +241,42 @@ func (g *graph) needed(wanted []string) []bool {
 			continue
 		}
 		need[i] = true
-		for _, b := range g.steps[i].in {
-			queue = append(queue, b.tensor)
+		for _, b := range g.steps[i].In {
+			queue = append(queue, b.Tensor)
 		}
 	}
 	return need
 }
 
 // produced lists the tensors steps produce, sorted.
-func (g *graph) produced() []string {
+func (g *Graph) produced() []string {
 	return sortedKeys(g.producer)
 }
 
 // describeAll names several steps.
-func (g *graph) describeAll(steps []int) string {
+func (g *Graph) describeAll(steps []int) string {
 	out := make([]string, len(steps))
 	for i, s := range steps {
-		out[i] = g.describe(s)
+		out[i] = g.Describe(s)
 	}
 	return strings.Join(out, ", ")
 }
 
 // bindings returns a step's input_map or output_map, ordered by the step
 // model's tensor name.
-func bindings(m map[string]string) []binding {
-	out := make([]binding, 0, len(m))
+func bindings(m map[string]string) []Binding {
+	out := make([]Binding, 0, len(m))
 	for _, k := range sortedKeys(m) {
-		out = append(out, binding{name: k, tensor: m[k]})
+		out = append(out, Binding{Name: k, Tensor: m[k]})
 	}
 	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
