@@ -117,7 +117,7 @@ func TestGraphModelAPI(t *testing.T) {
 	}
 }
 
-// TestGraphInfer: over gRPC and HTTP, a graph-form model answers with no
+// TestGraphInfer: over gRPC, a gRPC stream and HTTP, a graph-form model answers with no
 // correction exactly as Triton's ensemble does (the request goes to the
 // ensemble), and with one, the ensemble's graph with the tensor corrected.
 func TestGraphInfer(t *testing.T) {
@@ -152,6 +152,23 @@ func TestGraphInfer(t *testing.T) {
 	}
 	if err := checkLogits(h.sc, "a", []float64{0.5, 0.5, 0}, ctlBatch, resp.GetRawOutputContents()[0]); err != nil {
 		t.Error(err)
+	}
+
+	// A stream, the preference in its metadata.
+	stream, err := h.client.ModelStreamInfer(ctxPref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(ctlRequest("ens", "st", ctlBatch)); err != nil {
+		t.Fatal(err)
+	}
+	sr, err := stream.Recv()
+	if err != nil || sr.GetErrorMessage() != "" {
+		t.Fatalf("stream: %v %v", sr, err)
+	}
+	stream.CloseSend()
+	if err := checkLogits(h.sc, "a", []float64{0.5, 0.5, 0}, ctlBatch, sr.GetInferResponse().GetRawOutputContents()[0]); err != nil {
+		t.Errorf("stream: %v", err)
 	}
 
 	for _, binary := range []bool{false, true} {
