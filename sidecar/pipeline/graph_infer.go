@@ -19,7 +19,8 @@ import (
 // inferGraph serves a request for a model of the graph form, whose
 // preference is resolved. A request that gets no correction goes to the
 // ensemble itself, so that its answer is Triton's, byte for byte; one
-// that gets a correction runs the ensemble's steps (runGraph).
+// that gets a correction runs the ensemble's steps (ensemble.Run), W_p
+// applied to the graph's tensor as soon as its step has produced it.
 func (m *Model) inferGraph(ctx context.Context, up *Upstream, in *tritonpb.ModelInferRequest, params map[string]*tritonpb.InferParameter, res *Result) error {
 	if !res.Choice.Corrects() {
 		return m.forward(ctx, up, in, params, res)

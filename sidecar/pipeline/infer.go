@@ -28,7 +28,10 @@ type Request struct {
 	Header control.Values
 }
 
-// Timing splits the time of a request that succeeded.
+// Timing splits the time of a request that succeeded. For a model of the
+// graph form, Backbone is the steps until the corrected tensor is ready
+// and Heads the steps after; a request forwarded to the ensemble (no
+// correction) counts as Heads, its one call.
 type Timing struct {
 	Backbone   time.Duration // the backbone call
 	Correction time.Duration // finding W_p, decoding, correcting, encoding
