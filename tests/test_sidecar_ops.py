@@ -530,7 +530,7 @@ def test_bad_configuration_values_stop_startup(tmp_path):
     comps = _copy_components(tmp_path)
     cfg = sidecar_config(_Nowhere(), {"zoo": (comps, None), "other": (tmp_path / "missing.safetensors", None)},
                          [FASHION, FASHION])
-    cfg["cache"] = {"size": 0}
+    cfg["cache"] = {"size": -1}
     cfg["limits"] = {"max_preference_length": 0}
     run = _run_sidecar(_write(tmp_path / "bad.yaml", cfg))
     assert run.returncode == 1, run.stderr
@@ -542,7 +542,7 @@ def test_unknown_key_and_bad_value_both_named(tmp_path):
     comps = _copy_components(tmp_path)
     cfg = sidecar_config(_Nowhere(), {"zoo": (comps, None)}, [FASHION])
     cfg["limits"] = {"max_request_byts": "1MiB"}
-    cfg["cache"] = {"size": 0}
+    cfg["cache"] = {"size": -1}
     run = _run_sidecar(_write(tmp_path / "bad.yaml", cfg))
     assert run.returncode == 1
     assert "limits.max_request_byts" in run.stderr and "cache.size" in run.stderr, run.stderr
