@@ -189,6 +189,41 @@ func NewCacheWith(opt CacheOptions) *Cache {
 	return c
 }
 
+// Reconfigure applies new options, as a reload does: the budgets at once
+// (evicting what no longer fits), the concurrency to the solves that start
+// from now on, the per-key rate with fresh buckets when it changed. A nil
+// Observer keeps the one in use.
+func (c *Cache) Reconfigure(opt CacheOptions) {
+	if opt.MaxConcurrentSolves <= 0 {
+		opt.MaxConcurrentSolves = max(1, runtime.GOMAXPROCS(0))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.opt
+	if opt.Observer == nil {
+		opt.Observer = old.Observer
+	} else {
+		c.obs = opt.Observer
+	}
+	c.opt = opt
+	if opt.MaxConcurrentSolves != old.MaxConcurrentSolves {
+		c.solving = make(chan struct{}, opt.MaxConcurrentSolves)
+	}
+	if opt.KeyRate != old.KeyRate || opt.KeyBurst != old.KeyBurst {
+		c.keys = nil
+		if opt.KeyRate > 0 {
+			c.keys = newKeyLimiter(opt.KeyRate, max(1, opt.KeyBurst))
+		}
+	}
+	for _, wp := range c.parts {
+		if p := wp.Value(); p != nil {
+			for range p.evict(opt) {
+				c.obs.Evicted(p.name)
+			}
+		}
+	}
+}
+
 // partition returns the partition of k, made on first use. name names it
 // in metrics (the last profile to ask wins).
 func (c *Cache) partition(k partKey, name string) *partition {
@@ -321,8 +356,11 @@ func (c *Cache) run(p *partition, pref string, f *flight, solve func(context.Con
 		m   *Matrix
 		err error
 	)
+	c.mu.Lock()
+	sem := c.solving // Reconfigure may replace it
+	c.mu.Unlock()
 	select {
-	case c.solving <- struct{}{}:
+	case sem <- struct{}{}:
 		c.mu.Lock()
 		c.pending--
 		c.running++
@@ -332,7 +370,7 @@ func (c *Cache) run(p *partition, pref string, f *flight, solve func(context.Con
 		} else {
 			c.obs.Cancelled(p.name)
 		}
-		<-c.solving
+		<-sem
 		c.mu.Lock()
 		c.running--
 	case <-f.ctx.Done():

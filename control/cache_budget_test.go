@@ -420,8 +420,8 @@ func TestProfileGrid(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.Key != "cars=0.35,dtd=0.65" {
-			t.Errorf("%s: key %q, want cars=0.35,dtd=0.65", spec, c.Key)
+		if c.Key != "cars=0.35,dtd=0.65" || !c.Gridded {
+			t.Errorf("%s: key %q, gridded %v; want cars=0.35,dtd=0.65, true", spec, c.Key, c.Gridded)
 		}
 		m, err := p.Matrix(context.Background(), c)
 		if err != nil {
@@ -435,7 +435,7 @@ func TestProfileGrid(t *testing.T) {
 	ref := referenceW(t, comps, comps.Beta, map[string]float64{"cars": 0.35, "dtd": 0.65})
 	checkApply(t, "grid", ms[0], ref)
 	c, err := p.Resolve(header("cars=1,dtd=1,svhn=1"))
-	if err != nil || c.Key != "cars=0.333334,dtd=0.333333,svhn=0.333333" {
+	if err != nil || c.Key != "cars=0.333334,dtd=0.333333,svhn=0.333333" || c.Gridded {
 		t.Errorf("the preset's own preference: key %q, %v; want it kept as pinned", c.Key, err)
 	}
 }

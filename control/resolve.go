@@ -79,6 +79,9 @@ type Choice struct {
 	Experiment string
 	Arm        string
 	Assignment Assignment
+	// Gridded reports that the request's preference was moved to the
+	// profile's grid (ProfileSpec.Grid).
+	Gridded bool
 }
 
 // Assignment says how an experiment treated a request.
@@ -214,7 +217,7 @@ func (p *Profile) parse(spec string, src Source) (Choice, error) {
 	if c.Corrects() && p.pinned[c.Key] == nil {
 		if p.grid > 0 {
 			pref := c.Preference.RoundedTo(p.grid)
-			c = Choice{Preference: pref, Key: pref.String()}
+			c = Choice{Preference: pref, Key: pref.String(), Gridded: pref.String() != c.Key}
 		}
 		if p.presetsOnly && p.pinned[c.Key] == nil {
 			return Choice{}, p.inputError(KeyPreference, src.String(), ErrPresetsOnly)

@@ -1,7 +1,9 @@
 package sidecar
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -70,7 +72,7 @@ func FuzzHTTPInfer(f *testing.F) {
 		h.http.ServeHTTP(rec, req)
 
 		code := rec.Code
-		if !slices.Contains([]int{200, 400, 404, 413, 501, 502, 503}, code) {
+		if !slices.Contains([]int{200, 400, 404, 413, 429, 500, 501, 502, 503}, code) {
 			t.Fatalf("status %d: %s", code, rec.Body.Bytes())
 		}
 		if code != 200 {
@@ -79,8 +81,21 @@ func FuzzHTTPInfer(f *testing.F) {
 				t.Fatalf("status %d with a body that is not a JSON error: %q", code, rec.Body.Bytes())
 			}
 		}
-		if _, err := tritonhttp.ParseRequest(body, headerLength); err != nil || len(body) > 64<<10 {
-			if code != 400 && code != 413 {
+		// The harness's limits: 8 inputs, outputs and parameters.
+		opt := tritonhttp.Options{HeaderLength: headerLength, HasHeaderLength: headerLength != "",
+			Limits: tritonhttp.Limits{MaxInputs: 8, MaxOutputs: 8, MaxParameters: 8}}
+		if _, err := tritonhttp.ParseRequestWith(context.Background(), body, opt); err != nil || len(body) > 64<<10 {
+			var te *tritonhttp.TritonError
+			switch {
+			case len(body) > 64<<10:
+				if code != 413 {
+					t.Fatalf("a body over the limit answered %d", code)
+				}
+			case errors.As(err, &te):
+				if code != te.Status {
+					t.Fatalf("%v answered %d, not Triton's %d", err, code, te.Status)
+				}
+			case code != 400 && code != 413:
 				t.Fatalf("malformed body (%v) answered %d", err, code)
 			}
 			if h.fake.HTTPCalls() != beforeHTTP || h.fake.TotalCalls() != beforeRPC {

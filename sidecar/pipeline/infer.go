@@ -257,9 +257,12 @@ func (m *Model) requested(outs []*tritonpb.ModelInferRequest_InferRequestedOutpu
 // matrixError turns a failure to get W_p into a status.
 func (m *Model) matrixError(ctx context.Context, c control.Choice, err error) error {
 	var se *react.SolveError
+	var oe *control.OverloadError
 	switch {
 	case errors.As(err, &se):
 		return status.Errorf(codes.InvalidArgument, "model %q: %v", m.name, err)
+	case errors.As(err, &oe):
+		return &overloadError{model: m.name, err: oe}
 	case ctx.Err() != nil:
 		return status.FromContextError(ctx.Err()).Err()
 	}

@@ -343,11 +343,18 @@ func TestTritonRefusesToo(t *testing.T) {
 		{"null parameter", `{"parameters":{"x":null},"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[1,4],"data":[1,2,3,4]}]}`, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if _, err := ParseRequest([]byte(c.body), c.headerLength); err == nil {
+			_, err := ParseRequest([]byte(c.body), c.headerLength)
+			if err == nil {
 				t.Fatal("ParseRequest accepts it")
 			}
-			if a := p.post(t, "affine_fp32", []byte(c.body), c.headerLength); a.status == http.StatusOK {
+			a := p.post(t, "affine_fp32", []byte(c.body), c.headerLength)
+			if a.status == http.StatusOK {
 				t.Errorf("Triton accepts it: %s", a.body)
+			}
+			// Where we answer as Triton, the answer is Triton's.
+			var te *TritonError
+			if errors.As(err, &te) && (a.status != te.Status || !bytes.Equal(bytes.TrimSpace(a.body), ErrorBody(te.Msg))) {
+				t.Errorf("Triton answered %d %s; we would answer %d %s", a.status, a.body, te.Status, ErrorBody(te.Msg))
 			}
 		})
 	}

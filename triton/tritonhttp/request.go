@@ -155,6 +155,10 @@ func ParseRequestWith(ctx context.Context, body []byte, opt Options) (*Request, 
 	if te := syntaxError(body[:hl]); te != nil && !s.tooDeep {
 		return nil, te
 	}
+	var te *TritonError
+	if errors.As(err, &te) {
+		return nil, te
+	}
 	return nil, &RequestError{Msg: err.Error()}
 }
 
@@ -329,7 +333,7 @@ func (r *Request) requestParam(s *scanner) func(string) (*tritonpb.InferParamete
 			return p, true, err
 		}
 		if strings.HasPrefix(key, "triton_") {
-			return nil, true, fmt.Errorf(`keys starting with "triton_" are reserved for Triton`)
+			return nil, true, &TritonError{Status: 400, Msg: "parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified."}
 		}
 		return nil, false, nil
 	}

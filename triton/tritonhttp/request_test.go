@@ -112,7 +112,7 @@ func TestParseRequestErrors(t *testing.T) {
 		{"binary without header length", fp32x4, "", "binary_data_size given without an Inference-Header-Content-Length header"},
 
 		// Parameters.
-		{"triton_ key", `{"parameters":{"triton_x":1},"inputs":[]}`, "", `parameter "triton_x": keys starting with "triton_" are reserved for Triton`},
+		{"triton_ key", `{"parameters":{"triton_x":1},"inputs":[]}`, "", `parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.`},
 		{"null parameter", `{"parameters":{"n":null},"inputs":[]}`, "", `parameter "n": want a string, boolean or number, got null`},
 		{"object parameter", `{"parameters":{"headers":{"a":"b"}},"inputs":[]}`, "", `parameter "headers": want a string, boolean or number, got an object`},
 		{"binary_data_output not a bool", `{"parameters":{"binary_data_output":"yes"},"inputs":[]}`, "", `parameter "binary_data_output": want true or false, got a string at offset 36`},
@@ -166,7 +166,7 @@ func TestParseRequestErrors(t *testing.T) {
 			if !errors.As(err, &te) || te.Status != 500 {
 				t.Errorf("error %T %v is not a *TritonError with status 500", err, err)
 			}
-		case strings.HasPrefix(want, "inference header size"):
+		case strings.HasPrefix(want, "inference header size") || strings.HasPrefix(want, "parameter keys starting with 'triton_'"):
 			if !errors.As(err, &te) || te.Status != 400 {
 				t.Errorf("error %T %v is not a *TritonError with status 400", err, err)
 			}

@@ -1,0 +1,26 @@
+package pipeline
+
+import (
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/mergectl/react-triton/control"
+)
+
+// overloadError is the status of a request whose new preference the W_p
+// cache would not solve now (a *control.OverloadError): RESOURCE_EXHAUSTED,
+// with the cause, and its RetryAfter, for the server to answer with.
+type overloadError struct {
+	model string
+	err   *control.OverloadError
+}
+
+func (e *overloadError) Error() string { return e.GRPCStatus().Message() }
+
+// GRPCStatus is RESOURCE_EXHAUSTED, naming the model.
+func (e *overloadError) GRPCStatus() *status.Status {
+	return status.Newf(codes.ResourceExhausted, "model %q: %v", e.model, e.err)
+}
+
+// Unwrap returns the *control.OverloadError.
+func (e *overloadError) Unwrap() error { return e.err }
