@@ -124,7 +124,8 @@ func FuzzHTTPInfer(f *testing.F) {
 
 // FuzzModelName: stringField reads, without decoding the message, the same
 // model name (field 1) and request id (field 3) as proto decoding of a real
-// message, whenever that decoding succeeds; it never panics.
+// message, whenever that decoding succeeds; checkCounts never lets through
+// a request whose decoded counts pass the limits; neither panics.
 func FuzzModelName(f *testing.F) {
 	add := func(m proto.Message) {
 		b, err := proto.Marshal(m)
@@ -157,6 +158,9 @@ func FuzzModelName(f *testing.F) {
 	f.Add(group)
 	f.Add([]byte("\x0a\x05multi\x2a\x02\x0a\x05"))
 	f.Add([]byte{})
+	for _, r := range overLimits("single") {
+		add(r)
+	}
 
 	f.Fuzz(func(t *testing.T, b []byte) {
 		name, id := modelName(b), stringField(b, 3)
@@ -169,6 +173,27 @@ func FuzzModelName(f *testing.F) {
 		var md tritonpb.ModelMetadataRequest
 		if proto.Unmarshal(b, &md) == nil && name != md.GetName() {
 			t.Fatalf("stringField read name %q; ModelMetadataRequest decoded %q", name, md.GetName())
+		}
+		// checkCounts, without decoding, lets through only what decodes
+		// within the limits (the wire may list a map key twice, which
+		// decoding keeps once: it may refuse more, never less).
+		if proto.Unmarshal(b, &req) != nil {
+			return
+		}
+		for _, lim := range []tritonhttp.Limits{{MaxInputs: 1, MaxOutputs: 1, MaxParameters: 1}, {MaxInputs: 2, MaxOutputs: 3, MaxParameters: 2}} {
+			if checkCounts(b, lim) != nil {
+				continue
+			}
+			over := len(req.GetInputs()) > lim.MaxInputs || len(req.GetOutputs()) > lim.MaxOutputs || len(req.GetParameters()) > lim.MaxParameters
+			for _, in := range req.GetInputs() {
+				over = over || len(in.GetParameters()) > lim.MaxParameters
+			}
+			for _, o := range req.GetOutputs() {
+				over = over || len(o.GetParameters()) > lim.MaxParameters
+			}
+			if over {
+				t.Fatalf("checkCounts let through, under %+v, a request of %d inputs, %d outputs, %d parameters", lim, len(req.GetInputs()), len(req.GetOutputs()), len(req.GetParameters()))
+			}
 		}
 	})
 }

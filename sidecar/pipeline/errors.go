@@ -24,3 +24,14 @@ func (e *overloadError) GRPCStatus() *status.Status {
 
 // Unwrap returns the *control.OverloadError.
 func (e *overloadError) Unwrap() error { return e.err }
+
+// causeError is a status that keeps its cause, for a server to tell
+// refusals apart (control.ErrPresetsOnly).
+type causeError struct {
+	st  *status.Status
+	err error
+}
+
+func (e *causeError) Error() string              { return e.st.Message() }
+func (e *causeError) GRPCStatus() *status.Status { return e.st }
+func (e *causeError) Unwrap() error              { return e.err }
