@@ -261,6 +261,15 @@ func (ms *Models) httpRefuse(w http.ResponseWriter, err error, cfg *config.Confi
 	switch {
 	case errors.As(err, &te):
 		code, msg = te.Status, te.Msg
+		if te.ContentType != "" {
+			if ms.metrics != nil {
+				ms.metrics.reject("http", reason)
+			}
+			w.Header().Set("Content-Type", te.ContentType)
+			w.WriteHeader(code)
+			w.Write(tritonhttp.ErrorBody(msg))
+			return
+		}
 	case errors.As(err, &tooLarge):
 		code, reason = http.StatusRequestEntityTooLarge, "too_large"
 	case errors.As(err, &enc):

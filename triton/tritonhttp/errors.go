@@ -48,6 +48,10 @@ func (e *EncodingError) Error() string {
 type TritonError struct {
 	Status int
 	Msg    string
+	// ContentType is the answer's Content-Type when it is not
+	// application/json: Triton answers a bad header length as text/plain
+	// (with a JSON body).
+	ContentType string
 }
 
 func (e *TritonError) Error() string { return e.Msg }

@@ -194,7 +194,7 @@ func headerSize(body []byte, opt Options) (int, error) {
 	}
 	v := atoi(opt.HeaderLength)
 	if v < 0 || v > len(body) {
-		return 0, &TritonError{Status: 400, Msg: fmt.Sprintf("inference header size should be in range (0, %d), got: %s", len(body), opt.HeaderLength)}
+		return 0, &TritonError{Status: 400, Msg: fmt.Sprintf("inference header size should be in range (0, %d), got: %s", len(body), opt.HeaderLength), ContentType: "text/plain"}
 	}
 	return v, nil
 }
