@@ -50,4 +50,3 @@ func peerAddr(p *peer.Peer, ok bool) string {
 	}
 	return p.Addr.String()
 }
-
