@@ -396,6 +396,14 @@ func (c *Cache) run(p *partition, pref string, f *flight, solve func(context.Con
 	close(f.done)
 }
 
+// idle reports whether no solve waits for a solver: a background
+// formation then takes no time from new preferences.
+func (c *Cache) idle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pending == 0
+}
+
 // resized accounts for a matrix of partition p whose size changed (formed
 // from its factorisation), evicting others if the partition is now over
 // budget.

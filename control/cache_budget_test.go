@@ -90,6 +90,7 @@ func TestCacheBoundedInBytes(t *testing.T) {
 	comps := testComponents(t, d, 40, tasks3...)
 	p := newTestProfile(t, ProfileSpec{Components: comps, Cache: cache})
 	specs := []string{"cars=1", "dtd=1", "svhn=1", "cars=1,dtd=1", "cars=1,svhn=1"}
+	cache.forming <- struct{}{} // a formation under way elsewhere: none starts
 	for _, s := range specs {
 		get(t, p, s)
 	}
@@ -101,6 +102,7 @@ func TestCacheBoundedInBytes(t *testing.T) {
 		t.Errorf("%d evictions, want 2", ev)
 	}
 	// Used again, the newest is formed: 4·D², and its factorisation goes.
+	<-cache.forming
 	m := get(t, p, specs[4])
 	waitFormed(t, m)
 	deadline := time.Now().Add(5 * time.Second)
@@ -118,6 +120,8 @@ func TestCacheBoundedInBytes(t *testing.T) {
 	// One more factored matrix (36 + 16 > 48 ·D²) evicts the least recently
 	// used one, and the partition stays within its budget.
 	_, _, before := obs.counts()
+	cache.forming <- struct{}{}
+	defer func() { <-cache.forming }()
 	get(t, p, "dtd=1,svhn=1")
 	if _, _, after := obs.counts(); after != before+1 {
 		t.Errorf("%d evictions, want 1", after-before)

@@ -199,11 +199,12 @@ func (p *Profile) Presets() []string { return append([]string(nil), p.presetName
 // come from the cache, in the partition of the profile's components file,
 // β and normalisation. On a miss the preference is only factorised (the
 // weighted sums and the Cholesky factorisation of C_p, about D³/3 flops),
-// which answers the request at once through the factored form; when the
-// preference is used again, W_p itself (about 2D³ more) is formed in the
+// which answers the request at once through the factored form; W_p itself
+// (about 2D³ more) is formed in the
 // background, one at a time, and the matrix switches to it, dropping the
-// factorisation. A preference used once, as in a flood of random ones,
-// costs one factorisation and no formation. A preference whose C_p cannot
+// factorisation: at once when no other new preference waits for a solve,
+// otherwise when the preference is used again. So a preference used once
+// in a flood of new ones costs one factorisation and no formation. A preference whose C_p cannot
 // be factorised reliably gives a *react.SolveError; a solve the cache will
 // not start now, an *OverloadError. See Cache.Get for ctx: when every
 // request that waits for a solve has gone, the solve is cancelled.
@@ -225,13 +226,17 @@ func (p *Profile) Matrix(ctx context.Context, c Choice) (*Matrix, error) {
 		}
 		return miss(c)
 	})
-	if hit {
+	switch {
+	case hit:
 		p.obs.Lookup(p.name, LookupHit)
 		if !m.Formed() {
 			p.formLater(m)
 		}
-	} else if err == nil {
+	case err == nil:
 		p.obs.Lookup(p.name, LookupMiss)
+		if !m.Formed() && p.cache.idle() {
+			p.formLater(m)
+		}
 	}
 	return m, err
 }

@@ -226,7 +226,7 @@ func FuzzSyntaxError(f *testing.F) {
 		f.Add([]byte(body))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		te := syntaxError(body)
+		te, _ := syntaxError(body)
 		if te != nil && te.Status != 500 {
 			t.Fatalf("status %d", te.Status)
 		}

@@ -38,21 +38,22 @@ const (
 )
 
 // syntaxError returns the *TritonError Triton answers a JSON header with,
-// nil when the header parses.
-func syntaxError(buf []byte) *TritonError {
+// nil when the header parses, and the deepest nesting it read.
+func syntaxError(buf []byte) (*TritonError, int) {
 	r := &rapidReader{buf: buf}
 	msg, at := r.parse()
 	if msg == "" {
-		return nil
+		return nil, r.depth
 	}
-	return &TritonError{Status: 500, Msg: fmt.Sprintf(tritonJSONErrorMessage, msg, at)}
+	return &TritonError{Status: 500, Msg: fmt.Sprintf(tritonJSONErrorMessage, msg, at)}, r.depth
 }
 
 // rapidReader is rapidjson's GenericReader over a memory stream, reduced
 // to syntax.
 type rapidReader struct {
-	buf []byte
-	pos int
+	buf   []byte
+	pos   int
+	depth int // the deepest nesting read
 }
 
 // peek is the stream's Peek: the next byte, NUL at the end.
@@ -120,6 +121,7 @@ func (r *rapidReader) value() (string, int) {
 				break
 			}
 			stack = append(stack, inObject)
+			r.depth = max(r.depth, len(stack))
 			if msg, at := r.memberName(); msg != "" {
 				return msg, at
 			}
@@ -131,6 +133,7 @@ func (r *rapidReader) value() (string, int) {
 				break
 			}
 			stack = append(stack, inArray)
+			r.depth = max(r.depth, len(stack))
 			continue
 		case 'n', 't', 'f':
 			if msg, at := r.literal(); msg != "" {

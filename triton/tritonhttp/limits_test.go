@@ -182,7 +182,7 @@ func TestRepeatedOutput(t *testing.T) {
 // asks Triton again when one runs.
 func TestSyntaxErrors(t *testing.T) {
 	for body, want := range tritonSyntaxAnswers {
-		te := syntaxError([]byte(body))
+		te, _ := syntaxError([]byte(body))
 		if want == "" {
 			if te != nil {
 				t.Errorf("%q: %v, want no error", body, te)
@@ -195,7 +195,7 @@ func TestSyntaxErrors(t *testing.T) {
 	}
 	// Nesting costs no stack.
 	deep := strings.Repeat("[", 1<<20)
-	if te := syntaxError([]byte(deep)); te == nil || !strings.Contains(te.Msg, "Invalid value. at 1048576") {
+	if te, depth := syntaxError([]byte(deep)); depth != 1<<20 || te == nil || !strings.Contains(te.Msg, "Invalid value. at 1048576") {
 		t.Errorf("a million open brackets: %v", te)
 	}
 }

@@ -151,11 +151,18 @@ func ParseRequestWith(ctx context.Context, body []byte, opt Options) (*Request, 
 		return nil, le
 	}
 	// Triton parses the whole header before it looks at it: a syntax error
-	// anywhere is what it reports.
-	if te := syntaxError(body[:hl]); te != nil && !s.tooDeep {
+	// anywhere is what it reports; but JSON nested deeper than maxDepth
+	// crashes it, and is refused as such.
+	te, depth := syntaxError(body[:hl])
+	switch {
+	case s.tooDeep:
+		return nil, &RequestError{Msg: err.Error()}
+	case depth > maxDepth:
+		return nil, &RequestError{Msg: fmt.Sprintf("JSON header: JSON nested deeper than %d levels", maxDepth)}
+	}
+	if te != nil {
 		return nil, te
 	}
-	var te *TritonError
 	if errors.As(err, &te) {
 		return nil, te
 	}
