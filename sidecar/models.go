@@ -83,6 +83,18 @@ func NewModels(cfg *config.Config, conn *grpc.ClientConn, m *Metrics, log *slog.
 	return ms, nil
 }
 
+// shapes are the width and task count of each components entry's file in
+// a built set, for the memory budget.
+func shapes(set *pipeline.Set) map[string]config.Shape {
+	out := map[string]config.Shape{}
+	for _, m := range set.Models {
+		if p := m.Profile(); p != nil {
+			out[p.Name()] = config.Shape{D: p.D(), Tasks: len(p.Tasks())}
+		}
+	}
+	return out
+}
+
 // cacheOptions are the W_p cache's budgets and admission of cfg.
 // admission.max_concurrent_solves 0 is half the cores, at least one.
 func cacheOptions(cfg *config.Config, obs control.CacheObserver) control.CacheOptions {
@@ -131,7 +143,9 @@ func (ms *Models) Start(ctx context.Context) error {
 		done, err := ms.startAttempt(ctx)
 		if done {
 			if err == nil {
-				ms.log.Info("controllable models ready", "models", len(ms.state.Load().set.Models), "attempts", attempt)
+				st := ms.state.Load()
+				ms.log.Info("controllable models ready", "models", len(st.set.Models), "attempts", attempt,
+					"memory_budget", st.cfg.MemoryBudget(shapes(st.set), 0).String())
 			}
 			return err
 		}
@@ -188,6 +202,7 @@ func (ms *Models) Reload(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	next.set = set
+	ms.log.Info("memory budget", "memory_budget", cfg.MemoryBudget(shapes(set), 0).String())
 	ms.cache.Reconfigure(cacheOptions(cfg, nil))
 	ms.budget.SetLimit(int64(cfg.Limits.MaxInflightBytes))
 	ms.state.Store(next)
