@@ -143,8 +143,11 @@ type CacheOptions struct {
 //
 // Concurrent misses on one key share one solve (singleflight). Solves run
 // at most MaxConcurrentSolves at a time, with at most MaxPendingSolves
-// waiting; a solve whose requests have all gone (cancelled, deadline
-// passed) is cancelled, and never starts if it was still waiting.
+// waiting, each on an OS thread of its own at a lower scheduling priority
+// than the rest of the process (nice +10 on Linux), so that new
+// preferences take the CPU that serving leaves; a solve whose requests
+// have all gone (cancelled, deadline passed) is cancelled, and never starts
+// if it was still waiting.
 type Cache struct {
 	opt     CacheOptions
 	obs     CacheObserver
@@ -366,6 +369,9 @@ func (c *Cache) run(p *partition, pref string, f *flight, solve func(context.Con
 		c.running++
 		c.mu.Unlock()
 		if err = f.ctx.Err(); err == nil {
+			// On a thread of its own at a lower priority, which this
+			// goroutine's end discards.
+			lowerPriority()
 			m, err = solve(f.ctx)
 		} else {
 			c.obs.Cancelled(p.name)

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -496,5 +497,35 @@ func TestRoundedToGrid(t *testing.T) {
 				t.Fatalf("%s grid %d: %d steps, want %d", spec, n, sum, n)
 			}
 		}
+	}
+}
+
+// TestSolvesRunAtALowerPriority: a solve runs on a thread whose nice level
+// is solveNiceness above the test's (on Linux).
+func TestSolvesRunAtALowerPriority(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("thread priorities are set on Linux only")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	own, err := syscall.Getpriority(syscall.PRIO_PROCESS, syscall.Gettid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := NewCacheWith(CacheOptions{MaxPendingSolves: -1})
+	var during int
+	_, _, err = cache.Get(context.Background(), Key{Preference: "p"}, func(context.Context) (*Matrix, error) {
+		during, err = syscall.Getpriority(syscall.PRIO_PROCESS, syscall.Gettid())
+		return &Matrix{Key: "p", D: 1}, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Getpriority returns 20 - nice.
+	if want := max(1, own-solveNiceness); during != want {
+		t.Errorf("the solve's thread has priority %d (nice %d), want %d (nice %d)", during, 20-during, want, 20-want)
+	}
+	if now, _ := syscall.Getpriority(syscall.PRIO_PROCESS, syscall.Gettid()); now != own {
+		t.Errorf("the caller's thread changed priority: %d, was %d", now, own)
 	}
 }

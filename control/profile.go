@@ -268,6 +268,7 @@ func (p *Profile) formLater(m *Matrix) {
 	}
 	go func() {
 		defer func() { <-p.cache.forming }()
+		lowerPriority() // the thread goes with this goroutine
 		start := time.Now()
 		w, err := react.Float32Matrix(f.Form())
 		p.obs.Formed(p.name, time.Since(start), err)
