@@ -373,7 +373,7 @@ def test_reloads_under_load(tmp_path, cleanup):
             os.rename(cm / "..data_tmp", cm / "..data")
 
         bad2 = json.loads(json.dumps(cfg2))
-        bad2["cache"] = {"size": 0}
+        bad2["cache"] = {"size": -1}
         _expect_reload(s2, load2, lambda: swap("..2026_11_23_v2", bad2), "failure")
         good2 = sidecar_config(triton, {"zoo": (comps2, {**presets, "m3": "mnist=3,fashion=1"})}, [FASHION, MNIST])
         _expect_reload(s2, load2, lambda: swap("..2026_11_23_v3", good2), "success")
