@@ -11,7 +11,7 @@
 # serves the controllable model "synth" over the synthetic D=768 components
 # of bench/synth-components.py (8 tasks, made and reused as
 # bench/sidecar-controllable.sh makes them), with the default limits,
-# cache and admission (and admission.key_header x-user-id), and GOMEMLIMIT
+# cache and admission (but admission.key_header x-user-id), and GOMEMLIMIT
 # set as docs/deploy.md sets it in the manifests: to the memory budget the
 # sidecar computes for its configuration (its start-up log line), which the
 # suite reads from a first start.
@@ -34,7 +34,10 @@
 #              one body a second each;
 #   flood      new random preferences at D=768, 8 at a time, no key;
 #   deadlines  new random preferences, 16 at a time, each with a 50 ms
-#              deadline.
+#              deadline;
+#   flood-keyrate  the flood again, after a reload that sets
+#              admission.key_rate 5 (burst 10): the flood's clients share
+#              their peer's key, the well-behaved client has its own.
 # The well-behaved client is bench/loadgen at concurrency 1 on "synth",
 # with a fixed preference (cached after its warm-up) and its own
 # x-user-id. After each window the suite waits --quiet seconds (default 5)
@@ -216,6 +219,18 @@ window hangups "bodies -url $sidecar_http/affine_fp32/infer -inputs 50000 -concu
 	"bodies -url $sidecar_http/affine_fp32/infer -inputs 1 -elements 1000000 -concurrency 2 -interval 1s -hangup 20ms"
 window flood "flood -addr 127.0.0.1:$sc_grpc -model synth -input x:768 -concurrency 8"
 window deadlines "flood -addr 127.0.0.1:$sc_grpc -model synth -input x:768 -concurrency 16 -deadline 50ms -seed 2"
+
+# The same flood with a per-key limit: the flood's clients send no key, so
+# they share their peer's (127.0.0.1), limited to 5 new preferences a
+# second; the well-behaved client has its own x-user-id. Applied by a
+# reload, as an operator would.
+reloads() { curl -s "http://127.0.0.1:$sc_metrics/metrics" | sed -n 's/^react_config_reloads_total{result="success"} //p'; }
+before=$(reloads)
+sed -i 's/^  key_header: x-user-id$/  key_header: x-user-id\n  key_rate: 5\n  key_burst: 10/' "$config"
+kill -HUP "$sidecar_pid"
+for _ in $(seq 100); do [ "$(reloads)" != "$before" ] && break; sleep 0.1; done
+[ "$(reloads)" != "$before" ] || { echo "abuse: the reload with admission.key_rate did not happen" >&2; exit 1; }
+window flood-keyrate "flood -addr 127.0.0.1:$sc_grpc -model synth -input x:768 -concurrency 8 -seed 3"
 
 if ! kill -0 "$(cat "$run_dir/tritonserver.pid")" 2>/dev/null; then
 	echo "abuse: TRITON IS GONE; last lines of its log:" >&2

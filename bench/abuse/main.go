@@ -13,7 +13,8 @@
 // metadata (three decimals per weight, so practically never twice the
 // same), -concurrency at a time, each with a -deadline when it is
 // positive, and an x-user-id of -keys distinct values (none when 0). It
-// counts the answers by gRPC code.
+// counts the answers by gRPC code. A worker whose request is refused
+// (without a deadline of its own) pauses 10 ms, as bench/loadgen does.
 //
 // bodies sends HTTP inference bodies of -inputs FP32 inputs of -elements
 // elements each, as JSON data, and -outputs requested outputs (about 55
@@ -166,6 +167,11 @@ func flood(args []string) error {
 				_, err := client.ModelInfer(ctx, req)
 				cancel()
 				c.add(status.Code(err).String())
+				if err != nil && *deadline == 0 {
+					// As bench/loadgen: a refused request pauses its worker
+					// 10 ms, so that refusals are not a busy loop.
+					time.Sleep(10 * time.Millisecond)
+				}
 			}
 		}()
 	}
