@@ -150,11 +150,11 @@ func TRITONBACKEND_ModelInitialize(m *C.TRITONBACKEND_Model) *C.TRITONSERVER_Err
 	if kind != C.TRITONBACKEND_ARTIFACT_FILESYSTEM {
 		return fail(fmt.Errorf("model artifacts of type %d: only a file system is supported", int(kind)))
 	}
-	cfg, err := model.ParseConfig(data)
+	versionDir := filepath.Join(C.GoString(location), strconv.FormatUint(uint64(version), 10))
+	cfg, err := model.ParseConfig(data, versionDir)
 	if err != nil {
 		return fail(err)
 	}
-	versionDir := filepath.Join(C.GoString(location), strconv.FormatUint(uint64(version), 10))
 	mdl, err := model.Load(context.Background(), cfg, versionDir)
 	if err != nil {
 		return fail(err)

@@ -84,7 +84,11 @@ prepare() {
 	for b in "${BINARIES[@]}"; do
 		go test -c -tags cuda -ldflags='-s -w' -o ".gpu/${b%% *}" "./${b#* }"
 	done
-	du -ch .gpu/*.test | tail -n 1
+	# The emulator's conformance probe (docs/gpu.md, "The emulator"): the
+	# same calls against NVIDIA's libraries there, to compare.
+	bash scripts/cuda-emulator.sh >/dev/null
+	cp .cache/cudaemu/probe .gpu/probe
+	du -ch .gpu/* | tail -n 1
 	echo "gpu: .gpu ready; on the GPU machine: bench/gpu.sh run (carry .gpu)"
 }
 
@@ -180,6 +184,15 @@ run() {
 	step memcheck-react 50 react "${sanitize[@]}" --tool memcheck "$root/.gpu/react.test" -test.run "$small" -test.v
 	step memcheck-model 40 backend/model "${sanitize[@]}" --tool memcheck "$root/.gpu/model.test" -test.run 'TestExecuteDevice' -test.v
 	step initcheck-react 50 react "${sanitize[@]}" --tool initcheck "$root/.gpu/react.test" -test.run "$small" -test.v
+
+	# The conformance probe: NVIDIA's answers to the calls the emulator
+	# imitates (compare with REACT_EMU_ABORT=0 .cache/cudaemu/probe here).
+	if [ -x .gpu/probe ]; then
+		for c in "" sticky misaligned; do
+			step "probe${c:+-$c}" 30 . .gpu/probe $c
+		done
+		step probe-init 30 . env CUDA_VISIBLE_DEVICES= .gpu/probe init
+	fi
 
 	echo "--- summary"
 	cat "$work/summary.txt"

@@ -21,6 +21,7 @@ import (
 )
 
 type evalOptions struct {
+	loaded       []*evaluate.Task // the tasks config opened, closed by run
 	triton       string
 	data         string
 	tasks        []string
@@ -57,8 +58,10 @@ task's expert, and for each preference set its hypervolume (HV) and
 uniformity (U) on normalised accuracies (accuracy / expert accuracy).
 
 --data DIR holds each task's labelled evaluation data: DIR/<task>.npy, the
-inputs as the backbone takes them (float32, samples first), and
-DIR/<task>.labels.npy, one class index per sample (int64). --limit N takes a
+inputs as the backbone takes them (samples first, of the input's datatype,
+or float32/float64 for a floating-point input), or DIR/<task>.npz with one
+array per input named as the input for a model of several inputs, and
+DIR/<task>.labels.npy, one class index per sample (int64, int32 or uint8). --limit N takes a
 seeded random subset of N samples per task (--seed), never the first N.
 
 Each --components [LABEL=]FILE is a components file of one backbone; the
@@ -204,8 +207,10 @@ func (o *evalOptions) config() (*evaluate.Config, error) {
 	for _, t := range tasks {
 		task, err := evaluate.LoadTask(o.data, t)
 		if err != nil {
+			o.closeTasks()
 			return nil, fmt.Errorf("--data: %w", err)
 		}
+		o.loaded = append(o.loaded, task)
 		cfg.Tasks = append(cfg.Tasks, task.Subset(o.limit, o.seed))
 		cfg.Heads[t] = react.ModelRef{Name: strings.ReplaceAll(o.head, "{task}", t)}
 	}
@@ -246,8 +251,17 @@ func (o *evalOptions) config() (*evaluate.Config, error) {
 	return cfg, nil
 }
 
+// closeTasks closes the tasks' input files config opened.
+func (o *evalOptions) closeTasks() {
+	for _, t := range o.loaded {
+		t.Close()
+	}
+	o.loaded = nil
+}
+
 func (o *evalOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	cfg, err := o.config()
+	defer o.closeTasks()
 	if err != nil {
 		return err
 	}

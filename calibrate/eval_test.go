@@ -26,7 +26,7 @@ func TestEvalErrors(t *testing.T) {
 		{append(base, "--aggregation", "mean"), ExitUsage, `--aggregation "mean": want react, naive or polar`},
 		{append(base, "--sidecar-model", "X={task}"), ExitUsage, "--sidecar-model needs --sidecar"},
 		{append(base, "--sidecar", "x:1", "--sidecar-tolerance", "-1"), ExitUsage, "--sidecar-tolerance must be ≥ 0"},
-		{base, ExitFailure, "--data: task alpha: open "},
+		{base, ExitFailure, "--data: task alpha: no inputs: neither "},
 		{[]string{"eval", "--triton", "x:1", "--data", "d", "--components", "missing.safetensors"}, ExitFailure, "--components missing.safetensors"},
 	} {
 		r := run(t, tc.args...)

@@ -29,9 +29,13 @@ row i of both files comes from the same input. Tasks are every name found
 in DIR, in sorted order, or those listed with --tasks, in that order.
 
 With --triton HOST:PORT (gRPC), --inputs DIR holds each task's unlabeled
-calibration inputs, DIR/<task>.npy: float32 in C order, samples along the
-first axis, then the shape of one input of the models without the batch
-dimension (e.g. N×1×28×28). Or DIR/<task>/, a folder of PNG or JPEG
+calibration inputs, DIR/<task>.npy: in C order, samples along the first
+axis, then the shape of one input of the models without the batch
+dimension (e.g. N×1×28×28), of the input's datatype (uint8 for a UINT8
+image, int64 for INT64 token ids, S<n> byte strings for BYTES; float32 or
+float64 for any floating-point input). For models of several inputs,
+DIR/<task>.npz (numpy.savez): one such array per input, named as the input
+(input_ids=..., attention_mask=...). Or DIR/<task>/, a folder of PNG or JPEG
 images (subfolders included, in lexical order of their paths): each image
 is decoded and preprocessed here into one sample of the backbone's input
 (grey or RGB, resized, scaled to [0,1], optionally normalised with a mean

@@ -157,10 +157,7 @@ func TestFitTasksFlagAndProgress(t *testing.T) {
 // rawNPY writes a .npy file with a literal header dictionary.
 func rawNPY(t *testing.T, path, dict string, data []byte) {
 	t.Helper()
-	hdr := dict + "\n"
-	b := append([]byte("\x93NUMPY\x01\x00"), byte(len(hdr)), byte(len(hdr)>>8))
-	b = append(append(b, hdr...), data...)
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	if err := os.WriteFile(path, npyBytes(dict, data), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mergectl/react-triton/calibrate/images"
+	"github.com/mergectl/react-triton/internal/samples"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/triton"
 )
@@ -93,6 +94,7 @@ type TritonPair struct {
 	in       sampleInput
 	backbone *tritonModel
 	expert   *tritonModel
+	bound    [2]samples.Binding // the samples' tensors for the backbone and the expert
 	batch    int
 	inFlight int
 	retryMax time.Duration
@@ -168,7 +170,7 @@ func OpenTritonPairs(ctx context.Context, c *triton.Client, cfg TritonConfig) (p
 	if !ready {
 		return nil, fmt.Errorf("connecting to Triton: the server at %s is live but not ready", c.Addr())
 	}
-	backbone, err := checkModel(ctx, c, "backbone", cfg.Backbone, "", cfg.SendEncoded)
+	backbone, err := checkModel(ctx, c, "backbone", cfg.Backbone, "")
 	if err != nil {
 		return nil, err
 	}
@@ -181,19 +183,29 @@ func OpenTritonPairs(ctx context.Context, c *triton.Client, cfg TritonConfig) (p
 		inFlight = DefaultInFlight
 	}
 	for i, task := range tasks {
-		expert, err := checkModel(ctx, c, "expert of task "+task, cfg.Experts[task], backbone.ref.Output, cfg.SendEncoded)
+		expert, err := checkModel(ctx, c, "expert of task "+task, cfg.Experts[task], backbone.ref.Output)
 		if err != nil {
 			return nil, err
 		}
 		if im, ok := files[i].(*imageInput); ok {
-			if err := im.resolve(backbone.inShape, cfg.Images); err != nil {
+			if len(backbone.inputs) != 1 {
+				return nil, fmt.Errorf("task %s: images of %s: backbone %s has %d inputs (%s): images feed a model of one input",
+					task, im.source(), describe(backbone.ref), len(backbone.inputs), samples.InputNames(backbone.inputs))
+			}
+			// (An input of encoded images is named as such before its shape
+			// is taken for an image's.)
+			if _, err := backbone.bind([]samples.Spec{{Datatype: triton.FP32, Shape: backbone.inputs[0].Shape, Images: "decoded"}}, im.source()); err != nil {
+				return nil, fmt.Errorf("task %s: %w", task, err)
+			}
+			if err := im.resolve(backbone.inputs[0].Shape, cfg.Images); err != nil {
 				return nil, fmt.Errorf("task %s: images of %s for backbone %s, input %q: %w",
-					task, im.source(), describe(backbone.ref), backbone.input, err)
+					task, im.source(), describe(backbone.ref), backbone.inputs[0].Name, err)
 			}
 		}
-		for _, m := range []*tritonModel{backbone, expert} {
-			if err := m.accepts(files[i].sampleShape()); err != nil {
-				return nil, fmt.Errorf("task %s: %s holds %s samples: %w", task, files[i].source(), formatShape(files[i].count(), files[i].sampleShape()), err)
+		var bound [2]samples.Binding
+		for k, m := range []*tritonModel{backbone, expert} {
+			if bound[k], err = m.bind(files[i].specs(), files[i].source()); err != nil {
+				return nil, fmt.Errorf("task %s: %w", task, err)
 			}
 		}
 		if expert.dim != backbone.dim {
@@ -206,7 +218,7 @@ func OpenTritonPairs(ctx context.Context, c *triton.Client, cfg TritonConfig) (p
 				b = min(b, m.maxBatch)
 			}
 		}
-		pairs = append(pairs, &TritonPair{task: task, client: c, in: files[i], backbone: backbone, expert: expert, batch: b, inFlight: inFlight,
+		pairs = append(pairs, &TritonPair{task: task, client: c, in: files[i], backbone: backbone, expert: expert, bound: bound, batch: b, inFlight: inFlight,
 			retryMax: cfg.RetryMaxWait, onRetry: cfg.OnRetry, skipBad: cfg.SkipBadImages})
 	}
 	return pairs, nil
@@ -414,11 +426,11 @@ func (p *TritonPair) inferBoth(ctx context.Context, c chunk, first int) (chunkRe
 	var wg sync.WaitGroup
 	var errs [2]error
 	outs := [2]*[]float32{&r.mtl, &r.ind}
-	for i, m := range []*tritonModel{p.backbone, p.expert} {
+	for i := range 2 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			*outs[i], r.version[i], errs[i] = p.run(ctx, m, c, first)
+			*outs[i], r.version[i], errs[i] = p.run(ctx, i, c, first)
 		}()
 	}
 	wg.Wait()
@@ -426,27 +438,20 @@ func (p *TritonPair) inferBoth(ctx context.Context, c chunk, first int) (chunkRe
 	return r, errs
 }
 
-// run sends the chunk's samples to model m and returns their features as
-// float32 and the version that answered.
-func (p *TritonPair) run(ctx context.Context, m *tritonModel, c chunk, first int) ([]float32, string, error) {
-	raw, n := c.raw, c.n
+// run sends the chunk's samples to model m (0: the backbone, 1: the
+// expert) and returns their features as float32 and the version that
+// answered.
+func (p *TritonPair) run(ctx context.Context, which int, c chunk, first int) ([]float32, string, error) {
+	m := [2]*tritonModel{p.backbone, p.expert}[which]
+	n := c.n
 	fail := func(err error) ([]float32, string, error) {
 		return nil, "", fmt.Errorf("%s %s: samples %d to %d of %s: %w", m.role, describe(m.ref), first, first+n, p.in.source(), err)
 	}
-	data := raw
-	if m.inputDT != triton.FP32 && m.inputDT != triton.BYTES {
-		var err error
-		if data, err = triton.EncodeFloat32(nil, m.inputDT, float32s(raw)); err != nil {
-			return fail(err)
-		}
+	inputs, err := p.bound[which].Tensors(p.in.specs(), c.raw, n)
+	if err != nil {
+		return fail(err)
 	}
-	shape := append([]int64{int64(n)}, p.in.sampleShape()...)
-	req := &triton.InferRequest{
-		Model:   m.ref.Name,
-		Version: m.ref.Version,
-		Inputs:  []triton.Tensor{{Name: m.input, Datatype: m.inputDT, Shape: shape, Raw: data}},
-		Outputs: []string{m.ref.Output},
-	}
+	req := &triton.InferRequest{Model: m.ref.Name, Version: m.ref.Version, Inputs: inputs, Outputs: []string{m.ref.Output}}
 	resp, err := p.send(ctx, req)
 	if err != nil {
 		return fail(err)

@@ -13,8 +13,8 @@ import (
 )
 
 // discoverInputs lists the tasks of dir, sorted: those with a <task>.npy
-// file, and the folders whose name is a valid task name (<task>/, images).
-// A task with both is an error.
+// or <task>.npz file, and the folders whose name is a valid task name
+// (<task>/, images). A task with two of them is an error.
 func discoverInputs(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -24,6 +24,9 @@ func discoverInputs(dir string) ([]string, error) {
 	var tasks []string
 	for _, e := range entries {
 		name, isFile := strings.CutSuffix(e.Name(), InputSuffix)
+		if !isFile {
+			name, isFile = strings.CutSuffix(e.Name(), ArchiveSuffix)
+		}
 		switch {
 		case isFile && !e.IsDir():
 			if err := react.ValidateTaskName(name); err != nil {
@@ -35,13 +38,13 @@ func discoverInputs(dir string) ([]string, error) {
 			continue
 		}
 		if seen[name] {
-			return nil, fmt.Errorf("task %s: both %s and the folder %s in %s: keep one", name, name+InputSuffix, name+"/", dir)
+			return nil, fmt.Errorf("task %s: more than one of %s, %s and the folder %s in %s: keep one", name, name+InputSuffix, name+ArchiveSuffix, name+"/", dir)
 		}
 		seen[name] = true
 		tasks = append(tasks, name)
 	}
 	if len(tasks) == 0 {
-		return nil, fmt.Errorf("no calibration inputs in %s: want <task>%s files or <task>/ folders of images", dir, InputSuffix)
+		return nil, fmt.Errorf("no calibration inputs in %s: want <task>%s files (<task>%s for a model of several inputs) or <task>/ folders of images", dir, InputSuffix, ArchiveSuffix)
 	}
 	sort.Strings(tasks)
 	return tasks, nil
@@ -59,10 +62,25 @@ func isDir(dir string, e fs.DirEntry) bool {
 	return err == nil && st.IsDir()
 }
 
-// openTaskInput opens a task's calibration inputs in dir: <task>.npy, or
-// else the folder <task>/ of images (with skip, those whose header does
-// not decode are left out), decoded here or, with encoded, sent as they are.
+// openTaskInput opens a task's calibration inputs in dir: <task>.npy,
+// <task>.npz, or else the folder <task>/ of images (with skip, those whose
+// header does not decode are left out), decoded here or, with encoded,
+// sent as they are.
 func openTaskInput(dir, task string, skip, encoded bool) (sampleInput, error) {
+	npz := filepath.Join(dir, task+ArchiveSuffix)
+	if _, err := os.Stat(npz); err == nil {
+		for _, other := range []string{filepath.Join(dir, task+InputSuffix), filepath.Join(dir, task)} {
+			if _, err := os.Stat(other); err == nil {
+				return nil, fmt.Errorf("both %s and %s: keep one", npz, other)
+			}
+		}
+		if encoded {
+			return nil, fmt.Errorf("%s: images.decode: triton sends image files to models that decode them, not tensors: give the task a folder %s of images, or use images.decode: go", npz, filepath.Join(dir, task)+string(filepath.Separator))
+		}
+		return openInput(npz)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
 	npy := filepath.Join(dir, task+InputSuffix)
 	folder := filepath.Join(dir, task)
 	st, err := os.Stat(folder)
@@ -83,7 +101,7 @@ func openTaskInput(dir, task string, skip, encoded bool) (sampleInput, error) {
 	}
 	if folderErr != nil {
 		if errors.Is(folderErr, fs.ErrNotExist) {
-			return nil, fmt.Errorf("no calibration inputs: neither %s nor a folder %s of images", npy, folder+string(filepath.Separator))
+			return nil, fmt.Errorf("no calibration inputs: neither %s, %s nor a folder %s of images", npy, npz, folder+string(filepath.Separator))
 		}
 		return nil, folderErr
 	}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mergectl/react-triton/calibrate/images"
+	"github.com/mergectl/react-triton/internal/samples"
 	"github.com/mergectl/react-triton/triton"
 )
 
@@ -37,7 +38,9 @@ func openEncoded(dir string, skip bool) (*encodedInput, error) {
 	return &encodedInput{imageInput: *in}, nil
 }
 
-func (in *encodedInput) sampleShape() []int64 { return encodedShape }
+func (in *encodedInput) specs() []samples.Spec {
+	return []samples.Spec{{Datatype: triton.BYTES, Shape: encodedShape, Images: "encoded"}}
+}
 
 func (in *encodedInput) describe() string {
 	return fmt.Sprintf("%s, %d images (%d skipped), sent encoded, BYTES [n,1], to be decoded on Triton (images.decode: triton)",
@@ -50,14 +53,14 @@ func (in *encodedInput) read(n int) (chunk, error) {
 	if len(pos) == 0 {
 		return chunk{}, io.EOF
 	}
-	c := chunk{n: len(pos), files: make([]string, len(pos))}
+	c := chunk{raw: make([][]byte, 1), n: len(pos), files: make([]string, len(pos))}
 	for i, p := range pos {
 		rel := in.folder.Files[p]
 		b, err := os.ReadFile(filepath.Join(in.folder.Dir, filepath.FromSlash(rel)))
 		if err != nil {
 			return chunk{}, err
 		}
-		c.raw = triton.AppendBytesElement(c.raw, b)
+		c.raw[0] = triton.AppendBytesElement(c.raw[0], b)
 		c.files[i] = rel
 	}
 	in.next += len(pos)
@@ -92,17 +95,21 @@ func statusMessage(err error) string {
 // reported in the result's skipped; without, the first refused file is the
 // error.
 func (p *TritonPair) isolate(ctx context.Context, c chunk, first int, cause error, refusedBy []*tritonModel) chunkResult {
-	elems, err := triton.SplitBytes(c.raw)
+	elems, err := triton.SplitBytes(c.raw[0])
 	if err != nil || len(elems) != c.n || len(c.files) != c.n {
 		return chunkResult{err: cause}
 	}
 	var bad []images.Problem
-	keep := chunk{}
+	keep := chunk{raw: make([][]byte, 1)}
 	for i, e := range elems {
-		one := chunk{raw: triton.AppendBytesElement(nil, e), n: 1, files: c.files[i : i+1]}
+		one := chunk{raw: [][]byte{triton.AppendBytesElement(nil, e)}, n: 1, files: c.files[i : i+1]}
 		var why error
 		for _, m := range refusedBy {
-			_, _, err := p.run(ctx, m, one, first+i)
+			which := 0
+			if m == p.expert {
+				which = 1
+			}
+			_, _, err := p.run(ctx, which, one, first+i)
 			if err != nil && !refused(err) {
 				return chunkResult{err: err}
 			}
@@ -115,7 +122,7 @@ func (p *TritonPair) isolate(ctx context.Context, c chunk, first int, cause erro
 			bad = append(bad, images.Problem{File: c.files[i], Err: fmt.Errorf("does not decode on Triton: %w", why)})
 			continue
 		}
-		keep.raw = triton.AppendBytesElement(keep.raw, e)
+		keep.raw[0] = triton.AppendBytesElement(keep.raw[0], e)
 		keep.files = append(keep.files, c.files[i])
 		keep.n++
 	}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/mergectl/react-triton/calibrate/images"
+	"github.com/mergectl/react-triton/internal/samples"
+	"github.com/mergectl/react-triton/triton"
 )
 
 // imageInput streams the samples of a task whose calibration inputs are a
@@ -50,7 +52,13 @@ func (in *imageInput) skipped() []images.Problem { return in.folder.Skipped }
 
 func (in *imageInput) source() string { return in.folder.Dir + string(filepath.Separator) }
 
-func (in *imageInput) sampleShape() []int64 { return in.pre.Shape() }
+func (in *imageInput) specs() []samples.Spec {
+	var shape []int64
+	if in.pre != nil {
+		shape = in.pre.Shape()
+	}
+	return []samples.Spec{{Datatype: triton.FP32, Shape: shape, Images: "decoded"}}
+}
 
 func (in *imageInput) describe() string {
 	return fmt.Sprintf("%s, %d images (%d skipped) as %s samples: %s", in.source(), len(in.folder.Files),
@@ -68,17 +76,7 @@ func (in *imageInput) count() int {
 
 // positions returns the indices in folder.Files of up to n further images;
 // none at the end.
-func (in *imageInput) positions(n int) []int {
-	n = max(0, min(n, in.count()-in.next))
-	pos := make([]int, n)
-	for i := range pos {
-		pos[i] = in.next + i
-		if in.idx != nil {
-			pos[i] = in.idx[in.next+i]
-		}
-	}
-	return pos
-}
+func (in *imageInput) positions(n int) []int { return samplePositions(in.idx, in.next, in.count(), n) }
 
 // read decodes and preprocesses up to n further images.
 func (in *imageInput) read(n int) (chunk, error) {
@@ -95,7 +93,7 @@ func (in *imageInput) read(n int) (chunk, error) {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
 	}
 	in.next += len(pos)
-	return chunk{raw: b, n: len(pos)}, nil
+	return chunk{raw: [][]byte{b}, n: len(pos)}, nil
 }
 
 func (in *imageInput) Close() error { return nil }

@@ -146,7 +146,7 @@ func TestFitTritonImagesRefuses(t *testing.T) {
 	}{
 		{"npy and folder", func(t *testing.T, dir string, _ *fakeServer) {
 			writeNPYSamples(t, dir, "a", make([]float32, 12))
-		}, nil, ExitFailure, "task a: both a.npy and the folder a/ in"},
+		}, nil, ExitFailure, "task a: more than one of a.npy, a.npz and the folder a/ in"},
 		{"npy and folder, listed", func(t *testing.T, dir string, _ *fakeServer) {
 			writeNPYSamples(t, dir, "a", make([]float32, 12))
 		}, []string{"--tasks", "a"}, ExitFailure, "a.npy and the folder "},

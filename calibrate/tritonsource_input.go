@@ -1,31 +1,30 @@
 package calibrate
 
 import (
-	"bufio"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
-	"math"
-	"os"
 	"strings"
 
-	"github.com/mergectl/react-triton/internal/npyfile"
+	"github.com/mergectl/react-triton/internal/samples"
 )
 
-// InputSuffix is the file name suffix of a task's calibration inputs for a
-// Triton-backed fit: DIR/<task>.npy.
-const InputSuffix = ".npy"
+// File name suffixes of a task's calibration inputs for a Triton-backed
+// fit: DIR/<task>.npy for a model of one input, DIR/<task>.npz for a model
+// of several, one array per input named as the input (package samples).
+const (
+	InputSuffix   = samples.NpySuffix
+	ArchiveSuffix = samples.NpzSuffix
+)
 
 // sampleInput streams the samples of one task's calibration inputs as the
-// raw contents of the models' input tensor: little-endian float32 from a
-// .npy file (inputFile) or a folder of images decoded here (imageInput), or
-// the files of a folder of images as they are, BYTES (encodedInput).
+// raw contents of the models' input tensors: arrays of .npy form, one per
+// model input (arraysInput), a folder of images decoded here (imageInput),
+// or the files of a folder of images as they are, BYTES (encodedInput).
 type sampleInput interface {
 	// source names the file or folder, for messages.
 	source() string
-	// sampleShape is the shape of one sample, without the batch dimension.
-	sampleShape() []int64
+	// specs are the tensors of a sample, in the order of a chunk's raw.
+	specs() []samples.Spec
 	// describe says what the input holds and, for images, how they become
 	// samples: part of a checkpoint's description of its run.
 	describe() string
@@ -42,81 +41,45 @@ type sampleInput interface {
 
 // chunk is the samples of one request.
 type chunk struct {
-	raw []byte // the input tensor's raw contents
-	n   int    // the number of samples
+	raw [][]byte // each tensor's raw contents, in the order of specs
+	n   int      // the number of samples
 	// files are the samples' image files, relative to the folder, when
 	// they are sent encoded (encodedInput): to name a file Triton refuses.
 	files []string
 }
 
-// inputFile streams the samples of a task's calibration inputs: a float32
-// .npy array in C order whose first axis is the samples and whose other axes
-// are the shape of one model input without the batch dimension.
-type inputFile struct {
-	path   string
-	shape  []int64 // one sample's shape
-	rows   int     // number of samples in the file
-	sample int     // bytes of one sample
-	f      *os.File
-	data   int64 // offset of the first sample in the file
-	idx    []int // the samples used, ascending; nil: all of them
-	next   int   // position of the next sample to read among those used
+// samplePositions returns the indices among a source's samples of up to n
+// further samples from position next among those used (idx, or all count
+// of them when idx is nil).
+func samplePositions(idx []int, next, count, n int) []int {
+	n = max(0, min(n, count-next))
+	pos := make([]int, n)
+	for i := range pos {
+		pos[i] = next + i
+		if idx != nil {
+			pos[i] = idx[next+i]
+		}
+	}
+	return pos
 }
 
-// openInput opens path and checks its header and size, reading no data.
-func openInput(path string) (*inputFile, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	in, err := newInputFile(f, path)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return in, nil
+// arraysInput streams the samples of a task's calibration inputs held as
+// arrays of .npy form (package samples): one .npy file for a model's only
+// input, or an .npz archive of one array per model input.
+type arraysInput struct {
+	set  *samples.Set
+	idx  []int // the samples used, ascending; nil: all of them
+	next int   // position of the next sample to read among those used
 }
 
-func newInputFile(f *os.File, path string) (*inputFile, error) {
-	st, err := f.Stat()
+// openInput opens a .npy or .npz file and checks its arrays' headers and
+// sizes, reading no data.
+func openInput(path string) (*arraysInput, error) {
+	set, err := samples.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	h, err := npyfile.ReadHeader(bufio.NewReaderSize(f, 1<<16))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if h.Descr != "<f4" {
-		return nil, fmt.Errorf("%s: dtype %q: want little-endian float32 (\"<f4\"), e.g. x.astype(numpy.float32)", path, h.Descr)
-	}
-	if h.Fortran {
-		return nil, fmt.Errorf("%s: array is in Fortran (column-major) order: save it in C order, e.g. with numpy.ascontiguousarray", path)
-	}
-	if len(h.Shape) < 2 {
-		return nil, fmt.Errorf("%s: array has shape %v: want N samples along the first axis, then one model input's shape", path, h.Shape)
-	}
-	in := &inputFile{path: path, rows: h.Shape[0], f: f, data: h.DataOffset, sample: 4}
-	for _, d := range h.Shape[1:] {
-		if d <= 0 {
-			return nil, fmt.Errorf("%s: array has shape %v: a sample has no elements", path, h.Shape)
-		}
-		if in.sample > math.MaxInt32/d {
-			return nil, fmt.Errorf("%s: array has shape %v: a sample is too large", path, h.Shape)
-		}
-		in.sample *= d
-		in.shape = append(in.shape, int64(d))
-	}
-	if in.rows == 0 {
-		return nil, fmt.Errorf("%s: array has no samples (shape %v)", path, h.Shape)
-	}
-	want := int64(in.rows) * int64(in.sample)
-	switch got := st.Size() - h.DataOffset; {
-	case got < want:
-		return nil, fmt.Errorf("%s: file is truncated: shape %v of float32 needs %d bytes of data, the file holds %d", path, h.Shape, want, got)
-	case got > want:
-		return nil, fmt.Errorf("%s: file has %d trailing bytes after the %d bytes of data that shape %v of float32 needs", path, got-want, want, h.Shape)
-	}
-	return in, nil
+	return &arraysInput{set: set}, nil
 }
 
 // formatShape formats the shape of n samples of the given shape,
@@ -130,67 +93,34 @@ func formatShape(n int, shape []int64) string {
 	return b.String()
 }
 
-func (in *inputFile) source() string { return in.path }
+func (in *arraysInput) source() string { return in.set.Path() }
 
-func (in *inputFile) sampleShape() []int64 { return in.shape }
+func (in *arraysInput) specs() []samples.Spec { return in.set.Specs() }
 
-func (in *inputFile) describe() string {
-	return fmt.Sprintf("%s, %s samples", in.path, formatShape(in.rows, in.shape))
-}
+func (in *arraysInput) describe() string { return in.set.Describe() }
 
-func (in *inputFile) use(idx []int, skip int) {
-	in.idx, in.next = idx, skip
-}
+func (in *arraysInput) use(idx []int, skip int) { in.idx, in.next = idx, skip }
 
-func (in *inputFile) count() int {
+func (in *arraysInput) count() int {
 	if in.idx != nil {
 		return len(in.idx)
 	}
-	return in.rows
+	return in.set.Rows()
 }
 
-// row returns the index in the file of the sample at position i among
-// those used.
-func (in *inputFile) row(i int) int {
-	if in.idx != nil {
-		return in.idx[i]
-	}
-	return i
-}
-
-// read returns the raw little-endian float32 bytes of up to n further
-// samples; io.EOF at the end. Runs of consecutive samples are read at once.
-func (in *inputFile) read(n int) (chunk, error) {
-	n = min(n, in.count()-in.next)
-	if n <= 0 {
+// read returns up to n further samples of every array, in Triton's raw
+// encoding; io.EOF at the end.
+func (in *arraysInput) read(n int) (chunk, error) {
+	pos := samplePositions(in.idx, in.next, in.count(), n)
+	if len(pos) == 0 {
 		return chunk{}, io.EOF
 	}
-	b := make([]byte, n*in.sample)
-	for i := 0; i < n; {
-		j := i + 1
-		for j < n && in.row(in.next+j) == in.row(in.next+j-1)+1 {
-			j++
-		}
-		off := in.data + int64(in.row(in.next+i))*int64(in.sample)
-		if _, err := in.f.ReadAt(b[i*in.sample:j*in.sample], off); err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return chunk{}, fmt.Errorf("reading %s: %w", in.path, err)
-		}
-		i = j
+	raw, err := in.set.Read(pos)
+	if err != nil {
+		return chunk{}, err
 	}
-	in.next += n
-	return chunk{raw: b, n: n}, nil
+	in.next += len(pos)
+	return chunk{raw: raw, n: len(pos)}, nil
 }
 
-// float32s decodes raw little-endian float32 bytes.
-func float32s(b []byte) []float32 {
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v
-}
-
-func (in *inputFile) Close() error { return in.f.Close() }
+func (in *arraysInput) Close() error { return in.set.Close() }

@@ -5,26 +5,22 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mergectl/react-triton/internal/samples"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
-// tritonModel is a model checked against the server's metadata: the input
+// tritonModel is a model checked against the server's metadata: the inputs
 // calibration samples go to and the output holding the feature.
 type tritonModel struct {
-	ref      react.ModelRef // Output resolved
-	role     string         // "backbone" or "expert of task t", for messages
-	input    string         // the model's only input
-	inputDT  string         // FP32, FP16, BF16 or FP64; BYTES for encoded images
-	inShape  []int64        // one sample's shape, without the batch dimension; -1 is variable
-	outDT    string         // the feature output's datatype
-	dim      int            // D, the number of elements of one sample's feature
-	maxBatch int            // the model's max_batch_size, 0 if unknown
+	ref      react.ModelRef  // Output resolved
+	role     string          // "backbone" or "expert of task t", for messages
+	inputs   []samples.Input // every input, each batched
+	outDT    string          // the feature output's datatype
+	dim      int             // D, the number of elements of one sample's feature
+	maxBatch int             // the model's max_batch_size, 0 if unknown
 }
-
-// floatDatatypes are the tensor datatypes a fit can send and decode.
-var floatDatatypes = map[string]bool{triton.FP32: true, triton.FP16: true, triton.BF16: true, triton.FP64: true}
 
 // describe names a model and its version for messages.
 func describe(ref react.ModelRef) string {
@@ -34,12 +30,12 @@ func describe(ref react.ModelRef) string {
 	return fmt.Sprintf("model %q version %s", ref.Name, ref.Version)
 }
 
-// checkModel checks that a model is ready and has what a fit needs: one
-// batched input, floating-point (BYTES with encoded, for encoded images),
-// and a floating-point output of a fixed size D per sample. An empty
+// checkModel checks that a model is ready and has what a fit needs:
+// batched inputs (what they take is checked against each task's samples by
+// bind) and a floating-point output of a fixed size D per sample. An empty
 // ref.Output picks the model's only output, or else an output named
 // fallback.
-func checkModel(ctx context.Context, c *triton.Client, role string, ref react.ModelRef, fallback string, encoded bool) (*tritonModel, error) {
+func checkModel(ctx context.Context, c *triton.Client, role string, ref react.ModelRef, fallback string) (*tritonModel, error) {
 	m := &tritonModel{ref: ref, role: role}
 	errorf := func(format string, args ...any) error {
 		return fmt.Errorf("%s %s: %s", role, describe(ref), fmt.Sprintf(format, args...))
@@ -57,24 +53,16 @@ func checkModel(ctx context.Context, c *triton.Client, role string, ref react.Mo
 	}
 
 	inputs := meta.GetInputs()
-	if len(inputs) != 1 {
-		return nil, errorf("has %d inputs (%s): want exactly one, which takes the calibration samples", len(inputs), tensorNames(inputs))
+	if len(inputs) == 0 {
+		return nil, errorf("has no inputs")
 	}
-	in := inputs[0]
-	m.input, m.inputDT = in.GetName(), in.GetDatatype()
-	switch {
-	case encoded && m.inputDT != triton.BYTES:
-		return nil, errorf("input %q has datatype %s: with images.decode: triton the files are sent encoded, so want BYTES (a model that decodes images, such as an ensemble of a preprocessing model and this one)", m.input, m.inputDT)
-	case !encoded && m.inputDT == triton.BYTES:
-		return nil, errorf("input %q has datatype BYTES: it takes encoded images: send it image files with images.decode: triton (--image-decode triton)", m.input)
-	case !encoded && !floatDatatypes[m.inputDT]:
-		return nil, errorf("input %q has datatype %s: want FP32, FP16, BF16 or FP64", m.input, m.inputDT)
+	for _, in := range inputs {
+		shape := in.GetShape()
+		if len(shape) < 2 || shape[0] != -1 {
+			return nil, errorf("input %q has shape %s: want a batch dimension first (max_batch_size > 0) and a sample's shape after it", in.GetName(), triton.FormatShape(shape))
+		}
+		m.inputs = append(m.inputs, samples.Input{Name: in.GetName(), Datatype: in.GetDatatype(), Shape: shape[1:]})
 	}
-	shape := in.GetShape()
-	if len(shape) < 2 || shape[0] != -1 {
-		return nil, errorf("input %q has shape %s: want a batch dimension first (max_batch_size > 0) and a sample's shape after it", m.input, triton.FormatShape(shape))
-	}
-	m.inShape = shape[1:]
 
 	outputs := meta.GetOutputs()
 	var out *tritonpb.ModelMetadataResponse_TensorMetadata
@@ -92,7 +80,7 @@ func checkModel(ctx context.Context, c *triton.Client, role string, ref react.Mo
 		return nil, errorf("has %d outputs (%s): name the one holding the feature", len(outputs), tensorNames(outputs))
 	}
 	m.ref.Output, m.outDT = out.GetName(), out.GetDatatype()
-	if !floatDatatypes[m.outDT] {
+	if !samples.Floats[m.outDT] {
 		return nil, errorf("output %q has datatype %s: want FP32, FP16, BF16 or FP64", m.ref.Output, m.outDT)
 	}
 	oshape := out.GetShape()
@@ -115,17 +103,13 @@ func checkModel(ctx context.Context, c *triton.Client, role string, ref react.Mo
 	return m, nil
 }
 
-// accepts checks that the model's input takes samples of the given shape.
-func (m *tritonModel) accepts(sample []int64) error {
-	ok := len(sample) == len(m.inShape)
-	for i := 0; ok && i < len(sample); i++ {
-		ok = m.inShape[i] == -1 || m.inShape[i] == sample[i]
+// bind matches a source's tensors with the model's inputs (samples.Bind).
+func (m *tritonModel) bind(specs []samples.Spec, source string) (samples.Binding, error) {
+	b, err := samples.Bind(m.inputs, specs, source)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", m.role, describe(m.ref), err)
 	}
-	if !ok {
-		return fmt.Errorf("%s %s: input %q takes samples of shape %s, not %s",
-			m.role, describe(m.ref), m.input, triton.FormatShape(m.inShape), triton.FormatShape(sample))
-	}
-	return nil
+	return b, nil
 }
 
 func findTensor(ts []*tritonpb.ModelMetadataResponse_TensorMetadata, name string) *tritonpb.ModelMetadataResponse_TensorMetadata {

@@ -111,16 +111,32 @@ func (f *fakeServer) ModelInfer(_ context.Context, r *tritonpb.ModelInferRequest
 			return nil, err
 		}
 	}
-	in := r.GetInputs()[0]
-	decode := triton.DecodeFloat32
-	if in.GetDatatype() == triton.BYTES {
-		decode = decodeEncoded // a preprocessing ensemble
+	// Each sample is its inputs' elements one after the other, in the
+	// order of the model's metadata, whatever order the request has.
+	rows := r.GetInputs()[0].GetShape()[0]
+	var parts [][]float64
+	for _, want := range m.inputs {
+		k := slices.IndexFunc(r.GetInputs(), func(in *tritonpb.ModelInferRequest_InferInputTensor) bool { return in.GetName() == want.GetName() })
+		if k < 0 || len(r.GetInputs()) != len(m.inputs) {
+			return nil, status.Errorf(codes.InvalidArgument, "want inputs %v", m.inputs)
+		}
+		in := r.GetInputs()[k]
+		if in.GetDatatype() != want.GetDatatype() || in.GetShape()[0] != rows {
+			return nil, status.Errorf(codes.InvalidArgument, "input %q: %s %v, want %s", in.GetName(), in.GetDatatype(), in.GetShape(), want.GetDatatype())
+		}
+		v, err := decodeNumbers(in.GetDatatype(), r.GetRawInputContents()[k])
+		if err != nil {
+			return nil, status.Error(codes.InvalidArgument, err.Error())
+		}
+		parts = append(parts, v)
 	}
-	x, err := decode(nil, in.GetDatatype(), r.GetRawInputContents()[0])
-	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+	var x []float64
+	for i := range int(rows) {
+		for _, v := range parts {
+			per := len(v) / int(rows)
+			x = append(x, v[i*per:(i+1)*per]...)
+		}
 	}
-	rows := in.GetShape()[0]
 	f.mu.Lock()
 	version := m.versions[f.answered[r.GetModelName()]%len(m.versions)]
 	f.answered[r.GetModelName()]++
@@ -152,6 +168,43 @@ func (f *fakeServer) ModelInfer(_ context.Context, r *tritonpb.ModelInferRequest
 		Outputs:           []*tritonpb.ModelInferResponse_InferOutputTensor{{Name: out.GetName(), Datatype: out.GetDatatype(), Shape: []int64{rows, int64(d)}}},
 		RawOutputContents: [][]byte{raw},
 	}, nil
+}
+
+// decodeNumbers decodes a tensor's raw contents to float64: any numeric
+// datatype, and BYTES as encodedDecode does (a preprocessing ensemble).
+func decodeNumbers(dt string, raw []byte) ([]float64, error) {
+	var v []float64
+	switch dt {
+	case triton.BYTES:
+		f, err := decodeEncoded(nil, dt, raw)
+		for _, x := range f {
+			v = append(v, float64(x))
+		}
+		return v, err
+	case triton.FP32, triton.FP16, triton.BF16, triton.FP64:
+		f, err := triton.DecodeFloat32(nil, dt, raw)
+		for _, x := range f {
+			v = append(v, float64(x))
+		}
+		return v, err
+	}
+	size, ok := triton.ElementSize(dt)
+	if !ok || len(raw)%size != 0 {
+		return nil, fmt.Errorf("datatype %s: %d bytes", dt, len(raw))
+	}
+	for off := 0; off < len(raw); off += size {
+		var u uint64
+		for b := size - 1; b >= 0; b-- {
+			u = u<<8 | uint64(raw[off+b])
+		}
+		switch dt {
+		case triton.INT8, triton.INT16, triton.INT32, triton.INT64:
+			v = append(v, float64(int64(u<<(64-8*size))>>(64-8*size)))
+		default: // UINT*, BOOL
+			v = append(v, float64(u))
+		}
+	}
+	return v, nil
 }
 
 // startFakeServer serves f on a loopback TCP port and returns its address.
@@ -342,15 +395,15 @@ func TestFitTritonRefuses(t *testing.T) {
 			f.models["merged"].inputs = append(f.models["merged"].inputs, tensorMeta("mask", triton.BOOL, -1, 2, 3))
 		}, good, nil, ExitFailure, []string{`backbone model "merged": has 2 inputs ("image" FP32 [-1 2 3], "mask" BOOL [-1 2 3])`}},
 		{"integer input", func(f *fakeServer) { f.models["expert_a"].inputs[0].Datatype = triton.INT32 }, good, nil, ExitFailure,
-			[]string{`expert of task a model "expert_a": input "image" has datatype INT32: want FP32, FP16, BF16 or FP64`}},
+			[]string{`expert of task a model "expert_a": input "image" has datatype INT32, but `, `a.npy holds FP32: save it as numpy.int32`}},
 		{"no batch dimension", func(f *fakeServer) { f.models["merged"].inputs[0].Shape = []int64{2, 3} }, good, nil, ExitFailure,
 			[]string{`input "image" has shape [2 3]: want a batch dimension first`}},
 		{"input shape", func(f *fakeServer) { f.models["expert_b"].inputs[0].Shape = []int64{-1, 3, 2} }, good, nil, ExitFailure,
-			[]string{"task b:", "b.npy holds 3×2×3 samples:", `input "pixels" takes samples of shape [3 2], not [2 3]`}},
+			[]string{"task b:", `input "pixels" takes samples of shape [3 2], not [2 3] (`, "b.npy)"}},
 		{"input rank", nil, func(t *testing.T, dir string) {
 			writeInputs(t, dir, "a", 9, 6)
 			writeInputs(t, dir, "b", 3, 2, 3)
-		}, nil, ExitFailure, []string{"a.npy holds 9×6 samples:", "takes samples of shape [2 3], not [6]"}},
+		}, nil, ExitFailure, []string{"takes samples of shape [2 3], not [6] (", "a.npy)"}},
 		{"no such output", nil, good, []string{"--backbone-output", "emb"}, ExitFailure,
 			[]string{`backbone model "merged": has no output "emb": its outputs are "feature" FP32 [-1 4]`}},
 		{"ambiguous output", func(f *fakeServer) {
@@ -364,11 +417,15 @@ func TestFitTritonRefuses(t *testing.T) {
 			[]string{`task b: expert model "expert_b" version 1 gives features of D=10 (output "logits") but backbone model "merged" gives D=4 (output "feature")`}},
 		{"no inputs", nil, func(t *testing.T, dir string) {}, nil, ExitFailure, []string{"no calibration inputs in", "want <task>.npy files"}},
 		{"listed task without inputs", nil, good, []string{"--tasks", "a,z", "--expert", "a=expert_a", "--expert", "z=expert_a"}, ExitFailure,
-			[]string{"task z:", "no calibration inputs: neither ", "z.npy nor a folder ", "z/ of images"}},
-		{"float64 inputs", nil, func(t *testing.T, dir string) {
+			[]string{"task z:", "no calibration inputs: neither ", "z.npy, ", "z.npz nor a folder ", "z/ of images"}},
+		{"complex inputs", nil, func(t *testing.T, dir string) {
 			good(t, dir)
-			rawNPY(t, filepath.Join(dir, "a.npy"), "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2, 3), }", make([]byte, 96))
-		}, nil, ExitFailure, []string{`a.npy: dtype "<f8": want little-endian float32`}},
+			rawNPY(t, filepath.Join(dir, "a.npy"), "{'descr': '<c8', 'fortran_order': False, 'shape': (2, 2, 3), }", make([]byte, 96))
+		}, nil, ExitFailure, []string{`a.npy: dtype "<c8" has no Triton datatype`}},
+		{"integer inputs for a float model", nil, func(t *testing.T, dir string) {
+			good(t, dir)
+			rawNPY(t, filepath.Join(dir, "a.npy"), "{'descr': '|u1', 'fortran_order': False, 'shape': (2, 2, 3), }", make([]byte, 12))
+		}, nil, ExitFailure, []string{`input "image" has datatype FP32, but `, `a.npy holds UINT8: save it as numpy.float32`}},
 		{"1-D inputs", nil, func(t *testing.T, dir string) {
 			good(t, dir)
 			rawNPY(t, filepath.Join(dir, "a.npy"), "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }", make([]byte, 24))

@@ -73,10 +73,7 @@ func loadCalibrate(path string, flags *pflag.FlagSet) (*Calibrate, error) {
 		decodeErrs = d.errs
 		lines, c.File = d.lines, abs
 		dir := filepath.Dir(abs)
-		for key, ptr := range map[string]*string{
-			"embeddings": &c.Embeddings, "inputs": &c.Inputs, "out": &c.Out,
-			"into": &c.Into, "checkpoint.dir": &c.Checkpoint.Dir,
-		} {
+		for key, ptr := range c.paths() {
 			if d.set[key] && *ptr != "" && !filepath.IsAbs(*ptr) {
 				*ptr = filepath.Join(dir, *ptr)
 			}
@@ -181,4 +178,13 @@ func calibrateSource(path string, sources map[string]string) string {
 		}
 	}
 	return ""
+}
+
+// paths returns the configuration's file and directory paths by key: a
+// file's are relative to the file, a flag's to the working directory.
+func (c *Calibrate) paths() map[string]*string {
+	return map[string]*string{
+		"embeddings": &c.Embeddings, "inputs": &c.Inputs, "out": &c.Out,
+		"into": &c.Into, "checkpoint.dir": &c.Checkpoint.Dir,
+	}
 }

@@ -2,6 +2,8 @@ package config
 
 import (
 	"bytes"
+	"fmt"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -12,13 +14,27 @@ import (
 )
 
 // YAML returns the configuration as a YAML file that LoadCalibrate reads
-// back to the same values: every key, in the order of the schema, with
-// durations written with their unit. calibrate fit --print-config shows it.
+// back to the same values from any directory: every key, in the order of
+// the schema, with durations written with their unit and paths made
+// absolute (a file's relative paths are read relative to the file, a
+// flag's were relative to the working directory). calibrate fit
+// --print-config shows it.
 func (c *Calibrate) YAML() ([]byte, error) {
+	out := *c
+	for key, ptr := range out.paths() {
+		if *ptr == "" || filepath.IsAbs(*ptr) {
+			continue
+		}
+		abs, err := filepath.Abs(*ptr)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		*ptr = abs
+	}
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
-	if err := enc.Encode(node(reflect.ValueOf(c).Elem())); err != nil {
+	if err := enc.Encode(node(reflect.ValueOf(&out).Elem())); err != nil {
 		return nil, err
 	}
 	if err := enc.Close(); err != nil {

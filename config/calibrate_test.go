@@ -287,3 +287,43 @@ func TestParseShard(t *testing.T) {
 		}
 	}
 }
+
+// TestCalibrateYAMLPathsLoadBackElsewhere: paths given by flags are
+// relative to the working directory and a file's to the file, so the
+// printed configuration writes them absolute: saved in another directory
+// and loaded from a third, it names the same files.
+func TestCalibrateYAMLPathsLoadBackElsewhere(t *testing.T) {
+	work := t.TempDir()
+	t.Chdir(work)
+	for _, dir := range []string{"feats", "out"} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs := parseCalibrateFlags(t, "--embeddings", "feats", "--out", "out/components.safetensors")
+	c, err := LoadCalibrate("", fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := filepath.Join(t.TempDir(), "printed.yaml")
+	if err := os.WriteFile(saved, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	back, err := LoadCalibrate(saved, nil)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	for name, got := range map[string]string{
+		filepath.Join(work, "feats"):                      back.Embeddings,
+		filepath.Join(work, "out/components.safetensors"): back.Out,
+	} {
+		if got != name {
+			t.Errorf("loaded back from elsewhere: %q, want %q\n%s", got, name, b)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -173,26 +174,53 @@ func (l *loader) load(flags *pflag.FlagSet) (*Config, error) {
 }
 
 // unmasked drops the validation problems that a key which did not decode
-// may explain: every problem in the same top-level section (a typo'd
-// "outptu" leaves "output" missing, which is not worth a second message),
-// and every problem when a top-level key itself is at fault. Problems in the
-// other sections are kept, so that one pass reports them all.
+// explains, and keeps every other, so that one pass reports them all: a
+// value that did not decode (a list given as a number, an entry given as a
+// string) explains every problem under it; an unknown key (a typo'd
+// "outptu") explains what its parent lacks ("output: required"), and a
+// top-level key that did not decode what any part lacks (the sections
+// depend on each other: no components entry, no model can name one). An
+// unknown task in a preset beside a typo still shows.
 func (l *loader) unmasked(errs []*FieldError) []*FieldError {
-	sections := make(map[string]bool, len(l.decodeErrs))
+	var values []string          // paths whose values did not decode
+	parents := map[string]bool{} // holders of an unknown key
+	topLevel := false            // a top-level key did not decode
 	for _, fe := range l.decodeErrs {
-		top := topSection(fe.Path)
-		if top == fe.Path {
-			return nil // an unknown or malformed section: anything may follow from it
+		topLevel = topLevel || topSection(fe.Path) == fe.Path
+		if strings.HasPrefix(fe.Msg, "unknown key") {
+			parents[parentPath(fe.Path)] = true
+		} else {
+			values = append(values, fe.Path)
 		}
-		sections[top] = true
 	}
 	var out []*FieldError
 	for _, fe := range errs {
-		if !sections[topSection(fe.Path)] {
-			out = append(out, fe)
+		if slices.ContainsFunc(values, func(v string) bool { return under(fe.Path, v) }) {
+			continue
 		}
+		lacks := strings.Contains(fe.Msg, "required")
+		if lacks && (topLevel || parents[parentPath(fe.Path)]) {
+			continue
+		}
+		out = append(out, fe)
 	}
 	return out
+}
+
+// under reports whether path is root or a key or element below it.
+func under(path, root string) bool {
+	rest, ok := strings.CutPrefix(path, root)
+	return ok && (rest == "" || rest[0] == '.' || rest[0] == '[')
+}
+
+// parentPath returns the path of what holds the key at path:
+// "models[0].backbone" for "models[0].backbone.output", "models[0]" for
+// "models[0].heads", "" for a top-level key.
+func parentPath(path string) string {
+	if i := strings.LastIndexAny(path, ".["); i >= 0 {
+		return path[:i]
+	}
+	return ""
 }
 
 // topSection returns the top-level key of a path: "models" for

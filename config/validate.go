@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/react"
 )
 
@@ -28,9 +29,10 @@ var versionPattern = regexp.MustCompile(`^[1-9][0-9]*$`)
 // the TLS files must exist and be readable, and relative paths are taken
 // relative to the working directory (Load has made the file's absolute).
 //
-// Task names, in preferences, presets, heads and experiment arms, are not
-// checked here but against the components files when the sidecar loads
-// them.
+// The preferences (default_preference, presets, experiment arms) are
+// checked against the tasks of their components file, read from its header,
+// so that an unknown task shows beside every other problem; a head's task
+// is checked when the sidecar loads the file.
 func (c *Config) Validate() error {
 	var p problems
 	c.validateTriton(&p)
@@ -40,10 +42,22 @@ func (c *Config) Validate() error {
 	c.validateAdmission(&p)
 	c.validateLinAlg(&p)
 	c.validateLog(&p)
-	c.validateComponents(&p)
+	tasks := c.validateComponents(&p)
 	c.validateModels(&p)
-	c.validateExperiments(&p)
+	c.validateExperiments(&p, tasks)
 	return p.err()
+}
+
+// checkSpec adds a problem at path if spec is not a preference over tasks
+// (or none); tasks nil, for a components file that could not be read,
+// checks nothing: the file has its own problem.
+func checkSpec(p *problems, path, spec string, tasks []string) {
+	if tasks == nil || strings.TrimSpace(spec) == "" {
+		return
+	}
+	if _, err := control.ParseSpec(spec, tasks); err != nil {
+		p.add(path, "%v", err)
+	}
 }
 
 func (c *Config) validateTriton(p *problems) {
@@ -187,7 +201,10 @@ func (c *Config) validateLog(p *problems) {
 	}
 }
 
-func (c *Config) validateComponents(p *problems) {
+// validateComponents checks the components entries, and returns the tasks
+// of each entry whose file's header reads, by entry name.
+func (c *Config) validateComponents(p *problems) map[string][]string {
+	tasks := map[string][]string{}
 	first := map[string]int{} // name → index of its first entry
 	for i, comp := range c.Components {
 		path := indexPath("components", i)
@@ -203,10 +220,18 @@ func (c *Config) validateComponents(p *problems) {
 				first[comp.Name] = i
 			}
 		}
+		var fileTasks []string
 		if comp.Path == "" {
 			p.add(path+".path", "required: the components file (safetensors) written by calibrate fit")
 		} else if msg := checkFile(comp.Path); msg != "" {
 			p.add(path+".path", "%s", msg)
+		} else if info, err := react.ReadFileInfo(comp.Path); err == nil {
+			// (A file that does not read is the sidecar's problem when it
+			// loads it, with the file's whole check.)
+			fileTasks = info.TaskNames()
+			if _, dup := tasks[comp.Name]; !dup && comp.Name != "" {
+				tasks[comp.Name] = fileTasks
+			}
 		}
 		if comp.Beta != nil {
 			if err := react.ValidateBeta(*comp.Beta); err != nil {
@@ -221,6 +246,7 @@ func (c *Config) validateComponents(p *problems) {
 		if comp.DefaultPreference != "" && strings.TrimSpace(comp.DefaultPreference) == "" {
 			p.add(path+".default_preference", "blank: write a preference such as \"cars=0.6,dtd=0.4\", or leave the key out for no correction")
 		}
+		checkSpec(p, path+".default_preference", comp.DefaultPreference, fileTasks)
 		names := make([]string, 0, len(comp.Presets))
 		for name := range comp.Presets {
 			names = append(names, name)
@@ -234,8 +260,10 @@ func (c *Config) validateComponents(p *problems) {
 			if strings.TrimSpace(comp.Presets[name]) == "" {
 				p.add(pp, "empty preference: write one such as \"cars=0.6,dtd=0.4\"")
 			}
+			checkSpec(p, pp, comp.Presets[name], fileTasks)
 		}
 	}
+	return tasks
 }
 
 func (c *Config) validateModels(p *problems) {

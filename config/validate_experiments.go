@@ -30,7 +30,9 @@ func checkKeyHeader(h string) string {
 // tritonParameters are the request parameters Triton reserves for itself.
 var tritonParameters = []string{"sequence_id", "sequence_start", "sequence_end", "priority", "timeout", "binary_data_output", "headers"}
 
-func (c *Config) validateExperiments(p *problems) {
+// validateExperiments checks the experiments; tasks are the tasks of each
+// components entry whose file reads, for the arms' preferences.
+func (c *Config) validateExperiments(p *problems, tasks map[string][]string) {
 	models := map[string]string{} // model name → its components entry
 	for _, m := range c.Models {
 		if _, dup := models[m.Name]; !dup {
@@ -125,6 +127,16 @@ func (c *Config) validateExperiments(p *problems) {
 				p.add(ap+".preset", "set with preference: give one or the other")
 			case a.Preference != "" && strings.TrimSpace(a.Preference) == "":
 				p.add(ap+".preference", "blank: write a preference such as \"cars=0.6,dtd=0.4\", or \"none\"")
+			case a.Preference != "":
+				// Against each components entry the experiment's models use,
+				// once per entry.
+				checked := map[string]bool{}
+				for _, name := range e.Models {
+					if comp := models[name]; !checked[comp] {
+						checked[comp] = true
+						checkSpec(p, ap+".preference", a.Preference, tasks[comp])
+					}
+				}
 			case a.Preset != "":
 				for _, name := range e.Models {
 					// A model or components entry that does not exist has

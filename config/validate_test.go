@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/mergectl/react-triton/react"
 )
 
@@ -377,5 +379,56 @@ func TestErrorFormat(t *testing.T) {
 	var fe *FieldError
 	if !errors.As(fmt.Errorf("config: x.yaml: %w", two), &fe) || fe != two.Errors[0] {
 		t.Errorf("errors.As found %v, want the first problem", fe)
+	}
+}
+
+// TestLoadReportsEveryPreferenceProblem: the preferences are checked
+// against the components file's tasks beside every other problem, so that
+// an invalid β, a typo'd key and an arm's unknown preset hide none of the
+// unknown tasks in the default, a preset and an arm.
+func TestLoadReportsEveryPreferenceProblem(t *testing.T) {
+	clearEnv(t)
+	path := stageText(t, "sidecar.yaml", `
+triton: {grpc: localhost:8101, http: localhost:8100}
+components:
+  - name: c
+    path: comps.safetensors
+    beta: -1
+    normalise: sum
+    default_preference: cars=1,foo=1
+    presets: {good: cars=1, bad: bogus=1}
+models:
+  - {name: m, components: c, backbone: {model: b, output: f}, heads: [{task: cars, model: h}]}
+experiments:
+  - name: e
+    models: [m]
+    key: {header: x-user}
+    arms:
+      - {name: a, weight: 1, preset: nosuch}
+      - {name: b, weight: 1, preference: "zzz=1"}
+`)
+	c := &react.Components{D: 2, Beta: 0.1, Normalization: react.NormSum}
+	for _, name := range []string{"cars", "dtd"} {
+		c.Tasks = append(c.Tasks, &react.TaskStats{Name: name, N: 10, S: mat.NewDense(2, 2, []float64{1, 0, 0, 1}),
+			G: mat.NewSymDense(2, []float64{2, 0, 0, 2}), WOrth: mat.NewDense(2, 2, []float64{1, 0, 0, 1})})
+	}
+	if err := react.SaveComponents(filepath.Join(filepath.Dir(path), "comps.safetensors"), c); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path, nil)
+	if err == nil {
+		t.Fatal("Load succeeded")
+	}
+	for _, want := range []string{
+		"components[0].beta:",
+		"components[0].normalise: unknown key",
+		`components[0].default_preference: preference "cars=1,foo=1": unknown task "foo"`,
+		`components[0].presets.bad: preference "bogus=1": unknown task "bogus"`,
+		`experiments[0].arms[0].preset: "nosuch" is not a preset`,
+		`experiments[0].arms[1].preference: preference "zzz=1": unknown task "zzz"`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
 	}
 }

@@ -119,7 +119,8 @@ func (c Choice) Canonical() string {
 
 // InputError reports a preference or preset a request got wrong. Servers
 // answer it with INVALID_ARGUMENT (HTTP 400); its message names the problem
-// and lists the valid task and preset names.
+// and lists the valid task and preset names (the tasks once: an unknown
+// task's error lists them itself).
 type InputError struct {
 	// Key is the request key at fault, KeyPreference or KeyPreset.
 	Key string
@@ -136,6 +137,9 @@ func (e *InputError) Error() string {
 	presets := "none"
 	if len(e.Presets) > 0 {
 		presets = strings.Join(e.Presets, ", ")
+	}
+	if errors.Is(e.Err, react.ErrUnknownTask) { // it lists the tasks already
+		return fmt.Sprintf("%s %s: %v (presets: %s)", e.Key, e.Where, e.Err, presets)
 	}
 	return fmt.Sprintf("%s %s: %v (valid tasks: %s; presets: %s)", e.Key, e.Where, e.Err, strings.Join(e.Tasks, ", "), presets)
 }
@@ -232,11 +236,16 @@ func (p *Profile) parse(spec string, src Source) (Choice, error) {
 var ErrPresetsOnly = errors.New("only presets, experiment arms, the default and none are served here, not preferences of their own: name a preset with react-preset")
 
 // parseSpec parses a spec or None into a Choice without a source.
-func (p *Profile) parseSpec(spec string) (Choice, error) {
+func (p *Profile) parseSpec(spec string) (Choice, error) { return ParseSpec(spec, p.tasks) }
+
+// ParseSpec parses a preference spec as a configuration or a request
+// gives it, against a components file's tasks: None for no correction, or
+// a preference (react.ParsePreference), rounded as every W_p is solved.
+func ParseSpec(spec string, tasks []string) (Choice, error) {
 	if strings.TrimSpace(spec) == None {
 		return Choice{}, nil
 	}
-	pref, err := react.ParsePreference(spec, p.tasks)
+	pref, err := react.ParsePreference(spec, tasks)
 	if err != nil {
 		return Choice{}, err
 	}

@@ -14,34 +14,36 @@ import (
 	"strings"
 
 	"github.com/mergectl/react-triton/internal/npyfile"
+	"github.com/mergectl/react-triton/internal/samples"
 )
 
 // LabelsSuffix ends the name of a task's label file: DIR/<task>.labels.npy
-// beside its inputs DIR/<task>.npy.
+// beside its inputs DIR/<task>.npy (or DIR/<task>.npz).
 const LabelsSuffix = ".labels.npy"
 
 // Task is one task's labelled evaluation data.
 type Task struct {
-	Name   string
-	Inputs []float32 // N inputs, each of Shape, in C order
-	Shape  []int64   // one input's shape, without the batch dimension
-	Labels []int64   // N class indices
+	Name string
+	// Samples are the N inputs: a *samples.Set read from the task's file,
+	// or features in memory (Floats).
+	Samples Samples
+	Labels  []int64 // N class indices
+	closer  func() error
 }
 
 // N returns the number of samples.
 func (t *Task) N() int { return len(t.Labels) }
 
-// size returns the number of elements of one input.
-func (t *Task) size() int {
-	n := 1
-	for _, d := range t.Shape {
-		n *= int(d)
+// Close closes the task's input file, if it has one.
+func (t *Task) Close() error {
+	if t.closer == nil {
+		return nil
 	}
-	return n
+	return t.closer()
 }
 
-// DiscoverTasks returns the tasks of dir, sorted: every <task>.npy that has
-// a <task>.labels.npy beside it.
+// DiscoverTasks returns the tasks of dir, sorted: every <task>.npy or
+// <task>.npz that has a <task>.labels.npy beside it.
 func DiscoverTasks(dir string) ([]string, error) {
 	labels, err := filepath.Glob(filepath.Join(dir, "*"+LabelsSuffix))
 	if err != nil {
@@ -50,59 +52,72 @@ func DiscoverTasks(dir string) ([]string, error) {
 	var tasks []string
 	for _, l := range labels {
 		t := strings.TrimSuffix(filepath.Base(l), LabelsSuffix)
-		if _, err := os.Stat(filepath.Join(dir, t+".npy")); err == nil {
+		if _, err := inputPath(dir, t); err == nil {
 			tasks = append(tasks, t)
 		}
 	}
 	if len(tasks) == 0 {
-		return nil, fmt.Errorf("%s: no <task>.npy with <task>%s beside it", dir, LabelsSuffix)
+		return nil, fmt.Errorf("%s: no <task>.npy (or .npz) with <task>%s beside it", dir, LabelsSuffix)
 	}
 	slices.Sort(tasks)
 	return tasks, nil
 }
 
-// LoadTask reads a task's inputs, DIR/<task>.npy (float32 or float64 in C
-// order, samples along the first axis), and labels, DIR/<task>.labels.npy
-// (a 1-D array of int64, int32 or uint8 class indices ≥ 0, one per sample).
+// inputPath returns a task's input file: DIR/<task>.npy, or else
+// DIR/<task>.npz; one of them, not both.
+func inputPath(dir, name string) (string, error) {
+	npy, npz := filepath.Join(dir, name+samples.NpySuffix), filepath.Join(dir, name+samples.NpzSuffix)
+	_, errY := os.Stat(npy)
+	_, errZ := os.Stat(npz)
+	switch {
+	case errY == nil && errZ == nil:
+		return "", fmt.Errorf("both %s and %s: keep one", npy, npz)
+	case errY == nil:
+		return npy, nil
+	case errZ == nil:
+		return npz, nil
+	}
+	return "", fmt.Errorf("no inputs: neither %s nor %s", npy, npz)
+}
+
+// LoadTask opens a task's inputs, DIR/<task>.npy, or DIR/<task>.npz for
+// models of several inputs (package samples: any dtype Triton has a
+// datatype for, samples along the first axis), and reads its labels,
+// DIR/<task>.labels.npy (a 1-D array of int64, int32 or uint8 class
+// indices ≥ 0, one per sample). The inputs are read when sent; Close the
+// task when done.
 func LoadTask(dir, name string) (*Task, error) {
-	inPath := filepath.Join(dir, name+".npy")
-	shape, inputs, err := readFloat32(inPath)
+	inPath, err := inputPath(dir, name)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", name, err)
 	}
-	if len(shape) < 2 {
-		return nil, fmt.Errorf("task %s: %s: shape %v: want samples along the first axis, then one input's shape", name, inPath, shape)
+	set, err := samples.Open(inPath)
+	if err != nil {
+		return nil, fmt.Errorf("task %s: %w", name, err)
 	}
 	lPath := filepath.Join(dir, name+LabelsSuffix)
 	lshape, labels, err := readLabels(lPath)
+	if err == nil && (len(lshape) != 1 || lshape[0] != set.Rows()) {
+		err = fmt.Errorf("%s has shape %v: want (%d,), one label per input of %s", lPath, lshape, set.Rows(), inPath)
+	}
 	if err != nil {
+		set.Close()
 		return nil, fmt.Errorf("task %s: %w", name, err)
 	}
-	if len(lshape) != 1 || lshape[0] != shape[0] {
-		return nil, fmt.Errorf("task %s: %s has shape %v: want (%d,), one label per input of %s", name, lPath, lshape, shape[0], inPath)
-	}
-	if shape[0] == 0 {
-		return nil, fmt.Errorf("task %s: %s holds no samples", name, inPath)
-	}
-	t := &Task{Name: name, Inputs: inputs, Labels: labels}
-	for _, d := range shape[1:] {
-		t.Shape = append(t.Shape, int64(d))
-	}
-	return t, nil
+	return &Task{Name: name, Samples: set, Labels: labels, closer: set.Close}, nil
 }
 
 // Subset returns a seeded random subset of at most limit samples, in their
 // order in t: the same seed and N give the same samples on every machine
-// (Go's PCG, as calibrate fit --limit). limit ≤ 0 or ≥ N returns t.
+// (Go's PCG, as calibrate fit --limit). limit ≤ 0 or ≥ N returns t. The
+// subset reads from t's file: close t, not it.
 func (t *Task) Subset(limit int, seed uint64) *Task {
 	if limit <= 0 || limit >= t.N() {
 		return t
 	}
 	idx := SampleIndices(t.N(), limit, seed)
-	size := t.size()
-	s := &Task{Name: t.Name, Shape: t.Shape, Inputs: make([]float32, 0, limit*size), Labels: make([]int64, 0, limit)}
+	s := &Task{Name: t.Name, Samples: &subset{Samples: t.Samples, rows: idx}, Labels: make([]int64, 0, limit)}
 	for _, i := range idx {
-		s.Inputs = append(s.Inputs, t.Inputs[i*size:(i+1)*size]...)
 		s.Labels = append(s.Labels, t.Labels[i])
 	}
 	return s
@@ -145,7 +160,7 @@ func readArray(path string) (npyfile.Header, int, *bufio.Reader, func() error, e
 
 // readWidened reads len(dst) little-endian elements of type S from r and
 // stores them converted to D.
-func readWidened[S int32 | uint8 | float64, D int64 | float32](r io.Reader, dst []D) error {
+func readWidened[S int32 | uint8, D int64](r io.Reader, dst []D) error {
 	v := make([]S, len(dst))
 	if err := binary.Read(r, binary.LittleEndian, v); err != nil {
 		return err
@@ -165,28 +180,6 @@ func elements(shape []int) (int, error) {
 		n *= d
 	}
 	return n, nil
-}
-
-// readFloat32 reads a float32 or float64 array as float32.
-func readFloat32(path string) ([]int, []float32, error) {
-	h, n, r, closeFn, err := readArray(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer closeFn()
-	out := make([]float32, n)
-	switch h.Descr {
-	case "<f4":
-		err = binary.Read(r, binary.LittleEndian, out)
-	case "<f8":
-		err = readWidened[float64](r, out)
-	default:
-		return nil, nil, fmt.Errorf("%s: dtype %q: want float32 or float64 inputs", path, h.Descr)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: reading %d elements of shape %v: %w", path, n, h.Shape, truncated(err))
-	}
-	return h.Shape, out, nil
 }
 
 // readLabels reads an int64, int32 or uint8 array of labels ≥ 0.

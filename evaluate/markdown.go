@@ -33,7 +33,7 @@ func setting(beta *float64, norm string) string {
 // accuracy, then the summaries of the preference sets.
 func (r *Result) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Test accuracy (%%) per task (%s samples); normalised = mean of accuracy / Individual accuracy.\n\n", samples(r))
+	fmt.Fprintf(&b, "Test accuracy (%%) per task (%s samples); normalised = mean of accuracy / Individual accuracy.\n\n", sampleCounts(r))
 	fmt.Fprintf(&b, "| model | setting | preference | %s | average | normalised |\n", strings.Join(r.Tasks, " | "))
 	b.WriteString("|---|---|---|" + strings.Repeat("---|", len(r.Tasks)+2) + "\n")
 	for _, row := range r.Rows {
@@ -81,7 +81,7 @@ func opt(v *float64) string {
 	return fmt.Sprintf("%.4f", *v)
 }
 
-func samples(r *Result) string {
+func sampleCounts(r *Result) string {
 	total := 0
 	parts := make([]string, len(r.Tasks))
 	for i, t := range r.Tasks {

@@ -2,12 +2,14 @@ package evaluate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/mergectl/react-triton/internal/samples"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/triton"
 )
@@ -15,10 +17,9 @@ import (
 // Models runs served models on batches of inputs: the backbones and experts
 // on a task's inputs, the heads on (corrected) features.
 type Models interface {
-	// Run returns the output of model for the n = len(x)/size(shape)
-	// inputs in x, each of shape (without the batch dimension), as n rows
-	// of cols float32 values.
-	Run(ctx context.Context, model react.ModelRef, x []float32, shape []int64) (out []float32, cols int, err error)
+	// Run returns the output of model for the in.Rows() samples of in, as
+	// that many rows of cols float32 values.
+	Run(ctx context.Context, model react.ModelRef, in Samples) (out []float32, cols int, err error)
 }
 
 // Defaults of Triton.
@@ -42,8 +43,9 @@ type Triton struct {
 
 // servedModel is what a request to a model needs.
 type servedModel struct {
-	input, inputDT, output string
-	maxBatch               int
+	inputs   []samples.Input
+	output   string
+	maxBatch int
 }
 
 // describeRef names a model for messages.
@@ -54,8 +56,9 @@ func describeRef(m react.ModelRef) string {
 	return fmt.Sprintf("model %q version %s", m.Name, m.Version)
 }
 
-// resolve checks a model once: ready, one FP32 or FP16 input, and the
-// output ref.Output or else its only output.
+// resolve checks a model once: ready, batched inputs (what they take is
+// checked against the samples by samples.Bind), and the output ref.Output
+// or else its only output.
 func (t *Triton) resolve(ctx context.Context, ref react.ModelRef) (*servedModel, error) {
 	t.mu.Lock()
 	m, ok := t.models[ref]
@@ -74,13 +77,13 @@ func (t *Triton) resolve(ctx context.Context, ref react.ModelRef) (*servedModel,
 	if err != nil {
 		return nil, err
 	}
-	if len(meta.GetInputs()) != 1 {
-		return nil, fmt.Errorf("has %d inputs: want one", len(meta.GetInputs()))
-	}
-	in := meta.GetInputs()[0]
-	m = &servedModel{input: in.GetName(), inputDT: in.GetDatatype(), output: ref.Output}
-	if m.inputDT != triton.FP32 && m.inputDT != triton.FP16 {
-		return nil, fmt.Errorf("input %q is %s: want FP32 or FP16", m.input, m.inputDT)
+	m = &servedModel{output: ref.Output}
+	for _, in := range meta.GetInputs() {
+		shape := in.GetShape()
+		if len(shape) < 1 || shape[0] != -1 {
+			return nil, fmt.Errorf("input %q has shape %s: want a batch dimension first", in.GetName(), triton.FormatShape(shape))
+		}
+		m.inputs = append(m.inputs, samples.Input{Name: in.GetName(), Datatype: in.GetDatatype(), Shape: shape[1:]})
 	}
 	var names []string
 	for _, o := range meta.GetOutputs() {
@@ -118,27 +121,28 @@ func (t *Triton) resolve(ctx context.Context, ref react.ModelRef) (*servedModel,
 }
 
 // Run implements Models.
-func (t *Triton) Run(ctx context.Context, ref react.ModelRef, x []float32, shape []int64) ([]float32, int, error) {
-	out, cols, err := t.run(ctx, ref, x, shape)
+func (t *Triton) Run(ctx context.Context, ref react.ModelRef, in Samples) ([]float32, int, error) {
+	out, cols, err := t.run(ctx, ref, in)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", describeRef(ref), err)
 	}
 	return out, cols, nil
 }
 
-func (t *Triton) run(ctx context.Context, ref react.ModelRef, x []float32, shape []int64) ([]float32, int, error) {
+func (t *Triton) run(ctx context.Context, ref react.ModelRef, in Samples) ([]float32, int, error) {
 	m, err := t.resolve(ctx, ref)
 	if err != nil {
 		return nil, 0, err
 	}
-	size := 1
-	for _, d := range shape {
-		size *= int(d)
+	specs := in.Specs()
+	bind, err := samples.Bind(m.inputs, specs, "the samples")
+	if err != nil {
+		return nil, 0, err
 	}
-	if size == 0 || len(x)%size != 0 {
-		return nil, 0, fmt.Errorf("%d values are not a whole number of inputs of shape %v", len(x), shape)
+	n := in.Rows()
+	if n == 0 {
+		return nil, 0, errors.New("no samples")
 	}
-	n := len(x) / size
 	batch := t.Batch
 	if batch <= 0 {
 		batch = DefaultBatch
@@ -155,15 +159,16 @@ func (t *Triton) run(ctx context.Context, ref react.ModelRef, x []float32, shape
 	for k := range parts {
 		g.Go(func() error {
 			lo, hi := k*batch, min(n, (k+1)*batch)
-			bshape := append([]int64{int64(hi - lo)}, shape...)
-			var in triton.Tensor
-			if m.inputDT == triton.FP16 {
-				in = triton.NewFP16(m.input, bshape, x[lo*size:hi*size])
-			} else {
-				in = triton.NewFP32(m.input, bshape, x[lo*size:hi*size])
+			raw, err := in.Read(span(lo, hi))
+			if err != nil {
+				return fmt.Errorf("samples %d to %d: %w", lo, hi-1, err)
+			}
+			inputs, err := bind.Tensors(specs, raw, hi-lo)
+			if err != nil {
+				return fmt.Errorf("samples %d to %d: %w", lo, hi-1, err)
 			}
 			resp, err := t.Client.Infer(gctx, &triton.InferRequest{Model: ref.Name, Version: ref.Version,
-				Inputs: []triton.Tensor{in}, Outputs: []string{m.output}})
+				Inputs: inputs, Outputs: []string{m.output}})
 			if err != nil {
 				return fmt.Errorf("samples %d to %d: %w", lo, hi-1, err)
 			}

@@ -198,7 +198,7 @@ func (e *evaluation) extract(ctx context.Context, m react.ModelRef, i int) error
 		return nil
 	}
 	t := e.cfg.Tasks[i]
-	z, d, err := e.models.Run(ctx, m, t.Inputs, t.Shape)
+	z, d, err := e.models.Run(ctx, m, t.Samples)
 	if err != nil {
 		return fmt.Errorf("task %s: features: %w", t.Name, err)
 	}
@@ -220,7 +220,7 @@ func (e *evaluation) accuracies(ctx context.Context, i int, feats [][]float32) (
 	for _, f := range feats {
 		all = append(all, f...)
 	}
-	logits, classes, err := e.models.Run(ctx, e.cfg.Heads[t.Name], all, []int64{int64(e.d)})
+	logits, classes, err := e.models.Run(ctx, e.cfg.Heads[t.Name], &Floats{X: all, Shape: []int64{int64(e.d)}})
 	if err != nil {
 		return nil, fmt.Errorf("task %s: head: %w", t.Name, err)
 	}

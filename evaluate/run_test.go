@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/triton"
 )
 
 // linearModels is an in-process Models: every model is a linear map of one
@@ -22,7 +23,11 @@ type linearModels struct {
 	calls map[string]int // samples run per model
 }
 
-func (l *linearModels) Run(_ context.Context, m react.ModelRef, x []float32, shape []int64) ([]float32, int, error) {
+func (l *linearModels) Run(_ context.Context, m react.ModelRef, in Samples) ([]float32, int, error) {
+	x, shape, err := floatsOf(in)
+	if err != nil {
+		return nil, 0, err
+	}
 	w, ok := l.maps[m.Name]
 	if !ok {
 		return nil, 0, fmt.Errorf("no model %q", m.Name)
@@ -42,6 +47,21 @@ func (l *linearModels) Run(_ context.Context, m react.ModelRef, x []float32, sha
 		}
 	}
 	return out, r, nil
+}
+
+// floatsOf reads every sample of in, one float32 tensor, as the fakes
+// take them.
+func floatsOf(in Samples) ([]float32, []int64, error) {
+	specs := in.Specs()
+	if len(specs) != 1 || specs[0].Datatype != triton.FP32 {
+		return nil, nil, fmt.Errorf("samples %+v: want one FP32 tensor", specs)
+	}
+	raw, err := in.Read(span(0, in.Rows()))
+	if err != nil {
+		return nil, nil, err
+	}
+	x, err := triton.DecodeFloat32(nil, triton.FP32, raw[0])
+	return x, specs[0].Shape, err
 }
 
 func widen(x []float32) []float64 {
@@ -123,7 +143,8 @@ func newFixture(t *testing.T) *fixture {
 		}
 		c.Tasks = append(c.Tasks, st)
 		// Evaluation data: labels are the expert's predictions, a fifth flipped.
-		tk := &Task{Name: task, Shape: []int64{fixD}}
+		in := &Floats{Shape: []int64{fixD}}
+		tk := &Task{Name: task, Samples: in}
 		for i := range fixN {
 			x := randDense(rng, fixD, 1, 1).RawMatrix().Data
 			y := int64(argmax(apply(lm.maps["head_"+task], apply(expert, x))))
@@ -131,7 +152,7 @@ func newFixture(t *testing.T) *fixture {
 				y = (y + 1) % fixClasses
 			}
 			for _, v := range x {
-				tk.Inputs = append(tk.Inputs, float32(v))
+				in.X = append(in.X, float32(v))
 			}
 			tk.Labels = append(tk.Labels, y)
 		}
@@ -146,7 +167,7 @@ func (f *fixture) accuracyOf(i int, model string, w *mat.Dense) float64 {
 	tk := f.cfg.Tasks[i]
 	right := 0
 	for k := range tk.N() {
-		z := apply(f.models.maps[model], widen(tk.Inputs[k*fixD:(k+1)*fixD]))
+		z := apply(f.models.maps[model], widen(tk.Samples.(*Floats).X[k*fixD:(k+1)*fixD]))
 		if w != nil {
 			z = apply(w, z)
 		}
@@ -355,7 +376,7 @@ func TestRunOracleLinear(t *testing.T) {
 	features := func(model string, tk *Task) []float32 {
 		var out []float32
 		for k := range tk.N() {
-			for _, v := range apply(f.models.maps[model], widen(tk.Inputs[k*fixD:(k+1)*fixD])) {
+			for _, v := range apply(f.models.maps[model], widen(tk.Samples.(*Floats).X[k*fixD:(k+1)*fixD])) {
 				out = append(out, float32(v))
 			}
 		}

@@ -167,11 +167,11 @@ func (e *evaluation) served(ctx context.Context, s *Served) error {
 					return err
 				}
 			}
-			want, classes, err := e.models.Run(ctx, e.cfg.Heads[t.Name], feat, []int64{int64(e.d)})
+			want, classes, err := e.models.Run(ctx, e.cfg.Heads[t.Name], &Floats{X: feat, Shape: []int64{int64(e.d)}})
 			if err != nil {
 				return fmt.Errorf("task %s: head: %w", t.Name, err)
 			}
-			got, gotClasses, err := s.Models.Run(PreferenceContext(ctx, pt.header), head, t.Inputs, t.Shape)
+			got, gotClasses, err := s.Models.Run(PreferenceContext(ctx, pt.header), head, t.Samples)
 			if err != nil {
 				return fmt.Errorf("task %s: served at %s: %w", t.Name, pt.header, err)
 			}

@@ -23,7 +23,11 @@ type fakeSidecar struct {
 	headers []string // every header received
 }
 
-func (s *fakeSidecar) Run(ctx context.Context, m react.ModelRef, x []float32, shape []int64) ([]float32, int, error) {
+func (s *fakeSidecar) Run(ctx context.Context, m react.ModelRef, in Samples) ([]float32, int, error) {
+	x, shape, err := floatsOf(in)
+	if err != nil {
+		return nil, 0, err
+	}
 	md, _ := metadata.FromOutgoingContext(ctx)
 	h := md.Get(control.KeyPreference)
 	if len(h) != 1 {

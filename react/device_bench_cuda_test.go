@@ -28,16 +28,6 @@ import (
 //
 // They skip without a device.
 
-// benchDevice returns the device in use, or skips.
-func benchDevice(b *testing.B) *cudaAccelerator {
-	b.Helper()
-	acc, ok := CurrentAccelerator().(*cudaAccelerator)
-	if !ok {
-		b.Skipf("no CUDA device in use (backend %s)", CurrentBackend())
-	}
-	return acc
-}
-
 // timed runs f b.N times and reports the medians of its wall time and of
 // the GPU time between events recorded on the device's stream before and
 // after it.
@@ -169,7 +159,7 @@ var benchCache struct {
 // the solve in float64 on the device, the rounding to float32 (through
 // the host) and the upload of W_p.
 func BenchmarkDeviceSolve(b *testing.B) {
-	acc := benchDevice(b)
+	acc := cudaInUse(b)
 	for _, d := range []int{512, 768, 1024, 1280} {
 		for _, tasks := range []int{2, 8, 20} {
 			b.Run(fmt.Sprintf("D=%d/T=%d", d, tasks), func(b *testing.B) {
@@ -203,7 +193,7 @@ func BenchmarkDeviceSolve(b *testing.B) {
 // the median wall time of each (the device waited for after each, so
 // their sum exceeds one solve's time a little).
 func BenchmarkDeviceSolveSteps(b *testing.B) {
-	acc := benchDevice(b)
+	acc := cudaInUse(b)
 	for _, d := range []int{768, 1280} {
 		b.Run(fmt.Sprintf("D=%d/T=8", d), func(b *testing.B) {
 			c := cachedComponents(d, 8)
@@ -244,7 +234,7 @@ func BenchmarkDeviceSolveSteps(b *testing.B) {
 // backend's case for a backbone on the GPU): one SGEMM, after checking the
 // two addresses.
 func BenchmarkDeviceApply(b *testing.B) {
-	acc := benchDevice(b)
+	acc := cudaInUse(b)
 	for _, d := range []int{768, 1280} {
 		c := syntheticComponents(d, 2)
 		s := mustSolver(b, c, DefaultOptions(c))
@@ -273,62 +263,6 @@ func BenchmarkDeviceApply(b *testing.B) {
 				timed(b, acc.dev, func() error { return m.ApplyDevice(uintptr(out), uintptr(in), rows) })
 				b.ReportMetric(gpu, "gpu-ms/op")
 			})
-		}
-	}
-}
-
-// TestDeviceApplyResident checks ApplyDevice, on device memory, against
-// Apply on host memory.
-func TestDeviceApplyResident(t *testing.T) {
-	acc, ok := CurrentAccelerator().(*cudaAccelerator)
-	if !ok {
-		t.Skipf("no CUDA device in use (backend %s)", CurrentBackend())
-	}
-	const d, rows = 64, 9
-	c := syntheticComponents(d, 3)
-	s := mustSolver(t, c, DefaultOptions(c))
-	ds, err := acc.Load(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dm, _, err := ds.Solve(mustPref(t, "task0=1,task2=3", s.Tasks()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(3, 3))
-	z := make([]float32, rows*d)
-	for i := range z {
-		z[i] = float32(rng.NormFloat64())
-	}
-	want := make([]float32, len(z))
-	if err := dm.Apply(want, z); err != nil {
-		t.Fatal(err)
-	}
-	in, out := deviceBatch(t, acc.dev, z)
-	got := make([]float32, len(z))
-	if err := dm.ApplyDevice(uintptr(out), uintptr(in), rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := dm.ApplyDevice(uintptr(in)+4, uintptr(in), rows); err == nil {
-		t.Error("ApplyDevice onto an overlapping destination succeeded")
-	}
-	if err := acc.dev.Do(func() error { return acc.dev.Download32(got, out) }); err != nil {
-		t.Fatal(err)
-	}
-	for i := range got {
-		if got[i] != want[i] {
-			t.Fatalf("ApplyDevice [%d] = %v, Apply %v", i, got[i], want[i])
-		}
-	}
-	if err := acc.CopyDevice(uintptr(out), uintptr(in), 4*len(z)); err != nil {
-		t.Fatal(err)
-	}
-	if err := acc.dev.Do(func() error { return acc.dev.Download32(got, out) }); err != nil {
-		t.Fatal(err)
-	}
-	for i := range got {
-		if got[i] != z[i] {
-			t.Fatalf("CopyDevice [%d] = %v, want %v", i, got[i], z[i])
 		}
 	}
 }

@@ -126,7 +126,7 @@ func (a *cudaAccelerator) Load(s *Solver) (DeviceSolver, error) {
 				return err
 			}
 		}
-		for _, p := range []*cuda.Ptr{&ds.info, &ds.auxInfo, &ds.flag} {
+		for _, p := range []*cuda.Ptr{&ds.info, &ds.flag} {
 			if *p, err = a.dev.Alloc(f32); err != nil {
 				return err
 			}
@@ -211,11 +211,11 @@ type cudaSolver struct {
 	a, g []cuda.Ptr // per task: A_t and G_t, D×D row-major float64
 	// ap and cp receive A_p (then W_p) and C_p (then its factor), cn a
 	// copy of C_p for its norm; ones, x and y are D long (x and y the aux
-	// lane's), info, auxInfo (aux's) and flag one int32 each, work lwork
+	// lane's), info and flag one int32 each, work lwork
 	// float64.
-	ap, cp, cn, ones, x, y, info, auxInfo, flag, work cuda.Ptr
-	lwork                                             int
-	pool                                              sync.Pool // *hostScratch
+	ap, cp, cn, ones, x, y, info, flag, work cuda.Ptr
+	lwork                                    int
+	pool                                     sync.Pool // *hostScratch
 	// trace, when set (by a benchmark), is called after each step of a
 	// solve, once the device has finished it.
 	trace func(step string)
@@ -235,7 +235,7 @@ func (ds *cudaSolver) mark(step string) error {
 }
 
 func (ds *cudaSolver) memory() []cuda.Ptr {
-	return append(append([]cuda.Ptr{ds.ap, ds.cp, ds.cn, ds.ones, ds.x, ds.y, ds.info, ds.auxInfo, ds.flag, ds.work}, ds.a...), ds.g...)
+	return append(append([]cuda.Ptr{ds.ap, ds.cp, ds.cn, ds.ones, ds.x, ds.y, ds.info, ds.flag, ds.work}, ds.a...), ds.g...)
 }
 
 // hostScratch is the host memory of one solve.
@@ -414,7 +414,7 @@ func (ds *cudaSolver) solve(y, x []float64) error {
 	if err := dev.Upload64(ds.x, x); err != nil {
 		return err
 	}
-	if err := dev.Dpotrs(d, 1, ds.cp, ds.x, ds.auxInfo); err != nil {
+	if err := dev.Dcholsolve(d, ds.cp, ds.x); err != nil {
 		return err
 	}
 	if err := dev.Download64(y, ds.x); err != nil {

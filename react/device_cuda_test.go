@@ -12,11 +12,11 @@ import (
 )
 
 // cudaInUse returns the CUDA accelerator in use, or skips.
-func cudaInUse(t *testing.T) *cudaAccelerator {
-	t.Helper()
+func cudaInUse(tb testing.TB) *cudaAccelerator {
+	tb.Helper()
 	acc, ok := CurrentAccelerator().(*cudaAccelerator)
 	if !ok {
-		t.Skipf("no CUDA device in use (backend %s)", CurrentBackend())
+		tb.Skipf("no CUDA device in use (backend %s)", CurrentBackend())
 	}
 	return acc
 }
@@ -101,4 +101,57 @@ func (a *cudaAccelerator) spareCounts() (allocs, reuses int) {
 func (a *cudaAccelerator) spareBytes() (n int) {
 	_ = a.dev.Do(func() error { n = a.spare.bytes; return nil })
 	return n
+}
+
+// TestDeviceApplyResident checks ApplyDevice, on device memory, against
+// Apply on host memory.
+func TestDeviceApplyResident(t *testing.T) {
+	acc := cudaInUse(t)
+	const d, rows = 64, 9
+	c := syntheticComponents(d, 3)
+	s := mustSolver(t, c, DefaultOptions(c))
+	ds, err := acc.Load(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dm, _, err := ds.Solve(mustPref(t, "task0=1,task2=3", s.Tasks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	z := make([]float32, rows*d)
+	for i := range z {
+		z[i] = float32(rng.NormFloat64())
+	}
+	want := make([]float32, len(z))
+	if err := dm.Apply(want, z); err != nil {
+		t.Fatal(err)
+	}
+	in, out := deviceBatch(t, acc.dev, z)
+	got := make([]float32, len(z))
+	if err := dm.ApplyDevice(uintptr(out), uintptr(in), rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := dm.ApplyDevice(uintptr(in)+4, uintptr(in), rows); err == nil {
+		t.Error("ApplyDevice onto an overlapping destination succeeded")
+	}
+	if err := acc.dev.Do(func() error { return acc.dev.Download32(got, out) }); err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("ApplyDevice [%d] = %v, Apply %v", i, got[i], want[i])
+		}
+	}
+	if err := acc.CopyDevice(uintptr(out), uintptr(in), 4*len(z)); err != nil {
+		t.Fatal(err)
+	}
+	if err := acc.dev.Do(func() error { return acc.dev.Download32(got, out) }); err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		if got[i] != z[i] {
+			t.Fatalf("CopyDevice [%d] = %v, want %v", i, got[i], z[i])
+		}
+	}
 }

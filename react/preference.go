@@ -19,6 +19,10 @@ type Preference struct {
 	weights []float64
 }
 
+// ErrUnknownTask is wrapped by the errors that name a task a preference or
+// a solver does not have; their messages list the known tasks.
+var ErrUnknownTask = errors.New("unknown task")
+
 // ParsePreference parses a preference spec against the ordered task list
 // tasks (usually Components.TaskNames()).
 //
@@ -40,6 +44,8 @@ type Preference struct {
 // overflows float64, and a zero sum are errors that name the problem, for example
 //
 //	preference "cars=0.6,foo=1": unknown task "foo" (known: cars, dtd)
+//
+// An unknown task's error wraps ErrUnknownTask.
 func ParsePreference(spec string, tasks []string) (Preference, error) {
 	fail := func(format string, args ...any) (Preference, error) {
 		return Preference{}, fmt.Errorf("preference %q: %s", spec, fmt.Sprintf(format, args...))
@@ -66,7 +72,7 @@ func ParsePreference(spec string, tasks []string) (Preference, error) {
 		}
 		k, known := index[name]
 		if !known {
-			return fail("unknown task %q (known: %s)", name, strings.Join(tasks, ", "))
+			return Preference{}, fmt.Errorf("preference %q: %w %q (known: %s)", spec, ErrUnknownTask, name, strings.Join(tasks, ", "))
 		}
 		if seen[k] {
 			return fail("duplicate task %q", name)

@@ -119,6 +119,19 @@ REACT_CUDA_EXPECT=none go test -count=1 -tags 'openblas cuda' \
 	-run 'TestOpen|TestLibraries|TestUseBackend|Device|OneNorm' "${cuda_pkgs[@]}" || status=1
 LD_LIBRARY_PATH="$PWD/.cache/cuda/stubs:$PWD/.cache/cuda/lib" REACT_CUDA_EXPECT=stub go test -count=1 -tags 'openblas cuda' \
 	-run 'TestOpen|TestLibraries|TestUseBackend' ./react/... || status=1
+# Then every test of those packages on the cuda backend, the device tests
+# included (they run, not skip), under the CUDA emulator: a strict
+# host-memory stand-in for the driver, cuBLAS, cuSOLVER and the runtime
+# (scripts/cuda-emulator.sh, its self-test first; docs/gpu.md, "The
+# emulator"). About 7 s on two cores (the test binaries are the ones above).
+bash scripts/cuda-emulator.sh --check || status=1
+LD_LIBRARY_PATH="$PWD/.cache/cudaemu" REACT_TEST_BACKEND=cuda REACT_CUDA_EXPECT=emulator go test -count=1 -tags 'openblas cuda' \
+	"${cuda_pkgs[@]}" || status=1
+LD_LIBRARY_PATH="$PWD/.cache/cudaemu" REACT_EMU_DEVICES=0 REACT_CUDA_EXPECT=nodevice go test -count=1 -tags 'openblas cuda' \
+	-run '^TestOpen$' ./react/internal/cuda || status=1
+# What the GPU run would send through the device tool (at most 64 MiB):
+# its test binaries built, and the staged working tree (bench/gpu.sh).
+bench/gpu.sh prepare >/dev/null && bench/gpu.sh size || status=1
 # The servers' packages again under the race detector: concurrent requests,
 # reloads and streams (about half a minute).
 go test -race -count=1 ./control/... ./sidecar/... ./backend/... || status=1

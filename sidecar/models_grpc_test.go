@@ -114,7 +114,7 @@ func TestModelsGRPCInfer(t *testing.T) {
 		before := h.fake.TotalCalls()
 		ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs("react-preference", "a=1,q=2"))
 		_, err := h.client.ModelInfer(ctx, ctlRequest("multi", "e", ctlBatch))
-		if st := status.Convert(err); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), "valid tasks: a, b, c") ||
+		if st := status.Convert(err); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), "(known: a, b, c) (presets: b_first)") ||
 			!strings.Contains(st.Message(), "presets: b_first") {
 			t.Errorf("bad preference: %v", err)
 		}

@@ -192,7 +192,7 @@ func TestModelsHTTPInfer(t *testing.T) {
 			code   int
 			msg    string
 		}{
-			{"/v2/models/multi/infer", map[string]string{"React-Preference": "a=1,q=1"}, http.StatusBadRequest, "valid tasks: a, b, c"},
+			{"/v2/models/multi/infer", map[string]string{"React-Preference": "a=1,q=1"}, http.StatusBadRequest, "(known: a, b, c) (presets: b_first)"},
 			{"/v2/models/multi/infer", map[string]string{"React-Preset": "nope"}, http.StatusBadRequest, "presets: b_first"},
 			{"/v2/models/multi/infer", map[string]string{"React-Preference": ""}, http.StatusBadRequest, "react-preference header"},
 			{"/v2/models/multi/versions/2/infer", nil, http.StatusNotFound, "no version 2"},

@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/react"
 )
 
@@ -101,10 +104,14 @@ type wireTensor struct {
 }
 
 // ParseConfig reads a react model's configuration from Triton's JSON form
-// and checks everything that does not need the components file. It reports
-// every problem at once, each prefixed with where it is ("parameters.beta:
-// ...", "input[0]: ..."), joined by errors.Join.
-func ParseConfig(data []byte) (*Config, error) {
+// and checks it. It reports every problem at once, each prefixed with where
+// it is ("parameters.beta: ...", "input[0]: ..."), joined by errors.Join:
+// with versionDir (the version directory, against which a relative
+// components path is read; "" for none), the default preference and the
+// presets are checked against the tasks in the components file's header
+// too, so that an unknown task shows beside every other problem (the file's
+// whole check is Load's).
+func ParseConfig(data []byte, versionDir string) (*Config, error) {
 	var w wireConfig
 	if err := json.Unmarshal(data, &w); err != nil {
 		return nil, fmt.Errorf("model configuration: %w", err)
@@ -220,6 +227,21 @@ func ParseConfig(data []byte) (*Config, error) {
 	}
 	if c.Components == "" {
 		fail("parameters."+ParamComponents, "missing: name the components file (absolute, or relative to the version directory)")
+	} else if versionDir != "" {
+		if info, err := react.ReadFileInfo(c.componentsPath(versionDir)); err == nil {
+			tasks := info.TaskNames()
+			check := func(where, spec string) {
+				if _, err := control.ParseSpec(spec, tasks); err != nil {
+					fail(where, "%v", err)
+				}
+			}
+			if c.DefaultPreference != "" {
+				check("parameters."+ParamDefaultPreference, c.DefaultPreference)
+			}
+			for _, name := range slices.Sorted(maps.Keys(c.Presets)) {
+				check("parameters."+ParamPresetPrefix+name, c.Presets[name])
+			}
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -243,4 +265,13 @@ func (c *Config) D() int {
 		return -1
 	}
 	return int(d)
+}
+
+// componentsPath is the components file's path: Components, relative to
+// versionDir unless absolute.
+func (c *Config) componentsPath(versionDir string) string {
+	if filepath.IsAbs(c.Components) {
+		return c.Components
+	}
+	return filepath.Join(versionDir, c.Components)
 }

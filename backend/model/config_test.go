@@ -65,7 +65,7 @@ func TestParseConfig(t *testing.T) {
 			CacheSize: DefaultCacheSize, MaxPreferenceLength: DefaultMaxPreferenceLength},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ParseConfig(tc.json)
+			got, err := ParseConfig(tc.json, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +92,7 @@ func TestParseConfigBad(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := ParseConfig(data)
+			cfg, err := ParseConfig(data, "")
 			if err == nil {
 				t.Fatalf("accepted: %+v", cfg)
 			}
@@ -120,7 +120,7 @@ func TestParseConfigReportsEveryProblem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = ParseConfig(data)
+	_, err = ParseConfig(data, "")
 	var joined interface{ Unwrap() []error }
 	if !errors.As(err, &joined) {
 		t.Fatalf("not a joined error: %v", err)
@@ -132,5 +132,38 @@ func TestParseConfigReportsEveryProblem(t *testing.T) {
 	}
 	if n := len(joined.Unwrap()); n != 7 {
 		t.Errorf("%d problems, want 7 (six bad parameters and the missing components): %v", n, err)
+	}
+}
+
+// TestParseConfigChecksPreferencesWithEverythingElse: with the version
+// directory, the default preference and the presets are checked against
+// the components file's tasks beside the other problems: an invalid β and
+// an unknown parameter hide no unknown task.
+func TestParseConfigChecksPreferencesWithEverythingElse(t *testing.T) {
+	params := `"components": {"string_value": "components.safetensors"}, "beta": {"string_value": "-1"},
+		"bogus": {"string_value": "x"}, "default_preference": {"string_value": "fashion=1,foo=1"},
+		"preset.good": {"string_value": "mnist=1"}, "preset.bad": {"string_value": "bar=1"},
+		"preset.fine": {"string_value": "none"}`
+	_, err := ParseConfig(config(64, "TYPE_FP32", `["64"]`, params), zooDir)
+	if err == nil {
+		t.Fatal("ParseConfig succeeded")
+	}
+	for _, want := range []string{
+		"parameters.beta: ",
+		"parameters.bogus: unknown parameter",
+		`parameters.default_preference: preference "fashion=1,foo=1": unknown task "foo"`,
+		`parameters.preset.bad: preference "bar=1": unknown task "bar"`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if n := strings.Count(err.Error(), "\n") + 1; n != 4 {
+		t.Errorf("%d problems, want 4:\n%v", n, err)
+	}
+	// Without the directory (or a file that does not read) the tasks are
+	// Load's to check.
+	if _, err := ParseConfig(config(64, "TYPE_FP32", `["64"]`, params), ""); strings.Contains(err.Error(), "unknown task") {
+		t.Errorf("tasks checked without the version directory: %v", err)
 	}
 }

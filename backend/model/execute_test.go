@@ -24,7 +24,7 @@ func loadZoo(t testing.TB, dt, params string) *Model {
 	if params != "" {
 		params = ", " + params
 	}
-	cfg, err := ParseConfig(config(64, "TYPE_"+dt, `["64"]`, `"components": {"string_value": "components.safetensors"}`+params))
+	cfg, err := ParseConfig(config(64, "TYPE_"+dt, `["64"]`, `"components": {"string_value": "components.safetensors"}`+params), zooDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +344,7 @@ func TestLoad(t *testing.T) {
 			"parameters.default_preference: preference \"cars=1\": unknown task \"cars\""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := ParseConfig(config(8, "TYPE_FP32", tc.dims, tc.params))
+			cfg, err := ParseConfig(config(8, "TYPE_FP32", tc.dims, tc.params), "")
 			if err != nil {
 				t.Fatal(err)
 			}

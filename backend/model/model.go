@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/mergectl/react-triton/control"
@@ -30,10 +29,7 @@ type Model struct {
 // preset preferences. It fails with every problem it finds; a Model is
 // either complete or not returned.
 func Load(ctx context.Context, cfg *Config, versionDir string) (*Model, error) {
-	path := cfg.Components
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(versionDir, path)
-	}
+	path := cfg.componentsPath(versionDir)
 	comps, sum, err := control.LoadComponents(path)
 	if err != nil {
 		return nil, fmt.Errorf("parameters.%s: %w", ParamComponents, err)

@@ -280,7 +280,7 @@ func TestInferRequestErrors(t *testing.T) {
 		{name: "bad preference header", header: control.Values{Preference: "a=x", HasPreference: true}, code: codes.InvalidArgument,
 			msg: []string{`"multi"`, "react-preference header", "valid tasks: a, b, c", "presets: b_first, even"}},
 		{name: "unknown task", header: control.Values{Preference: "d=1", HasPreference: true}, code: codes.InvalidArgument,
-			msg: []string{`unknown task "d"`, "valid tasks: a, b, c"}},
+			msg: []string{`unknown task "d" (known: a, b, c) (presets: b_first, even)`}}, // the tasks listed once
 		{name: "empty preference", header: control.Values{Preference: "", HasPreference: true}, code: codes.InvalidArgument},
 		{name: "zero weights", edit: func(r *tritonpb.ModelInferRequest) {
 			r.Parameters = map[string]*tritonpb.InferParameter{"react-preference": stringParam("a=0,b=0")}

@@ -67,6 +67,10 @@ func Open(ordinal int) (*Device, error) {
 		return nil, err
 	}
 	if err := check("cuInit", C.rc_cuInit(0)); err != nil {
+		if ce := err.(*Error); ce.Code == C.CUDA_ERROR_NO_DEVICE {
+			// A driver with no visible GPU fails here, not later.
+			return nil, fmt.Errorf("%w: %w", ErrNoDevice, err)
+		}
 		return nil, err
 	}
 	return openDevice(ordinal)

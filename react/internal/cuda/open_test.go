@@ -19,6 +19,10 @@ import (
 //   - "stub": the libraries of .cache/cuda and the libcuda stub, so every
 //     function resolves and cuInit fails with CUDA_ERROR_STUB_LIBRARY;
 //   - "none": no libcuda at all, so loading fails and says so;
+//   - "nodevice": a driver that sees no GPU (the emulator with
+//     REACT_EMU_DEVICES=0), so Open fails with ErrNoDevice;
+//   - "emulator": the strict CUDA emulator (scripts/cuda-emulator.sh), a
+//     device named as the emulator names it;
 //   - unset: whatever the machine has, reported.
 func TestOpen(t *testing.T) {
 	d, err := Open(0)
@@ -43,9 +47,20 @@ func TestOpen(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "libcuda.so") {
 			t.Fatalf("Open = %v, want an error naming libcuda.so", err)
 		}
+	case "emulator":
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		if !strings.HasPrefix(d.Name(), "CUDA emulator (react-triton)") {
+			t.Fatalf("opened %s, want the emulator", d.Name())
+		}
+	case "nodevice":
+		if !errors.Is(err, ErrNoDevice) {
+			t.Fatalf("Open = %v, want ErrNoDevice", err)
+		}
 	case "":
 	default:
-		t.Fatalf("REACT_CUDA_EXPECT=%q: want gpu, stub or none", want)
+		t.Fatalf("REACT_CUDA_EXPECT=%q: want gpu, emulator, stub, none or nodevice", want)
 	}
 }
 

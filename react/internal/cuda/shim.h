@@ -52,6 +52,7 @@
 	X(blas, cublasDaxpy)                      \
 	X(blas, cublasDsymv)                      \
 	X(blas, cublasSgemm)                      \
+	X(blas, cublasDtrsv)                      \
 	X(solver, cusolverDnCreate)               \
 	X(solver, cusolverDnDestroy)              \
 	X(solver, cusolverDnSetStream)            \
