@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
@@ -44,6 +46,9 @@ type upgradeOptions struct {
 	defaultPref string
 	variantOf   string
 	dryRun      bool
+	rollout     string
+	control     string
+	wait        time.Duration
 }
 
 func newUpgradeCommand(stdout io.Writer) *cobra.Command {
@@ -78,7 +83,13 @@ What it writes, in this order:
                                      and all)
 REACT is --react-model, by default react_<backbone model>. Files are
 written atomically. --dry-run writes nothing and prints the plan and the
-ensemble's diff.`,
+ensemble's diff.
+
+--rollout HOST:PORT then brings the upgrade into the Triton that serves DIR,
+over its HTTP endpoint, in the order that keeps it serving: the react
+model's new version, then the ensemble with its react step, each loaded
+(--control explicit: POST .../load) or waited for (--control poll) until
+it is ready; the server's readiness is checked before and after.`,
 		Example: `  calibrate upgrade --repository models --model cat_classifier --correct emb \
       --components cats.safetensors --preset gentle=cats=0.7,dogs=0.3 --dry-run`,
 		Args: cobra.NoArgs,
@@ -96,6 +107,9 @@ ensemble's diff.`,
 	f.StringVar(&o.defaultPref, "default-preference", "", "the react model's default preference `SPEC` (default: none, no correction)")
 	f.StringVar(&o.variantOf, "variant-of", "", "accept a components file calibrated on `MODEL` rather than the backbone itself")
 	f.BoolVar(&o.dryRun, "dry-run", false, "write nothing: print the plan and the ensemble's diff")
+	f.StringVar(&o.rollout, "rollout", "", "then bring it into the Triton serving DIR at this HTTP `ADDRESS` (host:port), react model first")
+	f.StringVar(&o.control, "control", ControlExplicit, "with --rollout, the server's model control `MODE`: explicit (load the two models) or poll (wait for them)")
+	f.DurationVar(&o.wait, "wait", 2*time.Minute, "with --rollout, how long to wait for the models to be ready")
 	return cmd
 }
 
@@ -120,6 +134,13 @@ func (o *upgradeOptions) run(stdout io.Writer) error {
 		slices.Sort(missing)
 		return usagef("%s required", strings.Join(missing, ", "))
 	}
+	var ro *rollout
+	if o.rollout != "" {
+		var err error
+		if ro, err = parseRollout(o.rollout, o.control, o.wait, stdout); err != nil {
+			return err
+		}
+	}
 	plan, err := o.plan()
 	if err != nil {
 		return err
@@ -134,8 +155,12 @@ func (o *upgradeOptions) run(stdout io.Writer) error {
 	if plan.ensembleNew != nil {
 		fmt.Fprintf(stdout, " and the react step of %s (the original is %s.orig)", o.model, plan.ensemblePath)
 	}
-	fmt.Fprintf(stdout, ".\nLoad %s before %s (docs/upgrade.md, \"Rolling out\").\n", plan.react, o.model)
-	return nil
+	fmt.Fprintln(stdout, ".")
+	if ro == nil {
+		fmt.Fprintf(stdout, "Load %s before %s (docs/upgrade.md, \"Rolling out\"), or run again with --rollout.\n", plan.react, o.model)
+		return nil
+	}
+	return ro.run(context.Background(), plan.react, plan.version, o.model)
 }
 
 // plan checks everything and computes what to write.
