@@ -392,18 +392,41 @@ func (p *upgradePlan) describe(w io.Writer, o *upgradeOptions) error {
 	return nil
 }
 
-// write writes the plan: the react model first, the ensemble last, each
-// file atomically.
-func (p *upgradePlan) write(o *upgradeOptions) error {
-	dir := filepath.Join(o.repository, p.react)
-	vdir := filepath.Join(dir, strconv.Itoa(p.version))
-	if err := os.MkdirAll(vdir, 0o755); err != nil {
+// write writes the plan: the react model first, the ensemble last. A new
+// react model, or a new version of one, appears whole: it is made in a
+// staging directory beside the repository and renamed into it, so that a
+// Triton polling the repository never sees a model or a version without
+// its configuration or components file (it would fail to load it, and a
+// failed load makes the server not ready). The ensemble's configuration
+// is replaced atomically.
+func (p *upgradePlan) write(o *upgradeOptions) (err error) {
+	repo, err := filepath.Abs(o.repository)
+	if err != nil {
 		return err
 	}
+	stage, err := os.MkdirTemp(filepath.Dir(repo), "."+filepath.Base(repo)+".upgrade-")
+	if err != nil {
+		return fmt.Errorf("staging beside the repository (the new model must appear in it whole): %w", err)
+	}
+	defer os.RemoveAll(stage)
+	version := strconv.Itoa(p.version)
+	dir := filepath.Join(repo, p.react)
+	staged, target := filepath.Join(stage, version), filepath.Join(dir, version)
 	if p.reactConfig != nil {
-		if err := writeFile(filepath.Join(dir, "config.pbtxt"), p.reactConfig); err != nil {
+		staged, target = filepath.Join(stage, p.react), dir
+		if err := os.MkdirAll(staged, 0o755); err != nil {
 			return err
 		}
+		if err := writeFile(filepath.Join(staged, "config.pbtxt"), p.reactConfig); err != nil {
+			return err
+		}
+	}
+	vdir := filepath.Join(stage, version)
+	if p.reactConfig != nil {
+		vdir = filepath.Join(staged, version)
+	}
+	if err := os.MkdirAll(vdir, 0o755); err != nil {
+		return err
 	}
 	src, err := os.Open(o.components)
 	if err != nil {
@@ -415,6 +438,9 @@ func (p *upgradePlan) write(o *upgradeOptions) error {
 		return err
 	}); err != nil {
 		return err
+	}
+	if err := os.Rename(staged, target); err != nil {
+		return fmt.Errorf("moving the react model into the repository: %w", err)
 	}
 	if p.ensembleNew == nil {
 		return nil
