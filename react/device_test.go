@@ -436,6 +436,21 @@ func TestDeviceApplyAllocatedMemory(t *testing.T) {
 			if err := acc.CopyDeviceToHost(nil, 0); err != nil {
 				t.Errorf("CopyDeviceToHost of 0 bytes: %v", err)
 			}
+			// A row count whose byte count overflows, or beyond cuBLAS's int:
+			// wrapped, 4·(2⁵⁶+1)·64 bytes are 256, one row, which the
+			// checks would pass and the SGEMM (its n truncated to a C int)
+			// would correct alone, reporting success.
+			for _, huge := range []int{1<<56 + 1, 1<<58 + 1, 1<<32 + 1, math.MaxInt32 + 1} {
+				devicetest.Fill(t, out, n, 0xFF)
+				if err := m.ApplyDevice(out, in, huge); err == nil {
+					t.Errorf("ApplyDevice of %d rows succeeded", huge)
+				}
+				if huge*d == d { // the destination's length wraps to one row's
+					if err := m.ApplyDeviceToHost(make([]float32, d), in, huge); err == nil {
+						t.Errorf("ApplyDeviceToHost of %d rows into %d values succeeded", huge, d)
+					}
+				}
+			}
 			runtime.KeepAlive(z)
 			// Nothing was written, and the device still works.
 			devicetest.Download(t, got, out)

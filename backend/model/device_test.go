@@ -145,6 +145,18 @@ func TestExecuteDevice(t *testing.T) {
 			t.Errorf("%s: ExecuteDevice of 0 rows = %v, alloc called %d times; want no error, once", spec, res.Err, allocs)
 		}
 	}
+	// A batch beyond cuBLAS's int, whose byte count overflows (4·(2⁵⁶+1)·64
+	// wraps to 256 bytes): the request's error, not one row corrected and
+	// success.
+	out := devicetest.Alloc(t, n, devicetest.Runtime)
+	for _, spec := range []string{"fashion=1", "none"} {
+		res := m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{1<<56 + 1, d}, Input: in, Keys: pref(spec)},
+			func() (DeviceOutput, error) { return DeviceOutput{Ptr: out}, nil })
+		var re *RequestError
+		if !errors.As(res.Err, &re) || re.Code != CodeInvalidArgument {
+			t.Errorf("%s: ExecuteDevice of 2⁵⁶+1 rows = %v, want an invalid argument", spec, res.Err)
+		}
+	}
 	// A model in FP16 or BF16 does not correct on the device (its input
 	// is copied to the host and corrected there), and ExecuteDevice
 	// refuses it before allocating.
