@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"fmt"
+	"math"
 	"unsafe"
 
 	"github.com/mergectl/react-triton/control"
@@ -52,6 +53,12 @@ func (m *Model) ExecuteDevice(ctx context.Context, r DeviceRequest, alloc AllocD
 	var out Outcome
 	if len(r.Shape) != 2 || r.Shape[0] < 0 || r.Shape[1] != int64(m.d) {
 		out.Err = invalid("input %q: shape %v: want [batch, %d]", m.cfg.Input.Name, r.Shape, m.d)
+		return out
+	}
+	// cuBLAS's dimensions are C ints; a batch beyond them would also
+	// overflow its byte count (4·B·D) and be copied short.
+	if r.Shape[0] > math.MaxInt32 {
+		out.Err = invalid("input %q: shape %v: a batch of more than %d rows", m.cfg.Input.Name, r.Shape, math.MaxInt32)
 		return out
 	}
 	c, err := m.profile.Resolve(control.Request{Parameter: r.Keys})
