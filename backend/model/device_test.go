@@ -95,7 +95,7 @@ func TestExecuteDevice(t *testing.T) {
 				devicetest.Fill(t, dst.Ptr, n, 0xFF)
 			}
 			allocs := 0
-			res := m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{rows, d}, Input: in, Keys: pref(tc.spec)},
+			res := m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{rows, d}, Input: in, Size: n, Keys: pref(tc.spec)},
 				func() (DeviceOutput, error) { allocs++; return dst, nil })
 			if res.Err != nil {
 				t.Fatal(res.Err)
@@ -129,11 +129,22 @@ func TestExecuteDevice(t *testing.T) {
 	// the input, for none).
 	for _, spec := range []string{"fashion=1", "none"} {
 		for _, size := range []int{n - 4, n + 4} {
-			res := m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{rows, d}, Input: in, Keys: pref(spec)},
+			res := m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{rows, d}, Input: in, Size: n, Keys: pref(spec)},
 				func() (DeviceOutput, error) { return DeviceOutput{Host: make([]byte, size)}, nil })
 			if res.Err == nil {
 				t.Errorf("%s: ExecuteDevice into %d bytes of host memory for %d succeeded", spec, size, n)
 			}
+		}
+	}
+	// A buffer that is not the shape's size: the request's error, never a
+	// read past the input (a pooled allocation's neighbour, which the
+	// address checks cannot see).
+	for _, size := range []int{n - 4, n + 4, 0} {
+		res := m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{rows, d}, Input: in, Size: size, Keys: pref("fashion=1")},
+			func() (DeviceOutput, error) { t.Fatalf("alloc called for an input of %d bytes", size); return DeviceOutput{}, nil })
+		var re *RequestError
+		if !errors.As(res.Err, &re) || re.Code != CodeInvalidArgument {
+			t.Errorf("ExecuteDevice of a %d-byte buffer for %d = %v, want an invalid argument", size, n, res.Err)
 		}
 	}
 	// No rows: an output of no bytes, which Triton may give no buffer.
@@ -165,7 +176,7 @@ func TestExecuteDevice(t *testing.T) {
 		if m.OnDevice() {
 			t.Errorf("%s model: OnDevice", dt)
 		}
-		res := m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{rows, d}, Input: in, Keys: pref("fashion=1")},
+		res := m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{rows, d}, Input: in, Size: n, Keys: pref("fashion=1")},
 			func() (DeviceOutput, error) { t.Fatalf("%s: alloc called", dt); return DeviceOutput{}, nil })
 		if !errors.Is(res.Err, control.ErrNotOnDevice) {
 			t.Errorf("%s model: ExecuteDevice = %v, want ErrNotOnDevice", dt, res.Err)
@@ -173,7 +184,7 @@ func TestExecuteDevice(t *testing.T) {
 	}
 	var res Outcome
 	// A request whose output could not be allocated fails, and says so.
-	res = m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{rows, d}, Input: in, Keys: pref("fashion=1")},
+	res = m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{rows, d}, Input: in, Size: n, Keys: pref("fashion=1")},
 		func() (DeviceOutput, error) { return DeviceOutput{}, errors.New("no GPU memory for the output") })
 	var re *RequestError
 	if !errors.As(res.Err, &re) || re.Code != CodeInternal {
