@@ -24,11 +24,14 @@ import (
 // is answered with an error_message, as Triton does, and the stream goes
 // on. When the client half-closes, the sidecar waits for its own answers,
 // half-closes upstream and ends with Triton's status and trailers; if the
-// upstream stream fails first, the call ends with its status.
+// upstream stream fails first, the call ends with its status. At most
+// server.grpc.max_concurrent_streams controllable requests of one stream
+// are in flight at once.
 func (ms *Models) grpcStream(ss grpc.ServerStream, _ func(*Frame) error) error {
 	ctx, cancel := context.WithCancel(ss.Context())
 	md, _ := metadata.FromIncomingContext(ss.Context())
-	x := &streamMux{ms: ms, ss: ss, ctx: ctx, cancel: cancel, md: md, upDone: make(chan error, 1)}
+	x := &streamMux{ms: ms, ss: ss, ctx: ctx, cancel: cancel, md: md, upDone: make(chan error, 1),
+		slots: make(chan struct{}, max(ms.Config().Server.GRPC.MaxConcurrentStreams, 1))}
 	received := make(chan error, 1)
 	go func() { received <- x.receive() }()
 	var err error
@@ -53,6 +56,10 @@ type streamMux struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	md     metadata.MD // the call's metadata: the preference keys and experiment keys of every request
+	// slots bounds the controllable requests in flight: when every slot is
+	// taken, the stream reads no more until one is answered, and HTTP/2's
+	// flow control holds the client back (server.grpc.max_concurrent_streams).
+	slots chan struct{}
 
 	mu       sync.Mutex // guards stopped and the WaitGroup's Add
 	stopped  bool
@@ -84,10 +91,17 @@ func (x *streamMux) receive() error {
 			}
 			continue
 		}
+		select {
+		case x.slots <- struct{}{}:
+		case <-x.ctx.Done():
+			return status.FromContextError(x.ctx.Err()).Err()
+		}
 		if !x.begin() {
+			<-x.slots
 			return nil
 		}
 		go func() {
+			defer func() { <-x.slots }()
 			defer x.inflight.Done()
 			var resp *tritonpb.ModelInferResponse
 			err := lookupErr

@@ -34,10 +34,13 @@ var forwardingHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Ho
 // NewHTTPProxy returns a handler that relays every request to the Triton
 // HTTP endpoint at target (host:port), with the path, query, headers and
 // body unchanged, binary tensor bodies (Inference-Header-Content-Length)
-// included, and streams each response back as it arrives. An unreachable
-// upstream answers 502 Bad Gateway with a message naming target. intercept
-// may be nil; errLog receives proxy errors (nil: the standard logger).
-// tlsCfg, when not nil, makes the upstream HTTPS.
+// included, except that the peer's address is appended to
+// X-Forwarded-For; it streams each response back as it arrives. An
+// unreachable upstream answers 502 Bad Gateway, without its address
+// (errLog gets the details), and a request body that did not arrive within
+// the server's read timeout 408. intercept may be nil; errLog receives
+// proxy errors (nil: the standard logger). tlsCfg, when not nil, makes the
+// upstream HTTPS.
 func NewHTTPProxy(target string, tlsCfg *tls.Config, intercept HTTPInterceptor, errLog *log.Logger) (http.Handler, error) {
 	scheme := "http"
 	if tlsCfg != nil {
@@ -54,12 +57,16 @@ func NewHTTPProxy(target string, tlsCfg *tls.Config, intercept HTTPInterceptor, 
 			// or bad escapes) before Rewrite: restore the query as sent.
 			r.Out.URL.RawQuery = r.In.URL.RawQuery
 			// Be transparent: keep the client's Host, and the forwarding
-			// headers it sent, which ReverseProxy strips before Rewrite.
+			// headers it sent, which ReverseProxy strips before Rewrite;
+			// append the peer to X-Forwarded-For, as a proxy does.
 			r.Out.Host = r.In.Host
 			for _, k := range forwardingHeaders {
 				if v, ok := r.In.Header[k]; ok {
 					r.Out.Header[k] = v
 				}
+			}
+			if v := forwardedFor(r.In.Header["X-Forwarded-For"], hostOf(r.In.RemoteAddr)); v != "" {
+				r.Out.Header["X-Forwarded-For"] = []string{v}
 			}
 			// ReACT's own headers never reach Triton.
 			for k := range r.Out.Header {
@@ -79,12 +86,15 @@ func NewHTTPProxy(target string, tlsCfg *tls.Config, intercept HTTPInterceptor, 
 				// upstream failure, and nobody is left to answer.
 				return
 			}
+			if isReadTimeout(err) {
+				// The client's body stopped within server.read_timeout.
+				writeHTTPError(w, http.StatusRequestTimeout, "sidecar: "+errReadTimeout.Error())
+				return
+			}
 			if errLog != nil {
 				errLog.Printf("sidecar: http %s %s: upstream Triton %s: %v", r.Method, r.URL.Path, target, err)
 			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadGateway)
-			fmt.Fprintf(w, "{\"error\":%q}\n", fmt.Sprintf("sidecar: upstream Triton %s: %v", target, err))
+			writeHTTPError(w, http.StatusBadGateway, "sidecar: upstream Triton is unavailable")
 		},
 	}
 	if intercept == nil {

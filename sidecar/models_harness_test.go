@@ -229,9 +229,16 @@ func newHarness(t testing.TB, edit func(*ctlConfig)) *harness {
 	if h.models, err = NewModels(cfg, conn, h.metrics, logger); err != nil {
 		t.Fatal(err)
 	}
+	// The tests read the repository index through the sidecar, as the zoo's
+	// configuration allows.
+	guard, err := NewManagement(config.Management{Allow: []string{"RepositoryIndex"}}, h.metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.srv = startSidecar(t, Config{
 		TritonGRPC: cfg.Triton.GRPC, TritonHTTP: cfg.Triton.HTTP, Conn: conn,
 		InterceptGRPC: h.models.GRPCInterceptor(), InterceptHTTP: h.models.HTTPInterceptor(),
+		Management: guard, Log: logger,
 	})
 	h.client = tritonpb.NewGRPCInferenceServiceClient(dial(t, h.srv.GRPCAddr().String()))
 	if h.http, err = NewHTTPProxy(cfg.Triton.HTTP, nil, h.models.HTTPInterceptor(), nil); err != nil {
