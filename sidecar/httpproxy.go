@@ -1,8 +1,12 @@
 package sidecar
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
+	"sync"
+	"time"
 	"log"
 	"net/http"
 	"net/http/httputil"
@@ -81,14 +85,16 @@ func NewHTTPProxy(target string, tlsCfg *tls.Config, intercept HTTPInterceptor, 
 		FlushInterval: -1,
 		ErrorLog:      errLog,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if isReadTimeout(err) || (r.Context().Err() != nil && bodyTimedOut(r)) {
+				// The client's body stopped coming before
+				// server.read_timeout (which also cancelled the request's
+				// context): it is still there to be told.
+				writeHTTPError(w, http.StatusRequestTimeout, "sidecar: "+errReadTimeout.Error())
+				return
+			}
 			if r.Context().Err() != nil {
 				// The client went away (disconnected or cancelled): not an
 				// upstream failure, and nobody is left to answer.
-				return
-			}
-			if isReadTimeout(err) {
-				// The client's body stopped within server.read_timeout.
-				writeHTTPError(w, http.StatusRequestTimeout, "sidecar: "+errReadTimeout.Error())
 				return
 			}
 			if errLog != nil {
@@ -97,14 +103,63 @@ func NewHTTPProxy(target string, tlsCfg *tls.Config, intercept HTTPInterceptor, 
 			writeHTTPError(w, http.StatusBadGateway, "sidecar: upstream Triton is unavailable")
 		},
 	}
+	// The body is watched for the server's read timeout: when it strikes,
+	// the request's context is cancelled too, and the proxy's error may
+	// say only that.
+	pass := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			b := &watchedBody{ReadCloser: r.Body, timedOut: make(chan struct{})}
+			r = r.WithContext(context.WithValue(r.Context(), watchedBodyKey{}, b))
+			r.Body = b
+		}
+		rp.ServeHTTP(w, r)
+	})
 	if intercept == nil {
-		return rp, nil
+		return pass, nil
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if h := intercept(r, rp); h != nil {
+		if h := intercept(r, pass); h != nil {
 			h.ServeHTTP(w, r)
 			return
 		}
-		rp.ServeHTTP(w, r)
+		pass.ServeHTTP(w, r)
 	}), nil
+}
+
+// watchedBody is a request body that tells when a read of it failed past
+// the connection's read deadline (server.read_timeout).
+type watchedBody struct {
+	io.ReadCloser
+	once     sync.Once
+	timedOut chan struct{} // closed on the first such read
+}
+
+// watchedBodyKey keys a request's *watchedBody in its context.
+type watchedBodyKey struct{}
+
+// Read implements io.Reader.
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && isReadTimeout(err) {
+		b.once.Do(func() { close(b.timedOut) })
+	}
+	return n, err
+}
+
+// bodyTimedOut reports whether the body of r stopped at the read deadline.
+// The deadline also cancels the request's context, and the proxy may learn
+// of that first: the body's own read is given a moment to report.
+func bodyTimedOut(r *http.Request) bool {
+	b, ok := r.Context().Value(watchedBodyKey{}).(*watchedBody)
+	if !ok {
+		return false
+	}
+	t := time.NewTimer(100 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-b.timedOut:
+		return true
+	case <-t.C:
+		return false
+	}
 }

@@ -94,6 +94,9 @@ type ctlConfig struct {
 	metricsListen, logFormat, logLevel string
 	// experiments is the experiments section, YAML, appended as is.
 	experiments string
+	// sections is more YAML (top-level sections such as server:),
+	// appended as is.
+	sections string
 	// configMap lays the files out as a Kubernetes ConfigMap volume does:
 	// config.yaml and components.safetensors are symlinks through the
 	// ..data symlink to a timestamped directory.
@@ -138,6 +141,7 @@ func (c ctlConfig) yaml() string {
       - {task: c, model: head_c, outputs: {logits: logits_c}}
 `, or(c.headTask, "a"), or(c.backbone, "backbone"))
 	b.WriteString(c.experiments)
+	b.WriteString(c.sections)
 	return b.String()
 }
 

@@ -16,6 +16,7 @@ import (
 	grpccodes "google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
 	"github.com/mergectl/react-triton/triton/tritonhttp"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -585,15 +586,18 @@ func TestModelsHTTPTritonErrors(t *testing.T) {
 }
 
 // TestModelsHTTPHeadersReachTriton: an HTTP request to a controllable model
-// passes its headers to the Triton calls as gRPC metadata (an authorization
-// header for Triton's restricted endpoints, tracing), but not ReACT's own,
-// nor the body's.
+// passes the headers of triton.forward_headers to the Triton calls as gRPC
+// metadata (by default an authorization header for Triton's restricted
+// endpoints, tracing), but no other (a 12 KB cookie would make Triton
+// refuse some calls at random), nor ReACT's own, nor the body's.
 func TestModelsHTTPHeadersReachTriton(t *testing.T) {
 	h := startHarness(t, nil)
 	body, hdr := inferBody(t, ctlRequest("multi", "m", ctlBatch), true)
 	hdr["Authorization"] = "Bearer secret"
 	hdr["Traceparent"] = "00-abc-def-01"
 	hdr["React-Preference"] = "a=1"
+	hdr["Cookie"] = strings.Repeat("c", 3000)
+	hdr["X-Other"] = "o"
 	resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/multi/infer", body, hdr)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("%d %s", resp.StatusCode, out)
@@ -606,9 +610,44 @@ func TestModelsHTTPHeadersReachTriton(t *testing.T) {
 		if got := md.Get("traceparent"); len(got) != 1 {
 			t.Errorf("%s: traceparent = %q", model, got)
 		}
-		for _, k := range []string{"react-preference", "inference-header-content-length", "content-length"} {
+		for _, k := range []string{"react-preference", "inference-header-content-length", "content-length", "cookie", "x-other"} {
 			if got := md.Get(k); len(got) != 0 {
 				t.Errorf("%s: %s reached Triton: %q", model, k, got)
+			}
+		}
+	}
+}
+
+// TestModelsHTTPForwardHeadersConfigured: triton.forward_headers replaces
+// the default list; [] forwards none.
+func TestModelsHTTPForwardHeadersConfigured(t *testing.T) {
+	for _, tt := range []struct {
+		list string
+		want map[string]bool
+	}{
+		{"[X-Other]", map[string]bool{"x-other": true}},
+		{"[]", map[string]bool{}},
+	} {
+		// As a reload of a file with the list applies it.
+		h := startHarness(t, nil)
+		writeFile(t, h.cfgPath, strings.Replace(h.cfg.yaml(), "triton:\n", "triton:\n  forward_headers: "+tt.list+"\n", 1))
+		cfg, err := config.Load(h.cfgPath, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.models.Reload(context.Background(), cfg); err != nil {
+			t.Fatal(err)
+		}
+		body, hdr := inferBody(t, ctlRequest("single", "m", ctlBatch), true)
+		hdr["Authorization"] = "Bearer secret"
+		hdr["X-Other"] = "o"
+		if resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/single/infer", body, hdr); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%d %s", resp.StatusCode, out)
+		}
+		md := h.fake.LastMetadata("backbone")
+		for _, k := range []string{"authorization", "x-other"} {
+			if got := len(md.Get(k)) > 0; got != tt.want[k] {
+				t.Errorf("forward_headers %s: %s at Triton = %v", tt.list, k, got)
 			}
 		}
 	}
