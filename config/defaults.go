@@ -24,7 +24,7 @@ const (
 	DefaultLogFormat           = "text"
 
 	DefaultMaxConnections       = 1024
-	DefaultMaxHeaderBytes       = 8 * KiB
+	DefaultMaxHeaderBytes       = 7 * KiB
 	DefaultReadHeaderTimeout    = 10 * time.Second
 	DefaultReadTimeout          = 2 * time.Minute
 	DefaultWriteTimeout         = 30 * time.Second

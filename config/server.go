@@ -12,12 +12,13 @@ type Server struct {
 	// (HTTP and gRPC, each on its own); a connection beyond it is closed
 	// as soon as it is accepted. Default 1024.
 	MaxConnections int `mapstructure:"max_connections"`
-	// MaxHeaderBytes bounds a request's header fields (HTTP headers or
-	// gRPC metadata), counted as HTTP/2 counts a header list: each field's
-	// name and value, plus 32 bytes. Beyond it a request is refused with
-	// 431 / INVALID_ARGUMENT. Default 8KiB, the size up to which Triton's
-	// gRPC server accepts metadata without refusing some requests at
-	// random.
+	// MaxHeaderBytes bounds a request's header fields (HTTP headers or gRPC
+	// metadata), counted as HTTP/2 counts a header list: each field's name
+	// and value, plus 32 bytes. Beyond it a request is refused with 431 /
+	// INVALID_ARGUMENT. Default 7KiB: Triton's gRPC server refuses some
+	// calls at random once their metadata pass 8 KiB by its count, which
+	// includes about 550 bytes of headers that gRPC adds to each call the
+	// sidecar makes.
 	MaxHeaderBytes ByteSize `mapstructure:"max_header_bytes"`
 	// ReadHeaderTimeout bounds how long a new HTTP connection, or a kept
 	// one, may take to send a request's headers (the TLS handshake

@@ -162,7 +162,10 @@ func (ms *Models) partsReady(ctx context.Context, model string) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	return &notReadyError{fmt.Sprintf("sidecar: controllable model %s: a model it calls is not ready on Triton", quoteAll(missing))}
+	if len(missing) == 1 {
+		return &notReadyError{fmt.Sprintf("sidecar: controllable model %s: a model it calls is not ready on Triton", quoteAll(missing))}
+	}
+	return &notReadyError{fmt.Sprintf("sidecar: controllable models %s: a model they call is not ready on Triton", quoteAll(missing))}
 }
 
 // quoteAll quotes names and joins them with commas.
