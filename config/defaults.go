@@ -14,10 +14,18 @@ const (
 	DefaultHTTPListen          = ":8000"
 	DefaultMetricsListen       = ":8003"
 	DefaultShutdownTimeout     = 10 * time.Second
-	DefaultMaxRequestBytes     = 64 * MiB
+	DefaultMaxRequestBytes     = MaxRequestBytesLimit
+	DefaultMaxInflightBytes    = 128 * MiB
+	DefaultMaxInputs           = 1024
+	DefaultMaxOutputs          = 1024
+	DefaultMaxParameters       = 256
 	DefaultMaxBatchSize        = 0
 	DefaultMaxPreferenceLength = 1024
-	DefaultCacheSize           = 128
+	DefaultCacheMaxBytes       = 128 * MiB
+	DefaultCacheSize           = 0
+	DefaultMaxPendingSolves    = 32
+	DefaultRetryAfter          = time.Second
+	DefaultKeyBurst            = 10
 	DefaultLinAlgBackend       = "auto"
 	DefaultLinAlgThreads       = 1
 	DefaultLogLevel            = "info"
@@ -82,10 +90,19 @@ func Default() *Config {
 		Pprof: Pprof{Listen: DefaultPprofListen, MaxSeconds: DefaultPprofMaxSeconds},
 		Limits: Limits{
 			MaxRequestBytes:     DefaultMaxRequestBytes,
+			MaxInflightBytes:    DefaultMaxInflightBytes,
+			MaxInputs:           DefaultMaxInputs,
+			MaxOutputs:          DefaultMaxOutputs,
+			MaxParameters:       DefaultMaxParameters,
 			MaxBatchSize:        DefaultMaxBatchSize,
 			MaxPreferenceLength: DefaultMaxPreferenceLength,
 		},
-		Cache:  Cache{Size: DefaultCacheSize},
+		Cache: Cache{MaxBytes: DefaultCacheMaxBytes, Size: DefaultCacheSize},
+		Admission: Admission{
+			MaxPendingSolves: DefaultMaxPendingSolves,
+			RetryAfter:       DefaultRetryAfter,
+			KeyBurst:         DefaultKeyBurst,
+		},
 		LinAlg: LinAlg{Backend: DefaultLinAlgBackend, Threads: DefaultLinAlgThreads},
 		Log:    Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
 	}

@@ -402,6 +402,12 @@ func assign(f reflect.Value, raw any) error {
 			return fmt.Errorf("want an integer, got %q", s)
 		}
 		f.SetInt(int64(i))
+	case reflect.Float64:
+		x, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil {
+			return fmt.Errorf("want a number, got %q", s)
+		}
+		f.SetFloat(x)
 	default:
 		return fmt.Errorf("no parsing for %v", f.Type())
 	}

@@ -83,9 +83,12 @@ func TestLoadGood(t *testing.T) {
 						Allow:     []string{"RepositoryIndex", "LogSettings"},
 						TokenFile: filepath.Join(dir, "management.token"),
 					},
-					Pprof:  Pprof{Enabled: true, Listen: "127.0.0.1:9106", MaxSeconds: 5},
-					Limits: Limits{MaxRequestBytes: 1_000_000_000, MaxBatchSize: 32, MaxPreferenceLength: 256},
-					Cache:  Cache{Size: 7},
+					Pprof: Pprof{Enabled: true, Listen: "127.0.0.1:9106", MaxSeconds: 5},
+					Limits: Limits{MaxRequestBytes: 1_000_000_000, MaxInflightBytes: 256 * MiB, MaxInputs: 10, MaxOutputs: 11, MaxParameters: 12,
+						MaxBatchSize: 32, MaxPreferenceLength: 256},
+					Cache: Cache{MaxBytes: 64 * MiB, Size: 7},
+					Admission: Admission{MaxPendingSolves: 5, MaxConcurrentSolves: 2, RetryAfter: 3 * time.Second, KeyHeader: "x-user-id",
+						KeyRate: 2.5, KeyBurst: 4, PresetsOnly: true, PreferenceGrid: 20},
 					LinAlg: LinAlg{Backend: DefaultLinAlgBackend, Threads: DefaultLinAlgThreads},
 					Log:    Log{Level: "debug", Format: "json"},
 					Components: []Components{
@@ -397,7 +400,20 @@ func TestEnvEveryKey(t *testing.T) {
 		"limits.max_request_bytes":                    {"3 KiB", 3 * KiB},
 		"limits.max_batch_size":                       {"4", 4},
 		"limits.max_preference_length":                {"5", 5},
+		"limits.max_inflight_bytes":                   {"7MiB", 7 * MiB},
+		"limits.max_inputs":                           {"8", 8},
+		"limits.max_outputs":                          {"9", 9},
+		"limits.max_parameters":                       {"10", 10},
 		"cache.size":                                  {"6", 6},
+		"cache.max_bytes":                             {"11 MB", 11 * MB},
+		"admission.max_pending_solves":                {"12", 12},
+		"admission.max_concurrent_solves":             {"13", 13},
+		"admission.retry_after":                       {"14s", 14 * time.Second},
+		"admission.key_header":                        {"x-env", "x-env"},
+		"admission.key_rate":                          {"0.25", 0.25},
+		"admission.key_burst":                         {"15", 15},
+		"admission.presets_only":                      {"true", true},
+		"admission.preference_grid":                   {"16", 16},
 		"linalg.backend":                              {"go", "go"},
 		"linalg.threads":                              {"2", 2},
 		"log.level":                                   {"debug", "debug"},
@@ -455,10 +471,24 @@ pprof:
   max_seconds: 1
 limits:
   max_request_bytes: 100
+  max_inflight_bytes: 200
+  max_inputs: 1
+  max_outputs: 2
+  max_parameters: 3
   max_batch_size: 1
   max_preference_length: 2
 cache:
   size: 3
+  max_bytes: 300
+admission:
+  max_pending_solves: 1
+  max_concurrent_solves: 1
+  retry_after: 1s
+  key_header: x-file
+  key_rate: 1
+  key_burst: 1
+  presets_only: false
+  preference_grid: 1
 linalg:
   backend: auto
   threads: 4
@@ -765,7 +795,7 @@ models:
     backbone: {model: b, outptu: f}
     heads: [{task: t, model: h}]
 `, `models[0].backbone.outptu: unknown key, did you mean "output"? (line 9)`},
-		{minimalYAML + "file: x.yaml\n", `file: unknown key (want one of: triton, listen, server, management, pprof, limits, cache, linalg, log, components, models, experiments) (line 4)`},
+		{minimalYAML + "file: x.yaml\n", `file: unknown key (want one of: triton, listen, server, management, pprof, limits, cache, admission, linalg, log, components, models, experiments) (line 4)`},
 	}
 	for _, tt := range tests {
 		clearEnv(t)
@@ -823,7 +853,7 @@ func TestLoadMissingFile(t *testing.T) {
 // TestErrorsAs checks that callers can list the problems of Load's error.
 func TestErrorsAs(t *testing.T) {
 	clearEnv(t)
-	path := stageText(t, "sidecar.yaml", "cache:\n  size: 0\n")
+	path := stageText(t, "sidecar.yaml", "cache:\n  size: -1\n")
 	_, err := Load(path, nil)
 	var cerr *Error
 	if !errors.As(err, &cerr) {
@@ -832,7 +862,7 @@ func TestErrorsAs(t *testing.T) {
 	want := []FieldError{
 		{Path: "triton.grpc", Msg: "required: the address of the upstream Triton, host:port"},
 		{Path: "triton.http", Msg: "required: the address of the upstream Triton, host:port"},
-		{Path: "cache.size", Msg: "must be at least 1, got 0", Line: 2},
+		{Path: "cache.size", Msg: "must be 0 (bounded by max_bytes only) or positive, got -1", Line: 2},
 	}
 	var got []FieldError
 	for _, fe := range cerr.Errors {

@@ -136,7 +136,7 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 		MetricsListen:   cfg.Listen.Metrics,
 		MetricsHandler:  metricsMux,
 		ShutdownTimeout: cfg.Listen.ShutdownTimeout,
-		MaxRecvMsgSize:  int(cfg.Limits.MaxRequestBytes),
+		MaxRecvMsgSize:  int(min(cfg.Limits.MaxRequestBytes, cfg.Limits.MaxInflightBytes)),
 		InterceptGRPC:   models.GRPCInterceptor(),
 		InterceptHTTP:   models.HTTPInterceptor(),
 		Log:             log,

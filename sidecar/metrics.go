@@ -21,6 +21,7 @@ import (
 type Metrics struct {
 	reg     *prometheus.Registry
 	exp     *experimentMetrics
+	adm     *admissionMetrics
 	surface *surfaceMetrics
 
 	requests      *prometheus.CounterVec   // model, protocol, source
@@ -46,6 +47,7 @@ func NewMetrics() *Metrics {
 	m := &Metrics{
 		reg:     prometheus.NewRegistry(),
 		exp:     newExperimentMetrics(),
+		adm:     newAdmissionMetrics(),
 		surface: newSurfaceMetrics(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "react_requests_total",
@@ -84,7 +86,7 @@ func NewMetrics() *Metrics {
 		}, []string{"components"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "react_rejected_requests_total",
-			Help: "Inference requests the sidecar refused before they reached Triton, by protocol and reason (too_large, malformed, encoding). A gRPC message over limits.max_request_bytes as the sidecar started is refused by grpc itself and not counted here.",
+			Help: "Inference requests the sidecar refused before they reached Triton, by protocol and reason: malformed, too_large, encoding, too_many_inputs, too_many_outputs, too_many_parameters, memory (limits.max_inflight_bytes), presets_only. A gRPC message over limits.max_request_bytes as the sidecar started is refused by grpc itself and not counted here.",
 		}, []string{"protocol", "reason"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "react_config_reloads_total",
@@ -109,18 +111,11 @@ func NewMetrics() *Metrics {
 		m.reloads, m.reloadOK, m.reloadSuccess, info,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(m.exp.collectors()...)
+	m.reg.MustRegister(m.adm.collectors()...)
 	m.reg.MustRegister(m.surface.collectors()...)
 	m.reloadOK.Set(1)
 	m.reloadSuccess.SetToCurrentTime()
 	return m
-}
-
-// cacheSize exports the W_p cache's size, read from size at each scrape.
-func (m *Metrics) cacheSize(size func() int) {
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "react_wp_cache_entries",
-		Help: "W_p matrices held by the cache of per-request preferences (the default and the presets are pinned apart).",
-	}, func() float64 { return float64(size()) }))
 }
 
 // Lookup implements control.Observer.
@@ -155,6 +150,9 @@ func (m *Metrics) served(model, protocol string, res *pipeline.Result, total tim
 		return
 	}
 	m.requests.WithLabelValues(model, protocol, res.Choice.Source.String()).Inc()
+	if res.Choice.Gridded {
+		m.adm.gridded.WithLabelValues(model).Inc()
+	}
 	m.rows.WithLabelValues(model).Add(float64(res.Rows))
 	m.duration.WithLabelValues(model, "backbone").Observe(res.Timing.Backbone.Seconds())
 	m.duration.WithLabelValues(model, "correction").Observe(res.Timing.Correction.Seconds())

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +33,7 @@ type Models struct {
 	conn    *grpc.ClientConn // to Triton, shared with the pass-through
 	rpc     tritonpb.GRPCInferenceServiceClient
 	cache   *control.Cache
+	budget  *Budget // limits.max_inflight_bytes
 	stats   *pipeline.StatsRegistry
 	metrics *Metrics
 
@@ -61,10 +63,11 @@ type modelsState struct {
 // NewModels returns the controllable models of cfg, not yet built: Start
 // builds them. conn is the connection to the upstream Triton; m may be nil.
 func NewModels(cfg *config.Config, conn *grpc.ClientConn, m *Metrics, log *slog.Logger) (*Models, error) {
-	cache, err := control.NewCache(cfg.Cache.Size)
-	if err != nil {
-		return nil, err
+	var obs control.CacheObserver
+	if m != nil {
+		obs = m
 	}
+	cache := control.NewCacheWith(cacheOptions(cfg, obs))
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -73,16 +76,49 @@ func NewModels(cfg *config.Config, conn *grpc.ClientConn, m *Metrics, log *slog.
 		conn:    conn,
 		rpc:     tritonpb.NewGRPCInferenceServiceClient(conn),
 		cache:   cache,
+		budget:  NewBudget(int64(cfg.Limits.MaxInflightBytes)),
 		stats:   &pipeline.StatsRegistry{},
 		metrics: m,
 		redact:  newRedactor(cfg.Triton.GRPC, cfg.Triton.HTTP),
 	}
 	ms.readiness = &readiness{ms: ms}
 	if m != nil {
-		m.cacheSize(cache.Len)
+		m.watchCache(cache.Stats)
+		m.watchBudget(ms.budget)
 	}
 	ms.state.Store(ms.newState(cfg, nil, errors.New("loading")))
 	return ms, nil
+}
+
+// shapes are the width and task count of each components entry's file in
+// a built set, for the memory budget.
+func shapes(set *pipeline.Set) map[string]config.Shape {
+	out := map[string]config.Shape{}
+	for _, m := range set.Models {
+		if p := m.Profile(); p != nil {
+			out[p.Name()] = config.Shape{D: p.D(), Tasks: len(p.Tasks())}
+		}
+	}
+	return out
+}
+
+// cacheOptions are the W_p cache's budgets and admission of cfg.
+// admission.max_concurrent_solves 0 is half the cores, at least one.
+func cacheOptions(cfg *config.Config, obs control.CacheObserver) control.CacheOptions {
+	solvers := cfg.Admission.MaxConcurrentSolves
+	if solvers == 0 {
+		solvers = max(1, runtime.GOMAXPROCS(0)/2)
+	}
+	return control.CacheOptions{
+		MaxBytes:            int64(cfg.Cache.MaxBytes),
+		MaxEntries:          cfg.Cache.Size,
+		MaxConcurrentSolves: solvers,
+		MaxPendingSolves:    cfg.Admission.MaxPendingSolves,
+		KeyRate:             cfg.Admission.KeyRate,
+		KeyBurst:            cfg.Admission.KeyBurst,
+		RetryAfter:          cfg.Admission.RetryAfter,
+		Observer:            obs,
+	}
 }
 
 // newState returns the state of cfg with set (nil while pending).
@@ -114,7 +150,9 @@ func (ms *Models) Start(ctx context.Context) error {
 		done, err := ms.startAttempt(ctx)
 		if done {
 			if err == nil {
-				ms.log.Info("controllable models ready", "models", len(ms.state.Load().set.Models), "attempts", attempt)
+				st := ms.state.Load()
+				ms.log.Info("controllable models ready", "models", len(st.set.Models), "attempts", attempt,
+					"memory_budget", st.cfg.MemoryBudget(shapes(st.set), 0).String())
 			}
 			return err
 		}
@@ -171,7 +209,9 @@ func (ms *Models) Reload(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	next.set = set
-	ms.cache.Resize(cfg.Cache.Size)
+	ms.log.Info("memory budget", "memory_budget", cfg.MemoryBudget(shapes(set), 0).String())
+	ms.cache.Reconfigure(cacheOptions(cfg, nil))
+	ms.budget.SetLimit(int64(cfg.Limits.MaxInflightBytes))
 	ms.state.Store(next)
 	return nil
 }

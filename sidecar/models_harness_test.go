@@ -94,6 +94,11 @@ type ctlConfig struct {
 	metricsListen, logFormat, logLevel string
 	// experiments is the experiments section, YAML, appended as is.
 	experiments string
+	// limits are more keys of the limits section, YAML lines indented by
+	// two spaces; admission is the admission section's keys, the same way.
+	limits, admission string
+	// cacheMaxBytes sets cache.max_bytes ("" keeps the default).
+	cacheMaxBytes string
 	// sections is more YAML (top-level sections such as server:),
 	// appended as is.
 	sections string
@@ -111,7 +116,14 @@ func (c ctlConfig) yaml() string {
 	fmt.Fprintf(&b, "triton:\n  grpc: %s\n  http: %s\n  timeout: 10s\n  startup_timeout: %s\n", c.tritonGRPC, c.tritonHTTP, or(c.startupTimeout, "20s"))
 	fmt.Fprintf(&b, "listen:\n  grpc: 127.0.0.1:0\n  http: 127.0.0.1:0\n  metrics: %q\n", c.metricsListen)
 	fmt.Fprintf(&b, "limits:\n  max_request_bytes: %s\n  max_preference_length: 64\n", or(c.maxRequestBytes, "64KiB"))
+	b.WriteString(or(c.limits, "  max_inputs: 8\n  max_outputs: 8\n  max_parameters: 8\n"))
 	fmt.Fprintf(&b, "cache:\n  size: %d\n", max(c.cacheSize, 4))
+	if c.cacheMaxBytes != "" {
+		fmt.Fprintf(&b, "  max_bytes: %s\n", c.cacheMaxBytes)
+	}
+	if c.admission != "" {
+		fmt.Fprintf(&b, "admission:\n%s", c.admission)
+	}
 	fmt.Fprintf(&b, "log:\n  level: %s\n  format: %s\n", or(c.logLevel, "debug"), or(c.logFormat, "text"))
 	fmt.Fprintf(&b, "components:\n  - name: zoo\n    path: %s\n", c.components)
 	if c.defaultPreference != "" {

@@ -268,3 +268,71 @@ def test_fit_decoded_on_triton_corrupt_file(triton_addr, calibrate, tmp_path):
     assert meta[f"task.{task}.n"] == str(counts[task])
     for kind in ("S", "G", "W_orth"):
         _close(skipped[f"{task}.{kind}"], want[f"{task}.{kind}"], f"{task}.{kind} with the corrupt file skipped against .npy")
+
+
+# feature_ints (triton/testdata/repo): two integer inputs, versions 1 and 2.
+INTS_MODEL = "feature_ints"
+
+
+@pytest.fixture(scope="module")
+def ints_triton():
+    """The Triton of scripts/test.sh, serving feature_ints versions 1 and 2."""
+    addr = os.environ.get("TRITON_GRPC_ADDR")
+    _need(addr, "TRITON_GRPC_ADDR is not set: run the tests through scripts/test.sh")
+    client = grpcclient.InferenceServerClient(addr)
+    try:
+        ready = client.is_model_ready(INTS_MODEL, "1") and client.is_model_ready(INTS_MODEL, "2")
+    finally:
+        client.close()
+    _need(ready, f"{INTS_MODEL} versions 1 and 2 are not loaded in the Triton at {addr}")
+    return addr
+
+
+def _ints_features(version, ids, mask):
+    """feature_ints's map from its definition, in float64, rounded to float32."""
+    j, k = np.meshgrid(np.arange(4), np.arange(6), indexing="ij")
+    w = np.sin(version * (j + 1) + 0.37 * k)
+    x = np.concatenate([ids.astype(np.float64), mask.astype(np.float64)], axis=1)
+    return (x @ w.T).astype(np.float32).astype(np.float64)
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["savez", "savez_compressed"])
+def test_fit_from_triton_integer_inputs_of_a_two_input_model(ints_triton, calibrate, tmp_path, compressed):
+    """A backbone of two integer inputs (INT64 ids, UINT8 mask) calibrates
+    from an .npz per task, as numpy writes it: the statistics equal those of
+    the features computed here from the integers (issue 27 item 6)."""
+    rng = np.random.default_rng(5)
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    data = {}
+    for task, n in {"a": 37, "b": 20}.items():
+        ids = rng.integers(-1000, 30000, size=(n, 3), dtype=np.int64)
+        mask = rng.integers(0, 2, size=(n, 3), dtype=np.uint8)
+        data[task] = (ids, mask)
+        (np.savez_compressed if compressed else np.savez)(inputs / f"{task}.npz", input_ids=ids, mask=mask)
+    out = tmp_path / "components.safetensors"
+    cmd = [str(calibrate), "fit", "--triton", ints_triton, "--inputs", str(inputs),
+           "--backbone-model", INTS_MODEL, "--backbone-version", "1", "--chunk", "8",
+           f"--expert=a={INTS_MODEL}:2", f"--expert=b={INTS_MODEL}:2", "--out", str(out)]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, f"calibrate fit failed ({run.returncode}):\n{run.stdout}\n{run.stderr}"
+    tensors = load_file(str(out))
+    for task, (ids, mask) in data.items():
+        z_mtl, z_ind = _ints_features(1, ids, mask), _ints_features(2, ids, mask)
+        _close(tensors[f"{task}.S"], z_ind.T @ z_mtl, f"{task}.S")
+        _close(tensors[f"{task}.G"], z_mtl.T @ z_mtl, f"{task}.G")
+
+
+def test_fit_from_triton_refuses_float_samples_for_an_integer_input(ints_triton, calibrate, tmp_path):
+    """float32 arrays for an integer input are refused before any request,
+    with the numpy dtype to save them as, not a suggestion that the next
+    check refuses."""
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    np.savez(inputs / "a.npz", input_ids=np.zeros((4, 3), np.int64), mask=np.zeros((4, 3), np.float32))
+    cmd = [str(calibrate), "fit", "--triton", ints_triton, "--inputs", str(inputs),
+           "--backbone-model", INTS_MODEL, "--backbone-version", "1", f"--expert=a={INTS_MODEL}:2",
+           "--out", str(tmp_path / "c.safetensors")]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0
+    assert 'input "mask" has datatype UINT8' in run.stderr and "save it as numpy.uint8" in run.stderr, run.stderr

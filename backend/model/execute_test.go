@@ -336,7 +336,7 @@ func TestLoad(t *testing.T) {
 		{"absolute path", `["64"]`, `"components": {"string_value": "` + abs + `"}`, t.TempDir(), ""},
 		{"relative to the version directory", `["64"]`, `"components": {"string_value": "components.safetensors"}`, zooDir, ""},
 		{"missing file", `["64"]`, `"components": {"string_value": "none.safetensors"}`, t.TempDir(),
-			"parameters.components: reading components: open "},
+			"calibrate one against the running backbone and experts (calibrate fit --triton ...), then put it there"},
 		{"D differs", `["32"]`, `"components": {"string_value": "components.safetensors"}`, zooDir,
 			"input[0]: dims [32]: the components file " + filepath.Join(zooDir, "components.safetensors") + " has D = 64"},
 		{"bad default and preset", `["64"]`, `"components": {"string_value": "components.safetensors"},

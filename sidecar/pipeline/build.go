@@ -191,6 +191,8 @@ func (b *builder) profiles(files map[string]string) map[string]*control.Profile 
 			Presets:             c.Presets,
 			Experiments:         experiments[c.Name],
 			MaxPreferenceLength: b.cfg.Limits.MaxPreferenceLength,
+			PresetsOnly:         b.cfg.Admission.PresetsOnly,
+			Grid:                b.cfg.Admission.PreferenceGrid,
 			Cache:               b.opt.Cache,
 			Observer:            b.opt.Observer,
 		})
