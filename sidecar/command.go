@@ -47,7 +47,12 @@ backbone on Triton, corrects the backbone's feature with W_p for the
 request's preference (the react-preference header or parameter, a preset
 named by react-preset, or the default), and calls the head(s). Every other
 call is relayed to Triton byte for byte, after HTTP inference bodies are
-checked for malformed framing.
+checked for malformed framing, except Triton's management API (model
+loading and unloading, logging, tracing, shared memory), which is refused
+unless the configuration's management section allows a call. Connections,
+header sizes and read, write and idle times are bounded (the server
+section); the listeners can serve TLS, their certificate reloaded when its
+files change.
 
 The configuration is a YAML file (see config/example.yaml), with REACT_*
 environment variables and the flags below overriding it. Without --config it
