@@ -3,13 +3,18 @@ package config
 import "time"
 
 // Config is the sidecar's whole configuration: the upstream Triton, where
-// the sidecar listens, its limits, the W_p cache, logging, the components
-// files, the controllable models and the experiments over them. Load fills it from a YAML file,
+// the sidecar listens and how it treats its clients (server limits, TLS,
+// the management API, profiling), its limits, the W_p cache, logging, the
+// components files, the controllable models and the experiments over
+// them. Load fills it from a YAML file,
 // REACT_* environment variables and flags, applies the defaults and
 // validates it.
 type Config struct {
 	Triton      Triton       `mapstructure:"triton"`
 	Listen      Listen       `mapstructure:"listen"`
+	Server      Server       `mapstructure:"server"`
+	Management  Management   `mapstructure:"management"`
+	Pprof       Pprof        `mapstructure:"pprof"`
 	Limits      Limits       `mapstructure:"limits"`
 	Cache       Cache        `mapstructure:"cache"`
 	Admission   Admission    `mapstructure:"admission"`
@@ -39,6 +44,12 @@ type Triton struct {
 	// StartupTimeout is how long start-up (and a reload) waits for Triton
 	// and the models it names to be ready. Default 2m.
 	StartupTimeout time.Duration `mapstructure:"startup_timeout"`
+	// ForwardHeaders are the HTTP headers (case-insensitive) that the
+	// sidecar's own gRPC calls to Triton for an HTTP request carry as
+	// metadata; any other header stays with the sidecar. gRPC clients'
+	// metadata, and every pass-through request, reach Triton as sent.
+	// Default authorization, traceparent, tracestate.
+	ForwardHeaders []string `mapstructure:"forward_headers"`
 }
 
 // TLS configures TLS to the upstream Triton.

@@ -1,6 +1,9 @@
 package config
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Defaults of the keys that have one. Every other key defaults to its zero
 // value: "", false, 0, no components, no models.
@@ -27,7 +30,28 @@ const (
 	DefaultLinAlgThreads       = 1
 	DefaultLogLevel            = "info"
 	DefaultLogFormat           = "text"
+
+	DefaultMaxConnections       = 1024
+	DefaultMaxHeaderBytes       = 7 * KiB
+	DefaultReadHeaderTimeout    = 10 * time.Second
+	DefaultReadTimeout          = 2 * time.Minute
+	DefaultWriteTimeout         = 30 * time.Second
+	DefaultIdleTimeout          = 5 * time.Minute
+	DefaultMaxConcurrentStreams = 256
+	DefaultKeepaliveTime        = 2 * time.Hour
+	DefaultKeepaliveTimeout     = 20 * time.Second
+	DefaultKeepaliveMinTime     = 10 * time.Second
+	DefaultPprofListen          = "127.0.0.1:6060"
+	DefaultPprofMaxSeconds      = 30
 )
+
+// DefaultForwardHeaders are the HTTP headers the sidecar's gRPC calls to
+// Triton carry by default (triton.forward_headers): a token for Triton's
+// restricted endpoints, and W3C trace context.
+var DefaultForwardHeaders = []string{"authorization", "traceparent", "tracestate"}
+
+// MaxHeaderBytesLimit is the largest server.max_header_bytes.
+const MaxHeaderBytesLimit ByteSize = MiB
 
 // MaxRequestBytesLimit is the largest limits.max_request_bytes: 2GiB-1,
 // the largest message gRPC handles.
@@ -41,6 +65,7 @@ func Default() *Config {
 		Triton: Triton{
 			Timeout:        DefaultTritonTimeout,
 			StartupTimeout: DefaultStartupTimeout,
+			ForwardHeaders: slices.Clone(DefaultForwardHeaders),
 		},
 		Listen: Listen{
 			GRPC:            DefaultGRPCListen,
@@ -48,6 +73,21 @@ func Default() *Config {
 			Metrics:         DefaultMetricsListen,
 			ShutdownTimeout: DefaultShutdownTimeout,
 		},
+		Server: Server{
+			MaxConnections:    DefaultMaxConnections,
+			MaxHeaderBytes:    DefaultMaxHeaderBytes,
+			ReadHeaderTimeout: DefaultReadHeaderTimeout,
+			ReadTimeout:       DefaultReadTimeout,
+			WriteTimeout:      DefaultWriteTimeout,
+			IdleTimeout:       DefaultIdleTimeout,
+			GRPC: GRPCServer{
+				MaxConcurrentStreams: DefaultMaxConcurrentStreams,
+				KeepaliveTime:        DefaultKeepaliveTime,
+				KeepaliveTimeout:     DefaultKeepaliveTimeout,
+				KeepaliveMinTime:     DefaultKeepaliveMinTime,
+			},
+		},
+		Pprof: Pprof{Listen: DefaultPprofListen, MaxSeconds: DefaultPprofMaxSeconds},
 		Limits: Limits{
 			MaxRequestBytes:     DefaultMaxRequestBytes,
 			MaxInflightBytes:    DefaultMaxInflightBytes,

@@ -36,7 +36,11 @@ var versionPattern = regexp.MustCompile(`^[1-9][0-9]*$`)
 func (c *Config) Validate() error {
 	var p problems
 	c.validateTriton(&p)
+	c.validateForwardHeaders(&p)
 	c.validateListen(&p)
+	c.validateServer(&p)
+	c.validateManagement(&p)
+	c.validatePprof(&p)
 	c.validateLimits(&p)
 	c.validateCache(&p)
 	c.validateAdmission(&p)

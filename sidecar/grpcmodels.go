@@ -288,25 +288,30 @@ func (ms *Models) mergeIndex(models []*tritonpb.RepositoryIndexResponse_ModelInd
 	return out
 }
 
-// grpcServerReady answers ServerReady: ready when Triton is and the
-// controllable models are built.
+// grpcServerReady answers ServerReady: ready when Triton is, the
+// controllable models are built and every model they call is ready on
+// Triton.
 func (ms *Models) grpcServerReady(ss grpc.ServerStream, pass func(*Frame) error) error {
 	f, err := recvRequest(ss)
 	if err != nil {
 		return err
 	}
-	if ms.Ready() {
+	var nr *notReadyError
+	switch err := ms.readiness.check(ss.Context()); {
+	case err == nil:
 		return pass(f)
+	case errors.As(err, &nr):
+		return sendProto(ss, &tritonpb.ServerReadyResponse{Ready: false})
+	default:
+		return err
 	}
-	return sendProto(ss, &tritonpb.ServerReadyResponse{Ready: false})
 }
 
 // upstreamContext is the context of a call the sidecar makes to Triton on a
 // client's behalf: the client's deadline, cancellation and forwardable
-// metadata.
+// metadata, with the peer appended to x-forwarded-for.
 func upstreamContext(ctx context.Context) context.Context {
-	in, _ := metadata.FromIncomingContext(ctx)
-	return metadata.NewOutgoingContext(ctx, forwardable(in))
+	return metadata.NewOutgoingContext(ctx, upstreamMetadata(ctx))
 }
 
 // preferenceHeader reads ReACT's keys from gRPC metadata, and the key of
@@ -445,6 +450,9 @@ func (ms *Models) serve(ctx context.Context, m *pipeline.Model, up *pipeline.Ups
 	if err == nil {
 		dedupeOutputs(req)
 		res, err = m.Infer(ctx, up, pipeline.Request{Proto: req, Header: hdr})
+		if err != nil {
+			err = ms.partGone(ctx, m, err)
+		}
 	}
 	took := time.Since(start)
 	rows := 0
@@ -468,7 +476,7 @@ func (ms *Models) serve(ctx context.Context, m *pipeline.Model, up *pipeline.Ups
 		} else {
 			ms.log.Debug("inference refused", "model", m.Name(), "protocol", protocol, "code", code.String(), "error", err)
 		}
-		return nil, err
+		return nil, ms.clientError(err)
 	}
 	return res.Response, nil
 }

@@ -30,12 +30,15 @@ import (
 // inputs, outputs and parameters, limits.max_inflight_bytes). When the
 // client half-closes, the sidecar waits for its own answers, half-closes
 // upstream and ends with Triton's status and trailers; if the upstream
-// stream fails first, the call ends with its status.
+// stream fails first, the call ends with its status. At most
+// server.grpc.max_concurrent_streams controllable requests of one stream
+// are in flight at once.
 func (ms *Models) grpcStream(ss grpc.ServerStream, _ func(*Frame) error) error {
 	ctx, cancel := context.WithCancel(ss.Context())
 	md, _ := metadata.FromIncomingContext(ss.Context())
 	x := &streamMux{ms: ms, ss: ss, ctx: ctx, cancel: cancel, md: md, upDone: make(chan error, 1),
-		peer: peerAddr(peer.FromContext(ss.Context()))}
+		peer:  peerAddr(peer.FromContext(ss.Context())),
+		slots: make(chan struct{}, max(ms.Config().Server.GRPC.MaxConcurrentStreams, 1))}
 	if err := x.openUpstream(); err != nil {
 		cancel()
 		return err
@@ -65,6 +68,10 @@ type streamMux struct {
 	cancel context.CancelFunc
 	md     metadata.MD // the call's metadata: the preference keys and experiment keys of every request
 	peer   string      // the client's address, for admission's key
+	// slots bounds the controllable requests in flight: when every slot is
+	// taken, the stream reads no more until one is answered, and HTTP/2's
+	// flow control holds the client back (server.grpc.max_concurrent_streams).
+	slots chan struct{}
 
 	mu       sync.Mutex // guards stopped and the WaitGroup's Add
 	stopped  bool
@@ -99,11 +106,19 @@ func (x *streamMux) receive() error {
 			}
 			continue
 		}
+		select {
+		case x.slots <- struct{}{}:
+		case <-x.ctx.Done():
+			res.Release()
+			return status.FromContextError(x.ctx.Err()).Err()
+		}
 		if !x.begin() {
+			<-x.slots
 			res.Release()
 			return nil
 		}
 		go func() {
+			defer func() { <-x.slots }()
 			defer x.inflight.Done()
 			defer res.Release()
 			var resp *tritonpb.ModelInferResponse

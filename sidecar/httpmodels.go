@@ -61,7 +61,8 @@ func parseRoute(path string) (r route, ok bool) {
 // proxy's seam. It answers inference, metadata, readiness, configuration
 // and statistics requests for controllable models, adds them to the
 // repository index and the statistics of every model, and holds the
-// server's readiness until they are built. Every inference request, for
+// server's readiness while they are not built, or a model they call is not
+// ready on Triton. Every inference request, for
 // any model, is first read (within the configured size limit) and its
 // framing checked (tritonhttp.ParseRequest): a malformed one is answered
 // with 400 (413 when too large) and never reaches Triton, which one such
@@ -70,12 +71,7 @@ func (ms *Models) HTTPInterceptor() HTTPInterceptor {
 	return func(r *http.Request, pass http.Handler) http.Handler {
 		switch {
 		case r.URL.Path == "/v2/health/ready" && r.Method == http.MethodGet:
-			if !ms.Ready() {
-				return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-					writeHTTPError(w, http.StatusServiceUnavailable, "sidecar: the controllable models are not loaded yet")
-				})
-			}
-			return nil
+			return ms.httpServerReady(pass)
 		case r.URL.Path == "/v2/models/stats" && r.Method == http.MethodGet:
 			return ms.httpAllStatistics()
 		case r.URL.Path == "/v2/repository/index" && r.Method == http.MethodPost:
@@ -150,8 +146,11 @@ func (ms *Models) httpInfer(w http.ResponseWriter, r *http.Request, rt route, pa
 	defer res.Release()
 	req, raw, err := ms.readInfer(r, cfg, res)
 	if err != nil {
-		if r.Context().Err() != nil {
-			return // the client went away: nobody is left to answer
+		if r.Context().Err() != nil && !errors.Is(err, errReadTimeout) {
+			// The client went away: nobody is left to answer. (A body cut
+			// by server.read_timeout cancels the context too, and its
+			// client is told.)
+			return
 		}
 		ms.httpRefuse(w, err, cfg)
 		return
@@ -240,6 +239,9 @@ func readRaw(body io.Reader, length, limit int64, res *Reservation) ([]byte, err
 		if errors.Is(err, io.EOF) {
 			return b, nil
 		}
+		if isReadTimeout(err) {
+			return nil, errReadTimeout
+		}
 		if err != nil {
 			return nil, &tritonhttp.RequestError{Msg: "reading the request body: " + err.Error()}
 		}
@@ -259,6 +261,8 @@ func (ms *Models) httpRefuse(w http.ResponseWriter, err error, cfg *config.Confi
 	)
 	code, reason, msg := http.StatusBadRequest, "malformed", "sidecar: "+err.Error()
 	switch {
+	case errors.Is(err, errReadTimeout):
+		code, reason = http.StatusRequestTimeout, "timeout"
 	case errors.As(err, &te):
 		code, msg = te.Status, te.Msg
 		if te.ContentType != "" {
@@ -315,7 +319,7 @@ func (ms *Models) httpServe(w http.ResponseWriter, r *http.Request, m *pipeline.
 		writeHTTPError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	ctx := metadata.NewOutgoingContext(r.Context(), httpMetadata(r.Header))
+	ctx := metadata.NewOutgoingContext(r.Context(), httpMetadata(r.Header, ms.Config().Triton.ForwardHeaders))
 	ctx = control.WithClientKey(ctx, ms.clientKey(m, r.Header.Get, r.RemoteAddr))
 	resp, err := ms.serve(ctx, m, up, req.Proto, hdr, "http", start, nil)
 	if err != nil {
@@ -374,19 +378,21 @@ var httpBodyHeaders = map[string]bool{
 }
 
 // httpMetadata is the gRPC metadata of the calls the sidecar makes to Triton
-// for an HTTP request: its headers (an authorization header for Triton's
-// restricted endpoints, tracing headers), less what forwardable drops for
-// gRPC clients (hop-by-hop headers, grpc's own, ReACT's react-*), less the
-// body's headers, and less values gRPC metadata cannot carry (anything but
-// printable ASCII).
-func httpMetadata(h http.Header) metadata.MD {
-	md := make(metadata.MD, len(h))
-	for k, vs := range h {
-		k = strings.ToLower(k)
+// for an HTTP request: the headers named in forward (triton.forward_headers:
+// an authorization header for Triton's restricted endpoints, tracing
+// headers), less the body's headers, less what forwardable drops for gRPC
+// clients (hop-by-hop headers, grpc's own, ReACT's react-*), and less
+// values gRPC metadata cannot carry (anything but printable ASCII). Any
+// other header stays with the sidecar: a large cookie would otherwise make
+// Triton refuse the call.
+func httpMetadata(h http.Header, forward []string) metadata.MD {
+	md := make(metadata.MD, len(forward))
+	for _, name := range forward {
+		k := strings.ToLower(name)
 		if httpBodyHeaders[k] || strings.HasSuffix(k, "-bin") {
 			continue
 		}
-		for _, v := range vs {
+		for _, v := range h.Values(name) {
 			if printableASCII(v) {
 				md[k] = append(md[k], v)
 			}
@@ -441,15 +447,16 @@ func httpStatus(c codes.Code) int {
 }
 
 // writeStatusError answers a gRPC status error in Triton's HTTP form; a
-// model still loading is 503, a new preference shed by the W_p cache's
-// admission 429 with Retry-After.
+// model still loading, or one whose parts are gone from Triton, is 503, a
+// new preference shed by the W_p cache's admission 429 with Retry-After.
 func writeStatusError(w http.ResponseWriter, err error) {
 	st := status.Convert(err)
 	code := httpStatus(st.Code())
 	var loading *loadingError
+	var gone *partGoneError
 	var overload *control.OverloadError
 	switch {
-	case errors.As(err, &loading):
+	case errors.As(err, &loading), errors.As(err, &gone):
 		code = http.StatusServiceUnavailable
 	case errors.As(err, &overload):
 		code = http.StatusTooManyRequests

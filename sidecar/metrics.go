@@ -2,7 +2,6 @@ package sidecar
 
 import (
 	"net/http"
-	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,9 +19,10 @@ import (
 // names, pipeline stages and cache results, and the configured experiment
 // and arm names; never a raw preference or an experiment key.
 type Metrics struct {
-	reg *prometheus.Registry
-	exp *experimentMetrics
-	adm *admissionMetrics
+	reg     *prometheus.Registry
+	exp     *experimentMetrics
+	adm     *admissionMetrics
+	surface *surfaceMetrics
 
 	requests      *prometheus.CounterVec   // model, protocol, source
 	errors        *prometheus.CounterVec   // model, protocol, code
@@ -45,9 +45,10 @@ var latencyBuckets = prometheus.ExponentialBuckets(100e-6, 2, 18)
 // collectors, on a new registry.
 func NewMetrics() *Metrics {
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
-		exp: newExperimentMetrics(),
-		adm: newAdmissionMetrics(),
+		reg:     prometheus.NewRegistry(),
+		exp:     newExperimentMetrics(),
+		adm:     newAdmissionMetrics(),
+		surface: newSurfaceMetrics(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "react_requests_total",
 			Help: "Inference requests served for controllable models, by model, protocol and where the preference came from (header, parameter, preset, arm, default).",
@@ -111,6 +112,7 @@ func NewMetrics() *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(m.exp.collectors()...)
 	m.reg.MustRegister(m.adm.collectors()...)
+	m.reg.MustRegister(m.surface.collectors()...)
 	m.reloadOK.Set(1)
 	m.reloadSuccess.SetToCurrentTime()
 	return m
@@ -175,17 +177,12 @@ func (m *Metrics) reloaded(ok bool) {
 	m.reloadOK.Set(0)
 }
 
-// Handler serves /metrics, /healthz and Go's profiles under /debug/pprof/,
-// for the metrics listener.
+// Handler serves /metrics and /healthz, for the metrics listener. Go's
+// profiles are not here: see PprofHandler.
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
 	mux.HandleFunc("/healthz", healthz)
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
 }
 

@@ -39,6 +39,11 @@ type Models struct {
 
 	state  atomic.Pointer[modelsState]
 	reload sync.Mutex // one build at a time
+
+	readiness *readiness
+	// redact removes Triton's addresses from the messages clients get.
+	redact *redactor
+	logged logLimit
 }
 
 // modelsState is one configuration's controllable models.
@@ -74,7 +79,9 @@ func NewModels(cfg *config.Config, conn *grpc.ClientConn, m *Metrics, log *slog.
 		budget:  NewBudget(int64(cfg.Limits.MaxInflightBytes)),
 		stats:   &pipeline.StatsRegistry{},
 		metrics: m,
+		redact:  newRedactor(cfg.Triton.GRPC, cfg.Triton.HTTP),
 	}
+	ms.readiness = &readiness{ms: ms}
 	if m != nil {
 		m.watchCache(cache.Stats)
 		m.watchBudget(ms.budget)
@@ -302,15 +309,49 @@ func (ms *Models) declared() []string {
 	return out
 }
 
-// upstreamError names the upstream Triton's address in an UNAVAILABLE
-// status of a call the sidecar made itself, as the pass-through does;
-// other errors stay as they are.
+// upstreamError says that the upstream Triton is unavailable in an
+// UNAVAILABLE status of a call the sidecar made itself, as the pass-through
+// does, without Triton's address (the log has it); other errors stay as
+// they are.
 func (ms *Models) upstreamError(err error) error {
 	st := status.Convert(err)
 	if st.Code() != codes.Unavailable {
 		return err
 	}
-	return status.Errorf(codes.Unavailable, "sidecar: upstream Triton %s: %s", ms.Config().Triton.GRPC, st.Message())
+	return status.Errorf(codes.Unavailable, "sidecar: upstream Triton: %s", ms.clientMessage(st))
+}
+
+// clientMessage is a status's message as a client may see it: without
+// Triton's addresses. A message that named one is logged in full (at most
+// once a second).
+func (ms *Models) clientMessage(st *status.Status) string {
+	msg := ms.redact.redact(st.Message())
+	if msg != st.Message() {
+		ms.logged.do(func() {
+			ms.log.Warn("upstream Triton", "code", st.Code().String(), "error", st.Message(), "triton", ms.Config().Triton.GRPC)
+		})
+	}
+	return msg
+}
+
+// clientError is err as a client may see it: its status without Triton's
+// addresses, and the 503 of a model whose parts are gone kept.
+func (ms *Models) clientError(err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	msg := ms.clientMessage(st)
+	if msg == st.Message() {
+		return err
+	}
+	sp := st.Proto()
+	sp.Message = msg
+	var gone *partGoneError
+	if errors.As(err, &gone) {
+		return &partGoneError{status.FromProto(sp)}
+	}
+	return status.FromProto(sp).Err()
 }
 
 // modelReady asks Triton whether every model a controllable model calls is

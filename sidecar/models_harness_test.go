@@ -99,6 +99,9 @@ type ctlConfig struct {
 	limits, admission string
 	// cacheMaxBytes sets cache.max_bytes ("" keeps the default).
 	cacheMaxBytes string
+	// sections is more YAML (top-level sections such as server:),
+	// appended as is.
+	sections string
 	// configMap lays the files out as a Kubernetes ConfigMap volume does:
 	// config.yaml and components.safetensors are symlinks through the
 	// ..data symlink to a timestamped directory.
@@ -150,6 +153,7 @@ func (c ctlConfig) yaml() string {
       - {task: c, model: head_c, outputs: {logits: logits_c}}
 `, or(c.headTask, "a"), or(c.backbone, "backbone"))
 	b.WriteString(c.experiments)
+	b.WriteString(c.sections)
 	return b.String()
 }
 
@@ -241,9 +245,16 @@ func newHarness(t testing.TB, edit func(*ctlConfig)) *harness {
 	if h.models, err = NewModels(cfg, conn, h.metrics, logger); err != nil {
 		t.Fatal(err)
 	}
+	// The tests read the repository index through the sidecar, as the zoo's
+	// configuration allows.
+	guard, err := NewManagement(config.Management{Allow: []string{"RepositoryIndex"}}, h.metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.srv = startSidecar(t, Config{
 		TritonGRPC: cfg.Triton.GRPC, TritonHTTP: cfg.Triton.HTTP, Conn: conn,
 		InterceptGRPC: h.models.GRPCInterceptor(), InterceptHTTP: h.models.HTTPInterceptor(),
+		Management: guard, Log: logger,
 	})
 	h.client = tritonpb.NewGRPCInferenceServiceClient(dial(t, h.srv.GRPCAddr().String()))
 	if h.http, err = NewHTTPProxy(cfg.Triton.HTTP, nil, h.models.HTTPInterceptor(), nil); err != nil {

@@ -106,6 +106,8 @@ type builder struct {
 	warnings []string
 	// models caches Triton's answers about each model version.
 	models map[ref]*tritonModel
+	// index is Triton's repository index, read when first needed.
+	index *repositoryIndex
 }
 
 // tritonModel is what Triton says about one model version.
@@ -235,6 +237,13 @@ func (b *builder) triton(r ref) *tritonModel {
 	ctx, cancel := b.up.callCtx(b.ctx)
 	defer cancel()
 	ready, err := b.up.RPC.ModelReady(ctx, &tritonpb.ModelReadyRequest{Name: r.model, Version: r.version})
+	if (err == nil && !ready.GetReady()) || status.Code(err) == codes.NotFound {
+		if known, ok := b.inRepository(r.model); ok && !known {
+			// Not a model Triton has: waiting will not bring it.
+			tm.err = fmt.Errorf("%s is not in the model repository of Triton %s", describe(r), b.up.Addr)
+			return tm
+		}
+	}
 	if err == nil && !ready.GetReady() {
 		tm.err, tm.transient = fmt.Errorf("%s is not ready on Triton %s", describe(r), b.up.Addr), true
 		return tm

@@ -194,13 +194,15 @@ func TestBuildProblems(t *testing.T) {
 			[]wantProblem{{path: "models[0].backbone.model", msg: `model "backbone_copy" is not ready on Triton ` + e.fake.Addr, transient: true}}},
 		{"backbone version not loaded", single(func(m *config.Model) { m.Backbone.Version = "2" }),
 			[]wantProblem{{path: "models[0].backbone.model", msg: `model "backbone" version 2`, transient: true}}},
+		// A name Triton's repository does not have (a typo) is permanent:
+		// waiting would not bring it, and a reload would retry for ever.
 		{"head not in the repository", single(func(m *config.Model) { m.Heads[0].Model = "head_zz" }),
-			[]wantProblem{{path: "models[0].heads[0].model", msg: `model "head_zz"`, transient: true}}},
+			[]wantProblem{{path: "models[0].heads[0].model", msg: `model "head_zz" is not in the model repository`}}},
 		{"transient and permanent", func(c *config.Config) {
-			c.Models[0].Heads[0].Model = "head_zz"
+			c.Models[0].Heads[0].Model = "backbone_copy"
 			c.Models[1].Heads[0].Model = "head_int"
 		}, []wantProblem{
-			{path: "models[0].heads[0].model", msg: `model "head_zz"`, transient: true},
+			{path: "models[0].heads[0].model", msg: `model "backbone_copy" is not ready`, transient: true},
 			{path: "models[1].heads[0].model", msg: "INT32"}}},
 		{"every problem at once", func(c *config.Config) {
 			c.Components = append(c.Components,
