@@ -46,7 +46,7 @@ func TRITONBACKEND_ModelInstanceExecute(inst *C.TRITONBACKEND_ModelInstance, req
 		if err != nil && failed[i] == nil {
 			failed[i] = err
 		}
-		if dev != 0 && failed[i] == nil {
+		if dev.ptr != 0 && failed[i] == nil {
 			// The input is in the memory of the GPU that holds W_p:
 			// corrected there, and left out of the host batch.
 			if onDevice == nil {
@@ -54,7 +54,7 @@ func TRITONBACKEND_ModelInstanceExecute(inst *C.TRITONBACKEND_ModelInstance, req
 			}
 			var after []func() error
 			o := ms.model.ExecuteDevice(context.Background(),
-				model.DeviceRequest{Shape: mr.Shape, Input: dev, Keys: mr.Keys},
+				model.DeviceRequest{Shape: mr.Shape, Input: dev.ptr, Size: dev.size, Keys: mr.Keys},
 				func() (model.DeviceOutput, error) { return ms.outputDevice(responses[i], mr.Shape, &after) })
 			for _, f := range after {
 				if err := f(); err != nil && o.Err == nil {
@@ -66,10 +66,15 @@ func TRITONBACKEND_ModelInstanceExecute(inst *C.TRITONBACKEND_ModelInstance, req
 		}
 		is.reqs = append(is.reqs, mr)
 	}
-	// Requests that failed to read take no part: an empty shape fails
-	// model.Execute's check, but their own error is the one reported.
+	// Requests that failed to read, and those corrected on the device,
+	// take no part in the host batch: an empty shape fails model.Execute's
+	// check (even for a device request of zero rows, which would otherwise
+	// pass it and get a second output), and their own outcome is the one
+	// reported. Their rows count in the batch statistics all the same.
+	rowsOf := make([]int64, len(is.reqs))
 	for i := range is.reqs {
-		if failed[i] != nil {
+		rowsOf[i] = is.reqs[i].Rows()
+		if _, dev := onDevice[i]; failed[i] != nil || dev {
 			is.reqs[i] = model.Request{}
 		}
 	}
@@ -98,7 +103,7 @@ func TRITONBACKEND_ModelInstanceExecute(inst *C.TRITONBACKEND_ModelInstance, req
 			C.TRITONSERVER_ErrorDelete(e)
 		}
 		if failed[i] == nil {
-			rows += uint64(is.reqs[i].Rows()) // in the batch, even if it failed later
+			rows += uint64(rowsOf[i]) // in the batch, even if it failed later
 		}
 		if e := goError("releasing the request", C.TRITONBACKEND_RequestRelease(r, C.REACT_REQUEST_RELEASE_ALL)); e != nil {
 			logf(logError, "react instance %s: %v", is.name, e)
@@ -119,14 +124,21 @@ func TRITONBACKEND_ModelInstanceExecute(inst *C.TRITONBACKEND_ModelInstance, req
 // device the model corrects on (model.OnDevice; the cuda backend uses the
 // first visible GPU), is not copied: read returns its address instead,
 // with out.Data nil.
-func (is *instanceState) read(r *C.TRITONBACKEND_Request) (out model.Request, device uintptr, err error) {
+func (is *instanceState) read(r *C.TRITONBACKEND_Request) (out model.Request, device deviceInput, err error) {
 	out, err = is.readHost(r, &device)
 	return out, device, err
 }
 
+// deviceInput is an input left in GPU memory: its address and its size in
+// bytes, as Triton gives them.
+type deviceInput struct {
+	ptr  uintptr
+	size int
+}
+
 // readHost is read; it sets *device, and leaves the input where it is, for
 // an input that can be corrected in GPU memory.
-func (is *instanceState) readHost(r *C.TRITONBACKEND_Request, device *uintptr) (model.Request, error) {
+func (is *instanceState) readHost(r *C.TRITONBACKEND_Request, device *deviceInput) (model.Request, error) {
 	var out model.Request
 	keys, err := readKeys(r)
 	if err != nil {
@@ -162,7 +174,10 @@ func (is *instanceState) readHost(r *C.TRITONBACKEND_Request, device *uintptr) (
 			return out, err
 		}
 		if mem == C.TRITONSERVER_MEMORY_GPU && buffers == 1 && memID == 0 && is.model.model.OnDevice() {
-			*device = uintptr(p)
+			if uint64(n) != uint64(size) {
+				return out, fmt.Errorf("input %q: its buffer holds %d bytes of %d", cfg.Input.Name, uint64(n), uint64(size))
+			}
+			*device = deviceInput{ptr: uintptr(p), size: int(n)}
 			return out, nil
 		}
 		if mem == C.TRITONSERVER_MEMORY_GPU {

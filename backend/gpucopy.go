@@ -5,15 +5,17 @@ package main
 #include <dlfcn.h>
 #include <stddef.h>
 
-// The two CUDA runtime functions a CPU backend needs to read an input that
+// The CUDA runtime functions a CPU backend needs to read an input that
 // Triton hands over in GPU memory, loaded on first use from the CUDA
 // runtime already in the process (Triton's GPU build links it). Their
 // signatures and the value of cudaMemcpyDeviceToHost (2) are the CUDA
 // runtime API's.
 typedef int (*cuda_set_device_fn)(int device);
+typedef int (*cuda_get_device_fn)(int *device);
 typedef int (*cuda_memcpy_fn)(void *dst, const void *src, size_t count, int kind);
 
 static cuda_set_device_fn cuda_set_device;
+static cuda_get_device_fn cuda_get_device;
 static cuda_memcpy_fn cuda_memcpy;
 
 // cuda_load binds the functions; it returns NULL, or why it could not.
@@ -27,32 +29,37 @@ static const char *cuda_load(void) {
 		return "no CUDA runtime (libcudart.so) in this process";
 	}
 	cuda_set_device = (cuda_set_device_fn)dlsym(lib, "cudaSetDevice");
+	cuda_get_device = (cuda_get_device_fn)dlsym(lib, "cudaGetDevice");
 	cuda_memcpy = (cuda_memcpy_fn)dlsym(lib, "cudaMemcpy");
-	if (cuda_set_device == NULL || cuda_memcpy == NULL) {
-		return "the CUDA runtime lacks cudaSetDevice or cudaMemcpy";
+	if (cuda_set_device == NULL || cuda_get_device == NULL || cuda_memcpy == NULL) {
+		return "the CUDA runtime lacks cudaSetDevice, cudaGetDevice or cudaMemcpy";
 	}
 	return NULL;
 }
 
-// cuda_to_host copies n bytes from device memory to host memory; it returns
-// the CUDA error code (0 for success).
-static int cuda_to_host(void *dst, const void *src, size_t n, int device) {
-	int err = cuda_set_device(device);
+// cuda_copy copies n bytes with cudaMemcpy of kind (2: device to host, 1:
+// host to device) with device current, then makes the thread's device
+// what it was: the thread is Triton's, and its other work expects its own
+// device. It returns the CUDA error code (0 for success).
+static int cuda_copy(void *dst, const void *src, size_t n, int kind, int device) {
+	int prev = 0;
+	int err = cuda_get_device(&prev);
 	if (err != 0) {
 		return err;
 	}
-	return cuda_memcpy(dst, src, n, 2);
+	if ((err = cuda_set_device(device)) != 0) {
+		return err;
+	}
+	err = cuda_memcpy(dst, src, n, kind);
+	int restore = cuda_set_device(prev);
+	return err != 0 ? err : restore;
 }
 
-// cuda_to_device copies n bytes from host memory to device memory; it
-// returns the CUDA error code (0 for success). cudaMemcpyHostToDevice is 1.
-static int cuda_to_device(void *dst, const void *src, size_t n, int device) {
-	int err = cuda_set_device(device);
-	if (err != 0) {
-		return err;
-	}
-	return cuda_memcpy(dst, src, n, 1);
-}
+// cuda_to_host copies n bytes from device memory to host memory.
+static int cuda_to_host(void *dst, const void *src, size_t n, int device) { return cuda_copy(dst, src, n, 2, device); }
+
+// cuda_to_device copies n bytes from host memory to device memory.
+static int cuda_to_device(void *dst, const void *src, size_t n, int device) { return cuda_copy(dst, src, n, 1, device); }
 */
 import "C"
 

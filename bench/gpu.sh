@@ -40,6 +40,7 @@ BINARIES=(
 	"cuda.test react/internal/cuda"
 	"control.test control"
 	"model.test backend/model"
+	"backend.test backend"
 )
 
 # The paths the GPU run leaves behind (bench/gpu.sh stage).
@@ -161,7 +162,7 @@ run() {
 	# package fail rather than fall back when no GPU opens, and
 	# REACT_CUDA_EXPECT=gpu runs the tests at D = 768 and 1280.
 	export REACT_TEST_BACKEND=cuda REACT_CUDA_EXPECT=gpu
-	local limits=(120 40 60 60) i=0
+	local limits=(120 40 60 60 60) i=0
 	for b in "${BINARIES[@]}"; do
 		bin=${b%% *}
 		step "test-${bin%.test}" "${limits[i]}" "${b#* }" "$root/.gpu/$bin" -test.count=1 -test.v

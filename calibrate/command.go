@@ -106,6 +106,7 @@ Exit status: 0 on success, 1 on a runtime failure, 2 on a usage error.`,
 		newMergeCommand(stdout),
 		newExperimentCommand(stdout),
 		newEvalCommand(stdout, stderr),
+		newUpgradeCommand(stdout),
 	)
 	return root
 }

@@ -55,7 +55,10 @@ type taskReport struct {
 
 type checksumInfo struct {
 	SHA256 string `json:"sha256"` // as recorded in the file
-	OK     bool   `json:"ok"`     // whether the data matches it
+	// CRC32C is the data's CRC-32C as recorded, the checksum verified when
+	// present (files written before 2026-11 have only the SHA-256).
+	CRC32C string `json:"crc32c,omitempty"`
+	OK     bool   `json:"ok"` // whether the data matches the checksum verified
 }
 
 func newInspectCommand(stdout io.Writer) *cobra.Command {
@@ -71,8 +74,10 @@ its samples the statistics hold (all, or the random subset of calibrate fit
 --fraction or --limit: how many of how many, and the seed). A task whose
 condition number exceeds ` + formatFloat(react.WarnCondition) + ` gets a warning: β is too small for
 the data, and a W_p solved with it would be dominated by sampling noise
-(calibrate solve warns at the same limit). inspect also verifies both
-SHA-256 checksums: of the statistics, and of the metadata in the header.
+(calibrate solve warns at the same limit). inspect also verifies the
+checksums: of the statistics (their CRC-32C, or their SHA-256 in files
+written before CRC-32C was recorded), and of the metadata in the header
+(SHA-256).
 
 A corrupt file still gets what can be read of it printed, then the problem,
 and inspect exits with status 1.`,
@@ -113,7 +118,7 @@ func inspect(w io.Writer, path string, asJSON bool) error {
 		Beta:             info.Beta,
 		Normalization:    string(info.Normalization),
 		Backbone:         modelRef(info.Backbone),
-		Checksum:         checksumInfo{SHA256: info.SHA256},
+		Checksum:         checksumInfo{SHA256: info.SHA256, CRC32C: info.CRC32C},
 		MetadataChecksum: checksumInfo{SHA256: info.MetadataSHA256, OK: info.MetadataOK},
 	}
 	for _, t := range info.Tasks {
@@ -182,7 +187,11 @@ func printReport(w io.Writer, r *inspectReport) {
 	if !r.Checksum.OK {
 		status = "MISMATCH: file is corrupt"
 	}
-	fmt.Fprintf(tw, "checksum:\t%s (sha256 %s)\n", status, r.Checksum.SHA256)
+	if r.Checksum.CRC32C != "" {
+		fmt.Fprintf(tw, "checksum:\t%s (crc32c %s; sha256 %s)\n", status, r.Checksum.CRC32C, r.Checksum.SHA256)
+	} else {
+		fmt.Fprintf(tw, "checksum:\t%s (sha256 %s)\n", status, r.Checksum.SHA256)
+	}
 	status = "ok"
 	if !r.MetadataChecksum.OK {
 		status = "MISMATCH: the header was edited or is corrupt"

@@ -214,6 +214,7 @@ func TestHelpGolden(t *testing.T) {
 		{"experiment", "--help"},
 		{"experiment", "assign", "--help"},
 		{"eval", "--help"},
+		{"upgrade", "--help"},
 	} {
 		name := strings.Join(append([]string{"calibrate"}, args[:len(args)-1]...), "_")
 		t.Run(name, func(t *testing.T) {

@@ -3,15 +3,21 @@ package config
 import "time"
 
 // Config is the sidecar's whole configuration: the upstream Triton, where
-// the sidecar listens, its limits, the W_p cache, logging, the components
-// files, the controllable models and the experiments over them. Load fills it from a YAML file,
+// the sidecar listens and how it treats its clients (server limits, TLS,
+// the management API, profiling), its limits, the W_p cache, logging, the
+// components files, the controllable models and the experiments over
+// them. Load fills it from a YAML file,
 // REACT_* environment variables and flags, applies the defaults and
 // validates it.
 type Config struct {
 	Triton      Triton       `mapstructure:"triton"`
 	Listen      Listen       `mapstructure:"listen"`
+	Server      Server       `mapstructure:"server"`
+	Management  Management   `mapstructure:"management"`
+	Pprof       Pprof        `mapstructure:"pprof"`
 	Limits      Limits       `mapstructure:"limits"`
 	Cache       Cache        `mapstructure:"cache"`
+	Admission   Admission    `mapstructure:"admission"`
 	LinAlg      LinAlg       `mapstructure:"linalg"`
 	Log         Log          `mapstructure:"log"`
 	Components  []Components `mapstructure:"components"`
@@ -38,6 +44,12 @@ type Triton struct {
 	// StartupTimeout is how long start-up (and a reload) waits for Triton
 	// and the models it names to be ready. Default 2m.
 	StartupTimeout time.Duration `mapstructure:"startup_timeout"`
+	// ForwardHeaders are the HTTP headers (case-insensitive) that the
+	// sidecar's own gRPC calls to Triton for an HTTP request carry as
+	// metadata; any other header stays with the sidecar. gRPC clients'
+	// metadata, and every pass-through request, reach Triton as sent.
+	// Default authorization, traceparent, tracestate.
+	ForwardHeaders []string `mapstructure:"forward_headers"`
 }
 
 // TLS configures TLS to the upstream Triton.
@@ -69,13 +81,31 @@ type Listen struct {
 	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
 }
 
-// Limits protect the sidecar and Triton from oversized requests.
+// Limits protect the sidecar and Triton from oversized requests, and bound
+// the work and memory one request may take.
 type Limits struct {
 	// MaxRequestBytes bounds an inference request: an HTTP infer body
-	// (after decompression) and a gRPC message of a controllable model.
-	// Written as an integer or with a unit ("64MiB", "1GB"). Default 64MiB;
-	// at most 2GiB-1.
+	// (after decompression) and a gRPC message. Written as an integer or
+	// with a unit ("64MiB", "1GB"). Default 2GiB-1, Triton's own bound (its
+	// gRPC limit; its HTTP server has none); MaxInflightBytes bounds a
+	// request further.
 	MaxRequestBytes ByteSize `mapstructure:"max_request_bytes"`
+	// MaxInflightBytes bounds the memory of the inference request bodies
+	// held at once, over both protocols: beyond it a request is refused
+	// (HTTP 429, gRPC RESOURCE_EXHAUSTED) until others finish, and a
+	// single request larger than it can never be served (413,
+	// RESOURCE_EXHAUSTED). An eighth more is kept for requests of at most
+	// a 64th of it, so that a few large bodies cannot starve ordinary
+	// ones. Default 128MiB.
+	MaxInflightBytes ByteSize `mapstructure:"max_inflight_bytes"`
+	// MaxInputs, MaxOutputs and MaxParameters bound an inference
+	// request's inputs, requested outputs, and the parameters of any one
+	// of its objects (the request's, an input's, an output's), for every
+	// model: beyond them it is refused (HTTP 413, gRPC RESOURCE_EXHAUSTED)
+	// before it is checked further. Defaults 1024, 1024 and 256.
+	MaxInputs     int `mapstructure:"max_inputs"`
+	MaxOutputs    int `mapstructure:"max_outputs"`
+	MaxParameters int `mapstructure:"max_parameters"`
 	// MaxBatchSize caps the batch of a controllable model's request; 0
 	// means the model's own limit (the smallest max_batch_size of its
 	// backbone and heads). Default 0.
@@ -90,12 +120,55 @@ type Limits struct {
 // KiB, MiB, GiB (powers of 1024).
 type ByteSize int64
 
-// Cache configures the W_p cache.
+// Cache configures the W_p cache of per-request preferences. Each
+// components file (with its β and normalisation) has a cache of its own,
+// so that a flood of new preferences on one model never evicts another's;
+// the default preference, the presets and the experiment arms are kept
+// apart and never evicted.
 type Cache struct {
-	// Size is how many W_p matrices solved for per-request preferences
-	// the LRU keeps; the default preference and the presets are kept
-	// apart and never evicted. Default 128; at least 1.
+	// MaxBytes bounds the memory of one components file's cache: a formed
+	// W_p takes 4·D² bytes, one still in factored form 16·D². Least
+	// recently used entries go first. Default 128MiB.
+	MaxBytes ByteSize `mapstructure:"max_bytes"`
+	// Size, when positive, also bounds the number of entries of each
+	// components file's cache. Default 0: only MaxBytes.
 	Size int `mapstructure:"size"`
+}
+
+// Admission controls the solving of new preferences: a bounded queue, a
+// limit per client key, and the option to accept only preferences that
+// need no solve, or to round them to a grid so that clients share W_p.
+type Admission struct {
+	// MaxPendingSolves bounds the new preferences waiting for a solver;
+	// beyond it a request that needs a solve is shed (HTTP 429 with
+	// Retry-After, gRPC RESOURCE_EXHAUSTED). 0 sheds whenever every solver
+	// is busy. Default 32.
+	MaxPendingSolves int `mapstructure:"max_pending_solves"`
+	// MaxConcurrentSolves is how many solves run at once; 0 means half the
+	// cores (GOMAXPROCS), at least one, so that solves never take every
+	// core from the requests being served. Default 0.
+	MaxConcurrentSolves int `mapstructure:"max_concurrent_solves"`
+	// RetryAfter is what a shed request is told to wait (the Retry-After
+	// header, the retry-after trailer). Default 1s.
+	RetryAfter time.Duration `mapstructure:"retry_after"`
+	// KeyHeader names the header (gRPC metadata key) whose value is a
+	// client's key for KeyRate; "" uses the key header of the model's
+	// experiment, and a request without either is keyed by its peer
+	// address.
+	KeyHeader string `mapstructure:"key_header"`
+	// KeyRate bounds the new preferences one key may have solved, per
+	// second, with bursts of KeyBurst; 0 means no bound. Default 0.
+	KeyRate  float64 `mapstructure:"key_rate"`
+	KeyBurst int     `mapstructure:"key_burst"`
+	// PresetsOnly refuses preferences that would need a solve: only
+	// presets, experiment arms, the default, "none" and preferences equal
+	// to one of those are served. Default false.
+	PresetsOnly bool `mapstructure:"presets_only"`
+	// PreferenceGrid, when positive, rounds every preference a request
+	// sends to multiples of 1/PreferenceGrid (20: steps of 0.05), so that
+	// nearby slider positions share one W_p. Default 0: the rounding of
+	// the canonical form only (10⁻⁶).
+	PreferenceGrid int `mapstructure:"preference_grid"`
 }
 
 // LinAlg chooses the linear algebra behind the W_p solves and the batch
@@ -179,11 +252,12 @@ type Model struct {
 	// (the default, "") checks it when the model is built and refuses a
 	// difference; SignatureDiffers declares the difference intended.
 	Signature string `mapstructure:"signature"`
-	// CalibratedOn is the backbone model the components file was
+	// VariantOf is the backbone model the components file was
 	// calibrated on, when the model corrected here is another one known to
-	// be a variant of it (an FP16 copy, a re-export). Left out, the model
-	// corrected must be the one the file records.
-	CalibratedOn string `mapstructure:"calibrated_on"`
+	// be a variant of it (an FP16 copy, a re-export), as calibrate
+	// upgrade's --variant-of. Left out, the model corrected must be the
+	// one the file records.
+	VariantOf string `mapstructure:"variant_of"`
 }
 
 // The values of Model.Signature.

@@ -76,7 +76,7 @@ models:
 func ExampleConfig_Validate() {
 	cfg := config.Default()
 	cfg.Triton.GRPC = "127.0.0.1:8001" // the port the sidecar listens on
-	cfg.Cache.Size = 0
+	cfg.Cache.MaxBytes = 0
 	cfg.Models = []config.Model{{Name: "classifier"}}
 
 	err := cfg.Validate()
@@ -89,7 +89,7 @@ func ExampleConfig_Validate() {
 	// Output:
 	// triton.http | required: the address of the upstream Triton, host:port
 	// listen.grpc | ":8001" is the port of triton.grpc ("127.0.0.1:8001") on this host: the sidecar would call itself; move Triton or the sidecar to another port
-	// cache.size | must be at least 1, got 0
+	// cache.max_bytes | must be positive, got 0
 	// models[0].components | required, and there is no components entry: add one under components
 	// models[0].backbone.model | required: the merged backbone model in Triton
 	// models[0].backbone.output | required: the backbone output holding the feature to correct

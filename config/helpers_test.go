@@ -9,14 +9,22 @@ import (
 )
 
 // fixtures are the files stage creates next to a staged configuration:
-// Validate only checks that they exist, so any bytes will do.
+// Validate only checks that they exist, so any bytes will do, except in a
+// token file (management.token_file), whose tokens it reads.
 var fixtures = []string{
 	"components.safetensors",
 	"second.safetensors",
 	"tls/ca.pem",
 	"tls/client.pem",
 	"tls/client-key.pem",
+	"tls/server.pem",
+	"tls/server-key.pem",
+	"tls/client-ca.pem",
+	"management.token",
 }
+
+// fixtureToken is the content of the token file among the fixtures.
+const fixtureToken = "# management tokens\n0123456789abcdef0123\n"
 
 // stage copies the configuration file src into a new temporary directory,
 // next to the fixtures, and returns the copy's path.
@@ -40,7 +48,11 @@ func stageText(t *testing.T, name, text string) string {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(p, []byte("not checked"), 0o644); err != nil {
+		content := "not checked"
+		if strings.HasSuffix(f, ".token") {
+			content = fixtureToken
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -88,4 +100,12 @@ const minimalYAML = `triton:
 // indent prefixes every line of s with two spaces, for messages.
 func indent(s string) string {
 	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
+}
+
+// writeToken writes a valid token file at path.
+func writeToken(t *testing.T, path string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(fixtureToken), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

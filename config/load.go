@@ -30,9 +30,11 @@ import (
 //   - flags, when not nil, are the flags of BindFlags; those that were set
 //     override their key.
 //
-// Components, models and experiments come from the file only. Relative paths in the
-// file (components[].path and the triton.tls files) are resolved against
-// the file's directory, and Config.File is set to its absolute path. When
+// Components, models, experiments and the lists of the other sections
+// (triton.forward_headers, management.allow) come from the file only.
+// Relative paths in the file (components[].path, the triton.tls and
+// server.tls files, management.token_file) are resolved against the file's
+// directory, and Config.File is set to its absolute path. When
 // there is exactly one components entry, models that name none are given
 // it.
 //
@@ -116,6 +118,14 @@ func (l *loader) load(flags *pflag.FlagSet) (*Config, error) {
 		cfg.Components = l.file.cfg.Components
 		cfg.Models = l.file.cfg.Models
 		cfg.Experiments = l.file.cfg.Experiments
+		// Lists inside the scalar sections come from the file too, when
+		// it has them (an empty list included).
+		if _, ok := l.file.lines["triton.forward_headers"]; ok {
+			cfg.Triton.ForwardHeaders = l.file.cfg.Triton.ForwardHeaders
+		}
+		if len(l.file.cfg.Management.Allow) > 0 {
+			cfg.Management.Allow = l.file.cfg.Management.Allow
+		}
 	}
 	v.SetEnvPrefix(EnvPrefix)
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
@@ -247,11 +257,15 @@ func (l *loader) resolvePaths(cfg *Config) {
 	for i := range cfg.Components {
 		resolve(&cfg.Components[i].Path)
 	}
-	tls := &cfg.Triton.TLS
+	tls, stls := &cfg.Triton.TLS, &cfg.Server.TLS
 	for key, p := range map[string]*string{
-		"triton.tls.ca_file":   &tls.CAFile,
-		"triton.tls.cert_file": &tls.CertFile,
-		"triton.tls.key_file":  &tls.KeyFile,
+		"triton.tls.ca_file":        &tls.CAFile,
+		"triton.tls.cert_file":      &tls.CertFile,
+		"triton.tls.key_file":       &tls.KeyFile,
+		"server.tls.cert_file":      &stls.CertFile,
+		"server.tls.key_file":       &stls.KeyFile,
+		"server.tls.client_ca_file": &stls.ClientCAFile,
+		"management.token_file":     &cfg.Management.TokenFile,
 	} {
 		if l.source(key) == "" && l.file.set[key] {
 			resolve(p)
@@ -388,6 +402,12 @@ func assign(f reflect.Value, raw any) error {
 			return fmt.Errorf("want an integer, got %q", s)
 		}
 		f.SetInt(int64(i))
+	case reflect.Float64:
+		x, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil {
+			return fmt.Errorf("want a number, got %q", s)
+		}
+		f.SetFloat(x)
 	default:
 		return fmt.Errorf("no parsing for %v", f.Type())
 	}

@@ -52,6 +52,7 @@ func TestLoadGood(t *testing.T) {
 							ServerName:         "triton.example.com",
 							InsecureSkipVerify: true,
 						},
+						ForwardHeaders: []string{"Authorization", "x-request-id"},
 					},
 					Listen: Listen{
 						GRPC:            "127.0.0.1:9101",
@@ -59,8 +60,35 @@ func TestLoadGood(t *testing.T) {
 						Metrics:         "",
 						ShutdownTimeout: 45 * time.Second,
 					},
-					Limits: Limits{MaxRequestBytes: 1_000_000_000, MaxBatchSize: 32, MaxPreferenceLength: 256},
-					Cache:  Cache{Size: 7},
+					Server: Server{
+						MaxConnections:    64,
+						MaxHeaderBytes:    4 * KiB,
+						ReadHeaderTimeout: 3 * time.Second,
+						WriteTimeout:      time.Minute,
+						GRPC: GRPCServer{
+							MaxConcurrentStreams:         16,
+							KeepaliveTime:                time.Minute,
+							KeepaliveTimeout:             5 * time.Second,
+							KeepaliveMinTime:             time.Second,
+							KeepalivePermitWithoutStream: true,
+						},
+						TLS: ServerTLS{
+							Enabled:      true,
+							CertFile:     filepath.Join(dir, "tls/server.pem"),
+							KeyFile:      filepath.Join(dir, "tls/server-key.pem"),
+							ClientCAFile: filepath.Join(dir, "tls/client-ca.pem"),
+						},
+					},
+					Management: Management{
+						Allow:     []string{"RepositoryIndex", "LogSettings"},
+						TokenFile: filepath.Join(dir, "management.token"),
+					},
+					Pprof: Pprof{Enabled: true, Listen: "127.0.0.1:9106", MaxSeconds: 5},
+					Limits: Limits{MaxRequestBytes: 1_000_000_000, MaxInflightBytes: 256 * MiB, MaxInputs: 10, MaxOutputs: 11, MaxParameters: 12,
+						MaxBatchSize: 32, MaxPreferenceLength: 256},
+					Cache: Cache{MaxBytes: 64 * MiB, Size: 7},
+					Admission: Admission{MaxPendingSolves: 5, MaxConcurrentSolves: 2, RetryAfter: 3 * time.Second, KeyHeader: "x-user-id",
+						KeyRate: 2.5, KeyBurst: 4, PresetsOnly: true, PreferenceGrid: 20},
 					LinAlg: LinAlg{Backend: DefaultLinAlgBackend, Threads: DefaultLinAlgThreads},
 					Log:    Log{Level: "debug", Format: "json"},
 					Components: []Components{
@@ -187,7 +215,7 @@ func TestLoadGood(t *testing.T) {
 				c.Models = []Model{
 					{Name: "cat_classifier", Components: "c", Correct: "embeddings"},
 					{
-						Name: "cat_classifier_v0", Components: "c", CalibratedOn: "vit_merged",
+						Name: "cat_classifier_v0", Components: "c", VariantOf: "vit_merged",
 						Backbone: Backbone{Model: "vit_merged_fp16", Output: "embeddings"},
 						Inputs:   map[string]string{"pixel_values": "image"},
 						Heads:    []Head{{Task: "cats", Model: "head_cats", Outputs: map[string]string{"OUTPUT__0": "scores"}}},
@@ -360,28 +388,61 @@ func TestEnvEveryKey(t *testing.T) {
 		env  string
 		want any
 	}{
-		"triton.grpc":                     {"env:1", "env:1"},
-		"triton.http":                     {"env:2", "env:2"},
-		"triton.timeout":                  {"1h", time.Hour},
-		"triton.startup_timeout":          {"45s", 45 * time.Second},
-		"triton.tls.enabled":              {"true", true},
-		"triton.tls.ca_file":              {"tls/ca.pem", "tls/ca.pem"},
-		"triton.tls.cert_file":            {"tls/client.pem", "tls/client.pem"},
-		"triton.tls.key_file":             {"tls/client-key.pem", "tls/client-key.pem"},
-		"triton.tls.server_name":          {"name.example", "name.example"},
-		"triton.tls.insecure_skip_verify": {"1", true},
-		"listen.grpc":                     {":7001", ":7001"},
-		"listen.http":                     {":7000", ":7000"},
-		"listen.metrics":                  {"127.0.0.1:7003", "127.0.0.1:7003"},
-		"listen.shutdown_timeout":         {"1m", time.Minute},
-		"limits.max_request_bytes":        {"3 KiB", 3 * KiB},
-		"limits.max_batch_size":           {"4", 4},
-		"limits.max_preference_length":    {"5", 5},
-		"cache.size":                      {"6", 6},
-		"linalg.backend":                  {"go", "go"},
-		"linalg.threads":                  {"2", 2},
-		"log.level":                       {"debug", "debug"},
-		"log.format":                      {"json", "json"},
+		"triton.grpc":                                 {"env:1", "env:1"},
+		"triton.http":                                 {"env:2", "env:2"},
+		"triton.timeout":                              {"1h", time.Hour},
+		"triton.startup_timeout":                      {"45s", 45 * time.Second},
+		"triton.tls.enabled":                          {"true", true},
+		"triton.tls.ca_file":                          {"tls/ca.pem", "tls/ca.pem"},
+		"triton.tls.cert_file":                        {"tls/client.pem", "tls/client.pem"},
+		"triton.tls.key_file":                         {"tls/client-key.pem", "tls/client-key.pem"},
+		"triton.tls.server_name":                      {"name.example", "name.example"},
+		"triton.tls.insecure_skip_verify":             {"1", true},
+		"listen.grpc":                                 {":7001", ":7001"},
+		"listen.http":                                 {":7000", ":7000"},
+		"listen.metrics":                              {"127.0.0.1:7003", "127.0.0.1:7003"},
+		"listen.shutdown_timeout":                     {"1m", time.Minute},
+		"server.max_connections":                      {"7", 7},
+		"server.max_header_bytes":                     {"2KiB", 2 * KiB},
+		"server.read_header_timeout":                  {"2s", 2 * time.Second},
+		"server.read_timeout":                         {"0s", time.Duration(0)},
+		"server.write_timeout":                        {"9s", 9 * time.Second},
+		"server.idle_timeout":                         {"3m", 3 * time.Minute},
+		"server.grpc.max_concurrent_streams":          {"8", 8},
+		"server.grpc.keepalive_time":                  {"5m", 5 * time.Minute},
+		"server.grpc.keepalive_timeout":               {"6s", 6 * time.Second},
+		"server.grpc.keepalive_min_time":              {"7s", 7 * time.Second},
+		"server.grpc.keepalive_permit_without_stream": {"true", true},
+		"server.tls.enabled":                          {"true", true},
+		"server.tls.cert_file":                        {"tls/client.pem", "tls/client.pem"},
+		"server.tls.key_file":                         {"tls/client-key.pem", "tls/client-key.pem"},
+		"server.tls.client_ca_file":                   {"tls/ca.pem", "tls/ca.pem"},
+		"server.tls.metrics":                          {"false", false},
+		"management.token_file":                       {"other.token", "other.token"},
+		"pprof.enabled":                               {"false", false},
+		"pprof.listen":                                {"127.0.0.1:7060", "127.0.0.1:7060"},
+		"pprof.max_seconds":                           {"9", 9},
+		"limits.max_request_bytes":                    {"3 KiB", 3 * KiB},
+		"limits.max_batch_size":                       {"4", 4},
+		"limits.max_preference_length":                {"5", 5},
+		"limits.max_inflight_bytes":                   {"7MiB", 7 * MiB},
+		"limits.max_inputs":                           {"8", 8},
+		"limits.max_outputs":                          {"9", 9},
+		"limits.max_parameters":                       {"10", 10},
+		"cache.size":                                  {"6", 6},
+		"cache.max_bytes":                             {"11 MB", 11 * MB},
+		"admission.max_pending_solves":                {"12", 12},
+		"admission.max_concurrent_solves":             {"13", 13},
+		"admission.retry_after":                       {"14s", 14 * time.Second},
+		"admission.key_header":                        {"x-env", "x-env"},
+		"admission.key_rate":                          {"0.25", 0.25},
+		"admission.key_burst":                         {"15", 15},
+		"admission.presets_only":                      {"true", true},
+		"admission.preference_grid":                   {"16", 16},
+		"linalg.backend":                              {"go", "go"},
+		"linalg.threads":                              {"2", 2},
+		"log.level":                                   {"debug", "debug"},
+		"log.format":                                  {"json", "json"},
 	}
 	for _, k := range scalarKeys {
 		if _, ok := tests[k.name]; !ok {
@@ -407,12 +468,52 @@ listen:
   http: ":6000"
   metrics: ":6003"
   shutdown_timeout: 5s
+server:
+  max_connections: 1
+  max_header_bytes: 1KiB
+  read_header_timeout: 1s
+  read_timeout: 1s
+  write_timeout: 1s
+  idle_timeout: 1s
+  grpc:
+    max_concurrent_streams: 1
+    keepalive_time: 1s
+    keepalive_timeout: 1s
+    keepalive_min_time: 1s
+    keepalive_permit_without_stream: false
+  tls:
+    enabled: true
+    cert_file: tls/server.pem
+    key_file: tls/server-key.pem
+    client_ca_file: tls/client-ca.pem
+    metrics: true
+management:
+  allow: [LogSettings]
+  token_file: management.token
+pprof:
+  enabled: true
+  listen: 127.0.0.1:6060
+  max_seconds: 1
 limits:
   max_request_bytes: 100
+  max_inflight_bytes: 200
+  max_inputs: 1
+  max_outputs: 2
+  max_parameters: 3
   max_batch_size: 1
   max_preference_length: 2
 cache:
   size: 3
+  max_bytes: 300
+admission:
+  max_pending_solves: 1
+  max_concurrent_solves: 1
+  retry_after: 1s
+  key_header: x-file
+  key_rate: 1
+  key_burst: 1
+  presets_only: false
+  preference_grid: 1
 linalg:
   backend: auto
   threads: 4
@@ -434,6 +535,22 @@ log:
 				t.Setenv(EnvVar("triton.tls.cert_file"), "")
 				t.Setenv(EnvVar("triton.tls.key_file"), "")
 				t.Setenv(EnvVar("triton.tls.server_name"), "")
+			}
+			if k.name == "server.tls.enabled" {
+				// Off in the file, its files given by the environment.
+				path = stageText(t, "sidecar.yaml", strings.Replace(file, `  tls:
+    enabled: true
+    cert_file: tls/server.pem
+    key_file: tls/server-key.pem
+    client_ca_file: tls/client-ca.pem
+    metrics: true
+`, "  tls:\n    enabled: false\n", 1))
+				t.Setenv(EnvVar("server.tls.cert_file"), "tls/server.pem")
+				t.Setenv(EnvVar("server.tls.key_file"), "tls/server-key.pem")
+				t.Chdir(filepath.Dir(path))
+			}
+			if k.name == "management.token_file" {
+				writeToken(t, filepath.Join(filepath.Dir(path), "other.token"))
 			}
 			t.Setenv(EnvVar(k.name), tt.env)
 			c, err := Load(path, nil)
@@ -703,7 +820,7 @@ models:
     backbone: {model: b, outptu: f}
     heads: [{task: t, model: h}]
 `, `models[0].backbone.outptu: unknown key, did you mean "output"? (line 9)`},
-		{minimalYAML + "file: x.yaml\n", `file: unknown key (want one of: triton, listen, limits, cache, linalg, log, components, models, experiments) (line 4)`},
+		{minimalYAML + "file: x.yaml\n", `file: unknown key (want one of: triton, listen, server, management, pprof, limits, cache, admission, linalg, log, components, models, experiments) (line 4)`},
 	}
 	for _, tt := range tests {
 		clearEnv(t)
@@ -761,7 +878,7 @@ func TestLoadMissingFile(t *testing.T) {
 // TestErrorsAs checks that callers can list the problems of Load's error.
 func TestErrorsAs(t *testing.T) {
 	clearEnv(t)
-	path := stageText(t, "sidecar.yaml", "cache:\n  size: 0\n")
+	path := stageText(t, "sidecar.yaml", "cache:\n  size: -1\n")
 	_, err := Load(path, nil)
 	var cerr *Error
 	if !errors.As(err, &cerr) {
@@ -770,7 +887,7 @@ func TestErrorsAs(t *testing.T) {
 	want := []FieldError{
 		{Path: "triton.grpc", Msg: "required: the address of the upstream Triton, host:port"},
 		{Path: "triton.http", Msg: "required: the address of the upstream Triton, host:port"},
-		{Path: "cache.size", Msg: "must be at least 1, got 0", Line: 2},
+		{Path: "cache.size", Msg: "must be 0 (bounded by max_bytes only) or positive, got -1", Line: 2},
 	}
 	var got []FieldError
 	for _, fe := range cerr.Errors {

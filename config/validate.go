@@ -36,9 +36,14 @@ var versionPattern = regexp.MustCompile(`^[1-9][0-9]*$`)
 func (c *Config) Validate() error {
 	var p problems
 	c.validateTriton(&p)
+	c.validateForwardHeaders(&p)
 	c.validateListen(&p)
+	c.validateServer(&p)
+	c.validateManagement(&p)
+	c.validatePprof(&p)
 	c.validateLimits(&p)
 	c.validateCache(&p)
+	c.validateAdmission(&p)
 	c.validateLinAlg(&p)
 	c.validateLog(&p)
 	tasks := c.validateComponents(&p)
@@ -154,6 +159,17 @@ func (c *Config) validateLimits(p *problems) {
 	if l.MaxRequestBytes < 1 || l.MaxRequestBytes > MaxRequestBytesLimit {
 		p.add("limits.max_request_bytes", "must be between 1 and %d (2GiB-1), got %d", int64(MaxRequestBytesLimit), int64(l.MaxRequestBytes))
 	}
+	if l.MaxInflightBytes < 1 {
+		p.add("limits.max_inflight_bytes", "must be positive, got %d", int64(l.MaxInflightBytes))
+	}
+	for _, n := range []struct {
+		key string
+		v   int
+	}{{"max_inputs", l.MaxInputs}, {"max_outputs", l.MaxOutputs}, {"max_parameters", l.MaxParameters}} {
+		if n.v < 1 {
+			p.add("limits."+n.key, "must be at least 1, got %d", n.v)
+		}
+	}
 	if l.MaxBatchSize < 0 {
 		p.add("limits.max_batch_size", "must be 0 (the models' own limit) or positive, got %d", l.MaxBatchSize)
 	}
@@ -163,8 +179,11 @@ func (c *Config) validateLimits(p *problems) {
 }
 
 func (c *Config) validateCache(p *problems) {
-	if c.Cache.Size < 1 {
-		p.add("cache.size", "must be at least 1, got %d", c.Cache.Size)
+	if c.Cache.MaxBytes < 1 {
+		p.add("cache.max_bytes", "must be positive, got %d", int64(c.Cache.MaxBytes))
+	}
+	if c.Cache.Size < 0 {
+		p.add("cache.size", "must be 0 (bounded by max_bytes only) or positive, got %d", c.Cache.Size)
 	}
 }
 
@@ -295,8 +314,8 @@ func (c *Config) validateModels(p *problems) {
 			p.add(path+".signature", "%q is not one of %s (the default: the signature of the Triton model of the same name is checked), %s (the difference is intended)",
 				m.Signature, SignatureMatch, SignatureDiffers)
 		}
-		if m.CalibratedOn != "" && strings.TrimSpace(m.CalibratedOn) != m.CalibratedOn {
-			p.add(path+".calibrated_on", "%q: white space around a model name", m.CalibratedOn)
+		if m.VariantOf != "" && strings.TrimSpace(m.VariantOf) != m.VariantOf {
+			p.add(path+".variant_of", "%q: white space around a model name", m.VariantOf)
 		}
 		if m.Graph() {
 			validateGraphModel(p, path, &m)

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -11,6 +12,20 @@ import (
 // headerName is an HTTP header name (a token), which gRPC metadata keys
 // also are.
 var headerName = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+
+// checkKeyHeader checks a header (gRPC metadata key) that carries a
+// client's key, and returns what is wrong with it, or "".
+func checkKeyHeader(h string) string {
+	switch {
+	case !headerName.MatchString(h):
+		return fmt.Sprintf("%q is not a header name", h)
+	case len(h) >= 6 && strings.EqualFold(h[:6], "react-"):
+		return fmt.Sprintf("%q: react-* keys are ReACT's own", h)
+	case strings.HasSuffix(strings.ToLower(h), "-bin") || strings.HasPrefix(strings.ToLower(h), "grpc-"):
+		return fmt.Sprintf("%q: gRPC reserves grpc-* keys and gives -bin keys binary values", h)
+	}
+	return ""
+}
 
 // tritonParameters are the request parameters Triton reserves for itself.
 var tritonParameters = []string{"sequence_id", "sequence_start", "sequence_end", "priority", "timeout", "binary_data_output", "headers"}
@@ -148,13 +163,8 @@ func (c *Config) validateExperimentKey(p *problems, path string, k ExperimentKey
 	}
 	own := func(s string) bool { return len(s) >= 6 && strings.EqualFold(s[:6], "react-") }
 	if k.Header != "" {
-		switch {
-		case !headerName.MatchString(k.Header):
-			p.add(path+".header", "%q is not a header name", k.Header)
-		case own(k.Header):
-			p.add(path+".header", "%q: react-* keys are ReACT's own", k.Header)
-		case strings.HasSuffix(strings.ToLower(k.Header), "-bin") || strings.HasPrefix(strings.ToLower(k.Header), "grpc-"):
-			p.add(path+".header", "%q: gRPC reserves grpc-* keys and gives -bin keys binary values", k.Header)
+		if msg := checkKeyHeader(k.Header); msg != "" {
+			p.add(path+".header", "%s", msg)
 		}
 	}
 	if k.Parameter != "" {

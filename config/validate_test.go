@@ -180,17 +180,40 @@ func TestValidate(t *testing.T) {
 			"triton.tls.cert_file: $DIR is not a regular file",
 		}},
 		{"limits", func(c *Config, dir string) {
-			c.Limits = Limits{MaxRequestBytes: 0, MaxBatchSize: -1, MaxPreferenceLength: 0}
-			c.Cache.Size = 0
+			c.Limits = Limits{MaxRequestBytes: 0, MaxInflightBytes: 0, MaxInputs: 0, MaxOutputs: -1, MaxParameters: 0, MaxBatchSize: -1, MaxPreferenceLength: 0}
+			c.Cache = Cache{MaxBytes: 0, Size: -1}
 		}, []string{
 			"limits.max_request_bytes: must be between 1 and 2147483647 (2GiB-1), got 0",
+			"limits.max_inflight_bytes: must be positive, got 0",
+			"limits.max_inputs: must be at least 1, got 0",
+			"limits.max_outputs: must be at least 1, got -1",
+			"limits.max_parameters: must be at least 1, got 0",
 			"limits.max_batch_size: must be 0 (the models' own limit) or positive, got -1",
 			"limits.max_preference_length: must be at least 1, got 0",
-			"cache.size: must be at least 1, got 0",
+			"cache.max_bytes: must be positive, got 0",
+			"cache.size: must be 0 (bounded by max_bytes only) or positive, got -1",
 		}},
 		{"limits at their bounds", func(c *Config, dir string) {
-			c.Limits = Limits{MaxRequestBytes: MaxRequestBytesLimit, MaxBatchSize: 0, MaxPreferenceLength: 1}
-			c.Cache.Size = 1
+			c.Limits = Limits{MaxRequestBytes: MaxRequestBytesLimit, MaxInflightBytes: 1, MaxInputs: 1, MaxOutputs: 1, MaxParameters: 1, MaxBatchSize: 0, MaxPreferenceLength: 1}
+			c.Cache = Cache{MaxBytes: 1, Size: 0}
+		}, nil},
+		{"admission", func(c *Config, dir string) {
+			c.Admission = Admission{MaxPendingSolves: -1, MaxConcurrentSolves: -1, RetryAfter: 0, KeyHeader: "x user", KeyRate: -1, KeyBurst: 0, PreferenceGrid: MaxPreferenceGrid + 1}
+		}, []string{
+			"admission.max_pending_solves: must be 0 (no queue) or positive, got -1",
+			"admission.max_concurrent_solves: must be 0 (half the cores) or positive, got -1",
+			"admission.retry_after: must be positive, got 0s",
+			`admission.key_header: "x user" is not a header name`,
+			"admission.key_rate: must be 0 (no bound) or a positive number of new preferences per second, got -1",
+			"admission.key_burst: must be at least 1, got 0",
+			"admission.preference_grid: must be 0 (off) or from 1 to 1000000, got 1000001",
+		}},
+		{"admission key header is ReACT's", func(c *Config, dir string) { c.Admission.KeyHeader = "React-Preference" },
+			[]string{`admission.key_header: "React-Preference": react-* keys are ReACT's own`}},
+		{"admission rate not a number", func(c *Config, dir string) { c.Admission.KeyRate = math.NaN() },
+			[]string{"admission.key_rate: must be 0 (no bound) or a positive number of new preferences per second, got NaN"}},
+		{"admission at its bounds", func(c *Config, dir string) {
+			c.Admission = Admission{MaxPendingSolves: 0, MaxConcurrentSolves: 0, RetryAfter: time.Nanosecond, KeyHeader: "x-user-id", KeyRate: 0.5, KeyBurst: 1, PresetsOnly: true, PreferenceGrid: MaxPreferenceGrid}
 		}, nil},
 		{"request bytes too large", func(c *Config, dir string) { c.Limits.MaxRequestBytes = 2 * GiB },
 			[]string{"limits.max_request_bytes: must be between 1 and 2147483647 (2GiB-1), got 2147483648"}},

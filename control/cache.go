@@ -1,14 +1,15 @@
 package control
 
 import (
+	"container/list"
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strconv"
+	"sync"
 	"time"
-
-	lru "github.com/hashicorp/golang-lru/v2"
-	"golang.org/x/sync/singleflight"
+	"weak"
 
 	"github.com/mergectl/react-triton/react"
 )
@@ -26,15 +27,24 @@ type Key struct {
 	Preference string
 }
 
-// String formats the key for singleflight and logs.
+// String formats the key for logs.
 func (k Key) String() string {
 	return k.Components + "|" + strconv.FormatFloat(k.Beta, 'g', -1, 64) + "|" + string(k.Normalization) + "|" + k.Preference
 }
 
+// partKey is a Key without its preference: what one partition holds.
+type partKey struct {
+	components    string
+	beta          float64
+	normalization react.Normalization
+}
+
+func (k Key) part() partKey { return partKey{k.Components, k.Beta, k.Normalization} }
+
 // Lookup results, as reported to an Observer.
 const (
 	LookupPinned = "pinned" // the default or a preset, solved at load time
-	LookupHit    = "hit"    // found in the LRU
+	LookupHit    = "hit"    // found in the cache
 	LookupMiss   = "miss"   // solved for this request (or joined a solve in flight)
 )
 
@@ -53,72 +63,449 @@ type Observer interface {
 	Formed(profile string, took time.Duration, err error)
 }
 
-// Cache keeps the W_p matrices of per-request preferences: an LRU of a
-// fixed number of entries, with singleflight, so that concurrent requests
-// that miss on the same key solve it once. It is safe for concurrent use.
+// Reasons a request's new preference is shed, as in OverloadError.Reason.
+const (
+	ShedQueueFull = "queue_full" // the solvers are busy and the queue is full
+	ShedKeyRate   = "key_rate"   // the request's key solved its share
+)
+
+// CacheObserver is told about the cache's admission and evictions, for
+// metrics. Its methods must be safe for concurrent use and fast; they may
+// be called with the cache's lock held, and must not call the cache.
+type CacheObserver interface {
+	// Shed reports a request refused a solve, by reason (ShedQueueFull,
+	// ShedKeyRate).
+	Shed(partition, reason string)
+	// Cancelled reports a solve dropped before it ran because every
+	// request waiting for it had gone.
+	Cancelled(partition string)
+	// Evicted reports a matrix dropped to keep a partition within its
+	// budget (or not kept, being larger than the budget).
+	Evicted(partition string)
+}
+
+// OverloadError reports a request whose preference needs a solve that the
+// cache refused to start: the solvers are busy and the queue of pending
+// solves is full, or the request's key has used its share. The request may
+// be tried again after RetryAfter. Servers answer it with HTTP 429 and
+// gRPC RESOURCE_EXHAUSTED.
+type OverloadError struct {
+	// Reason is ShedQueueFull or ShedKeyRate.
+	Reason     string
+	RetryAfter time.Duration
+}
+
+// Error implements error.
+func (e *OverloadError) Error() string {
+	switch e.Reason {
+	case ShedKeyRate:
+		return "too many new preferences from this client: try again later, or use a preset"
+	}
+	return "too many new preferences are waiting to be solved: try again later, or use a preset"
+}
+
+// CacheOptions configure a Cache. The zero value keeps everything and
+// queues every solve, GOMAXPROCS at a time.
+type CacheOptions struct {
+	// MaxBytes bounds the memory of the matrices each partition keeps (a
+	// components file with its β and normalisation): Matrix.Bytes summed.
+	// 0 means no bound.
+	MaxBytes int64
+	// MaxEntries bounds the number of matrices each partition keeps; 0
+	// means no bound.
+	MaxEntries int
+	// MaxConcurrentSolves is how many solves run at once; 0 means
+	// GOMAXPROCS.
+	MaxConcurrentSolves int
+	// MaxPendingSolves bounds the solves waiting for a solver: a miss that
+	// would exceed it fails with an *OverloadError. Negative means no
+	// bound; 0 sheds whenever every solver is busy.
+	MaxPendingSolves int
+	// KeyRate bounds the solves one client key (WithClientKey) may start
+	// per second, with bursts of KeyBurst; 0 means no bound.
+	KeyRate  float64
+	KeyBurst int
+	// RetryAfter is what an *OverloadError advises.
+	RetryAfter time.Duration
+	// Observer is told about sheds, cancellations and evictions; nil
+	// observes nothing.
+	Observer CacheObserver
+}
+
+// Cache keeps the W_p matrices of per-request preferences, and admits the
+// solves of new ones. It is safe for concurrent use.
+//
+// Matrices are kept per partition (a components file with its β and
+// normalisation: the profiles that share it share its matrices), each an
+// LRU bounded in bytes and optionally in entries, so that new preferences
+// on one model never evict another model's. A partition lives as long as a
+// profile uses it.
+//
+// Concurrent misses on one key share one solve (singleflight). Solves run
+// at most MaxConcurrentSolves at a time, with at most MaxPendingSolves
+// waiting, each on an OS thread of its own at a lower scheduling priority
+// than the rest of the process (nice +10 on Linux), so that new
+// preferences take the CPU that serving leaves; a solve whose requests
+// have all gone (cancelled, deadline passed) is cancelled, and never starts
+// if it was still waiting.
 type Cache struct {
-	lru   *lru.Cache[Key, *Matrix]
-	group singleflight.Group
+	opt     CacheOptions
+	obs     CacheObserver
+	solving chan struct{} // one token per running solve
 	// forming admits one background formation of W_p at a time.
 	forming chan struct{}
-	// solving admits at most GOMAXPROCS solves at a time: a client sending
-	// many new preferences at once queues behind them rather than taking
-	// every core from the requests already served.
-	solving chan struct{}
+
+	mu      sync.Mutex
+	parts   map[partKey]weak.Pointer[partition]
+	pending int // solves waiting for a solver
+	running int // solves running
+	keys    *keyLimiter
 }
 
-// NewCache returns a cache of size entries (at least 1).
+// NewCache returns a cache of at most size entries per partition (at
+// least 1), with the other options at their zero values.
 func NewCache(size int) (*Cache, error) {
-	l, err := lru.New[Key, *Matrix](size)
-	if err != nil {
-		return nil, fmt.Errorf("W_p cache: size %d: %w", size, err)
+	if size < 1 {
+		return nil, fmt.Errorf("W_p cache: size %d: must be at least 1", size)
 	}
-	return &Cache{lru: l, forming: make(chan struct{}, 1), solving: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))}, nil
+	return NewCacheWith(CacheOptions{MaxEntries: size, MaxPendingSolves: -1}), nil
 }
 
-// Len returns the number of matrices held.
-func (c *Cache) Len() int { return c.lru.Len() }
+// NewCacheWith returns a cache with the given options.
+func NewCacheWith(opt CacheOptions) *Cache {
+	if opt.MaxConcurrentSolves <= 0 {
+		opt.MaxConcurrentSolves = max(1, runtime.GOMAXPROCS(0))
+	}
+	c := &Cache{
+		opt:     opt,
+		obs:     opt.Observer,
+		solving: make(chan struct{}, opt.MaxConcurrentSolves),
+		forming: make(chan struct{}, 1),
+		parts:   make(map[partKey]weak.Pointer[partition]),
+	}
+	if c.obs == nil {
+		c.obs = nopCacheObserver{}
+	}
+	if opt.KeyRate > 0 {
+		c.keys = newKeyLimiter(opt.KeyRate, max(1, opt.KeyBurst))
+	}
+	return c
+}
 
-// Resize changes the number of entries kept, evicting the least recently
-// used ones if it shrinks.
-func (c *Cache) Resize(size int) {
-	if size >= 1 {
-		c.lru.Resize(size)
+// Reconfigure applies new options, as a reload does: the budgets at once
+// (evicting what no longer fits), the concurrency to the solves that start
+// from now on, the per-key rate with fresh buckets when it changed. A nil
+// Observer keeps the one in use.
+func (c *Cache) Reconfigure(opt CacheOptions) {
+	if opt.MaxConcurrentSolves <= 0 {
+		opt.MaxConcurrentSolves = max(1, runtime.GOMAXPROCS(0))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.opt
+	if opt.Observer == nil {
+		opt.Observer = old.Observer
+	} else {
+		c.obs = opt.Observer
+	}
+	c.opt = opt
+	if opt.MaxConcurrentSolves != old.MaxConcurrentSolves {
+		c.solving = make(chan struct{}, opt.MaxConcurrentSolves)
+	}
+	if opt.KeyRate != old.KeyRate || opt.KeyBurst != old.KeyBurst {
+		c.keys = nil
+		if opt.KeyRate > 0 {
+			c.keys = newKeyLimiter(opt.KeyRate, max(1, opt.KeyBurst))
+		}
+	}
+	for _, wp := range c.parts {
+		if p := wp.Value(); p != nil {
+			for range p.evict(opt) {
+				c.obs.Evicted(p.name)
+			}
+		}
 	}
 }
 
-// Get returns the matrix for key, calling solve on a miss. Concurrent
-// misses on one key share one call of solve, and at most GOMAXPROCS solves
-// run at once, whatever the keys. If ctx ends first, Get returns
-// ctx's error, but the solve goes on and its result is cached for the
-// requests that follow. hit reports whether the matrix was already held.
-func (c *Cache) Get(ctx context.Context, key Key, solve func() (*Matrix, error)) (m *Matrix, hit bool, err error) {
-	if m, ok := c.lru.Get(key); ok {
+// partition returns the partition of k, made on first use. name names it
+// in metrics (the last profile to ask wins).
+func (c *Cache) partition(k partKey, name string) *partition {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.parts[k].Value(); p != nil {
+		p.name = name
+		return p
+	}
+	p := &partition{name: name, lru: list.New(), items: make(map[string]*list.Element), flights: make(map[string]*flight)}
+	c.parts[k] = weak.Make(p)
+	// Once no profile holds the partition, its matrices go with it.
+	runtime.AddCleanup(p, func(k partKey) {
+		c.mu.Lock()
+		if c.parts[k].Value() == nil {
+			delete(c.parts, k)
+		}
+		c.mu.Unlock()
+	}, k)
+	return p
+}
+
+// Len returns the number of matrices held, over every partition.
+func (c *Cache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, wp := range c.parts {
+		if p := wp.Value(); p != nil {
+			n += p.lru.Len()
+		}
+	}
+	return n
+}
+
+// PartitionStats describes one partition of a Cache.
+type PartitionStats struct {
+	// Name is the profile that last used the partition.
+	Name    string
+	Entries int
+	Bytes   int64
+}
+
+// CacheStats is a snapshot of a Cache, for metrics.
+type CacheStats struct {
+	// Pending solves wait for a solver; Running ones are being solved.
+	Pending, Running int
+	Partitions       []PartitionStats
+}
+
+// Stats returns a snapshot of the cache.
+func (c *Cache) Stats() CacheStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := CacheStats{Pending: c.pending, Running: c.running}
+	for _, wp := range c.parts {
+		if p := wp.Value(); p != nil {
+			st.Partitions = append(st.Partitions, PartitionStats{Name: p.name, Entries: p.lru.Len(), Bytes: p.bytes})
+		}
+	}
+	return st
+}
+
+// Get returns the matrix for key, calling solve on a miss. It is what
+// Profile.Matrix does, without a profile: the partition of key is named
+// "".
+func (c *Cache) Get(ctx context.Context, key Key, solve func(context.Context) (*Matrix, error)) (m *Matrix, hit bool, err error) {
+	return c.get(ctx, c.partition(key.part(), ""), key.Preference, solve)
+}
+
+// get returns the matrix of pref in partition p, calling solve on a miss.
+// Concurrent misses on one key share one call of solve. A miss that starts
+// a solve is admitted first: it fails with an *OverloadError when the
+// solvers and the queue are full, or when the request's client key
+// (WithClientKey) has used its share. If ctx ends first, get returns ctx's
+// error; once every request waiting for a solve has gone, the solve's
+// context is cancelled: a solve still queued never starts, one running
+// sees it, and a result that comes anyway is kept. hit reports whether the
+// matrix was already held.
+func (c *Cache) get(ctx context.Context, p *partition, pref string, solve func(context.Context) (*Matrix, error)) (m *Matrix, hit bool, err error) {
+	c.mu.Lock()
+	if m := p.lookup(pref); m != nil {
+		c.mu.Unlock()
 		return m, true, nil
 	}
-	ch := c.group.DoChan(key.String(), func() (any, error) {
-		// Another flight may have just finished for this key.
-		if m, ok := c.lru.Get(key); ok {
-			return m, nil
+	f := p.flights[pref]
+	if f == nil || f.ctx.Err() != nil {
+		// No solve, or one whose requests have all gone: start one.
+		if err := c.admit(ctx, p); err != nil {
+			c.mu.Unlock()
+			return nil, false, err
 		}
-		c.solving <- struct{}{}
-		m, err := solve()
-		<-c.solving
-		if err != nil {
-			return nil, err
-		}
-		c.lru.Add(key, m)
-		return m, nil
-	})
+		f = newFlight()
+		p.flights[pref] = f
+		c.pending++
+		go c.run(p, pref, f, solve)
+	}
+	f.waiters++
+	c.mu.Unlock()
+
 	select {
-	case r := <-ch:
-		if r.Err != nil {
-			return nil, false, r.Err
-		}
-		return r.Val.(*Matrix), false, nil
+	case <-f.done:
+		return f.m, false, f.err
 	case <-ctx.Done():
+		c.mu.Lock()
+		if f.waiters--; f.waiters == 0 {
+			f.cancel()
+		}
+		c.mu.Unlock()
 		return nil, false, ctx.Err()
 	}
+}
+
+// admit decides whether a new solve may start, with c.mu held.
+func (c *Cache) admit(ctx context.Context, p *partition) error {
+	if c.opt.MaxPendingSolves >= 0 && c.pending+c.running >= c.opt.MaxConcurrentSolves+c.opt.MaxPendingSolves {
+		c.obs.Shed(p.name, ShedQueueFull)
+		return &OverloadError{Reason: ShedQueueFull, RetryAfter: c.opt.RetryAfter}
+	}
+	if c.keys != nil && !c.keys.allow(ClientKey(ctx), time.Now()) {
+		c.obs.Shed(p.name, ShedKeyRate)
+		return &OverloadError{Reason: ShedKeyRate, RetryAfter: c.opt.RetryAfter}
+	}
+	return nil
+}
+
+// run waits for a solver, solves, keeps the result and wakes the waiters.
+func (c *Cache) run(p *partition, pref string, f *flight, solve func(context.Context) (*Matrix, error)) {
+	var (
+		m   *Matrix
+		err error
+	)
+	c.mu.Lock()
+	sem := c.solving // Reconfigure may replace it
+	c.mu.Unlock()
+	select {
+	case sem <- struct{}{}:
+		c.mu.Lock()
+		c.pending--
+		c.running++
+		c.mu.Unlock()
+		if err = f.ctx.Err(); err == nil {
+			// On a thread of its own at a lower priority, which this
+			// goroutine's end discards.
+			lowerPriority()
+			m, err = solve(f.ctx)
+		} else {
+			c.obs.Cancelled(p.name)
+		}
+		<-sem
+		c.mu.Lock()
+		c.running--
+	case <-f.ctx.Done():
+		c.mu.Lock()
+		c.pending--
+		err = f.ctx.Err()
+		c.obs.Cancelled(p.name)
+	}
+	if err == nil && m == nil {
+		err = errors.New("W_p cache: solve returned no matrix")
+	}
+	if err == nil {
+		for range p.add(pref, m, c.opt) {
+			c.obs.Evicted(p.name)
+		}
+	}
+	if p.flights[pref] == f {
+		delete(p.flights, pref)
+	}
+	f.m, f.err = m, err
+	c.mu.Unlock()
+	f.cancel()
+	close(f.done)
+}
+
+// idle reports whether no solve waits for a solver: a background
+// formation then takes no time from new preferences.
+func (c *Cache) idle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pending == 0
+}
+
+// resized accounts for a matrix of partition p whose size changed (formed
+// from its factorisation), evicting others if the partition is now over
+// budget.
+func (c *Cache) resized(p *partition, pref string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for range p.update(pref, c.opt) {
+		c.obs.Evicted(p.name)
+	}
+}
+
+// flight is one solve in progress and the requests waiting for it.
+type flight struct {
+	done    chan struct{}
+	m       *Matrix
+	err     error
+	waiters int // guarded by Cache.mu
+	ctx     context.Context
+	cancel  context.CancelFunc
+}
+
+func newFlight() *flight {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &flight{done: make(chan struct{}), ctx: ctx, cancel: cancel}
+}
+
+// partition is the LRU of one components file's matrices, guarded by
+// Cache.mu.
+type partition struct {
+	name    string
+	lru     *list.List // of *entry, most recent first
+	items   map[string]*list.Element
+	bytes   int64
+	flights map[string]*flight
+}
+
+// entry is one matrix of a partition, with the bytes it was counted for.
+type entry struct {
+	pref  string
+	m     *Matrix
+	bytes int64
+}
+
+// lookup returns the matrix of pref and marks it recently used, nil when
+// the partition has none.
+func (p *partition) lookup(pref string) *Matrix {
+	el, ok := p.items[pref]
+	if !ok {
+		return nil
+	}
+	p.lru.MoveToFront(el)
+	return el.Value.(*entry).m
+}
+
+// add keeps m as the matrix of pref and evicts the least recently used
+// matrices while the partition is over budget. It yields once per matrix
+// evicted (m itself, when it is larger than the whole budget).
+func (p *partition) add(pref string, m *Matrix, opt CacheOptions) func(func() bool) {
+	if el, ok := p.items[pref]; ok {
+		p.remove(el)
+	}
+	e := &entry{pref: pref, m: m, bytes: m.Bytes()}
+	p.items[pref] = p.lru.PushFront(e)
+	p.bytes += e.bytes
+	return p.evict(opt)
+}
+
+// update recounts the bytes of pref's matrix.
+func (p *partition) update(pref string, opt CacheOptions) func(func() bool) {
+	if el, ok := p.items[pref]; ok {
+		e := el.Value.(*entry)
+		b := e.m.Bytes()
+		p.bytes += b - e.bytes
+		e.bytes = b
+	}
+	return p.evict(opt)
+}
+
+// evict drops the least recently used matrices while the partition is
+// over its bounds, yielding once per matrix dropped.
+func (p *partition) evict(opt CacheOptions) func(func() bool) {
+	return func(yield func() bool) {
+		for p.lru.Len() > 0 && ((opt.MaxBytes > 0 && p.bytes > opt.MaxBytes) || (opt.MaxEntries > 0 && p.lru.Len() > opt.MaxEntries)) {
+			p.remove(p.lru.Back())
+			if !yield() {
+				return
+			}
+		}
+	}
+}
+
+func (p *partition) remove(el *list.Element) {
+	e := el.Value.(*entry)
+	p.lru.Remove(el)
+	delete(p.items, e.pref)
+	p.bytes -= e.bytes
 }
 
 // nopObserver observes nothing.
@@ -127,3 +514,10 @@ type nopObserver struct{}
 func (nopObserver) Lookup(string, string)               {}
 func (nopObserver) Solved(string, time.Duration, error) {}
 func (nopObserver) Formed(string, time.Duration, error) {}
+
+// nopCacheObserver observes nothing.
+type nopCacheObserver struct{}
+
+func (nopCacheObserver) Shed(string, string) {}
+func (nopCacheObserver) Cancelled(string)    {}
+func (nopCacheObserver) Evicted(string)      {}

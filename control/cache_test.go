@@ -149,15 +149,21 @@ func TestProfilesShareCacheByContent(t *testing.T) {
 	}
 }
 
-func TestMatrixHonoursContextButCachesTheSolve(t *testing.T) {
+// TestGetHonoursContextAndKeepsAFinishedSolve: a request that leaves gets
+// its context's error at once; the solve it started, already running, is
+// told (its context is cancelled) and its result, which came anyway, is
+// kept for the requests that follow.
+func TestGetHonoursContextAndKeepsAFinishedSolve(t *testing.T) {
 	cache, _ := NewCache(4)
 	key := Key{Preference: "x=1"}
 	release := make(chan struct{})
+	cancelled := make(chan bool, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := cache.Get(ctx, key, func() (*Matrix, error) {
+		_, _, err := cache.Get(ctx, key, func(sctx context.Context) (*Matrix, error) {
 			<-release
+			cancelled <- sctx.Err() != nil
 			return &Matrix{Key: "x=1"}, nil
 		})
 		done <- err
@@ -168,11 +174,14 @@ func TestMatrixHonoursContextButCachesTheSolve(t *testing.T) {
 		t.Fatalf("Get after cancel = %v, want context.Canceled", err)
 	}
 	close(release)
+	if !<-cancelled {
+		t.Error("the solve's context was not cancelled when its only request left")
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for cache.Len() == 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	m, hit, err := cache.Get(context.Background(), key, func() (*Matrix, error) { return nil, errors.New("solved twice") })
+	m, hit, err := cache.Get(context.Background(), key, func(context.Context) (*Matrix, error) { return nil, errors.New("solved twice") })
 	if err != nil || !hit || m.Key != "x=1" {
 		t.Errorf("after the abandoned solve finished: %v, hit %v, %v; want the cached matrix", m, hit, err)
 	}
@@ -288,7 +297,7 @@ func TestCacheBoundsConcurrentSolves(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _, err := cache.Get(context.Background(), Key{Preference: fmt.Sprint(i)}, func() (*Matrix, error) {
+			_, _, err := cache.Get(context.Background(), Key{Preference: fmt.Sprint(i)}, func(context.Context) (*Matrix, error) {
 				n := running.Add(1)
 				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 				}
@@ -320,7 +329,7 @@ func TestCacheSingleflightWhileSolving(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			entered.Add(1)
-			m, _, err := cache.Get(context.Background(), Key{Preference: "same"}, func() (*Matrix, error) {
+			m, _, err := cache.Get(context.Background(), Key{Preference: "same"}, func(context.Context) (*Matrix, error) {
 				solves.Add(1)
 				<-release
 				return &Matrix{Key: "same"}, nil

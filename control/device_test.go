@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"testing"
 
@@ -39,7 +40,12 @@ func TestProfileOnDevice(t *testing.T) {
 
 	comps := testComponents(t, 12, 60, tasks3...)
 	cache, _ := NewCache(4)
-	p := newTestProfile(t, ProfileSpec{Components: comps, Cache: cache, Default: "cars=1"})
+	obs := &countingObserver{}
+	p := newTestProfile(t, ProfileSpec{Components: comps, Cache: cache, Default: "cars=1", Observer: obs})
+	cpu, err := react.NewSolver(comps, react.DefaultOptions(comps))
+	if err != nil {
+		t.Fatal(err)
+	}
 	onDevice := react.CurrentAccelerator() != nil
 	for _, spec := range []string{"cars=1", "cars=2,svhn=1"} {
 		c, err := p.Resolve(header(spec))
@@ -53,9 +59,21 @@ func TestProfileOnDevice(t *testing.T) {
 		if m.OnDevice() != onDevice {
 			t.Fatalf("%s: OnDevice = %v with accelerator %v", spec, m.OnDevice(), react.CurrentAccelerator())
 		}
+		// The condition estimate is the solve's, on the device as on the
+		// CPU (both lower bounds of the 1-norm condition number).
+		st, err := cpu.SolveIntoStats(mat.NewDense(comps.D, comps.D, nil), c.Preference)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := m.Cond / st.Cond; !(r > 0.1 && r < 10) {
+			t.Errorf("%s: Cond = %.3g, the CPU solver's %.3g", spec, m.Cond, st.Cond)
+		}
 		if !onDevice {
 			if err := m.ApplyDevice(1, 2, 1); !errors.Is(err, ErrNotOnDevice) {
 				t.Errorf("%s: ApplyDevice on the CPU = %v, want ErrNotOnDevice", spec, err)
+			}
+			if err := m.ApplyDeviceToHost(make([]float32, comps.D), 2, 1); !errors.Is(err, ErrNotOnDevice) {
+				t.Errorf("%s: ApplyDeviceToHost on the CPU = %v, want ErrNotOnDevice", spec, err)
 			}
 			continue
 		}
@@ -69,6 +87,21 @@ func TestProfileOnDevice(t *testing.T) {
 		ref := referenceW(t, comps, comps.Beta, w)
 		checkApply(t, spec, m, ref)
 		checkApplyDevice(t, spec, m, ref)
+		// Its host copy, made on first use, is W_p.
+		host := m.Matrix()
+		if len(host) != comps.D*comps.D {
+			t.Fatalf("%s: Matrix() on the device = %d values, want %d", spec, len(host), comps.D*comps.D)
+		}
+		for i, v := range host {
+			if want := ref.RawMatrix().Data[i]; math.Abs(float64(v)-want) > 1e-5*(1+math.Abs(want)) {
+				t.Fatalf("%s: Matrix()[%d] = %v, want %v", spec, i, v, want)
+			}
+		}
+	}
+	// The default's W_p at the start, then the preference that missed
+	// the cache: two solves, on the device as on the CPU.
+	if n := obs.solves.Load(); n != 2 {
+		t.Errorf("%d solves observed, want 2", n)
 	}
 }
 

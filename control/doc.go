@@ -24,9 +24,15 @@
 // The Choice says which arm, and how it was assigned.
 //
 // Profile.Matrix returns the Choice's W_p: the default, the presets and the
-// experiments' arms are solved once, when the profile is built, and pinned; any other preference goes
-// through the Cache, an LRU with singleflight, so that concurrent requests
-// for one new preference solve it once.
+// experiments' arms are solved once, when the profile is built, and
+// pinned; any other preference goes through the Cache. The Cache keeps one
+// LRU per components file (with its β and normalisation), bounded in bytes,
+// so that a flood of new preferences on one model never evicts another's;
+// it admits new solves (a bounded queue, a rate per client key:
+// OverloadError beyond them), solves concurrent requests for one new
+// preference once, and cancels a solve once every request waiting for it
+// has gone. A profile may also serve presets only, or round request
+// preferences to a grid so that nearby ones share a W_p.
 //
 // Matrix.Apply is the correction seam: it applies W_p to a batch of
 // features.

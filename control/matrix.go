@@ -26,9 +26,39 @@ type Matrix struct {
 	// Cond is LAPACK's estimate of the condition number of C_p.
 	Cond float64
 
-	factor *react.Factored           // when W is nil
+	// factor is the factored form while W_p is being formed, dropped once
+	// formed: it takes four times W_p's memory.
+	factor atomic.Pointer[react.Factored]
 	formed atomic.Pointer[[]float32] // W_p of factor, once formed
 	device react.DeviceMatrix        // W_p on the device as well, or nil
+}
+
+// newFactored returns the Matrix of a factored W_p.
+func newFactored(key string, d int, cond float64, f *react.Factored) *Matrix {
+	m := &Matrix{Key: key, D: d, Cond: cond}
+	m.factor.Store(f)
+	return m
+}
+
+// Bytes is the host memory the matrix holds: 4·D² for W_p in float32, or
+// 16·D² for the factored form of a new preference (A_p and the Cholesky
+// factor of C_p, in float64) until W_p is formed. A matrix on a device
+// counts its host copy, which it makes on first use.
+func (m *Matrix) Bytes() int64 {
+	d2 := int64(m.D) * int64(m.D)
+	if m.factor.Load() != nil && !m.Formed() {
+		return 16 * d2
+	}
+	return 4 * d2
+}
+
+// setFormed switches a factored matrix to its formed W_p and drops the
+// factorisation.
+func (m *Matrix) setFormed(w []float32) {
+	if m.formed.CompareAndSwap(nil, &w) {
+		// Apply reads factor before formed, so it sees one of them.
+		m.factor.Store(nil)
+	}
 }
 
 // ErrNotOnDevice is returned by ApplyDevice for a matrix that is not held
@@ -104,14 +134,17 @@ var scratchPool = sync.Pool{New: func() any { return new(react.FactoredScratch) 
 // in float64.
 func (m *Matrix) Apply(dst, z []float32) error {
 	var err error
+	// The factorisation first: setFormed stores W_p before it drops the
+	// factorisation, so one of the two is there.
+	f := m.factor.Load()
 	switch w := m.matrix(); {
 	case m.device != nil:
 		err = m.device.Apply(dst, z)
 	case w != nil:
 		err = react.Correct(dst, z, w, m.D)
-	case m.factor != nil:
+	case f != nil:
 		sc := scratchPool.Get().(*react.FactoredScratch)
-		err = m.factor.Correct(dst, z, sc)
+		err = f.Correct(dst, z, sc)
 		scratchPool.Put(sc)
 	default:
 		err = errors.New("no matrix")

@@ -34,6 +34,14 @@ type ProfileSpec struct {
 	// MaxPreferenceLength bounds a request's preference or preset value,
 	// in bytes; 0 means no bound.
 	MaxPreferenceLength int
+	// PresetsOnly refuses the preferences of requests that would need a
+	// solve: only the pinned ones (the default, the presets, the arms) and
+	// no correction are served.
+	PresetsOnly bool
+	// Grid, when positive, rounds the preferences of requests to multiples
+	// of 1/Grid (react.Preference.RoundedTo), unless they are pinned as
+	// they are.
+	Grid int
 	// Cache holds the W_p of per-request preferences; it may be shared by
 	// several profiles. Required.
 	Cache *Cache
@@ -71,7 +79,10 @@ type Profile struct {
 	pinned      map[string]*Matrix // by Choice.Key: the default's, the presets' and the arms'
 	experiments map[string]*Experiment
 	maxLen      int
+	presetsOnly bool
+	grid        int
 	cache       *Cache
+	part        *partition // the cache's partition of key
 	obs         Observer
 }
 
@@ -100,9 +111,12 @@ func NewProfile(ctx context.Context, spec ProfileSpec) (*Profile, error) {
 		pinned:      make(map[string]*Matrix),
 		experiments: make(map[string]*Experiment, len(spec.Experiments)),
 		maxLen:      spec.MaxPreferenceLength,
+		presetsOnly: spec.PresetsOnly,
+		grid:        spec.Grid,
 		cache:       spec.Cache,
 		obs:         spec.Observer,
 	}
+	p.part = spec.Cache.partition(p.key.part(), spec.Name)
 	if p.obs == nil {
 		p.obs = nopObserver{}
 	}
@@ -182,13 +196,18 @@ func (p *Profile) Presets() []string { return append([]string(nil), p.presetName
 
 // Matrix returns the W_p of a choice, nil for a choice that applies no
 // correction. The default's and the presets' are pinned, formed; others
-// come from the cache. On a miss the preference is only factorised (the
+// come from the cache, in the partition of the profile's components file,
+// β and normalisation. On a miss the preference is only factorised (the
 // weighted sums and the Cholesky factorisation of C_p, about D³/3 flops),
 // which answers the request at once through the factored form; W_p itself
-// (about 2D³ more) is formed in the background, one at a time, and the
-// matrix switches to it for the requests that follow. A preference whose C_p
-// cannot be factorised reliably gives a *react.SolveError. See Cache.Get
-// for ctx.
+// (about 2D³ more) is formed in the
+// background, one at a time, and the matrix switches to it, dropping the
+// factorisation: at once when no other new preference waits for a solve,
+// otherwise when the preference is used again. So a preference used once
+// in a flood of new ones costs one factorisation and no formation. A preference whose C_p cannot
+// be factorised reliably gives a *react.SolveError; a solve the cache will
+// not start now, an *OverloadError. See Cache.Get for ctx: when every
+// request that waits for a solve has gone, the solve is cancelled.
 func (p *Profile) Matrix(ctx context.Context, c Choice) (*Matrix, error) {
 	if !c.Corrects() {
 		return nil, nil
@@ -197,20 +216,27 @@ func (p *Profile) Matrix(ctx context.Context, c Choice) (*Matrix, error) {
 		p.obs.Lookup(p.name, LookupPinned)
 		return m, nil
 	}
-	key := p.key
-	key.Preference = c.Key
 	miss := p.factor
 	if p.device != nil {
 		miss = p.solve
 	}
-	m, hit, err := p.cache.Get(ctx, key, func() (*Matrix, error) { return miss(c) })
-	if hit {
+	m, hit, err := p.cache.get(ctx, p.part, c.Key, func(ctx context.Context) (*Matrix, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return miss(c)
+	})
+	switch {
+	case hit:
 		p.obs.Lookup(p.name, LookupHit)
-	} else {
+		if !m.Formed() {
+			p.formLater(m)
+		}
+	case err == nil:
 		p.obs.Lookup(p.name, LookupMiss)
-	}
-	if err == nil && !m.Formed() {
-		p.formLater(m)
+		if !m.Formed() && p.cache.idle() {
+			p.formLater(m)
+		}
 	}
 	return m, err
 }
@@ -223,27 +249,34 @@ func (p *Profile) factor(c Choice) (*Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Matrix{Key: c.Key, D: p.d, Cond: f.Stats().Cond, factor: f}, nil
+	return newFactored(c.Key, p.d, f.Stats().Cond, f), nil
 }
 
 // formLater forms the W_p of a factored matrix in the background, when no
-// other formation is under way (a later request for it tries again), and
-// switches the matrix to it.
+// other formation is under way (a later request for it tries again),
+// switches the matrix to it, and accounts for its smaller size.
 func (p *Profile) formLater(m *Matrix) {
 	select {
 	case p.cache.forming <- struct{}{}:
 	default:
 		return
 	}
+	f := m.factor.Load()
+	if f == nil {
+		<-p.cache.forming
+		return // formed meanwhile
+	}
 	go func() {
 		defer func() { <-p.cache.forming }()
+		lowerPriority() // the thread goes with this goroutine
 		start := time.Now()
-		w, err := react.Float32Matrix(m.factor.Form())
+		w, err := react.Float32Matrix(f.Form())
 		p.obs.Formed(p.name, time.Since(start), err)
 		if err != nil {
 			return // the factored form keeps answering
 		}
-		m.formed.CompareAndSwap(nil, &w)
+		m.setFormed(w)
+		p.cache.resized(p.part, m.Key)
 	}()
 }
 

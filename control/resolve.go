@@ -79,6 +79,9 @@ type Choice struct {
 	Experiment string
 	Arm        string
 	Assignment Assignment
+	// Gridded reports that the request's preference was moved to the
+	// profile's grid (ProfileSpec.Grid).
+	Gridded bool
 }
 
 // Assignment says how an experiment treated a request.
@@ -149,9 +152,11 @@ func (e *InputError) Unwrap() error { return e.Err }
 // react-preset (header before parameter), then the arm of the model's
 // experiment while it runs, then the default. Only the winning value is
 // read. A preference spec is parsed against the profile's tasks and rounded
-// (react.Preference.Rounded); the word None asks for no correction. A bad
-// spec, an unknown preset, or a value longer than the profile's limit is an
-// *InputError.
+// (react.Preference.Rounded), then, unless it is pinned as it is, to the
+// profile's grid (ProfileSpec.Grid); the word None asks for no correction.
+// A bad spec, an unknown preset, a value longer than the profile's limit,
+// or a preference that is not pinned in a profile that serves presets
+// only, is an *InputError.
 //
 // The experiment's arm is that of the request's key, read from the header
 // (gRPC metadata) before the parameter; a request without a key gets a
@@ -213,9 +218,22 @@ func (p *Profile) parse(spec string, src Source) (Choice, error) {
 	if err != nil {
 		return Choice{}, p.inputError(KeyPreference, src.String(), err)
 	}
+	if c.Corrects() && p.pinned[c.Key] == nil {
+		if p.grid > 0 {
+			pref := c.Preference.RoundedTo(p.grid)
+			c = Choice{Preference: pref, Key: pref.String(), Gridded: pref.String() != c.Key}
+		}
+		if p.presetsOnly && p.pinned[c.Key] == nil {
+			return Choice{}, p.inputError(KeyPreference, src.String(), ErrPresetsOnly)
+		}
+	}
 	c.Source = src
 	return c, nil
 }
+
+// ErrPresetsOnly refuses a preference that would need a solve, in a
+// profile that serves presets only (ProfileSpec.PresetsOnly).
+var ErrPresetsOnly = errors.New("only presets, experiment arms, the default and none are served here, not preferences of their own: name a preset with react-preset")
 
 // parseSpec parses a spec or None into a Choice without a source.
 func (p *Profile) parseSpec(spec string) (Choice, error) { return ParseSpec(spec, p.tasks) }

@@ -482,7 +482,10 @@ func (m *cudaMatrix) Apply(dst, z []float32) error {
 // ApplyDeviceToHost implements DeviceMatrix: the batch is corrected into
 // the accelerator's scratch and downloaded.
 func (m *cudaMatrix) ApplyDeviceToHost(dst []float32, z uintptr, rows int) error {
-	if rows < 0 || len(dst) != rows*m.d {
+	if err := checkRows(rows, m.d); err != nil {
+		return err
+	}
+	if len(dst) != rows*m.d {
 		return fmt.Errorf("correct: destination of %d values for %d rows of %d", len(dst), rows, m.d)
 	}
 	if rows == 0 {
@@ -505,8 +508,8 @@ func (m *cudaMatrix) ApplyDeviceToHost(dst []float32, z uintptr, rows int) error
 
 // ApplyDevice implements DeviceMatrix.
 func (m *cudaMatrix) ApplyDevice(dst, z uintptr, rows int) error {
-	if rows < 0 {
-		return fmt.Errorf("correct: %d rows", rows)
+	if err := checkRows(rows, m.d); err != nil {
+		return err
 	}
 	n := uintptr(f32 * rows * m.d)
 	if rows > 0 && dst < z+n && z < dst+n {
@@ -521,6 +524,18 @@ func (m *cudaMatrix) ApplyDevice(dst, z uintptr, rows int) error {
 		}
 		return m.gemm(cuda.Ptr(dst), cuda.Ptr(z), rows)
 	})
+}
+
+// checkRows refuses a batch of rows rows of d values that cuBLAS cannot
+// take (its dimensions are C ints): truncated, such a count would have the
+// SGEMM correct fewer rows than asked, and its size in bytes, wrapped, the
+// address checks pass them, and report success. (Below it, the size fits:
+// D×D float64 values fit in device memory, so D < 2³².)
+func checkRows(rows, d int) error {
+	if rows < 0 || rows > math.MaxInt32 {
+		return fmt.Errorf("correct: %d rows of %d values", rows, d)
+	}
+	return nil
 }
 
 // gemm queues out = z W_pᵀ for rows rows: column-major, z is Zᵀ (D×B) and

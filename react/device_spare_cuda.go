@@ -39,8 +39,9 @@ type sparePool struct {
 	// the pool, for tests.
 	allocs, reuses int
 	// newBytes and newBuffers count what was allocated since the
-	// collector was last asked to run.
-	newBytes, newBuffers int
+	// collector was last asked to run, and gcs how often it was asked, for
+	// tests.
+	newBytes, newBuffers, gcs int
 }
 
 // get returns a buffer of n bytes, a spare one if there is one.
@@ -57,6 +58,7 @@ func (p *sparePool) get(dev *cuda.Device, n int) (cuda.Ptr, error) {
 	p.newBuffers++
 	if p.newBytes >= gcEveryBytes || p.newBuffers >= gcEveryBuffers {
 		p.newBytes, p.newBuffers = 0, 0
+		p.gcs++
 		go runtime.GC() // not here: the cleanups it runs take the device's lock
 	}
 	return dev.Alloc(n)

@@ -390,8 +390,65 @@ func TestDeviceApplyAllocatedMemory(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), bad.wantSubstring) {
 					t.Errorf("ApplyDevice with %s = %v, want an error about the %s", bad.name, err, bad.wantSubstring)
 				}
-				if err := acc.CopyDevice(bad.dst, bad.src, 4*bad.rows*d); err == nil {
-					t.Errorf("CopyDevice with %s succeeded", bad.name)
+				// Refused by the address check, not left to the driver
+				// (which on a GPU may fault later, for the whole context).
+				if err := acc.CopyDevice(bad.dst, bad.src, 4*bad.rows*d); err == nil || !strings.Contains(err.Error(), bad.wantSubstring+": ") {
+					t.Errorf("CopyDevice with %s = %v, want the address check's error about the %s", bad.name, err, bad.wantSubstring)
+				}
+				if bad.wantSubstring != "input" {
+					continue
+				}
+				// Into host memory: the input is checked as well, and the
+				// destination left as it was.
+				hostDst := make([]float32, bad.rows*d)
+				for i := range hostDst {
+					hostDst[i] = float32(math.NaN())
+				}
+				if err := m.ApplyDeviceToHost(hostDst, bad.src, bad.rows); err == nil || !strings.Contains(err.Error(), "input: ") {
+					t.Errorf("ApplyDeviceToHost with %s = %v, want the address check's error about the input", bad.name, err)
+				}
+				raw := make([]byte, 4*bad.rows*d)
+				if err := acc.CopyDeviceToHost(raw, bad.src); err == nil || !strings.Contains(err.Error(), "input: ") {
+					t.Errorf("CopyDeviceToHost with %s = %v, want the address check's error about the input", bad.name, err)
+				}
+				for i, v := range hostDst {
+					if !math.IsNaN(float64(v)) {
+						t.Fatalf("ApplyDeviceToHost with %s wrote [%d] = %v", bad.name, i, v)
+					}
+				}
+				for i, v := range raw {
+					if v != 0 {
+						t.Fatalf("CopyDeviceToHost with %s wrote [%d] = %#x", bad.name, i, v)
+					}
+				}
+			}
+			// No rows: nothing to check or touch, whatever the addresses
+			// (Triton may give no buffer for an empty output).
+			if err := m.ApplyDevice(0, 0, 0); err != nil {
+				t.Errorf("ApplyDevice of 0 rows: %v", err)
+			}
+			if err := m.ApplyDeviceToHost(nil, 0, 0); err != nil {
+				t.Errorf("ApplyDeviceToHost of 0 rows: %v", err)
+			}
+			if err := acc.CopyDevice(0, 0, 0); err != nil {
+				t.Errorf("CopyDevice of 0 bytes: %v", err)
+			}
+			if err := acc.CopyDeviceToHost(nil, 0); err != nil {
+				t.Errorf("CopyDeviceToHost of 0 bytes: %v", err)
+			}
+			// A row count whose byte count overflows, or beyond cuBLAS's int:
+			// wrapped, 4·(2⁵⁶+1)·64 bytes are 256, one row, which the
+			// checks would pass and the SGEMM (its n truncated to a C int)
+			// would correct alone, reporting success.
+			for _, huge := range []int{1<<56 + 1, 1<<58 + 1, 1<<32 + 1, math.MaxInt32 + 1} {
+				devicetest.Fill(t, out, n, 0xFF)
+				if err := m.ApplyDevice(out, in, huge); err == nil {
+					t.Errorf("ApplyDevice of %d rows succeeded", huge)
+				}
+				if huge*d == d { // the destination's length wraps to one row's
+					if err := m.ApplyDeviceToHost(make([]float32, d), in, huge); err == nil {
+						t.Errorf("ApplyDeviceToHost of %d rows into %d values succeeded", huge, d)
+					}
 				}
 			}
 			runtime.KeepAlive(z)
@@ -434,5 +491,135 @@ func TestDeviceRefusesBeyondFloat32(t *testing.T) {
 		if !tc.ok && (!errors.Is(err, ErrFloat32Range) || !strings.Contains(err.Error(), "entry [")) {
 			t.Errorf("scale %g: Solve = %v, want ErrFloat32Range naming the entry", tc.scale, err)
 		}
+	}
+}
+
+// TestDeviceApplyDeviceOverlap: a destination that overlaps the batch in
+// device memory is refused, on either side and when they coincide, even
+// inside one allocation (where the address checks pass); a destination
+// that only touches the batch, before or after it, is not, and gets the
+// product.
+func TestDeviceApplyDeviceOverlap(t *testing.T) {
+	acc := requireDevice(t)
+	const d, rows = 32, 3
+	c := syntheticComponents(d, 2)
+	s := mustSolver(t, c, DefaultOptions(c))
+	ds, err := acc.Load(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := ds.Solve(mustPref(t, "task0=1,task1=1", s.Tasks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := hostW(t, m)
+	rng := rand.New(rand.NewPCG(5, 8))
+	z := make([]float32, rows*d)
+	for i := range z {
+		z[i] = float32(rng.NormFloat64())
+	}
+	n := uintptr(4 * len(z))
+	base := devicetest.Alloc(t, int(2*n+8), devicetest.Driver)
+	got := make([]float32, len(z))
+	for _, tc := range []struct {
+		name   string
+		dst, z uintptr
+		ok     bool
+	}{
+		{"destination 4 bytes after the batch's start", base + 4, base, false},
+		{"destination 4 bytes before the batch's start", base, base + 4, false},
+		{"destination ending 4 bytes into the batch", base, base + n - 4, false},
+		{"destination the batch", base, base, false},
+		{"destination right after the batch", base + n, base, true},
+		{"destination right before the batch", base, base + n, true},
+	} {
+		devicetest.Fill(t, base, int(2*n+8), 0xFF)
+		devicetest.Upload(t, tc.z, z)
+		err := m.ApplyDevice(tc.dst, tc.z, rows)
+		if !tc.ok {
+			if err == nil || !strings.Contains(err.Error(), "overlap") {
+				t.Errorf("%s: ApplyDevice = %v, want an error about the overlap", tc.name, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		devicetest.Download(t, got, tc.dst)
+		if err := applyError(got, z, w, d); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+}
+
+// TestDeviceRefusesIllConditioned: a C_p that factorises but whose
+// condition estimate exceeds MaxCondition is refused as on the CPU, with
+// the finite estimate (a C_p that does not factorise reports +Inf).
+func TestDeviceRefusesIllConditioned(t *testing.T) {
+	requireDevice(t)
+	const d = 12
+	c := syntheticComponents(d, 2)
+	c.Beta = 0
+	// G_0 = diag(1, ..., 1, 1e-15): positive definite, condition 1e15.
+	g := mat.NewSymDense(d, nil)
+	for i := range d {
+		g.SetSym(i, i, 1)
+	}
+	g.SetSym(d-1, d-1, 1e-15)
+	c.Tasks[0].G = g
+	s, ds := deviceSolver(t, c, Options{Beta: 0, Normalization: NormSum})
+	p := mustPref(t, "task0=1", s.Tasks())
+	cst, cpuErr := s.SolveIntoStats(mat.NewDense(d, d, nil), p)
+	if !errors.As(cpuErr, new(*SolveError)) {
+		t.Fatalf("the CPU solved an ill-conditioned C_p: %v", cpuErr)
+	}
+	m, st, err := ds.Solve(p)
+	var se *SolveError
+	if !errors.As(err, &se) || m != nil {
+		t.Fatalf("device solve of a C_p of condition 1e15 = %v, %v, want a *SolveError", m, err)
+	}
+	if math.IsInf(st.Cond, 0) || !(st.Cond > MaxCondition) {
+		t.Errorf("device condition estimate %g, want finite and above %g (the CPU's %g)", st.Cond, MaxCondition, cst.Cond)
+	}
+	if r := st.Cond / cst.Cond; !(r > 0.1 && r < 10) {
+		t.Errorf("device condition estimate %.3g, CPU's %.3g", st.Cond, cst.Cond)
+	}
+	// The other task still solves on the same solver.
+	if _, _, err := ds.Solve(mustPref(t, "task1=1", s.Tasks())); err != nil {
+		t.Errorf("after the refusal: %v", err)
+	}
+}
+
+// TestDeviceOneShotSolver: a solver that precomputed no A_t (NewOneShotSolver)
+// gets them computed at Load, S'_t + β W_orth_t, and solves as the CPU.
+func TestDeviceOneShotSolver(t *testing.T) {
+	acc := requireDevice(t)
+	const d = 24
+	c := components(t, 0.3, NormMean, threeTasks(9, d, 60, 80, 70)...)
+	opt := Options{Beta: 0.3, Normalization: NormMean}
+	s, err := NewOneShotSolver(c, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := acc.Load(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []string{"task0=1", "task0=0.2,task1=0.5,task2=0.3"} {
+		p := mustPref(t, spec, s.Tasks())
+		want := mat.NewDense(d, d, nil)
+		if _, err := mustSolver(t, c, opt).SolveIntoStats(want, p); err != nil {
+			t.Fatal(err)
+		}
+		m, _, err := ds.Solve(p)
+		if err != nil {
+			t.Fatalf("%s: %v", spec, err)
+		}
+		got := mat.NewDense(d, d, nil)
+		for i, v := range hostW(t, m) {
+			got.RawMatrix().Data[i] = float64(v)
+		}
+		assertClose(t, spec+" W_p (one-shot solver)", got, want, 1e-6)
 	}
 }

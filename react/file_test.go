@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"hash/crc32"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -129,6 +131,8 @@ func TestComponentsMetadata(t *testing.T) {
 		"backbone.model": "merged", "backbone.version": "3", "backbone.output": "features",
 		"task.a.n": "6", "task.a.expert": "a-expert", "task.a.expert_version": "1", "task.a.expert_output": "emb",
 		"task.b.n": "11", "task.b.expert": "b-expert", "task.b.expert_version": "1", "task.b.expert_output": "emb",
+		// The data section's CRC-32C (Castagnoli), big-endian hex.
+		"crc32c": fmt.Sprintf("%08x", crc32.Checksum(f.Data, crc32.MakeTable(crc32.Castagnoli))),
 	}
 	for k, v := range want {
 		if md[k] != v {
@@ -176,6 +180,9 @@ func rewriteFile(t *testing.T, b []byte, fixSum bool, edit func(ts []safetensors
 			all = append(all, tt.Data...)
 		}
 		md["sha256"] = dataSHA256(all)
+		if _, ok := md["crc32c"]; ok {
+			md["crc32c"] = fmt.Sprintf("%08x", crc32.Checksum(all, crc32.MakeTable(crc32.Castagnoli)))
+		}
 		if _, ok := md[MetaMetadataSHA256]; ok {
 			md[MetaMetadataSHA256] = MetadataSHA256(md)
 		}
@@ -293,6 +300,34 @@ func TestLoadComponentsRefuses(t *testing.T) {
 	}
 	if fi, err := ReadFileInfo(path); err != nil || len(fi.Tasks) != 2 || !fi.MetadataOK {
 		t.Errorf("ReadFileInfo of a corrupt file = %+v, %v", fi, err)
+	}
+	// A file written before crc32c (its SHA-256 alone) loads, and its
+	// corruption is caught by the SHA-256.
+	old := rewriteFile(t, good, true, setMeta("crc32c", ""))
+	if fi, err := ParseComponents(old); err != nil || len(fi.Tasks) != 2 {
+		t.Errorf("a file without crc32c: %v", err)
+	}
+	old[len(old)-1] ^= 1
+	if _, err := ParseComponents(old); !errors.Is(err, ErrChecksum) {
+		t.Errorf("a corrupt file without crc32c: %v, want ErrChecksum", err)
+	}
+	// With crc32c, it is what is verified: a stale SHA-256 alone passes,
+	// a stale CRC-32C fails.
+	staleSHA := rewriteFile(t, good, false, setMeta("sha256", strings.Repeat("0", 64)))
+	staleSHA = rewriteFile(t, staleSHA, false, func(ts []safetensors.Tensor, md map[string]string) []safetensors.Tensor {
+		md[MetaMetadataSHA256] = MetadataSHA256(md)
+		return ts
+	})
+	if _, err := ParseComponents(staleSHA); err != nil {
+		t.Errorf("a file whose crc32c holds and sha256 not: %v (the CRC-32C is verified)", err)
+	}
+	staleCRC := rewriteFile(t, good, false, func(ts []safetensors.Tensor, md map[string]string) []safetensors.Tensor {
+		md["crc32c"] = "00000000"
+		md[MetaMetadataSHA256] = MetadataSHA256(md)
+		return ts
+	})
+	if _, err := ParseComponents(staleCRC); !errors.Is(err, ErrChecksum) {
+		t.Errorf("a file whose crc32c is wrong: %v, want ErrChecksum", err)
 	}
 	// So is an edited header, and ReadFileInfo reports it without refusing.
 	edited := rewriteFile(t, good, false, setMeta("task.a.n", "1"))
@@ -482,4 +517,27 @@ func TestEditRefuses(t *testing.T) {
 	if err := AddTasks(dst, fileComponents(t, 3, 2, "c", "a")); err == nil || len(dst.Tasks) != 2 {
 		t.Errorf("refused AddTasks: err %v, %d tasks", err, len(dst.Tasks))
 	}
+}
+
+// BenchmarkChecksum is the cost of verifying a components file's data
+// section of 64 MiB (a D = 768 file of 14 tasks): its SHA-256, which files
+// written before crc32c carry alone, against its CRC-32C.
+func BenchmarkChecksum(b *testing.B) {
+	data := make([]byte, 64<<20)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	b.Run("sha256", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			sha256.Sum256(data)
+		}
+	})
+	b.Run("crc32c", func(b *testing.B) {
+		fi := &FileInfo{CRC32C: "00000000"}
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			fi.dataOK(data)
+		}
+	})
 }

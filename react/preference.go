@@ -230,18 +230,26 @@ const RoundingUnits = 1_000_000
 // echoes it and keys its W_p cache by it, so that every spelling of one
 // preference shares one W_p, solved from the rounded weights. Rounding
 // moves each weight by less than 10⁻⁶, and W_p moves accordingly little.
-func (p Preference) Rounded() Preference {
-	if p.IsZero() {
+func (p Preference) Rounded() Preference { return p.RoundedTo(RoundingUnits) }
+
+// RoundedTo returns p with each weight rounded to a multiple of 1/units by
+// the rule of Rounded: down, then the units lost given to the largest
+// remainders (ties to the earlier task), so that the weights sum to
+// exactly 1. A coarse grid (units 20: steps of 0.05) makes nearby
+// preferences equal; a weight may round to 0 and drop out. units must be
+// positive.
+func (p Preference) RoundedTo(units int) Preference {
+	if p.IsZero() || units < 1 {
 		return p
 	}
-	units := make([]int64, len(p.weights))
+	weights := make([]int64, len(p.weights))
 	rem := make([]float64, len(p.weights))
-	left := int64(RoundingUnits)
+	left := int64(units)
 	for i, w := range p.weights {
-		x := w * RoundingUnits
-		units[i] = int64(math.Floor(x))
-		rem[i] = x - float64(units[i])
-		left -= units[i]
+		x := w * float64(units)
+		weights[i] = int64(math.Floor(x))
+		rem[i] = x - float64(weights[i])
+		left -= weights[i]
 	}
 	// 0 ≤ left < len(p.weights) up to rounding: hand out the units left.
 	for ; left > 0; left-- {
@@ -254,12 +262,12 @@ func (p Preference) Rounded() Preference {
 		if best < 0 {
 			break
 		}
-		units[best]++
+		weights[best]++
 		rem[best] = -1
 	}
-	w := make([]float64, len(units))
-	for i, u := range units {
-		w[i] = float64(u) / RoundingUnits
+	w := make([]float64, len(weights))
+	for i, u := range weights {
+		w[i] = float64(u) / float64(units)
 	}
 	return Preference{tasks: append([]string(nil), p.tasks...), weights: w}
 }

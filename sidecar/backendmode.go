@@ -138,9 +138,8 @@ func (ms *Models) backendParameters(ctx context.Context, model, version string, 
 	case err == errNoModel:
 		return nil, nil
 	case err != nil:
-		st := status.Convert(err)
-		return nil, status.Errorf(codes.Unavailable, "sidecar: model %q: cannot tell whether it reads the react-preference and react-preset headers it was sent (upstream Triton %s: %s)",
-			model, ms.Config().Triton.GRPC, st.Message())
+		return nil, status.Errorf(codes.Unavailable, "sidecar: model %q: cannot tell whether it reads the react-preference and react-preset headers it was sent (upstream Triton: %s)",
+			model, ms.clientMessage(status.Convert(err)))
 	case !reads:
 		return nil, nil
 	}

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -45,7 +47,12 @@ backbone on Triton, corrects the backbone's feature with W_p for the
 request's preference (the react-preference header or parameter, a preset
 named by react-preset, or the default), and calls the head(s). Every other
 call is relayed to Triton byte for byte, after HTTP inference bodies are
-checked for malformed framing.
+checked for malformed framing, except Triton's management API (model
+loading and unloading, logging, tracing, shared memory), which is refused
+unless the configuration's management section allows a call. Connections,
+header sizes and read, write and idle times are bounded (the server
+section); the listeners can serve TLS, their certificate reloaded when its
+files change.
 
 The configuration is a YAML file (see config/example.yaml), with REACT_*
 environment variables and the flags below overriding it. Without --config it
@@ -109,7 +116,22 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 		conn.Close()
 		return err
 	}
-	s, err := New(Config{
+	guard, err := NewManagement(cfg.Management, metrics)
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	var certs *CertStore
+	if cfg.Server.TLS.Enabled {
+		if certs, err = NewCertStore(cfg.Server.TLS, log, metrics); err != nil {
+			conn.Close()
+			return err
+		}
+	}
+	metricsMux := http.NewServeMux()
+	metricsMux.Handle("/", metrics.Handler())
+	metricsMux.Handle("/readyz", models.ReadyzHandler())
+	sc := Config{
 		TritonGRPC:      cfg.Triton.GRPC,
 		TritonHTTP:      cfg.Triton.HTTP,
 		TritonTLS:       tlsCfg,
@@ -117,13 +139,22 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 		GRPCListen:      cfg.Listen.GRPC,
 		HTTPListen:      cfg.Listen.HTTP,
 		MetricsListen:   cfg.Listen.Metrics,
-		MetricsHandler:  metrics.Handler(),
+		MetricsHandler:  metricsMux,
 		ShutdownTimeout: cfg.Listen.ShutdownTimeout,
-		MaxRecvMsgSize:  int(cfg.Limits.MaxRequestBytes),
+		MaxRecvMsgSize:  int(min(cfg.Limits.MaxRequestBytes, cfg.Limits.MaxInflightBytes)),
 		InterceptGRPC:   models.GRPCInterceptor(),
 		InterceptHTTP:   models.HTTPInterceptor(),
 		Log:             log,
-	})
+		Server:          cfg.Server,
+		TLS:             certs,
+		MetricsTLS:      cfg.Server.TLS.Metrics,
+		Management:      guard,
+		Metrics:         metrics,
+	}
+	if cfg.Pprof.Enabled {
+		sc.PprofListen, sc.PprofHandler = cfg.Pprof.Listen, PprofHandler(cfg.Pprof.MaxSeconds)
+	}
+	s, err := New(sc)
 	if err != nil {
 		conn.Close()
 		return err
@@ -137,6 +168,13 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 	if a := s.MetricsAddr(); a != nil {
 		attrs = append(attrs, "metrics", a.String())
 	}
+	if a := s.PprofAddr(); a != nil {
+		attrs = append(attrs, "pprof", a.String())
+	}
+	if certs != nil {
+		attrs = append(attrs, "tls", true, "mutual_tls", cfg.Server.TLS.ClientCAFile != "", "tls_not_after", certs.NotAfter().UTC().Format(time.RFC3339))
+	}
+	attrs = append(attrs, "management_allowed", len(cfg.Management.Allow))
 	if cfg.File != "" {
 		attrs = append(attrs, "config", cfg.File)
 	}
@@ -151,8 +189,11 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 		}
 		log.Info("sidecar ready")
 	}()
-	r := &reloader{flags: flags, models: models, metrics: metrics, log: log, level: level}
+	r := &reloader{flags: flags, models: models, metrics: metrics, log: log, level: level, guard: guard, certs: certs}
 	go r.run(ctx, hup)
+	if certs != nil {
+		go certs.Watch(ctx)
+	}
 	go func() {
 		<-ctx.Done()
 		if errors.Is(context.Cause(ctx), context.Canceled) {

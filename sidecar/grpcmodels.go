@@ -3,17 +3,22 @@ package sidecar
 import (
 	"context"
 	"errors"
+	"math"
+	"strconv"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
+	"github.com/mergectl/react-triton/triton/tritonhttp"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -293,25 +298,30 @@ func (ms *Models) mergeIndex(models []*tritonpb.RepositoryIndexResponse_ModelInd
 	return out
 }
 
-// grpcServerReady answers ServerReady: ready when Triton is and the
-// controllable models are built.
+// grpcServerReady answers ServerReady: ready when Triton is, the
+// controllable models are built and every model they call is ready on
+// Triton.
 func (ms *Models) grpcServerReady(ss grpc.ServerStream, pass func(*Frame) error) error {
 	f, err := recvRequest(ss)
 	if err != nil {
 		return err
 	}
-	if ms.Ready() {
+	var nr *notReadyError
+	switch err := ms.readiness.check(ss.Context()); {
+	case err == nil:
 		return pass(f)
+	case errors.As(err, &nr):
+		return sendProto(ss, &tritonpb.ServerReadyResponse{Ready: false})
+	default:
+		return err
 	}
-	return sendProto(ss, &tritonpb.ServerReadyResponse{Ready: false})
 }
 
 // upstreamContext is the context of a call the sidecar makes to Triton on a
 // client's behalf: the client's deadline, cancellation and forwardable
-// metadata.
+// metadata, with the peer appended to x-forwarded-for.
 func upstreamContext(ctx context.Context) context.Context {
-	in, _ := metadata.FromIncomingContext(ctx)
-	return metadata.NewOutgoingContext(ctx, forwardable(in))
+	return metadata.NewOutgoingContext(ctx, upstreamMetadata(ctx))
 }
 
 // preferenceKeys reads ReACT's keys from gRPC metadata.
@@ -348,12 +358,24 @@ func responseHeader(resp *tritonpb.ModelInferResponse) metadata.MD {
 	return md
 }
 
-// grpcInfer answers ModelInfer for controllable models.
+// grpcInfer answers ModelInfer: for every model, the request is held
+// against limits.max_inflight_bytes and its inputs, outputs and parameters
+// counted against the limits, then it is passed on, or served for a
+// controllable model.
 func (ms *Models) grpcInfer(ss grpc.ServerStream, pass func(*Frame) error) error {
 	f, err := recvRequest(ss)
 	if err != nil {
 		return err
 	}
+	cfg := ms.Config()
+	res, later, err := ms.admitFrame(f, cfg)
+	if err != nil {
+		if later {
+			ss.SetTrailer(retryAfter(cfg.Admission.RetryAfter))
+		}
+		return err
+	}
+	defer res.Release()
 	m, up, ok, err := ms.lookup(modelName(f.Payload))
 	md, _ := metadata.FromIncomingContext(ss.Context())
 	if !ok {
@@ -365,8 +387,13 @@ func (ms *Models) grpcInfer(ss grpc.ServerStream, pass func(*Frame) error) error
 	if err != nil {
 		return err
 	}
-	resp, err := ms.infer(ss.Context(), m, up, f.Payload, preferenceHeader(md, m), "grpc")
+	ctx := control.WithClientKey(ss.Context(), ms.clientKey(m, metadataGetter(md), peerAddr(peer.FromContext(ss.Context()))))
+	resp, err := ms.infer(ctx, m, up, f.Payload, preferenceHeader(md, m), "grpc")
 	if err != nil {
+		var oe *control.OverloadError
+		if errors.As(err, &oe) {
+			ss.SetTrailer(retryAfter(oe.RetryAfter))
+		}
 		return err
 	}
 	if err := ss.SendHeader(responseHeader(resp)); err != nil {
@@ -387,6 +414,45 @@ func (ms *Models) relayed(ctx context.Context, md metadata.MD, f *Frame) (*Frame
 	return &Frame{Payload: withParameters(f.Payload, params)}, nil
 }
 
+// admitFrame holds an inference request's message against
+// limits.max_inflight_bytes and checks its counts against the limits on
+// inputs, outputs and parameters; a refusal is a RESOURCE_EXHAUSTED status,
+// counted; later reports a refusal for now (the budget is full), which may
+// be tried again after admission.retry_after. The caller releases the
+// reservation when done with the frame.
+func (ms *Models) admitFrame(f *Frame, cfg *config.Config) (res *Reservation, later bool, err error) {
+	res, err = ms.budget.Reserve(int64(len(f.Payload)))
+	var be *BudgetError
+	if errors.As(err, &be) {
+		reason := "memory"
+		if be.Never {
+			reason = "too_large"
+		}
+		ms.reject("grpc", reason)
+		return nil, !be.Never, budgetStatus(be)
+	}
+	var le *tritonhttp.LimitError
+	if errors.As(checkCounts(f.Payload, requestLimits(cfg.Limits)), &le) {
+		res.Release()
+		ms.reject("grpc", limitReason(le))
+		return nil, false, limitStatus(le)
+	}
+	return res, false, nil
+}
+
+// retryAfter is the trailer of a call refused for now: retry-after, in
+// whole seconds, as HTTP's Retry-After.
+func retryAfter(d time.Duration) metadata.MD {
+	return metadata.Pairs("retry-after", strconv.FormatInt(int64(math.Ceil(d.Seconds())), 10))
+}
+
+// reject counts a request refused before it reached Triton.
+func (ms *Models) reject(protocol, reason string) {
+	if ms.metrics != nil {
+		ms.metrics.reject(protocol, reason)
+	}
+}
+
 // infer decodes and serves one request for a controllable model, and
 // records it in the model's statistics and the metrics. A message over
 // limits.max_request_bytes is refused with RESOURCE_EXHAUSTED.
@@ -396,23 +462,28 @@ func (ms *Models) infer(ctx context.Context, m *pipeline.Model, up *pipeline.Ups
 	var err error
 	if limit := int64(ms.Config().Limits.MaxRequestBytes); int64(len(payload)) > limit {
 		err = status.Errorf(codes.ResourceExhausted, "sidecar: model %q: request of %d bytes is larger than limits.max_request_bytes (%d)", m.Name(), len(payload), limit)
-		if ms.metrics != nil {
-			ms.metrics.reject(protocol, "too_large")
-		}
+		ms.reject(protocol, "too_large")
 	} else if err = proto.Unmarshal(payload, req); err != nil {
 		err = status.Errorf(codes.InvalidArgument, "sidecar: ModelInferRequest: %v", err)
+	} else {
+		err = checkTritonParameters(req)
 	}
 	return ms.serve(upstreamContext(ctx), m, up, req, hdr, protocol, start, err)
 }
 
 // serve runs a decoded request through the pipeline (unless decoding
-// failed: decodeErr) and records it.
+// failed: decodeErr) and records it. An output requested twice is answered
+// once, as Triton does.
 func (ms *Models) serve(ctx context.Context, m *pipeline.Model, up *pipeline.Upstream, req *tritonpb.ModelInferRequest, hdr control.Values,
 	protocol string, start time.Time, decodeErr error) (*tritonpb.ModelInferResponse, error) {
 	var res *pipeline.Result
 	err := decodeErr
 	if err == nil {
+		dedupeOutputs(req)
 		res, err = m.Infer(ctx, up, pipeline.Request{Proto: req, Header: hdr})
+		if err != nil {
+			err = ms.partGone(ctx, m, err)
+		}
 	}
 	took := time.Since(start)
 	rows := 0
@@ -424,6 +495,9 @@ func (ms *Models) serve(ctx context.Context, m *pipeline.Model, up *pipeline.Ups
 	if errors.Is(err, context.Canceled) {
 		code = codes.Canceled
 	}
+	if errors.Is(err, control.ErrPresetsOnly) {
+		ms.reject(protocol, "presets_only")
+	}
 	if ms.metrics != nil {
 		ms.metrics.served(m.Name(), protocol, res, took, code)
 	}
@@ -433,7 +507,7 @@ func (ms *Models) serve(ctx context.Context, m *pipeline.Model, up *pipeline.Ups
 		} else {
 			ms.log.Debug("inference refused", "model", m.Name(), "protocol", protocol, "code", code.String(), "error", err)
 		}
-		return nil, err
+		return nil, ms.clientError(err)
 	}
 	return res.Response, nil
 }

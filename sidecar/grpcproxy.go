@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"math"
+	"strings"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -14,10 +17,22 @@ import (
 
 // GRPCProxy relays every gRPC call it receives to an upstream server over
 // one shared connection, message by message, without decoding anything.
+// Before anything else it checks the call's metadata size, guards Triton's
+// management API, and waits a bounded time for the call's first message.
 type GRPCProxy struct {
 	conn      *grpc.ClientConn
 	target    string
 	intercept GRPCInterceptor
+
+	// guard closes the management API (nil: every management call is
+	// refused); maxHeaderBytes bounds a call's metadata (0: no bound);
+	// readTimeout bounds the wait for a call's first message (0: none).
+	guard          *Management
+	maxHeaderBytes int
+	readTimeout    time.Duration
+	redact         *redactor
+	log            *slog.Logger
+	logged         logLimit
 }
 
 // proxyDesc describes every proxied call as bidirectional streaming: a unary
@@ -37,7 +52,8 @@ var upstreamCallOptions = []grpc.CallOption{
 // target names that server in error messages (the --triton-grpc address).
 // intercept may be nil.
 func NewGRPCProxy(conn *grpc.ClientConn, target string, intercept GRPCInterceptor) *GRPCProxy {
-	return &GRPCProxy{conn: conn, target: target, intercept: intercept}
+	return &GRPCProxy{conn: conn, target: target, intercept: intercept,
+		redact: newRedactor(target), log: slog.New(slog.DiscardHandler)}
 }
 
 // NewServer returns a grpc.Server with no registered services that hands
@@ -53,11 +69,45 @@ func (p *GRPCProxy) NewServer(opts ...grpc.ServerOption) *grpc.Server {
 	return grpc.NewServer(append(base, opts...)...)
 }
 
-// handle is the grpc.StreamHandler for every method.
+// handle is the grpc.StreamHandler for every method. Whatever the call
+// ends with reaches the client without the upstream's addresses.
 func (p *GRPCProxy) handle(srv any, ss grpc.ServerStream) error {
 	method, ok := grpc.MethodFromServerStream(ss)
 	if !ok {
 		return status.Error(codes.Internal, "sidecar: no method name on the stream")
+	}
+	return p.scrub(method, p.serve(method, ss))
+}
+
+// serve checks a call and serves it: intercepted, or passed through.
+func (p *GRPCProxy) serve(method string, ss grpc.ServerStream) error {
+	md, _ := metadata.FromIncomingContext(ss.Context())
+	if p.maxHeaderBytes > 0 {
+		if err := checkMetadataSize(md, p.maxHeaderBytes); err != nil {
+			return err
+		}
+	}
+	if err := p.guard.checkGRPC(method, md); err != nil {
+		return err
+	}
+	// The guard may have consumed the call's token: what follows sees the
+	// metadata as it left it.
+	ss = &contextStream{ServerStream: ss, ctx: metadata.NewIncomingContext(ss.Context(), md)}
+	if p.readTimeout > 0 && strings.HasPrefix(method, service) && method != methodStreamInfer {
+		// A unary call of Triton's service sends its request with its
+		// headers; a call that sends none holds a goroutine, and Triton a
+		// stream, for nothing. (A ModelStreamInfer stream is a session:
+		// its requests come when they come; other services' calls pass as
+		// they are, whoever speaks first.)
+		first, err := recvFirst(ss, p.readTimeout)
+		switch {
+		case errors.Is(err, io.EOF):
+			ss = &firstReplayed{ServerStream: ss, firstErr: io.EOF}
+		case err != nil:
+			return err
+		default:
+			ss = &firstReplayed{ServerStream: ss, first: first}
+		}
 	}
 	if p.intercept != nil {
 		if h := p.intercept(method); h != nil {
@@ -83,10 +133,9 @@ func serveIntercepted(h GRPCHandler, ss grpc.ServerStream, method string, pass f
 // (a message already read from the client). The upstream call's context
 // derives from the client's, so the client's deadline and cancellation
 // reach Triton; its outgoing metadata is the client's, less what grpc sets
-// itself and ReACT's own keys.
+// itself and ReACT's own keys, with the peer appended to x-forwarded-for.
 func (p *GRPCProxy) forward(ss grpc.ServerStream, method string, first *Frame) error {
-	in, _ := metadata.FromIncomingContext(ss.Context())
-	ctx, cancel := context.WithCancel(metadata.NewOutgoingContext(ss.Context(), forwardable(in)))
+	ctx, cancel := context.WithCancel(metadata.NewOutgoingContext(ss.Context(), upstreamMetadata(ss.Context())))
 	defer cancel()
 
 	cs, err := p.conn.NewStream(ctx, proxyDesc, method, upstreamCallOptions...)
@@ -175,16 +224,49 @@ func (p *GRPCProxy) toClient(cs grpc.ClientStream, ss grpc.ServerStream) error {
 	}
 }
 
-// upstreamError names the upstream address in an UNAVAILABLE status raised
-// by grpc itself (connection refused, reset, ...), and returns any other
-// error as it is, so statuses from Triton reach the client unchanged.
+// upstreamError says that the upstream Triton is unavailable in an
+// UNAVAILABLE status raised by grpc itself (connection refused, reset,
+// ...), and returns any other error as it is, so statuses from Triton
+// reach the client unchanged. The client's message never names Triton's
+// address (scrub); the log does.
 func (p *GRPCProxy) upstreamError(err error) error {
 	st, ok := status.FromError(err)
 	if !ok {
-		return status.Errorf(codes.Unavailable, "sidecar: upstream Triton %s: %v", p.target, err)
+		return status.Errorf(codes.Unavailable, "sidecar: upstream Triton: %v", err)
 	}
 	if st.Code() != codes.Unavailable {
 		return err
 	}
-	return status.Errorf(codes.Unavailable, "sidecar: upstream Triton %s: %s", p.target, st.Message())
+	return status.Errorf(codes.Unavailable, "sidecar: upstream Triton: %s", st.Message())
 }
+
+// scrub returns the status a call ends with as the client may see it:
+// without the upstream's addresses, which the log gets instead.
+func (p *GRPCProxy) scrub(method string, err error) error {
+	if err == nil {
+		return nil
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	msg := p.redact.redact(st.Message())
+	if msg == st.Message() {
+		return err
+	}
+	p.logged.do(func() {
+		p.log.Warn("upstream Triton", "method", method, "code", st.Code().String(), "error", st.Message(), "triton", p.target)
+	})
+	sp := st.Proto()
+	sp.Message = msg
+	return status.FromProto(sp).Err()
+}
+
+// contextStream is a server stream with another context.
+type contextStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+// Context implements grpc.ServerStream.
+func (s *contextStream) Context() context.Context { return s.ctx }

@@ -9,9 +9,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -19,16 +21,28 @@ import (
 // grpcStream serves ModelStreamInfer. One stream may carry requests for
 // controllable models and for others: the sidecar answers the former
 // itself, each as soon as it is done, and relays the latter over one
-// upstream stream to Triton, opened when the first one comes, relaying
-// Triton's responses back as they arrive. A controllable request that fails
-// is answered with an error_message, as Triton does, and the stream goes
-// on. When the client half-closes, the sidecar waits for its own answers,
-// half-closes upstream and ends with Triton's status and trailers; if the
-// upstream stream fails first, the call ends with its status.
+// upstream stream to Triton, opened with the client's (so that a stream
+// Triton refuses, such as one without the key of
+// --grpc-restricted-protocol, is refused at once, as Triton would), and
+// relays Triton's responses back as they arrive. A controllable request
+// that fails is answered with an error_message, as Triton does, and the
+// stream goes on; so is a request refused by the sidecar's limits (its
+// inputs, outputs and parameters, limits.max_inflight_bytes). When the
+// client half-closes, the sidecar waits for its own answers, half-closes
+// upstream and ends with Triton's status and trailers; if the upstream
+// stream fails first, the call ends with its status. At most
+// server.grpc.max_concurrent_streams controllable requests of one stream
+// are in flight at once.
 func (ms *Models) grpcStream(ss grpc.ServerStream, _ func(*Frame) error) error {
 	ctx, cancel := context.WithCancel(ss.Context())
 	md, _ := metadata.FromIncomingContext(ss.Context())
-	x := &streamMux{ms: ms, ss: ss, ctx: ctx, cancel: cancel, md: md, upDone: make(chan error, 1)}
+	x := &streamMux{ms: ms, ss: ss, ctx: ctx, cancel: cancel, md: md, upDone: make(chan error, 1),
+		peer:  peerAddr(peer.FromContext(ss.Context())),
+		slots: make(chan struct{}, max(ms.Config().Server.GRPC.MaxConcurrentStreams, 1))}
+	if err := x.openUpstream(); err != nil {
+		cancel()
+		return err
+	}
 	received := make(chan error, 1)
 	go func() { received <- x.receive() }()
 	var err error
@@ -53,6 +67,11 @@ type streamMux struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	md     metadata.MD // the call's metadata: the preference keys and experiment keys of every request
+	peer   string      // the client's address, for admission's key
+	// slots bounds the controllable requests in flight: when every slot is
+	// taken, the stream reads no more until one is answered, and HTTP/2's
+	// flow control holds the client back (server.grpc.max_concurrent_streams).
+	slots chan struct{}
 
 	mu       sync.Mutex // guards stopped and the WaitGroup's Add
 	stopped  bool
@@ -61,7 +80,7 @@ type streamMux struct {
 	sendMu     sync.Mutex // one sender at a time on ss
 	headerSent bool
 
-	up        grpc.ClientStream // nil until a request must pass through
+	up        grpc.ClientStream // the upstream stream
 	upDone    chan error        // the upstream relay's end: io.EOF or a status
 	relayDone chan struct{}
 }
@@ -77,27 +96,44 @@ func (x *streamMux) receive() error {
 			return err
 		}
 		name := modelName(f.Payload)
+		res, _, admitErr := x.ms.admitFrame(f, x.ms.Config())
 		m, up, ok, lookupErr := x.ms.lookup(name)
-		if !ok {
+		if !ok && admitErr == nil {
 			relay, err := x.ms.relayed(x.ctx, x.md, f)
 			if err != nil {
 				// Refused as Triton refuses a request of a stream: with an
 				// error message, the stream going on.
+				res.Release()
 				x.sendError(name, f, err)
 				continue
 			}
-			if err := x.toUpstream(relay); err != nil {
+			err = x.toUpstream(relay)
+			res.Release()
+			if err != nil {
 				return err
 			}
 			continue
 		}
+		select {
+		case x.slots <- struct{}{}:
+		case <-x.ctx.Done():
+			res.Release()
+			return status.FromContextError(x.ctx.Err()).Err()
+		}
 		if !x.begin() {
+			<-x.slots
+			res.Release()
 			return nil
 		}
 		go func() {
+			defer func() { <-x.slots }()
 			defer x.inflight.Done()
+			defer res.Release()
 			var resp *tritonpb.ModelInferResponse
-			err := lookupErr
+			err := admitErr
+			if err == nil {
+				err = lookupErr
+			}
 			if err == nil {
 				resp, err = x.infer(m, up, f.Payload)
 			}
@@ -133,7 +169,8 @@ func (x *streamMux) infer(m *pipeline.Model, up *pipeline.Upstream, payload []by
 			resp, err = nil, status.Errorf(codes.Internal, "sidecar: serving a stream request for %q failed: %v", m.Name(), r)
 		}
 	}()
-	return x.ms.infer(x.ctx, m, up, payload, preferenceHeader(x.md, m), "grpc")
+	ctx := control.WithClientKey(x.ctx, x.ms.clientKey(m, metadataGetter(x.md), x.peer))
+	return x.ms.infer(ctx, m, up, payload, preferenceHeader(x.md, m), "grpc")
 }
 
 // begin counts a controllable request in flight, unless the call is
@@ -148,18 +185,21 @@ func (x *streamMux) begin() bool {
 	return true
 }
 
-// toUpstream sends a request on to Triton, opening the upstream stream on
-// first use.
-func (x *streamMux) toUpstream(f *Frame) error {
-	if x.up == nil {
-		cs, err := x.ms.conn.NewStream(upstreamContext(x.ctx), proxyDesc, methodStreamInfer, upstreamCallOptions...)
-		if err != nil {
-			return status.Convert(err).Err()
-		}
-		x.up = cs
-		x.relayDone = make(chan struct{})
-		go x.relay(cs)
+// openUpstream opens the upstream stream to Triton and starts relaying its
+// answers.
+func (x *streamMux) openUpstream() error {
+	cs, err := x.ms.conn.NewStream(upstreamContext(x.ctx), proxyDesc, methodStreamInfer, upstreamCallOptions...)
+	if err != nil {
+		return x.ms.upstreamError(status.Convert(err).Err())
 	}
+	x.up = cs
+	x.relayDone = make(chan struct{})
+	go x.relay(cs)
+	return nil
+}
+
+// toUpstream sends a request on to Triton.
+func (x *streamMux) toUpstream(f *Frame) error {
 	if err := x.up.SendMsg(f); err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
@@ -189,9 +229,8 @@ func (x *streamMux) relay(cs grpc.ClientStream) {
 	}
 }
 
-// upDoneEarly is the channel on which the upstream relay ends, nil (never
-// ready) while no request has passed through. It is read only by the
-// handler's goroutine, after receive has started.
+// upDoneEarly is the channel on which the upstream relay ends. It is read
+// only by the handler's goroutine, after receive has started.
 func (x *streamMux) upDoneEarly() <-chan error {
 	return x.upDone
 }
@@ -208,9 +247,6 @@ func (x *streamMux) send(f *Frame) {
 // own answers, then half-closes upstream and waits for Triton's end.
 func (x *streamMux) finish() error {
 	x.inflight.Wait()
-	if x.up == nil {
-		return nil
-	}
 	x.up.CloseSend()
 	err := <-x.upDone
 	x.ss.SetTrailer(x.up.Trailer())

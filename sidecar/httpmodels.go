@@ -2,10 +2,10 @@ package sidecar
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/triton/tritonhttp"
@@ -60,7 +61,8 @@ func parseRoute(path string) (r route, ok bool) {
 // proxy's seam. It answers inference, metadata, readiness, configuration
 // and statistics requests for controllable models, adds them to the
 // repository index and the statistics of every model, and holds the
-// server's readiness until they are built. Every inference request, for
+// server's readiness while they are not built, or a model they call is not
+// ready on Triton. Every inference request, for
 // any model, is first read (within the configured size limit) and its
 // framing checked (tritonhttp.ParseRequest): a malformed one is answered
 // with 400 (413 when too large) and never reaches Triton, which one such
@@ -69,16 +71,14 @@ func (ms *Models) HTTPInterceptor() HTTPInterceptor {
 	return func(r *http.Request, pass http.Handler) http.Handler {
 		switch {
 		case r.URL.Path == "/v2/health/ready" && r.Method == http.MethodGet:
-			if !ms.Ready() {
-				return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-					writeHTTPError(w, http.StatusServiceUnavailable, "sidecar: the controllable models are not loaded yet")
-				})
-			}
-			return nil
+			return ms.httpServerReady(pass)
 		case r.URL.Path == "/v2/models/stats" && r.Method == http.MethodGet:
 			return ms.httpAllStatistics()
 		case r.URL.Path == "/v2/repository/index" && r.Method == http.MethodPost:
-			return ms.httpIndex()
+			if len(ms.declared()) == 0 {
+				return nil // nothing to add: Triton's answer as it is
+			}
+			return ms.httpIndex(pass)
 		}
 		rt, ok := parseRoute(r.URL.Path)
 		if !ok {
@@ -140,38 +140,48 @@ func (ms *Models) HTTPInterceptor() HTTPInterceptor {
 
 // httpInfer reads and checks an inference request, then serves it if it is
 // for a controllable model and passes it on otherwise (the body as it came,
-// compressed or not).
+// compressed or not). The body is read within limits.max_request_bytes and
+// against limits.max_inflight_bytes, whose share it holds until the answer
+// is sent; the checks stop when the client goes away.
 func (ms *Models) httpInfer(w http.ResponseWriter, r *http.Request, rt route, pass http.Handler) {
 	start := time.Now()
-	limit := int64(ms.Config().Limits.MaxRequestBytes)
-	raw, err := readRaw(r.Body, limit)
-	if err == nil {
-		var body []byte
-		if body, err = tritonhttp.ReadBody(bytes.NewReader(raw), r.Header.Get("Content-Encoding"), limit); err == nil {
-			var req *tritonhttp.Request
-			if req, err = tritonhttp.ParseRequest(body, r.Header.Get(headerContentLength)); err == nil {
-				m, up, declared, lerr := ms.lookup(rt.model)
-				if !declared {
-					if raw, err = ms.httpRelayed(r, rt, raw, body); err != nil {
-						writeStatusError(w, err)
-						return
-					}
-					r.Body = io.NopCloser(bytes.NewReader(raw))
-					r.ContentLength = int64(len(raw))
-					r.TransferEncoding = nil
-					pass.ServeHTTP(w, r)
-					return
-				}
-				if lerr != nil {
-					writeStatusError(w, lerr)
-					return
-				}
-				ms.httpServe(w, r, m, up, rt, req, start)
-				return
-			}
+	cfg := ms.Config()
+	res := &Reservation{b: ms.budget}
+	defer res.Release()
+	req, raw, body, err := ms.readInfer(r, cfg, res)
+	if err != nil {
+		if r.Context().Err() != nil && !errors.Is(err, errReadTimeout) {
+			// The client went away: nobody is left to answer. (A body cut
+			// by server.read_timeout cancels the context too, and its
+			// client is told.)
+			return
+		}
+		ms.httpRefuse(w, err, cfg)
+		return
+	}
+	m, up, declared, lerr := ms.lookup(rt.model)
+	if !declared {
+		if raw, err = ms.httpRelayed(r, rt, req, raw, body); err != nil {
+			writeStatusError(w, err)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(raw))
+		r.ContentLength = int64(len(raw))
+		r.TransferEncoding = nil
+		pass.ServeHTTP(w, r)
+		return
+	}
+	if lerr != nil {
+		writeStatusError(w, lerr)
+		return
+	}
+	if req.Raw {
+		if err := rawInput(m, req); err != nil {
+			writeStatusError(w, err)
+			return
 		}
 	}
-	ms.httpRefuse(w, err)
+	ms.httpServe(w, r, m, up, rt, req, start)
 }
 
 // httpRelayed returns the body, of an inference request for a model that
@@ -179,7 +189,7 @@ func (ms *Models) httpInfer(w http.ResponseWriter, r *http.Request, rt route, pa
 // model reads the request's react-preference and react-preset headers
 // (backend mode; backendParameters), the decompressed body with them as
 // request parameters, its headers updated to match.
-func (ms *Models) httpRelayed(r *http.Request, rt route, raw, body []byte) ([]byte, error) {
+func (ms *Models) httpRelayed(r *http.Request, rt route, req *tritonhttp.Request, raw, body []byte) ([]byte, error) {
 	var hdr control.Values
 	if v := r.Header.Values(control.KeyPreference); len(v) > 0 {
 		hdr.Preference, hdr.HasPreference = v[0], true
@@ -191,46 +201,147 @@ func (ms *Models) httpRelayed(r *http.Request, rt route, raw, body []byte) ([]by
 	if err != nil || params == nil {
 		return raw, err
 	}
-	out, hl, err := tritonhttp.SetParameters(body, r.Header.Get(headerContentLength), params)
+	if req.Raw {
+		return nil, status.Errorf(codes.InvalidArgument, "sidecar: model %q reads the react-preference and react-preset headers as request parameters, "+
+			"which a raw binary request (Inference-Header-Content-Length: 0) cannot carry: send a JSON header", rt.model)
+	}
+	hl, framed := r.Header[http.CanonicalHeaderKey(headerContentLength)]
+	opt := tritonhttp.Options{HasHeaderLength: framed}
+	if framed && len(hl) > 0 {
+		opt.HeaderLength = hl[0]
+	}
+	out, newLength, err := tritonhttp.SetParameters(body, opt, params)
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "sidecar: %v", err)
 	}
 	r.Header.Del("Content-Encoding")
-	if hl >= 0 {
-		r.Header.Set(headerContentLength, strconv.Itoa(hl))
+	if newLength >= 0 {
+		r.Header.Set(headerContentLength, strconv.Itoa(newLength))
 	}
 	return out, nil
 }
 
-// readRaw reads at most limit bytes of a body, failing with a
-// *tritonhttp.TooLargeError beyond.
-func readRaw(body io.Reader, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(body, limit+1))
-	if err != nil {
-		return nil, &tritonhttp.RequestError{Msg: "reading the request body: " + err.Error()}
+// readInfer reads an inference request's body (raw, as it came; body,
+// decompressed) and checks and converts it (req).
+func (ms *Models) readInfer(r *http.Request, cfg *config.Config, res *Reservation) (req *tritonhttp.Request, raw, body []byte, err error) {
+	limit := min(int64(cfg.Limits.MaxRequestBytes), int64(cfg.Limits.MaxInflightBytes))
+	if raw, err = readRaw(r.Body, r.ContentLength, limit, res); err != nil {
+		return nil, nil, nil, err
 	}
-	if int64(len(b)) > limit {
-		return nil, &tritonhttp.TooLargeError{Limit: limit}
+	body = raw
+	if enc := r.Header.Get("Content-Encoding"); enc != "" && enc != "identity" {
+		if body, err = tritonhttp.ReadBody(bytes.NewReader(raw), enc, limit); err != nil {
+			return nil, nil, nil, err
+		}
+		if err = res.Grow(int64(len(body))); err != nil {
+			return nil, nil, nil, err
+		}
 	}
-	return b, nil
+	hl, framed := r.Header[http.CanonicalHeaderKey(headerContentLength)]
+	opt := tritonhttp.Options{HasHeaderLength: framed, Limits: requestLimits(cfg.Limits)}
+	if framed && len(hl) > 0 {
+		opt.HeaderLength = hl[0]
+	}
+	req, err = tritonhttp.ParseRequestWith(r.Context(), body, opt)
+	return req, raw, body, err
 }
 
-// httpRefuse answers a request that failed the checks.
-func (ms *Models) httpRefuse(w http.ResponseWriter, err error) {
-	var tooLarge *tritonhttp.TooLargeError
-	var enc *tritonhttp.EncodingError
-	code, reason := http.StatusBadRequest, "malformed"
+// readChunk is how much of a body readRaw reserves and reads at a time
+// when its length is not known beforehand.
+const readChunk = 256 << 10
+
+// readRaw reads at most limit bytes of a body, failing with a
+// *tritonhttp.TooLargeError beyond, and reserves them on res as it goes
+// (all at once when the Content-Length says how many), failing with a
+// *BudgetError when they do not fit.
+func readRaw(body io.Reader, length, limit int64, res *Reservation) ([]byte, error) {
+	if length > limit {
+		return nil, &tritonhttp.TooLargeError{Limit: limit}
+	}
+	var b []byte
+	if length >= 0 {
+		if err := res.Grow(length); err != nil {
+			return nil, err
+		}
+		b = make([]byte, 0, length+1)
+	}
+	for {
+		if len(b) == cap(b) {
+			n := int64(readChunk)
+			if length >= 0 {
+				n = min(n, limit+1-int64(len(b))) // a body longer than it said
+			}
+			if err := res.Grow(n); err != nil {
+				return nil, err
+			}
+			b = append(b, make([]byte, n)...)[:len(b)]
+		}
+		n, err := body.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if int64(len(b)) > limit {
+			return nil, &tritonhttp.TooLargeError{Limit: limit}
+		}
+		if errors.Is(err, io.EOF) {
+			return b, nil
+		}
+		if isReadTimeout(err) {
+			return nil, errReadTimeout
+		}
+		if err != nil {
+			return nil, &tritonhttp.RequestError{Msg: "reading the request body: " + err.Error()}
+		}
+	}
+}
+
+// httpRefuse answers a request that failed the checks: with Triton's own
+// status and message where Triton refuses it itself, otherwise with the
+// sidecar's.
+func (ms *Models) httpRefuse(w http.ResponseWriter, err error, cfg *config.Config) {
+	var (
+		tooLarge *tritonhttp.TooLargeError
+		enc      *tritonhttp.EncodingError
+		te       *tritonhttp.TritonError
+		le       *tritonhttp.LimitError
+		be       *BudgetError
+	)
+	code, reason, msg := http.StatusBadRequest, "malformed", "sidecar: "+err.Error()
 	switch {
+	case errors.Is(err, errReadTimeout):
+		code, reason = http.StatusRequestTimeout, "timeout"
+	case errors.As(err, &te):
+		code, msg = te.Status, te.Msg
+		if te.ContentType != "" {
+			if ms.metrics != nil {
+				ms.metrics.reject("http", reason)
+			}
+			w.Header().Set("Content-Type", te.ContentType)
+			w.WriteHeader(code)
+			w.Write(tritonhttp.ErrorBody(msg))
+			return
+		}
 	case errors.As(err, &tooLarge):
 		code, reason = http.StatusRequestEntityTooLarge, "too_large"
 	case errors.As(err, &enc):
 		code, reason = http.StatusNotImplemented, "encoding"
 		w.Header().Set("Accept-Encoding", "gzip, deflate")
+	case errors.As(err, &le):
+		code, reason = http.StatusRequestEntityTooLarge, limitReason(le)
+		msg = status.Convert(limitStatus(le)).Message()
+	case errors.As(err, &be) && be.Never:
+		code, reason = http.StatusRequestEntityTooLarge, "too_large"
+	case errors.As(err, &be):
+		code, reason = http.StatusTooManyRequests, "memory"
+		setRetryAfter(w, cfg.Admission.RetryAfter)
 	}
 	if ms.metrics != nil {
 		ms.metrics.reject("http", reason)
 	}
-	writeHTTPError(w, code, "sidecar: "+err.Error())
+	writeHTTPError(w, code, msg)
+}
+
+// setRetryAfter sets the Retry-After header, in whole seconds.
+func setRetryAfter(w http.ResponseWriter, d time.Duration) {
+	w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(d.Seconds())), 10))
 }
 
 // httpServe serves a checked inference request for a controllable model.
@@ -253,7 +364,8 @@ func (ms *Models) httpServe(w http.ResponseWriter, r *http.Request, m *pipeline.
 		writeHTTPError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	ctx := metadata.NewOutgoingContext(r.Context(), httpMetadata(r.Header))
+	ctx := metadata.NewOutgoingContext(r.Context(), httpMetadata(r.Header, ms.Config().Triton.ForwardHeaders))
+	ctx = control.WithClientKey(ctx, ms.clientKey(m, r.Header.Get, r.RemoteAddr))
 	resp, err := ms.serve(ctx, m, up, req.Proto, hdr, "http", start, nil)
 	if err != nil {
 		writeStatusError(w, err)
@@ -311,19 +423,21 @@ var httpBodyHeaders = map[string]bool{
 }
 
 // httpMetadata is the gRPC metadata of the calls the sidecar makes to Triton
-// for an HTTP request: its headers (an authorization header for Triton's
-// restricted endpoints, tracing headers), less what forwardable drops for
-// gRPC clients (hop-by-hop headers, grpc's own, ReACT's react-*), less the
-// body's headers, and less values gRPC metadata cannot carry (anything but
-// printable ASCII).
-func httpMetadata(h http.Header) metadata.MD {
-	md := make(metadata.MD, len(h))
-	for k, vs := range h {
-		k = strings.ToLower(k)
+// for an HTTP request: the headers named in forward (triton.forward_headers:
+// an authorization header for Triton's restricted endpoints, tracing
+// headers), less the body's headers, less what forwardable drops for gRPC
+// clients (hop-by-hop headers, grpc's own, ReACT's react-*), and less
+// values gRPC metadata cannot carry (anything but printable ASCII). Any
+// other header stays with the sidecar: a large cookie would otherwise make
+// Triton refuse the call.
+func httpMetadata(h http.Header, forward []string) metadata.MD {
+	md := make(metadata.MD, len(forward))
+	for _, name := range forward {
+		k := strings.ToLower(name)
 		if httpBodyHeaders[k] || strings.HasSuffix(k, "-bin") {
 			continue
 		}
-		for _, v := range vs {
+		for _, v := range h.Values(name) {
 			if printableASCII(v) {
 				md[k] = append(md[k], v)
 			}
@@ -355,35 +469,6 @@ func (ms *Models) httpAllStatistics() http.Handler {
 	})
 }
 
-// httpIndex answers POST /v2/repository/index: Triton's index with the
-// controllable models. Triton answers it with a bare JSON array.
-func (ms *Models) httpIndex() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body struct {
-			Ready bool `json:"ready"`
-		}
-		raw, err := readRaw(r.Body, 1<<20)
-		if err == nil && len(bytes.TrimSpace(raw)) > 0 {
-			err = json.Unmarshal(raw, &body)
-		}
-		if err != nil {
-			writeHTTPError(w, http.StatusBadRequest, "sidecar: repository index request: "+err.Error())
-			return
-		}
-		resp, err := ms.rpc.RepositoryIndex(r.Context(), &tritonpb.RepositoryIndexRequest{Ready: body.Ready})
-		if err != nil {
-			writeStatusError(w, ms.upstreamError(err))
-			return
-		}
-		models := ms.mergeIndex(resp.GetModels(), body.Ready)
-		entries := make([]map[string]any, len(models))
-		for i, m := range models {
-			entries[i] = jsonMessage(m.ProtoReflect())
-		}
-		writeJSONValue(w, http.StatusOK, entries)
-	})
-}
-
 // httpStatus maps a gRPC status code to the HTTP status Triton uses for
 // the same error.
 func httpStatus(c codes.Code) int {
@@ -407,13 +492,20 @@ func httpStatus(c codes.Code) int {
 }
 
 // writeStatusError answers a gRPC status error in Triton's HTTP form; a
-// model still loading is 503.
+// model still loading, or one whose parts are gone from Triton, is 503, a
+// new preference shed by the W_p cache's admission 429 with Retry-After.
 func writeStatusError(w http.ResponseWriter, err error) {
 	st := status.Convert(err)
 	code := httpStatus(st.Code())
 	var loading *loadingError
-	if errors.As(err, &loading) {
+	var gone *partGoneError
+	var overload *control.OverloadError
+	switch {
+	case errors.As(err, &loading), errors.As(err, &gone):
 		code = http.StatusServiceUnavailable
+	case errors.As(err, &overload):
+		code = http.StatusTooManyRequests
+		setRetryAfter(w, overload.RetryAfter)
 	}
 	writeHTTPError(w, code, st.Message())
 }

@@ -77,7 +77,8 @@ func TestHTTPProxyByteForByte(t *testing.T) {
 	if err := json.Unmarshal([]byte(resp.Header.Get("X-Seen")), &seen); err != nil {
 		t.Fatal(err)
 	}
-	want := `{POST /v2/models/affine_fp32/versions/1/infer?a=1&b=%2F&a=2&c=x;y triton.example:8000 ` + strconv.Itoa(headerLen) + ` [a b] [] [] true}`
+	// X-Forwarded-For gets the peer the sidecar heard the request from.
+	want := `{POST /v2/models/affine_fp32/versions/1/infer?a=1&b=%2F&a=2&c=x;y triton.example:8000 ` + strconv.Itoa(headerLen) + ` [a b] [127.0.0.1] [] true}`
 	if got := fmt.Sprint(seen); got != want {
 		t.Errorf("upstream saw %s\nwant            %s", got, want)
 	}
@@ -130,8 +131,8 @@ func TestHTTPUpstreamDown(t *testing.T) {
 	if err := json.Unmarshal(body, &msg); err != nil {
 		t.Fatalf("body %q: %v", body, err)
 	}
-	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(msg.Error, down) {
-		t.Errorf("status %d, body %q: want 502 naming %s", resp.StatusCode, body, down)
+	if resp.StatusCode != http.StatusBadGateway || strings.Contains(msg.Error, hostOf(down)) || !strings.Contains(msg.Error, "upstream Triton") {
+		t.Errorf("status %d, body %q: want 502 without the address %s", resp.StatusCode, body, down)
 	}
 }
 

@@ -2,7 +2,6 @@ package sidecar
 
 import (
 	"net/http"
-	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,8 +19,10 @@ import (
 // names, pipeline stages and cache results, and the configured experiment
 // and arm names; never a raw preference or an experiment key.
 type Metrics struct {
-	reg *prometheus.Registry
-	exp *experimentMetrics
+	reg     *prometheus.Registry
+	exp     *experimentMetrics
+	adm     *admissionMetrics
+	surface *surfaceMetrics
 
 	requests      *prometheus.CounterVec   // model, protocol, source
 	errors        *prometheus.CounterVec   // model, protocol, code
@@ -44,8 +45,10 @@ var latencyBuckets = prometheus.ExponentialBuckets(100e-6, 2, 18)
 // collectors, on a new registry.
 func NewMetrics() *Metrics {
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
-		exp: newExperimentMetrics(),
+		reg:     prometheus.NewRegistry(),
+		exp:     newExperimentMetrics(),
+		adm:     newAdmissionMetrics(),
+		surface: newSurfaceMetrics(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "react_requests_total",
 			Help: "Inference requests served for controllable models, by model, protocol and where the preference came from (header, parameter, preset, arm, default).",
@@ -83,7 +86,7 @@ func NewMetrics() *Metrics {
 		}, []string{"components"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "react_rejected_requests_total",
-			Help: "Inference requests the sidecar refused before they reached Triton, by protocol and reason (too_large, malformed, encoding). A gRPC message over limits.max_request_bytes as the sidecar started is refused by grpc itself and not counted here.",
+			Help: "Inference requests the sidecar refused before they reached Triton, by protocol and reason: malformed, too_large, encoding, too_many_inputs, too_many_outputs, too_many_parameters, memory (limits.max_inflight_bytes), presets_only. A gRPC message over limits.max_request_bytes as the sidecar started is refused by grpc itself and not counted here.",
 		}, []string{"protocol", "reason"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "react_config_reloads_total",
@@ -108,17 +111,11 @@ func NewMetrics() *Metrics {
 		m.reloads, m.reloadOK, m.reloadSuccess, info,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(m.exp.collectors()...)
+	m.reg.MustRegister(m.adm.collectors()...)
+	m.reg.MustRegister(m.surface.collectors()...)
 	m.reloadOK.Set(1)
 	m.reloadSuccess.SetToCurrentTime()
 	return m
-}
-
-// cacheSize exports the W_p cache's size, read from size at each scrape.
-func (m *Metrics) cacheSize(size func() int) {
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "react_wp_cache_entries",
-		Help: "W_p matrices held by the cache of per-request preferences (the default and the presets are pinned apart).",
-	}, func() float64 { return float64(size()) }))
 }
 
 // Lookup implements control.Observer.
@@ -153,6 +150,9 @@ func (m *Metrics) served(model, protocol string, res *pipeline.Result, total tim
 		return
 	}
 	m.requests.WithLabelValues(model, protocol, res.Choice.Source.String()).Inc()
+	if res.Choice.Gridded {
+		m.adm.gridded.WithLabelValues(model).Inc()
+	}
 	m.rows.WithLabelValues(model).Add(float64(res.Rows))
 	m.duration.WithLabelValues(model, "backbone").Observe(res.Timing.Backbone.Seconds())
 	m.duration.WithLabelValues(model, "correction").Observe(res.Timing.Correction.Seconds())
@@ -177,17 +177,12 @@ func (m *Metrics) reloaded(ok bool) {
 	m.reloadOK.Set(0)
 }
 
-// Handler serves /metrics, /healthz and Go's profiles under /debug/pprof/,
-// for the metrics listener.
+// Handler serves /metrics and /healthz, for the metrics listener. Go's
+// profiles are not here: see PprofHandler.
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
 	mux.HandleFunc("/healthz", healthz)
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +33,7 @@ type Models struct {
 	conn    *grpc.ClientConn // to Triton, shared with the pass-through
 	rpc     tritonpb.GRPCInferenceServiceClient
 	cache   *control.Cache
+	budget  *Budget // limits.max_inflight_bytes
 	stats   *pipeline.StatsRegistry
 	metrics *Metrics
 	// readers knows which Triton models read ReACT's request parameters
@@ -40,6 +42,11 @@ type Models struct {
 
 	state  atomic.Pointer[modelsState]
 	reload sync.Mutex // one build at a time
+
+	readiness *readiness
+	// redact removes Triton's addresses from the messages clients get.
+	redact *redactor
+	logged logLimit
 }
 
 // modelsState is one configuration's controllable models.
@@ -59,10 +66,11 @@ type modelsState struct {
 // NewModels returns the controllable models of cfg, not yet built: Start
 // builds them. conn is the connection to the upstream Triton; m may be nil.
 func NewModels(cfg *config.Config, conn *grpc.ClientConn, m *Metrics, log *slog.Logger) (*Models, error) {
-	cache, err := control.NewCache(cfg.Cache.Size)
-	if err != nil {
-		return nil, err
+	var obs control.CacheObserver
+	if m != nil {
+		obs = m
 	}
+	cache := control.NewCacheWith(cacheOptions(cfg, obs))
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -71,15 +79,50 @@ func NewModels(cfg *config.Config, conn *grpc.ClientConn, m *Metrics, log *slog.
 		conn:    conn,
 		rpc:     tritonpb.NewGRPCInferenceServiceClient(conn),
 		cache:   cache,
+		budget:  NewBudget(int64(cfg.Limits.MaxInflightBytes)),
 		stats:   &pipeline.StatsRegistry{},
 		metrics: m,
+		redact:  newRedactor(cfg.Triton.GRPC, cfg.Triton.HTTP),
 	}
 	ms.readers = &reactReaders{rpc: ms.rpc}
+	ms.readiness = &readiness{ms: ms}
 	if m != nil {
-		m.cacheSize(cache.Len)
+		m.watchCache(cache.Stats)
+		m.watchBudget(ms.budget)
 	}
 	ms.state.Store(ms.newState(cfg, nil, errors.New("loading")))
 	return ms, nil
+}
+
+// shapes are the width and task count of each components entry's file in
+// a built set, for the memory budget.
+func shapes(set *pipeline.Set) map[string]config.Shape {
+	out := map[string]config.Shape{}
+	for _, m := range set.Models {
+		if p := m.Profile(); p != nil {
+			out[p.Name()] = config.Shape{D: p.D(), Tasks: len(p.Tasks())}
+		}
+	}
+	return out
+}
+
+// cacheOptions are the W_p cache's budgets and admission of cfg.
+// admission.max_concurrent_solves 0 is half the cores, at least one.
+func cacheOptions(cfg *config.Config, obs control.CacheObserver) control.CacheOptions {
+	solvers := cfg.Admission.MaxConcurrentSolves
+	if solvers == 0 {
+		solvers = max(1, runtime.GOMAXPROCS(0)/2)
+	}
+	return control.CacheOptions{
+		MaxBytes:            int64(cfg.Cache.MaxBytes),
+		MaxEntries:          cfg.Cache.Size,
+		MaxConcurrentSolves: solvers,
+		MaxPendingSolves:    cfg.Admission.MaxPendingSolves,
+		KeyRate:             cfg.Admission.KeyRate,
+		KeyBurst:            cfg.Admission.KeyBurst,
+		RetryAfter:          cfg.Admission.RetryAfter,
+		Observer:            obs,
+	}
 }
 
 // newState returns the state of cfg with set (nil while pending).
@@ -111,7 +154,9 @@ func (ms *Models) Start(ctx context.Context) error {
 		done, err := ms.startAttempt(ctx)
 		if done {
 			if err == nil {
-				ms.log.Info("controllable models ready", "models", len(ms.state.Load().set.Models), "attempts", attempt)
+				st := ms.state.Load()
+				ms.log.Info("controllable models ready", "models", len(st.set.Models), "attempts", attempt,
+					"memory_budget", st.cfg.MemoryBudget(shapes(st.set), 0).String())
 			}
 			return err
 		}
@@ -168,7 +213,9 @@ func (ms *Models) Reload(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	next.set = set
-	ms.cache.Resize(cfg.Cache.Size)
+	ms.log.Info("memory budget", "memory_budget", cfg.MemoryBudget(shapes(set), 0).String())
+	ms.cache.Reconfigure(cacheOptions(cfg, nil))
+	ms.budget.SetLimit(int64(cfg.Limits.MaxInflightBytes))
 	ms.state.Store(next)
 	ms.readers.forget()
 	return nil
@@ -259,15 +306,49 @@ func (ms *Models) declared() []string {
 	return out
 }
 
-// upstreamError names the upstream Triton's address in an UNAVAILABLE
-// status of a call the sidecar made itself, as the pass-through does;
-// other errors stay as they are.
+// upstreamError says that the upstream Triton is unavailable in an
+// UNAVAILABLE status of a call the sidecar made itself, as the pass-through
+// does, without Triton's address (the log has it); other errors stay as
+// they are.
 func (ms *Models) upstreamError(err error) error {
 	st := status.Convert(err)
 	if st.Code() != codes.Unavailable {
 		return err
 	}
-	return status.Errorf(codes.Unavailable, "sidecar: upstream Triton %s: %s", ms.Config().Triton.GRPC, st.Message())
+	return status.Errorf(codes.Unavailable, "sidecar: upstream Triton: %s", ms.clientMessage(st))
+}
+
+// clientMessage is a status's message as a client may see it: without
+// Triton's addresses. A message that named one is logged in full (at most
+// once a second).
+func (ms *Models) clientMessage(st *status.Status) string {
+	msg := ms.redact.redact(st.Message())
+	if msg != st.Message() {
+		ms.logged.do(func() {
+			ms.log.Warn("upstream Triton", "code", st.Code().String(), "error", st.Message(), "triton", ms.Config().Triton.GRPC)
+		})
+	}
+	return msg
+}
+
+// clientError is err as a client may see it: its status without Triton's
+// addresses, and the 503 of a model whose parts are gone kept.
+func (ms *Models) clientError(err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	msg := ms.clientMessage(st)
+	if msg == st.Message() {
+		return err
+	}
+	sp := st.Proto()
+	sp.Message = msg
+	var gone *partGoneError
+	if errors.As(err, &gone) {
+		return &partGoneError{status.FromProto(sp)}
+	}
+	return status.FromProto(sp).Err()
 }
 
 // modelReady asks Triton whether every model a controllable model calls is

@@ -1,7 +1,9 @@
 package sidecar
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -70,7 +72,7 @@ func FuzzHTTPInfer(f *testing.F) {
 		h.http.ServeHTTP(rec, req)
 
 		code := rec.Code
-		if !slices.Contains([]int{200, 400, 404, 413, 501, 502, 503}, code) {
+		if !slices.Contains([]int{200, 400, 404, 413, 429, 500, 501, 502, 503}, code) {
 			t.Fatalf("status %d: %s", code, rec.Body.Bytes())
 		}
 		if code != 200 {
@@ -79,8 +81,21 @@ func FuzzHTTPInfer(f *testing.F) {
 				t.Fatalf("status %d with a body that is not a JSON error: %q", code, rec.Body.Bytes())
 			}
 		}
-		if _, err := tritonhttp.ParseRequest(body, headerLength); err != nil || len(body) > 64<<10 {
-			if code != 400 && code != 413 {
+		// The harness's limits: 8 inputs, outputs and parameters.
+		opt := tritonhttp.Options{HeaderLength: headerLength, HasHeaderLength: headerLength != "",
+			Limits: tritonhttp.Limits{MaxInputs: 8, MaxOutputs: 8, MaxParameters: 8}}
+		if _, err := tritonhttp.ParseRequestWith(context.Background(), body, opt); err != nil || len(body) > 64<<10 {
+			var te *tritonhttp.TritonError
+			switch {
+			case len(body) > 64<<10:
+				if code != 413 {
+					t.Fatalf("a body over the limit answered %d", code)
+				}
+			case errors.As(err, &te):
+				if code != te.Status {
+					t.Fatalf("%v answered %d, not Triton's %d", err, code, te.Status)
+				}
+			case code != 400 && code != 413:
 				t.Fatalf("malformed body (%v) answered %d", err, code)
 			}
 			if h.fake.HTTPCalls() != beforeHTTP || h.fake.TotalCalls() != beforeRPC {
@@ -109,7 +124,8 @@ func FuzzHTTPInfer(f *testing.F) {
 
 // FuzzModelName: stringField reads, without decoding the message, the same
 // model name (field 1) and request id (field 3) as proto decoding of a real
-// message, whenever that decoding succeeds; it never panics.
+// message, whenever that decoding succeeds; checkCounts never lets through
+// a request whose decoded counts pass the limits; neither panics.
 func FuzzModelName(f *testing.F) {
 	add := func(m proto.Message) {
 		b, err := proto.Marshal(m)
@@ -142,6 +158,9 @@ func FuzzModelName(f *testing.F) {
 	f.Add(group)
 	f.Add([]byte("\x0a\x05multi\x2a\x02\x0a\x05"))
 	f.Add([]byte{})
+	for _, r := range overLimits("single") {
+		add(r)
+	}
 
 	f.Fuzz(func(t *testing.T, b []byte) {
 		name, id := modelName(b), stringField(b, 3)
@@ -154,6 +173,27 @@ func FuzzModelName(f *testing.F) {
 		var md tritonpb.ModelMetadataRequest
 		if proto.Unmarshal(b, &md) == nil && name != md.GetName() {
 			t.Fatalf("stringField read name %q; ModelMetadataRequest decoded %q", name, md.GetName())
+		}
+		// checkCounts, without decoding, lets through only what decodes
+		// within the limits (the wire may list a map key twice, which
+		// decoding keeps once: it may refuse more, never less).
+		if proto.Unmarshal(b, &req) != nil {
+			return
+		}
+		for _, lim := range []tritonhttp.Limits{{MaxInputs: 1, MaxOutputs: 1, MaxParameters: 1}, {MaxInputs: 2, MaxOutputs: 3, MaxParameters: 2}} {
+			if checkCounts(b, lim) != nil {
+				continue
+			}
+			over := len(req.GetInputs()) > lim.MaxInputs || len(req.GetOutputs()) > lim.MaxOutputs || len(req.GetParameters()) > lim.MaxParameters
+			for _, in := range req.GetInputs() {
+				over = over || len(in.GetParameters()) > lim.MaxParameters
+			}
+			for _, o := range req.GetOutputs() {
+				over = over || len(o.GetParameters()) > lim.MaxParameters
+			}
+			if over {
+				t.Fatalf("checkCounts let through, under %+v, a request of %d inputs, %d outputs, %d parameters", lim, len(req.GetInputs()), len(req.GetOutputs()), len(req.GetParameters()))
+			}
 		}
 	})
 }

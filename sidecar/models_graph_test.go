@@ -214,7 +214,7 @@ func TestReloadRefusesAnotherSignature(t *testing.T) {
 	for _, want := range []string{
 		`models[1].name: input "x" is served, but Triton's "multi" has no such input`,
 		`models[1].name: output "logits" of Triton's "multi" is not served`,
-		`models[2].correct: ensemble "ens" has no tensor "embedding"`,
+		`models[2].correct: ensemble "ens": no step produces tensor "embedding"`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Reload error lacks %q:\n%v", want, err)

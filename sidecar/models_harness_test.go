@@ -97,6 +97,14 @@ type ctlConfig struct {
 	moreModels string
 	// experiments is the experiments section, YAML, appended as is.
 	experiments string
+	// limits are more keys of the limits section, YAML lines indented by
+	// two spaces; admission is the admission section's keys, the same way.
+	limits, admission string
+	// cacheMaxBytes sets cache.max_bytes ("" keeps the default).
+	cacheMaxBytes string
+	// sections is more YAML (top-level sections such as server:),
+	// appended as is.
+	sections string
 	// configMap lays the files out as a Kubernetes ConfigMap volume does:
 	// config.yaml and components.safetensors are symlinks through the
 	// ..data symlink to a timestamped directory.
@@ -112,7 +120,14 @@ func (c ctlConfig) yaml() string {
 	fmt.Fprintf(&b, "triton:\n  grpc: %s\n  http: %s\n  timeout: 10s\n  startup_timeout: %s\n", c.tritonGRPC, c.tritonHTTP, or(c.startupTimeout, "20s"))
 	fmt.Fprintf(&b, "listen:\n  grpc: 127.0.0.1:0\n  http: 127.0.0.1:0\n  metrics: %q\n", c.metricsListen)
 	fmt.Fprintf(&b, "limits:\n  max_request_bytes: %s\n  max_preference_length: 64\n", or(c.maxRequestBytes, "64KiB"))
+	b.WriteString(or(c.limits, "  max_inputs: 8\n  max_outputs: 8\n  max_parameters: 8\n"))
 	fmt.Fprintf(&b, "cache:\n  size: %d\n", max(c.cacheSize, 4))
+	if c.cacheMaxBytes != "" {
+		fmt.Fprintf(&b, "  max_bytes: %s\n", c.cacheMaxBytes)
+	}
+	if c.admission != "" {
+		fmt.Fprintf(&b, "admission:\n%s", c.admission)
+	}
 	fmt.Fprintf(&b, "log:\n  level: %s\n  format: %s\n", or(c.logLevel, "debug"), or(c.logFormat, "text"))
 	fmt.Fprintf(&b, "components:\n  - name: zoo\n    path: %s\n", c.components)
 	if c.defaultPreference != "" {
@@ -133,7 +148,7 @@ func (c ctlConfig) yaml() string {
 	// calibrated on.
 	calibratedOn := ""
 	if c.backbone != "" {
-		calibratedOn = "\n    calibrated_on: backbone"
+		calibratedOn = "\n    variant_of: backbone"
 	}
 	fmt.Fprintf(&b, `models:
   - name: single%[3]s
@@ -150,6 +165,7 @@ func (c ctlConfig) yaml() string {
 `, or(c.headTask, "a"), or(c.backbone, "backbone"), calibratedOn)
 	b.WriteString(c.moreModels)
 	b.WriteString(c.experiments)
+	b.WriteString(c.sections)
 	return b.String()
 }
 
@@ -241,9 +257,16 @@ func newHarness(t testing.TB, edit func(*ctlConfig)) *harness {
 	if h.models, err = NewModels(cfg, conn, h.metrics, logger); err != nil {
 		t.Fatal(err)
 	}
+	// The tests read the repository index through the sidecar, as the zoo's
+	// configuration allows.
+	guard, err := NewManagement(config.Management{Allow: []string{"RepositoryIndex"}}, h.metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.srv = startSidecar(t, Config{
 		TritonGRPC: cfg.Triton.GRPC, TritonHTTP: cfg.Triton.HTTP, Conn: conn,
 		InterceptGRPC: h.models.GRPCInterceptor(), InterceptHTTP: h.models.HTTPInterceptor(),
+		Management: guard, Log: logger,
 	})
 	h.client = tritonpb.NewGRPCInferenceServiceClient(dial(t, h.srv.GRPCAddr().String()))
 	if h.http, err = NewHTTPProxy(cfg.Triton.HTTP, nil, h.models.HTTPInterceptor(), nil); err != nil {

@@ -16,6 +16,7 @@ import (
 	grpccodes "google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
 	"github.com/mergectl/react-triton/triton/tritonhttp"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -261,9 +262,15 @@ func TestModelsHTTPMalformed(t *testing.T) {
 		reason string
 	}{
 		{"header length beyond the body", []byte(header), map[string]string{headerContentLength: strconv.Itoa(len(header) + 100)}, 400, "malformed"},
-		{"header length not a number", append([]byte(header), data...), map[string]string{headerContentLength: "4x"}, 400, "malformed"},
-		{"JSON garbage", []byte(`{"inputs":[{"name":"x",`), nil, 400, "malformed"},
-		{"not JSON", []byte("hello"), nil, 400, "malformed"},
+		// Triton reads "4x" as 4, and parses `{"in` (its answer: 500 and
+		// rapidjson's reason and offset, as for the other JSON errors).
+		{"header length with letters", append([]byte(header), data...), map[string]string{headerContentLength: "4x"}, 500, "malformed"},
+		{"JSON garbage", []byte(`{"inputs":[{"name":"x",`), nil, 500, "malformed"},
+		{"not JSON", []byte("hello"), nil, 500, "malformed"},
+		{"too many inputs", []byte(`{"inputs":[` + strings.Repeat(`{"name":"x","datatype":"FP32","shape":[1,3],"data":[1,2,3]},`, 8) +
+			`{"name":"y","datatype":"FP32","shape":[1,3],"data":[1,2,3]}]}`), nil, 413, "too_many_inputs"},
+		{"too many outputs", []byte(`{"inputs":[],"outputs":[` + strings.Repeat(`{"name":"o"},`, 8) + `{"name":"p"}]}`), nil, 413, "too_many_outputs"},
+		{"too many parameters", []byte(`{"inputs":[],"parameters":{"a":1,"b":1,"c":1,"d":1,"e":1,"f":1,"g":1,"h":1,"i":1}}`), nil, 413, "too_many_parameters"},
 		{"byte size disagreeing with shape", append([]byte(strings.Replace(header, "48", "44", 1)), data[:44]...),
 			map[string]string{headerContentLength: strconv.Itoa(len(header))}, 400, "malformed"},
 		{"binary data beyond the sizes", append(append([]byte(header), data...), 0, 0, 0, 0),
@@ -455,8 +462,8 @@ func TestModelsHTTPModelAPI(t *testing.T) {
 	if names["multi"] != 1 || names["single"] != 1 || names["head_a"] != 1 {
 		t.Errorf("index: %v", arr)
 	}
-	if code, _ := getJSON(t, http.MethodPost, h.httpURL+"/v2/repository/index", `{"ready": tru`); code != 400 {
-		t.Errorf("index with a bad body: %d", code)
+	if code, _ := getJSON(t, http.MethodPost, h.httpURL+"/v2/repository/index", `{"ready": tru`); code != 500 {
+		t.Errorf("index with a bad body: %d, want Triton's 500", code)
 	}
 	if code, v := getJSON(t, http.MethodPost, h.httpURL+"/v2/repository/index", `{"ready": true}`); code != 200 || len(v.([]any)) != len(arr) {
 		t.Errorf("ready index: %d %v", code, v)
@@ -511,44 +518,52 @@ func TestModelsHTTPWhileLoading(t *testing.T) {
 }
 
 // TestModelsTritonGone: once Triton goes away, controllable requests fail
-// with UNAVAILABLE / 502 naming Triton's address, and the sidecar keeps
-// running.
+// with UNAVAILABLE / 502 saying that Triton is unavailable, never where it
+// is (the log says), and the sidecar keeps running.
 func TestModelsTritonGone(t *testing.T) {
 	h := startHarness(t, nil)
 	h.fake.Stop()
+	addr := hostOf(h.fake.Addr)
+	hidden := func(msg string) bool { return strings.Contains(msg, "upstream Triton") && !strings.Contains(msg, addr) }
 	_, err := h.client.ModelInfer(context.Background(), ctlRequest("multi", "g", ctlBatch))
-	if st := status.Convert(err); st.Code() != grpccodes.Unavailable || !strings.Contains(st.Message(), h.fake.Addr) {
+	if st := status.Convert(err); st.Code() != grpccodes.Unavailable || !hidden(st.Message()) {
 		t.Errorf("gRPC with Triton gone: %v", err)
 	}
 	body, hdr := inferBody(t, ctlRequest("multi", "g", ctlBatch), false)
 	resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/multi/infer", body, hdr)
-	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(out), h.fake.Addr) {
+	if resp.StatusCode != http.StatusBadGateway || !hidden(string(out)) {
 		t.Errorf("HTTP with Triton gone: %d %s", resp.StatusCode, out)
 	}
 	if r, err := h.client.ModelReady(context.Background(), &tritonpb.ModelReadyRequest{Name: "multi"}); err == nil && r.GetReady() {
 		t.Error("multi ready with Triton gone")
-	} else if err != nil && !strings.Contains(err.Error(), "upstream Triton "+h.fake.Addr) {
-		t.Errorf("ModelReady with Triton gone: %v, want it to name upstream Triton %s", err, h.fake.Addr)
+	} else if err != nil && !hidden(err.Error()) {
+		t.Errorf("ModelReady with Triton gone: %v, want it to say upstream Triton without %s", err, addr)
 	}
-	// The calls the sidecar makes for the model API name Triton as the
+	// The calls the sidecar makes for the model API say so as the
 	// pass-through does.
 	_, err = h.client.ModelStatistics(context.Background(), &tritonpb.ModelStatisticsRequest{})
-	if st := status.Convert(err); st.Code() != grpccodes.Unavailable || !strings.Contains(st.Message(), "upstream Triton "+h.fake.Addr) {
+	if st := status.Convert(err); st.Code() != grpccodes.Unavailable || !hidden(st.Message()) {
 		t.Errorf("ModelStatistics (all) with Triton gone: %v", err)
 	}
 	_, err = h.client.RepositoryIndex(context.Background(), &tritonpb.RepositoryIndexRequest{})
-	if st := status.Convert(err); st.Code() != grpccodes.Unavailable || !strings.Contains(st.Message(), "upstream Triton "+h.fake.Addr) {
+	if st := status.Convert(err); st.Code() != grpccodes.Unavailable || !hidden(st.Message()) {
 		t.Errorf("RepositoryIndex with Triton gone: %v", err)
 	}
 	for _, path := range []string{"/v2/models/stats"} {
 		resp, out := httpDo(t, http.MethodGet, h.httpURL+path, nil, nil)
-		if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(out), "upstream Triton "+h.fake.Addr) {
+		if resp.StatusCode != http.StatusBadGateway || !hidden(string(out)) {
 			t.Errorf("GET %s with Triton gone: %d %s", path, resp.StatusCode, out)
 		}
 	}
+	// The HTTP index is Triton's HTTP answer, edited: the fake's HTTP
+	// endpoint, still up, answers it.
 	resp, out = httpDo(t, http.MethodPost, h.httpURL+"/v2/repository/index", []byte("{}"), nil)
-	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(out), "upstream Triton "+h.fake.Addr) {
-		t.Errorf("POST /v2/repository/index with Triton gone: %d %s", resp.StatusCode, out)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(out), `{"name":"single","version":"1","state":"READY"}`) {
+		t.Errorf("POST /v2/repository/index with Triton's gRPC gone: %d %s", resp.StatusCode, out)
+	}
+	// The operator's log has the address.
+	if !strings.Contains(h.log.String(), h.fake.Addr) {
+		t.Errorf("the log does not name Triton's address %s:\n%s", h.fake.Addr, h.log.String())
 	}
 }
 
@@ -579,15 +594,18 @@ func TestModelsHTTPTritonErrors(t *testing.T) {
 }
 
 // TestModelsHTTPHeadersReachTriton: an HTTP request to a controllable model
-// passes its headers to the Triton calls as gRPC metadata (an authorization
-// header for Triton's restricted endpoints, tracing), but not ReACT's own,
-// nor the body's.
+// passes the headers of triton.forward_headers to the Triton calls as gRPC
+// metadata (by default an authorization header for Triton's restricted
+// endpoints, tracing), but no other (a 12 KB cookie would make Triton
+// refuse some calls at random), nor ReACT's own, nor the body's.
 func TestModelsHTTPHeadersReachTriton(t *testing.T) {
 	h := startHarness(t, nil)
 	body, hdr := inferBody(t, ctlRequest("multi", "m", ctlBatch), true)
 	hdr["Authorization"] = "Bearer secret"
 	hdr["Traceparent"] = "00-abc-def-01"
 	hdr["React-Preference"] = "a=1"
+	hdr["Cookie"] = strings.Repeat("c", 3000)
+	hdr["X-Other"] = "o"
 	resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/multi/infer", body, hdr)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("%d %s", resp.StatusCode, out)
@@ -600,9 +618,44 @@ func TestModelsHTTPHeadersReachTriton(t *testing.T) {
 		if got := md.Get("traceparent"); len(got) != 1 {
 			t.Errorf("%s: traceparent = %q", model, got)
 		}
-		for _, k := range []string{"react-preference", "inference-header-content-length", "content-length"} {
+		for _, k := range []string{"react-preference", "inference-header-content-length", "content-length", "cookie", "x-other"} {
 			if got := md.Get(k); len(got) != 0 {
 				t.Errorf("%s: %s reached Triton: %q", model, k, got)
+			}
+		}
+	}
+}
+
+// TestModelsHTTPForwardHeadersConfigured: triton.forward_headers replaces
+// the default list; [] forwards none.
+func TestModelsHTTPForwardHeadersConfigured(t *testing.T) {
+	for _, tt := range []struct {
+		list string
+		want map[string]bool
+	}{
+		{"[X-Other]", map[string]bool{"x-other": true}},
+		{"[]", map[string]bool{}},
+	} {
+		// As a reload of a file with the list applies it.
+		h := startHarness(t, nil)
+		writeFile(t, h.cfgPath, strings.Replace(h.cfg.yaml(), "triton:\n", "triton:\n  forward_headers: "+tt.list+"\n", 1))
+		cfg, err := config.Load(h.cfgPath, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.models.Reload(context.Background(), cfg); err != nil {
+			t.Fatal(err)
+		}
+		body, hdr := inferBody(t, ctlRequest("single", "m", ctlBatch), true)
+		hdr["Authorization"] = "Bearer secret"
+		hdr["X-Other"] = "o"
+		if resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/single/infer", body, hdr); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%d %s", resp.StatusCode, out)
+		}
+		md := h.fake.LastMetadata("backbone")
+		for _, k := range []string{"authorization", "x-other"} {
+			if got := len(md.Get(k)) > 0; got != tt.want[k] {
+				t.Errorf("forward_headers %s: %s at Triton = %v", tt.list, k, got)
 			}
 		}
 	}

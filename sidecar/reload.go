@@ -67,6 +67,11 @@ type reloader struct {
 	metrics *Metrics
 	log     *slog.Logger
 	level   *slog.LevelVar
+	// guard takes the management section of each configuration that
+	// reloads; certs, when not nil, reloads the listeners' TLS files on
+	// SIGHUP (it watches them itself).
+	guard *Management
+	certs *CertStore
 
 	// sums describe the files in service, by path.
 	sums map[string]fileState
@@ -94,6 +99,9 @@ func (r *reloader) run(ctx context.Context, hup <-chan os.Signal) {
 			return
 		case <-hup:
 			r.log.Info("SIGHUP: reloading")
+			if r.certs != nil {
+				r.certs.reloadAndLog("SIGHUP")
+			}
 			retry = r.retryAfter(r.reload(ctx, true))
 			if w != nil {
 				r.watch(w)
@@ -119,11 +127,15 @@ func (r *reloader) run(ctx context.Context, hup <-chan os.Signal) {
 }
 
 // files returns the files a reload reads: the configuration file, if any,
-// and the components files in service.
+// the management token file, if any, and the components files in service.
 func (r *reloader) files() []string {
 	var files []string
-	if f := r.models.Config().File; f != "" {
-		files = append(files, f)
+	cfg := r.models.Config()
+	if cfg.File != "" {
+		files = append(files, cfg.File)
+	}
+	if cfg.Management.TokenFile != "" {
+		files = append(files, cfg.Management.TokenFile)
 	}
 	return append(files, r.models.Files()...)
 }
@@ -288,8 +300,16 @@ func (r *reloader) reload(ctx context.Context, forced bool) (transient bool) {
 		// What a reload cannot change stays as it is, and says so.
 		cfg.Triton.GRPC, cfg.Triton.HTTP, cfg.Triton.TLS = old.Triton.GRPC, old.Triton.HTTP, old.Triton.TLS
 		cfg.Listen, cfg.Log.Format, cfg.LinAlg = old.Listen, old.Log.Format, old.LinAlg
+		cfg.Server, cfg.Pprof = old.Server, old.Pprof
+		policy, err := newManagementPolicy(cfg.Management)
+		if err != nil {
+			return err
+		}
 		if err := r.models.Reload(ctx, cfg); err != nil {
 			return err
+		}
+		if r.guard != nil {
+			r.guard.policy.Store(policy)
 		}
 		for _, what := range restart {
 			r.log.Warn("changed setting needs a restart to take effect; the old value stays in use", "setting", what)
@@ -320,8 +340,9 @@ func (r *reloader) reload(ctx context.Context, forced bool) (transient bool) {
 }
 
 // needsRestart lists the settings of next that differ from cur and that a
-// reload does not apply: the listeners, the upstream addresses and TLS,
-// the log format and the linear algebra backend.
+// reload does not apply: the listeners and their limits (server: the TLS
+// files' contents reload by themselves), pprof, the upstream addresses and
+// TLS, the log format and the linear algebra backend.
 func needsRestart(cur, next *config.Config) []string {
 	var out []string
 	add := func(name string, a, b any) {
@@ -333,6 +354,8 @@ func needsRestart(cur, next *config.Config) []string {
 	add("triton.http", cur.Triton.HTTP, next.Triton.HTTP)
 	add("triton.tls", cur.Triton.TLS, next.Triton.TLS)
 	add("listen", cur.Listen, next.Listen)
+	add("server", cur.Server, next.Server)
+	add("pprof", cur.Pprof, next.Pprof)
 	add("log.format", cur.Log.Format, next.Log.Format)
 	add("linalg", cur.LinAlg, next.LinAlg)
 	return out

@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/mergectl/react-triton/config"
 )
 
 // DefaultShutdownTimeout is how long Serve lets calls in flight finish once
@@ -34,9 +36,27 @@ type Config struct {
 	// port 0 picks a free one, see Server.GRPCAddr).
 	GRPCListen, HTTPListen string
 	// MetricsListen, when not empty, serves MetricsHandler (Prometheus
-	// metrics, profiles).
+	// metrics, health).
 	MetricsListen  string
 	MetricsHandler http.Handler
+	// PprofListen, when not empty, serves PprofHandler (Go's profiles) on
+	// a listener of its own.
+	PprofListen  string
+	PprofHandler http.Handler
+	// Server bounds what clients of the gRPC and HTTP listeners may hold
+	// and send; its zero fields take config.Default()'s values. Its TLS
+	// section is not read: see TLS.
+	Server config.Server
+	// TLS, when not nil, serves the gRPC and HTTP listeners with TLS only
+	// (mutual TLS when it has a client CA), and the metrics listener when
+	// MetricsTLS is set (without asking for client certificates).
+	TLS        *CertStore
+	MetricsTLS bool
+	// Management guards Triton's management API; nil refuses every
+	// management call.
+	Management *Management
+	// Metrics counts connections; nil counts nothing.
+	Metrics *Metrics
 	// MaxRecvMsgSize bounds every gRPC message the sidecar receives, after
 	// decompression (grpc stops decompressing at the limit); 0 means
 	// math.MaxInt32, Triton's own bound.
@@ -60,9 +80,11 @@ type Server struct {
 	grpc     *grpc.Server
 	http     *http.Server
 	metrics  *http.Server
+	pprof    *http.Server
 	grpcLis  net.Listener
 	httpLis  net.Listener
 	metLis   net.Listener
+	pprofLis net.Listener
 	shutdown time.Duration
 }
 
@@ -119,28 +141,86 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("sidecar: %w", err)
 		}
 	}
-	var opts []grpc.ServerOption
+	lim := serverLimits(cfg.Server)
+	proxy := NewGRPCProxy(s.conn, cfg.TritonGRPC, cfg.InterceptGRPC)
+	proxy.guard, proxy.maxHeaderBytes, proxy.readTimeout, proxy.log = cfg.Management, int(lim.MaxHeaderBytes), lim.ReadTimeout, logger
+	opts := grpcServerOptions(lim)
 	if cfg.MaxRecvMsgSize > 0 {
 		opts = append(opts, grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize))
 	}
-	s.grpc = NewGRPCProxy(s.conn, cfg.TritonGRPC, cfg.InterceptGRPC).NewServer(opts...)
-	s.http = &http.Server{Handler: handler, ErrorLog: errLog, ReadHeaderTimeout: time.Minute}
-	if s.grpcLis, err = net.Listen("tcp", cfg.GRPCListen); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("sidecar: gRPC listener: %w", err)
+	if cfg.TLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS.ServerConfig([]string{"h2"}, true))))
 	}
-	if s.httpLis, err = net.Listen("tcp", cfg.HTTPListen); err != nil {
+	s.grpc = proxy.NewServer(opts...)
+	s.http = &http.Server{
+		Handler:           httpFrontDoor(handler, lim, cfg.Management, cfg.Metrics),
+		ErrorLog:          errLog,
+		ReadHeaderTimeout: lim.ReadHeaderTimeout,
+		ReadTimeout:       lim.ReadTimeout,
+		IdleTimeout:       lim.IdleTimeout,
+		// Go reads up to this and 4 KiB more before it answers 431 itself;
+		// limitHTTPHeaders answers the exact bound.
+		MaxHeaderBytes: int(lim.MaxHeaderBytes),
+		ConnState:      clearWriteDeadline,
+		// HTTP/1.1 only, as Triton's HTTP endpoint.
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
+	}
+	if s.grpcLis, err = s.listen("gRPC", cfg.GRPCListen, "grpc", lim.MaxConnections, nil); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("sidecar: HTTP listener: %w", err)
+		return nil, err
+	}
+	var httpTLS *tls.Config
+	if cfg.TLS != nil {
+		httpTLS = cfg.TLS.ServerConfig([]string{"http/1.1"}, true)
+	}
+	if s.httpLis, err = s.listen("HTTP", cfg.HTTPListen, "http", lim.MaxConnections, httpTLS); err != nil {
+		s.Close()
+		return nil, err
 	}
 	if cfg.MetricsListen != "" && cfg.MetricsHandler != nil {
-		if s.metLis, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
-			s.Close()
-			return nil, fmt.Errorf("sidecar: metrics listener: %w", err)
+		var metTLS *tls.Config
+		if cfg.TLS != nil && cfg.MetricsTLS {
+			metTLS = cfg.TLS.ServerConfig([]string{"http/1.1"}, false)
 		}
-		s.metrics = &http.Server{Handler: cfg.MetricsHandler, ErrorLog: errLog, ReadHeaderTimeout: time.Minute}
+		if s.metLis, err = s.listen("metrics", cfg.MetricsListen, "metrics", lim.MaxConnections, metTLS); err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.metrics = &http.Server{Handler: cfg.MetricsHandler, ErrorLog: errLog,
+			ReadHeaderTimeout: lim.ReadHeaderTimeout, ReadTimeout: lim.ReadTimeout, IdleTimeout: lim.IdleTimeout}
+	}
+	if cfg.PprofListen != "" && cfg.PprofHandler != nil {
+		if s.pprofLis, err = s.listen("pprof", cfg.PprofListen, "pprof", 16, nil); err != nil {
+			s.Close()
+			return nil, err
+		}
+		// No write timeout: a CPU profile answers after its seconds.
+		s.pprof = &http.Server{Handler: cfg.PprofHandler, ErrorLog: errLog, ReadHeaderTimeout: lim.ReadHeaderTimeout, IdleTimeout: lim.IdleTimeout}
 	}
 	return s, nil
+}
+
+// listen opens a listener bounded to max connections (counted in the
+// metrics under name), with TLS when tlsCfg is not nil.
+func (s *Server) listen(what, addr, name string, max int, tlsCfg *tls.Config) (net.Listener, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("sidecar: %s listener: %w", what, err)
+	}
+	l = limitListener(l, name, max, s.cfg.Metrics)
+	if tlsCfg != nil {
+		l = tls.NewListener(l, tlsCfg)
+	}
+	return l, nil
+}
+
+// PprofAddr is the address the profiles are served at, nil when they are
+// not.
+func (s *Server) PprofAddr() net.Addr {
+	if s.pprofLis == nil {
+		return nil
+	}
+	return s.pprofLis.Addr()
 }
 
 // MetricsAddr is the address the metrics listener is bound to, nil when
@@ -163,7 +243,7 @@ func (s *Server) HTTPAddr() net.Addr { return s.httpLis.Addr() }
 // shutdown timeout, closes what is left and the upstream connection. It
 // returns nil after a requested stop, and the listener's error otherwise.
 func (s *Server) Serve(ctx context.Context) error {
-	failed := make(chan error, 3)
+	failed := make(chan error, 4)
 	go func() {
 		if err := s.grpc.Serve(s.grpcLis); err != nil {
 			failed <- fmt.Errorf("sidecar: serving gRPC: %w", err)
@@ -178,6 +258,13 @@ func (s *Server) Serve(ctx context.Context) error {
 		go func() {
 			if err := s.metrics.Serve(s.metLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				failed <- fmt.Errorf("sidecar: serving metrics: %w", err)
+			}
+		}()
+	}
+	if s.pprof != nil {
+		go func() {
+			if err := s.pprof.Serve(s.pprofLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				failed <- fmt.Errorf("sidecar: serving pprof: %w", err)
 			}
 		}()
 	}
@@ -206,6 +293,9 @@ func (s *Server) stop() {
 	if s.metrics != nil {
 		s.metrics.Close()
 	}
+	if s.pprof != nil {
+		s.pprof.Close()
+	}
 	select {
 	case <-graceful:
 	case <-deadline.Done():
@@ -219,7 +309,7 @@ func (s *Server) stop() {
 // that is not serving.
 func (s *Server) Close() error {
 	var errs []error
-	for _, l := range []net.Listener{s.grpcLis, s.httpLis, s.metLis} {
+	for _, l := range []net.Listener{s.grpcLis, s.httpLis, s.metLis, s.pprofLis} {
 		if l != nil {
 			errs = append(errs, l.Close())
 		}

@@ -779,13 +779,15 @@ def _error_message(body):
 def test_shield_refuses_the_body_that_crashes_triton(clients, addrs, model):
     """The 10 MB junk body with Inference-Header-Content-Length: 20, which
     makes Triton 2.51 itself crash, is refused by the sidecar (never sent to
-    Triton directly here), and Triton keeps serving."""
+    Triton directly here) with the answer Triton gives a JSON header it
+    cannot parse (500, rapidjson's reason: the header starts with a NUL),
+    and Triton keeps serving."""
     junk = b"\x00\xff" + random.Random(11).randbytes(10_000_000 - 2)
     before = _rejected(addrs)
     status, _, body = http_request(addrs["SIDECAR_HTTP_ADDR"], "POST", f"/v2/models/{model}/infer", junk,
                                    {ICL: "20", "Content-Type": "application/octet-stream"})
-    assert status == 400, body[:300]
-    assert "JSON header" in _error_message(body)
+    assert status == 500, body[:300]
+    assert _error_message(body) == "failed to parse the request JSON buffer: The document is empty. at 0"
     assert _rejected(addrs) - before == 1
     _triton_serves(addrs, clients)
 
@@ -806,7 +808,11 @@ def _gzip(chunks):
 
 def _fuzz_cases(seed=20261123):
     """A seeded family of malformed HTTP inference requests:
-    (kind, body, headers, status the sidecar must answer)."""
+    (kind, body, headers, status the sidecar must answer). A JSON header that
+    does not parse gets Triton's own answer, 500 (rapidjson's reason); the
+    other problems the sidecar's 400 or 413. (A header length that is not a
+    number is no longer among them: Triton reads it with atoi, and so does
+    the sidecar; tests/test_sidecar_passthrough.py compares the answers.)"""
     rnd = random.Random(seed)
     cases = []
     for _ in range(3):
@@ -817,7 +823,6 @@ def _fuzz_cases(seed=20261123):
             ("truncated binary", good[:len(good) - rnd.randint(1, 16 * rows)], hdr),
             ("header length beyond the body", good, {ICL: str(len(good) + rnd.randint(1, 10**6))}),
             ("negative header length", good, {ICL: str(-rnd.randint(1, 10**4))}),
-            ("non-numeric header length", good, {ICL: rnd.choice(["abc", "12a", "0x10", "1e3", "+5", "1.5", "-0"])}),
             ("header length inside the JSON", good, {ICL: str(rnd.randint(1, length - 1))}),
             ("lying binary_data_size", *_affine_binary(rows, rnd, size=16 * rows + rnd.randint(1, 4096))),
             ("byte size disagrees with shape", *_affine_binary(rows, rnd, shape_rows=rows + rnd.randint(1, 9))),
@@ -825,19 +830,25 @@ def _fuzz_cases(seed=20261123):
             ("truncated JSON", json_infer_body({"INPUT0": np.ones((rows, 4), np.float32)})[:rnd.randint(1, 40)], {}),
             ("deeply nested JSON", b'{"inputs":' + b"[" * rnd.randint(100, 200000), {}),
             ("deeply nested unknown key", b'{"x":' + b'{"a":' * rnd.randint(100, 50000) + b"1" + b"}" * 3, {}),
+            ("deeply nested valid JSON", b'{"x":' + b"[" * (n := rnd.randint(100, 100000)) + b"]" * n + b',"inputs":[]}', {}),
         ]
-    cases = [(kind, body, headers, 400) for kind, body, headers in cases]
-    # A gzip bomb: 100 MiB of zeros in ~100 KB, over the 64 MiB default limit.
-    cases.append(("gzip bomb", _gzip([b"\0" * (1 << 20)] * 100), {"Content-Encoding": "gzip"}, 413))
-    cases.append(("gzip of garbage", gzip.compress(b"[[[" + rnd.randbytes(5000)), {"Content-Encoding": "gzip"}, 400))
+    # Deep nesting (which crashes Triton) is refused as such, 400, valid or not.
+    unparsable = {"JSON garbage", "truncated JSON", "header length inside the JSON"}
+    cases = [(kind, body, headers, 500 if kind in unparsable else 400) for kind, body, headers in cases]
+    # A gzip bomb: 1 GiB of zeros in ~1 MB, over the 128 MiB default of
+    # limits.max_inflight_bytes (which bounds a request before
+    # limits.max_request_bytes, 2 GiB - 1 by default).
+    cases.append(("gzip bomb", _gzip([b"\0" * (1 << 20)] * 1024), {"Content-Encoding": "gzip"}, 413))
+    cases.append(("gzip of garbage", gzip.compress(b"[[[" + rnd.randbytes(5000)), {"Content-Encoding": "gzip"}, 500))
     cases.append(("corrupt gzip", b"\x1f\x8b\x08\x00" + rnd.randbytes(500), {"Content-Encoding": "gzip"}, 400))
     return cases
 
 
 def test_shield_refuses_a_fuzzed_family(clients, addrs):
-    """Every malformed body is answered 4xx by the sidecar itself (the
-    rejection counter grows by exactly their number: none reached Triton),
-    and Triton is up and serving at the end."""
+    """Every malformed body is answered by the sidecar itself (the rejection
+    counter grows by exactly their number: none reached Triton), with
+    Triton's status where Triton refuses it, and Triton is up and serving at
+    the end."""
     cases = _fuzz_cases()
     before = _rejected(addrs)
     wrong = []

@@ -92,7 +92,7 @@ MODELS = [
     # The graph form: the ensemble and the tensor to correct.
     {"name": "pet_classifier", "correct": "emb"},
     # Its max_batch_size 0 twin runs enc_nb, a copy of the calibrated enc.
-    {"name": "pet_classifier_nb", "correct": "emb", "calibrated_on": "enc"},
+    {"name": "pet_classifier_nb", "correct": "emb", "variant_of": "enc"},
     # The explicit form, renamed to the ensemble's names.
     {"name": "pet_scores", "backbone": {"model": "enc", "output": "embeddings"},
      "inputs": {"pixel_values": "pixels", "region_mask": "mask"},
@@ -451,7 +451,7 @@ def test_startup_refuses_what_would_change_clients(deployment, tmp_path):
                                           {"name": "pet_classifier", "correct": "embeddings"}])
     assert ('models[0].correct: model "enc_nb" output "embeddings" would be corrected with the components of "pets", '
             'calibrated on model "enc" output "embeddings"') in err, err
-    assert 'models[1].correct: ensemble "pet_classifier" has no tensor "embeddings"' in err, err
+    assert 'models[1].correct: ensemble "pet_classifier": no step produces tensor "embeddings"' in err, err
 
 
 def test_signature_differs_serves_the_sidecars_own(deployment, tmp_path):

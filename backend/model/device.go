@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"fmt"
+	"math"
 	"unsafe"
 
 	"github.com/mergectl/react-triton/control"
@@ -18,6 +19,11 @@ type DeviceRequest struct {
 	Shape []int64
 	// Input is the address of the input's B×D FP32 values on the device.
 	Input uintptr
+	// Size is the input buffer's size in bytes, as the server gives it:
+	// it must be the shape's, so that a correction never reads past the
+	// input into a neighbouring tensor of a pooled allocation (which the
+	// device's address checks cannot see).
+	Size int
 	// Keys are the request's react-preference and react-preset parameters.
 	Keys control.Values
 }
@@ -54,6 +60,12 @@ func (m *Model) ExecuteDevice(ctx context.Context, r DeviceRequest, alloc AllocD
 		out.Err = invalid("input %q: shape %v: want [batch, %d]", m.cfg.Input.Name, r.Shape, m.d)
 		return out
 	}
+	// cuBLAS's dimensions are C ints; a batch beyond them would also
+	// overflow its byte count (4·B·D) and be copied short.
+	if r.Shape[0] > math.MaxInt32 {
+		out.Err = invalid("input %q: shape %v: a batch of more than %d rows", m.cfg.Input.Name, r.Shape, math.MaxInt32)
+		return out
+	}
 	c, err := m.profile.Resolve(control.Request{Parameter: r.Keys})
 	if err != nil {
 		out.Err = &RequestError{Code: CodeInvalidArgument, Err: err}
@@ -62,6 +74,10 @@ func (m *Model) ExecuteDevice(ctx context.Context, r DeviceRequest, alloc AllocD
 	out.Choice = c
 	if !m.OnDevice() {
 		out.Err = &RequestError{Code: CodeInternal, Err: control.ErrNotOnDevice}
+		return out
+	}
+	if want := 4 * int(r.Shape[0]) * m.d; r.Size != want {
+		out.Err = invalid("input %q: shape %v of FP32 is %d bytes, but its buffer holds %d", m.cfg.Input.Name, r.Shape, want, r.Size)
 		return out
 	}
 	var w *control.Matrix

@@ -95,7 +95,7 @@ func TestExecuteDevice(t *testing.T) {
 				devicetest.Fill(t, dst.Ptr, n, 0xFF)
 			}
 			allocs := 0
-			res := m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{rows, d}, Input: in, Keys: pref(tc.spec)},
+			res := m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{rows, d}, Input: in, Size: n, Keys: pref(tc.spec)},
 				func() (DeviceOutput, error) { allocs++; return dst, nil })
 			if res.Err != nil {
 				t.Fatal(res.Err)
@@ -125,14 +125,66 @@ func TestExecuteDevice(t *testing.T) {
 			}
 		})
 	}
-	// Host memory of the wrong size is refused, not overrun.
-	res := m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{rows, d}, Input: in, Keys: pref("fashion=1")},
-		func() (DeviceOutput, error) { return DeviceOutput{Host: make([]byte, n-4)}, nil })
-	if res.Err == nil {
-		t.Error("ExecuteDevice into a short host buffer succeeded")
+	// Host memory of the wrong size is refused, not overrun (nor read past
+	// the input, for none).
+	for _, spec := range []string{"fashion=1", "none"} {
+		for _, size := range []int{n - 4, n + 4} {
+			res := m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{rows, d}, Input: in, Size: n, Keys: pref(spec)},
+				func() (DeviceOutput, error) { return DeviceOutput{Host: make([]byte, size)}, nil })
+			if res.Err == nil {
+				t.Errorf("%s: ExecuteDevice into %d bytes of host memory for %d succeeded", spec, size, n)
+			}
+		}
 	}
+	// A buffer that is not the shape's size: the request's error, never a
+	// read past the input (a pooled allocation's neighbour, which the
+	// address checks cannot see).
+	for _, size := range []int{n - 4, n + 4, 0} {
+		res := m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{rows, d}, Input: in, Size: size, Keys: pref("fashion=1")},
+			func() (DeviceOutput, error) { t.Fatalf("alloc called for an input of %d bytes", size); return DeviceOutput{}, nil })
+		var re *RequestError
+		if !errors.As(res.Err, &re) || re.Code != CodeInvalidArgument {
+			t.Errorf("ExecuteDevice of a %d-byte buffer for %d = %v, want an invalid argument", size, n, res.Err)
+		}
+	}
+	// No rows: an output of no bytes, which Triton may give no buffer.
+	for _, spec := range []string{"fashion=1", "none"} {
+		allocs := 0
+		res := m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{0, d}, Input: in, Keys: pref(spec)},
+			func() (DeviceOutput, error) { allocs++; return DeviceOutput{}, nil })
+		if res.Err != nil || allocs != 1 {
+			t.Errorf("%s: ExecuteDevice of 0 rows = %v, alloc called %d times; want no error, once", spec, res.Err, allocs)
+		}
+	}
+	// A batch beyond cuBLAS's int, whose byte count overflows (4·(2⁵⁶+1)·64
+	// wraps to 256 bytes): the request's error, not one row corrected and
+	// success.
+	out := devicetest.Alloc(t, n, devicetest.Runtime)
+	for _, spec := range []string{"fashion=1", "none"} {
+		res := m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{1<<56 + 1, d}, Input: in, Keys: pref(spec)},
+			func() (DeviceOutput, error) { return DeviceOutput{Ptr: out}, nil })
+		var re *RequestError
+		if !errors.As(res.Err, &re) || re.Code != CodeInvalidArgument {
+			t.Errorf("%s: ExecuteDevice of 2⁵⁶+1 rows = %v, want an invalid argument", spec, res.Err)
+		}
+	}
+	// A model in FP16 or BF16 does not correct on the device (its input
+	// is copied to the host and corrected there), and ExecuteDevice
+	// refuses it before allocating.
+	for _, dt := range []string{"FP16", "BF16"} {
+		m := loadZoo(t, dt, "")
+		if m.OnDevice() {
+			t.Errorf("%s model: OnDevice", dt)
+		}
+		res := m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{rows, d}, Input: in, Size: n, Keys: pref("fashion=1")},
+			func() (DeviceOutput, error) { t.Fatalf("%s: alloc called", dt); return DeviceOutput{}, nil })
+		if !errors.Is(res.Err, control.ErrNotOnDevice) {
+			t.Errorf("%s model: ExecuteDevice = %v, want ErrNotOnDevice", dt, res.Err)
+		}
+	}
+	var res Outcome
 	// A request whose output could not be allocated fails, and says so.
-	res = m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{rows, d}, Input: in, Keys: pref("fashion=1")},
+	res = m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{rows, d}, Input: in, Size: n, Keys: pref("fashion=1")},
 		func() (DeviceOutput, error) { return DeviceOutput{}, errors.New("no GPU memory for the output") })
 	var re *RequestError
 	if !errors.As(res.Err, &re) || re.Code != CodeInternal {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/react"
@@ -160,6 +161,11 @@ func (sc *Scratch) add(c control.Choice, i, rows int) {
 func (m *Model) check(r Request) error {
 	if len(r.Shape) != 2 || r.Shape[0] < 0 || r.Shape[1] != int64(m.d) {
 		return invalid("input %q: shape %v: want [batch, %d]", m.cfg.Input.Name, r.Shape, m.d)
+	}
+	// A batch whose byte count overflows would wrap to a small one that a
+	// few bytes of data can match (Triton's own check wraps alike).
+	if r.Shape[0] > math.MaxInt64/int64(m.d*m.elem) {
+		return invalid("input %q: shape %v: a batch of more than %d rows", m.cfg.Input.Name, r.Shape, math.MaxInt64/int64(m.d*m.elem))
 	}
 	if want := r.Shape[0] * int64(m.d) * int64(m.elem); int64(len(r.Data)) != want {
 		return invalid("input %q: %d bytes for shape %v of %s: want %d", m.cfg.Input.Name, len(r.Data), r.Shape, m.cfg.Input.Datatype, want)

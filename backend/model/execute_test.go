@@ -192,6 +192,9 @@ func TestExecuteChecksShapes(t *testing.T) {
 		{"wrong D", Request{Shape: []int64{2, 32}, Data: ok}, "shape [2 32]: want [batch, 64]"},
 		{"one dimension", Request{Shape: []int64{128}, Data: ok}, "shape [128]"},
 		{"short data", Request{Shape: []int64{2, 64}, Data: ok[:100]}, "100 bytes for shape [2 64] of FP32: want 512"},
+		// (2⁵⁶+1)·64·4 bytes wrap to 256, which the data matches: refused
+		// before its rows are counted (which panicked, killing the server).
+		{"byte count overflows", Request{Shape: []int64{1<<56 + 1, 64}, Data: ok[:256], Keys: pref("greek=1")}, "a batch of more than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			good, _ := request(t, rand.New(rand.NewPCG(1, 1)), "FP32", 1, 64, pref("greek=1"))
@@ -336,7 +339,7 @@ func TestLoad(t *testing.T) {
 		{"absolute path", `["64"]`, `"components": {"string_value": "` + abs + `"}`, t.TempDir(), ""},
 		{"relative to the version directory", `["64"]`, `"components": {"string_value": "components.safetensors"}`, zooDir, ""},
 		{"missing file", `["64"]`, `"components": {"string_value": "none.safetensors"}`, t.TempDir(),
-			"parameters.components: reading components: open "},
+			"calibrate one against the running backbone and experts (calibrate fit --triton ...), then put it there"},
 		{"D differs", `["32"]`, `"components": {"string_value": "components.safetensors"}`, zooDir,
 			"input[0]: dims [32]: the components file " + filepath.Join(zooDir, "components.safetensors") + " has D = 64"},
 		{"bad default and preset", `["64"]`, `"components": {"string_value": "components.safetensors"},

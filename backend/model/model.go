@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 
 	"github.com/mergectl/react-triton/control"
@@ -31,8 +32,13 @@ type Model struct {
 func Load(ctx context.Context, cfg *Config, versionDir string) (*Model, error) {
 	path := cfg.componentsPath(versionDir)
 	comps, sum, err := control.LoadComponents(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("parameters.%s: no components file at %s: calibrate one against the running backbone "+
+			"and experts (calibrate fit --triton ...), then put it there (calibrate upgrade writes it as a new "+
+			"version of this model): docs/upgrade.md", ParamComponents, path)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("parameters.%s: %w", ParamComponents, err)
+		return nil, fmt.Errorf("parameters.%s: %w; calibrate it again (calibrate fit) if the file is damaged: docs/upgrade.md", ParamComponents, err)
 	}
 	if d := cfg.D(); d != comps.D {
 		return nil, fmt.Errorf("input[0]: dims %v: the components file %s has D = %d", cfg.Input.Dims, path, comps.D)

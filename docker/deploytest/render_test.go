@@ -104,7 +104,7 @@ func readKustomization(t *testing.T, dir string) *types.Kustomization {
 // TestKustomizationsRender: every kustomization renders, and its objects
 // decode strictly.
 func TestKustomizationsRender(t *testing.T) {
-	for _, dir := range []string{"docker/k8s", "docker/k8s/backend", "docker/k8s/calibrate", "docker/k8s/calibrate-merge"} {
+	for _, dir := range []string{"docker/k8s", "docker/k8s/backend", "docker/k8s/tls", "docker/k8s/calibrate", "docker/k8s/calibrate-merge"} {
 		r := render(t, dir)
 		t.Logf("%s: %d objects: %v", dir, r.count, r.kindsAndName)
 	}

@@ -109,6 +109,8 @@ type builder struct {
 	// models caches Triton's answers about each model version, and shadows
 	// about the models controllable models shadow.
 	models, shadows map[ref]*tritonModel
+	// index is Triton's repository index, read when first needed.
+	index *repositoryIndex
 }
 
 // tritonModel is what Triton says about one model version.
@@ -145,7 +147,7 @@ func (b *builder) problem(path string, transient bool, format string, args ...an
 //
 // In both forms the model corrected (the backbone, or the model of the
 // step that produces the tensor) must be the one the components file
-// records, or a variant the configuration names (calibrated_on).
+// records, or a variant the configuration names (variant_of).
 //
 // Build reports every problem at once, as a *BuildError, and returns a Set
 // only when there are none.
@@ -221,6 +223,8 @@ func (b *builder) profiles(files map[string]string) map[string]*control.Profile 
 			Presets:             c.Presets,
 			Experiments:         experiments[c.Name],
 			MaxPreferenceLength: b.cfg.Limits.MaxPreferenceLength,
+			PresetsOnly:         b.cfg.Admission.PresetsOnly,
+			Grid:                b.cfg.Admission.PreferenceGrid,
 			Cache:               b.opt.Cache,
 			Observer:            b.opt.Observer,
 		})
@@ -265,6 +269,13 @@ func (b *builder) triton(r ref) *tritonModel {
 	ctx, cancel := b.up.callCtx(b.ctx)
 	defer cancel()
 	ready, err := b.up.RPC.ModelReady(ctx, &tritonpb.ModelReadyRequest{Name: r.model, Version: r.version})
+	if (err == nil && !ready.GetReady()) || status.Code(err) == codes.NotFound {
+		if known, ok := b.inRepository(r.model); ok && !known {
+			// Not a model Triton has: waiting will not bring it.
+			tm.err = fmt.Errorf("%s is not in the model repository of Triton %s", describe(r), b.up.Addr)
+			return tm
+		}
+	}
 	if err == nil && !ready.GetReady() {
 		tm.err, tm.transient = fmt.Errorf("%s is not ready on Triton %s", describe(r), b.up.Addr), true
 		return tm

@@ -6,8 +6,9 @@ import (
 	"strconv"
 
 	"github.com/mergectl/react-triton/control"
-	"github.com/mergectl/react-triton/sidecar/pipeline/ensemble"
 	"github.com/mergectl/react-triton/triton"
+	"github.com/mergectl/react-triton/triton/ensemble"
+	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
 // graphModel checks the i-th configured model, of the graph form (an
@@ -29,27 +30,36 @@ func (b *builder) graphModel(i int, prof *control.Profile) *Model {
 			"for another model, name its backbone and heads instead", mc.Name, ens.cfg.GetPlatform())
 		return nil
 	}
-	g, problems := ensemble.New(ens.cfg, mc.Correct)
-	for _, p := range problems {
-		b.problem(path+"."+p.Key, false, "%s", p.Msg)
+	g, err := ensemble.New(ens.cfg)
+	if err != nil {
+		b.problem(path+".name", false, "%v", err)
+		return nil
 	}
-	if g == nil {
+	if _, err := g.Order(); err != nil {
+		b.problem(path+".name", false, "ensemble %q: %v", mc.Name, err)
+	}
+	site, err := g.Locate(mc.Correct)
+	if err != nil {
+		b.problem(path+".correct", false, "ensemble %q: %v", mc.Name, err)
+	}
+	if len(b.problems) > before {
 		return nil
 	}
 	m := &Model{
-		name:        mc.Name,
-		path:        path,
-		version:     latestVersion(ens.meta.GetVersions()),
-		profile:     prof,
-		graph:       g,
-		featureStep: featureStep(g),
-		inputs:      ens.meta.GetInputs(),
-		optional:    make(map[string]bool),
-		batching:    ens.cfg.GetMaxBatchSize() > 0,
-		maxBatch:    int(ens.cfg.GetMaxBatchSize()),
-		metadata:    ens.meta,
-		config:      ens.cfg,
-		stats:       b.opt.Stats.For(mc.Name),
+		name:     mc.Name,
+		path:     path,
+		version:  latestVersion(ens.meta.GetVersions()),
+		profile:  prof,
+		graph:    g,
+		ensemble: mc.Name,
+		site:     site,
+		inputs:   ens.meta.GetInputs(),
+		optional: make(map[string]bool),
+		batching: ens.cfg.GetMaxBatchSize() > 0,
+		maxBatch: int(ens.cfg.GetMaxBatchSize()),
+		metadata: ens.meta,
+		config:   ens.cfg,
+		stats:    b.opt.Stats.For(mc.Name),
 	}
 	for _, in := range ens.cfg.GetInput() {
 		if in.GetOptional() {
@@ -64,17 +74,11 @@ func (b *builder) graphModel(i int, prof *control.Profile) *Model {
 	}
 
 	// The corrected tensor, as the step that produces it declares it.
-	st := g.Steps()[m.featureStep]
-	m.backbone = ref{st.Model, st.Version}
-	for _, o := range st.Out {
-		if o.Tensor == g.Correct() {
-			m.feature = o.Name
-		}
-	}
+	m.backbone, m.feature = stepRef(g.Steps[site.Step]), site.Output
 	b.checkCalibration(path+".correct", path, mc, prof, m.backbone, m.feature)
 	producer := b.triton(m.backbone)
 	if producer.err != nil {
-		b.problem(path+".correct", producer.transient, "%s, whose output %q is the tensor %q: %v", g.Describe(m.featureStep), m.feature, g.Correct(), producer.err)
+		b.problem(path+".correct", producer.transient, "%s, whose output %q is the tensor %q: %v", g.Describe(site.Step), m.feature, site.Tensor, producer.err)
 		return nil
 	}
 	var shape []int64
@@ -87,13 +91,13 @@ func (b *builder) graphModel(i int, prof *control.Profile) *Model {
 	switch {
 	case shape == nil:
 		b.problem(path+".correct", false, "%s has no output %q (outputs: %s), which the ensemble maps to %q",
-			g.Describe(m.featureStep), m.feature, names(producer.meta.GetOutputs()), g.Correct())
+			g.Describe(site.Step), m.feature, names(producer.meta.GetOutputs()), site.Tensor)
 	case !slices.Contains(floatTypes[:], m.featureType):
 		b.problem(path+".correct", false, "tensor %q (output %q of %s) is %s; the tensor corrected must be FP32, FP16 or BF16",
-			g.Correct(), m.feature, g.Describe(m.featureStep), m.featureType)
+			site.Tensor, m.feature, g.Describe(site.Step), m.featureType)
 	case len(shape) == 0 || (shape[len(shape)-1] != d && shape[len(shape)-1] != -1):
 		b.problem(path+".correct", false, "tensor %q (output %q of %s) has shape %s, but the components file has D=%d (want the last dimension %d)",
-			g.Correct(), m.feature, g.Describe(m.featureStep), triton.FormatShape(shape), d, d)
+			site.Tensor, m.feature, g.Describe(site.Step), triton.FormatShape(shape), d, d)
 	}
 	if len(b.problems) > before {
 		return nil
@@ -115,9 +119,12 @@ func latestVersion(versions []string) string {
 	return best
 }
 
-// featureStep returns the step that produces the graph's tensor to
-// correct (New has checked there is exactly one).
-func featureStep(g *ensemble.Graph) int {
-	i, _ := g.Producer(g.Correct())
-	return i
+// stepRef names an ensemble step's model version ("" for the
+// configuration's -1, Triton's choice).
+func stepRef(s *tritonpb.ModelEnsembling_Step) ref {
+	r := ref{model: s.GetModelName()}
+	if v := s.GetModelVersion(); v > 0 {
+		r.version = strconv.FormatInt(v, 10)
+	}
+	return r
 }

@@ -138,7 +138,7 @@ func TestBuildProblems(t *testing.T) {
 	single := func(f func(m *config.Model)) func(*config.Config) {
 		return func(c *config.Config) {
 			c.Models = c.Models[:1]
-			c.Models[0].CalibratedOn = "backbone"
+			c.Models[0].VariantOf = "backbone"
 			f(&c.Models[0])
 		}
 	}
@@ -199,13 +199,15 @@ func TestBuildProblems(t *testing.T) {
 			[]wantProblem{{path: "models[0].backbone.model", msg: `model "backbone_copy" is not ready on Triton ` + e.fake.Addr, transient: true}}},
 		{"backbone version not loaded", single(func(m *config.Model) { m.Backbone.Version = "2" }),
 			[]wantProblem{{path: "models[0].backbone.model", msg: `model "backbone" version 2`, transient: true}}},
+		// A name Triton's repository does not have (a typo) is permanent:
+		// waiting would not bring it, and a reload would retry for ever.
 		{"head not in the repository", single(func(m *config.Model) { m.Heads[0].Model = "head_zz" }),
-			[]wantProblem{{path: "models[0].heads[0].model", msg: `model "head_zz"`, transient: true}}},
+			[]wantProblem{{path: "models[0].heads[0].model", msg: `model "head_zz" is not in the model repository`}}},
 		{"transient and permanent", func(c *config.Config) {
-			c.Models[0].Heads[0].Model = "head_zz"
+			c.Models[0].Heads[0].Model = "backbone_copy"
 			c.Models[1].Heads[0].Model = "head_int"
 		}, []wantProblem{
-			{path: "models[0].heads[0].model", msg: `model "head_zz"`, transient: true},
+			{path: "models[0].heads[0].model", msg: `model "backbone_copy" is not ready`, transient: true},
 			{path: "models[1].heads[0].model", msg: "INT32"}}},
 		{"every problem at once", func(c *config.Config) {
 			c.Components = append(c.Components,
@@ -303,7 +305,7 @@ func TestBuildSet(t *testing.T) {
 	cfg.Models[1].Heads[1].Outputs = map[string]string{"logits": "logits_b", "probs": "probs_b"}
 	// A backbone other than the one the components were calibrated on,
 	// declared a variant of it.
-	cfg.Models[0].Backbone.Model, cfg.Models[0].CalibratedOn = "backbone_copy", "backbone"
+	cfg.Models[0].Backbone.Model, cfg.Models[0].VariantOf = "backbone_copy", "backbone"
 	set := e.mustBuild(t, cfg)
 
 	b, _ := os.ReadFile(e.comps)
@@ -442,9 +444,9 @@ func TestBuildCalibration(t *testing.T) {
 		{"the recorded backbone", "backbone", "", e.comps, nil},
 		{"another backbone", "backbone_copy", "", e.comps, []wantProblem{{path: "models[0].backbone.model",
 			msg: `model "backbone_copy" output "feature" would be corrected with the components of "zoo", calibrated on model "backbone" output "feature": ` +
-				`calibrate components on this model, or, if it is a variant of "backbone" (an FP16 copy, a re-export), say so with calibrated_on: backbone`}}},
+				`calibrate components on this model, or, if it is a variant of "backbone" (an FP16 copy, a re-export), say so with variant_of: backbone`}}},
 		{"a declared variant", "backbone_copy", "backbone", e.comps, nil},
-		{"a variant of another backbone", "backbone_copy", "backbone_fp16", e.comps, []wantProblem{{path: "models[0].calibrated_on",
+		{"a variant of another backbone", "backbone_copy", "backbone_fp16", e.comps, []wantProblem{{path: "models[0].variant_of",
 			msg: `the components of "zoo" were calibrated on model "backbone", not "backbone_fp16": name the model the file records`}}},
 		{"a file that records no backbone", "backbone_copy", "", unrecorded, nil},
 	}
@@ -454,7 +456,7 @@ func TestBuildCalibration(t *testing.T) {
 			cfg := e.config()
 			cfg.Components[0].Path = tt.components
 			cfg.Models = cfg.Models[:1]
-			cfg.Models[0].Backbone.Model, cfg.Models[0].CalibratedOn = tt.backbone, tt.calibratedOn
+			cfg.Models[0].Backbone.Model, cfg.Models[0].VariantOf = tt.backbone, tt.calibratedOn
 			_, err := e.build(cfg)
 			if tt.want == nil {
 				if err != nil {

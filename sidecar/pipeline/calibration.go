@@ -11,7 +11,7 @@ import (
 // backbone of the same D loads and serves, but corrects the wrong feature.
 // A model known to be a variant of the recorded one (an FP16 copy, a
 // re-export) is accepted when the configuration names the recorded model
-// with calibrated_on; its output may then be named otherwise too. A file
+// with variant_of; its output may then be named otherwise too. A file
 // that records no backbone (fitted from .npy embeddings without
 // --backbone-model) is not checked.
 //
@@ -21,14 +21,14 @@ func (b *builder) checkCalibration(path, model string, mc config.Model, prof *co
 	cal := prof.Backbone()
 	switch {
 	case cal.Name == "":
-	case mc.CalibratedOn != "":
-		if cal.Name != mc.CalibratedOn {
-			b.problem(model+".calibrated_on", false, "the components of %q were calibrated on model %q, not %q: name the model the file records",
-				prof.Name(), cal.Name, mc.CalibratedOn)
+	case mc.VariantOf != "":
+		if cal.Name != mc.VariantOf {
+			b.problem(model+".variant_of", false, "the components of %q were calibrated on model %q, not %q: name the model the file records",
+				prof.Name(), cal.Name, mc.VariantOf)
 		}
 	case cal.Name != r.model || (cal.Output != "" && cal.Output != output):
 		b.problem(path, false, "%s output %q would be corrected with the components of %q, calibrated on model %q output %q: "+
-			"calibrate components on this model, or, if it is a variant of %q (an FP16 copy, a re-export), say so with calibrated_on: %s",
+			"calibrate components on this model, or, if it is a variant of %q (an FP16 copy, a re-export), say so with variant_of: %s",
 			describe(r), output, prof.Name(), cal.Name, cal.Output, cal.Name, cal.Name)
 	}
 }

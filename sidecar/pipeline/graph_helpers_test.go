@@ -280,7 +280,7 @@ func (e *env) graphConfig() *config.Config {
 	cfg := e.config()
 	cfg.Models = []config.Model{
 		{Name: "cls", Components: "zoo", Correct: "emb"},
-		{Name: "cls_nb", Components: "zoo", Correct: "emb", CalibratedOn: "backbone"},
+		{Name: "cls_nb", Components: "zoo", Correct: "emb", VariantOf: "backbone"},
 	}
 	return cfg
 }

@@ -11,8 +11,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mergectl/react-triton/control"
-	"github.com/mergectl/react-triton/sidecar/pipeline/ensemble"
 	"github.com/mergectl/react-triton/triton"
+	"github.com/mergectl/react-triton/triton/ensemble"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -58,12 +58,12 @@ func (m *Model) inferGraph(ctx context.Context, up *Upstream, in *tritonpb.Model
 			defer cancel()
 			resp, err := up.RPC.ModelInfer(ctx, req)
 			if err != nil {
-				s := m.graph.Steps()[step]
-				return nil, m.upstreamError(up, "ensemble "+m.graph.Describe(step), ref{s.Model, s.Version}, err)
+				return nil, m.upstreamError(up, fmt.Sprintf("ensemble step %d", step), stepRef(m.graph.Steps[step]), err)
 			}
 			return resp, nil
 		},
-		Correct: c.correct,
+		Tensor: m.site.Tensor,
+		Hook:   c.correct,
 	}
 	start = time.Now()
 	tensors, err := run.Do(ctx)
@@ -89,7 +89,7 @@ func (m *Model) inferGraph(ctx context.Context, up *Upstream, in *tritonpb.Model
 // gave them.
 func (m *Model) forward(ctx context.Context, up *Upstream, in *tritonpb.ModelInferRequest, params map[string]*tritonpb.InferParameter, res *Result) error {
 	req := &tritonpb.ModelInferRequest{
-		ModelName:        m.graph.Ensemble(),
+		ModelName:        m.ensemble,
 		ModelVersion:     in.GetModelVersion(),
 		Id:               in.GetId(),
 		Parameters:       params,
@@ -187,7 +187,7 @@ func (m *Model) graphOutputs(outs []*tritonpb.ModelInferRequest_InferRequestedOu
 				return nil, fmt.Errorf("output %q: outputs in shared memory are not served with a correction (the sidecar holds the data); ask for its data", name)
 			}
 		}
-		if len(o.GetParameters()) > 0 && (name == m.graph.Correct() || len(m.graph.Readers(name)) > 0) {
+		if len(o.GetParameters()) > 0 && (name == m.site.Tensor || len(m.graph.Consumers(name)) > 0) {
 			return nil, fmt.Errorf("output %q: its parameters (classification) are not served with a correction when another step reads it", name)
 		}
 		wanted = append(wanted, ensemble.Output{Name: name, Params: o.GetParameters()})
@@ -225,7 +225,7 @@ func (c *corrector) correct(step int, x ensemble.Tensor) (ensemble.Tensor, error
 	b := c.buf
 	var err error
 	if b.z, err = triton.DecodeFloat32(b.z[:0], x.Datatype, x.Raw); err != nil {
-		return x, status.Errorf(codes.Internal, "model %q: decoding %q: %v", m.name, g.Correct(), err)
+		return x, status.Errorf(codes.Internal, "model %q: decoding %q: %v", m.name, m.site.Tensor, err)
 	}
 	b.zhat = grow(b.zhat, len(b.z))
 	if err := c.w.Apply(b.zhat, b.z); err != nil {
@@ -233,7 +233,7 @@ func (c *corrector) correct(step int, x ensemble.Tensor) (ensemble.Tensor, error
 	}
 	k := slices.Index(floatTypes[:], x.Datatype)
 	if b.enc[k], err = triton.EncodeFloat32(b.enc[k][:0], x.Datatype, b.zhat); err != nil {
-		return x, status.Errorf(codes.Internal, "model %q: encoding %q as %s: %v", m.name, g.Correct(), x.Datatype, err)
+		return x, status.Errorf(codes.Internal, "model %q: encoding %q as %s: %v", m.name, m.site.Tensor, x.Datatype, err)
 	}
 	x.Raw = b.enc[k]
 	return x, nil
@@ -257,10 +257,9 @@ func (m *Model) graphResponse(in *tritonpb.ModelInferRequest, c control.Choice, 
 	for _, w := range wanted {
 		t, ok := tensors[w.Name]
 		if !ok {
-			step, _ := m.graph.Producer(w.Name)
-			return nil, status.Errorf(codes.Internal, "model %q: ensemble %s returned no output for %q", m.name, m.graph.Describe(step), w.Name)
+			return nil, status.Errorf(codes.Internal, "model %q: ensemble %q returned no output %q", m.name, m.ensemble, w.Name)
 		}
-		if w.Name == m.graph.Correct() {
+		if w.Name == m.site.Tensor {
 			t.Raw = append([]byte(nil), t.Raw...)
 		}
 		resp.Outputs = append(resp.Outputs, &tritonpb.ModelInferResponse_InferOutputTensor{Name: w.Name, Datatype: t.Datatype, Shape: t.Shape})

@@ -234,9 +234,9 @@ func TestGraphInferStepError(t *testing.T) {
 	defer release()
 	e.fake.Fail("head_b", status.Error(codes.ResourceExhausted, "out of memory"))
 	_, err := m.Infer(context.Background(), e.up, withPreference(graphRequest("cls", true, graphImages, graphMasks), "a=1"))
-	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), `ensemble steps[3] (model "head_b")`) ||
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), `model "cls": ensemble step 3 model "head_b": out of memory`) ||
 		!strings.Contains(err.Error(), "out of memory") {
-		t.Errorf("error %v, want RESOURCE_EXHAUSTED naming steps[3] and Triton's message", err)
+		t.Errorf("error %v, want RESOURCE_EXHAUSTED naming step 3 and Triton's message", err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for e.fake.Cancelled("head_a") == 0 && time.Now().Before(deadline) {

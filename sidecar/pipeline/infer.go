@@ -83,7 +83,7 @@ func (m *Model) Infer(ctx context.Context, up *Upstream, req Request) (*Result, 
 	}
 	choice, err := m.profile.Resolve(control.Request{Header: req.Header, Parameter: prefParams, Experiment: m.experiment})
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "model %q: %v", m.name, err)
+		return nil, &causeError{st: status.Newf(codes.InvalidArgument, "model %q: %v", m.name, err), err: err}
 	}
 	res := &Result{Choice: choice}
 	serve := m.infer
@@ -181,6 +181,10 @@ func (m *Model) checkInputs(in *tritonpb.ModelInferRequest) (int, error) {
 			return 0, fmt.Errorf("input %q: datatype %s, the model takes %s", t.GetName(), t.GetDatatype(), want.GetDatatype())
 		}
 		shape := t.GetShape()
+		if slices.ContainsFunc(shape, func(d int64) bool { return d < 0 }) {
+			// As Triton says it: a request gives every dimension.
+			return 0, fmt.Errorf("all input dimensions should be specified for input %q, got %s", t.GetName(), triton.FormatShape(shape))
+		}
 		if !shapeFits(shape, want.GetShape()) {
 			return 0, fmt.Errorf("input %q: shape %s does not match %s", t.GetName(), triton.FormatShape(shape), triton.FormatShape(want.GetShape()))
 		}
@@ -264,9 +268,12 @@ func (m *Model) requested(outs []*tritonpb.ModelInferRequest_InferRequestedOutpu
 // matrixError turns a failure to get W_p into a status.
 func (m *Model) matrixError(ctx context.Context, c control.Choice, err error) error {
 	var se *react.SolveError
+	var oe *control.OverloadError
 	switch {
 	case errors.As(err, &se):
 		return status.Errorf(codes.InvalidArgument, "model %q: %v", m.name, err)
+	case errors.As(err, &oe):
+		return &overloadError{model: m.name, err: oe}
 	case ctx.Err() != nil:
 		return status.FromContextError(ctx.Err()).Err()
 	}

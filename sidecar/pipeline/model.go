@@ -2,7 +2,7 @@ package pipeline
 
 import (
 	"github.com/mergectl/react-triton/control"
-	"github.com/mergectl/react-triton/sidecar/pipeline/ensemble"
+	"github.com/mergectl/react-triton/triton/ensemble"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -55,11 +55,12 @@ type Model struct {
 	path    string // "models[i]", for logs
 	version string // the version clients may name, besides none
 	profile *control.Profile
-	// graph is the ensemble's step graph the model runs (graph form), nil
-	// for the explicit form.
-	graph *ensemble.Graph
-	// featureStep is the step of graph that produces the corrected tensor.
-	featureStep int
+	// graph is the step graph of the ensemble (named ensemble) the model
+	// runs (graph form), nil for the explicit form; site is where its
+	// corrected tensor is produced and read.
+	graph    *ensemble.Graph
+	ensemble string
+	site     ensemble.Site
 
 	backbone ref
 	feature  string // the backbone output that is corrected
@@ -107,7 +108,7 @@ func (m *Model) Ensemble() string {
 	if m.graph == nil {
 		return ""
 	}
-	return m.graph.Ensemble()
+	return m.ensemble
 }
 
 // Tasks returns the tasks of the model's heads, in order (none for the
@@ -138,7 +139,7 @@ func (m *Model) Stats() *Stats { return m.stats }
 // readiness is its steps'.
 func (m *Model) Dependencies() (models, versions []string) {
 	if m.graph != nil {
-		return []string{m.graph.Ensemble()}, []string{""}
+		return []string{m.ensemble}, []string{""}
 	}
 	models = append(models, m.backbone.model)
 	versions = append(versions, m.backbone.version)

@@ -156,7 +156,7 @@ func TestInferSharedMemoryInput(t *testing.T) {
 	e := newEnv(t, append(scenarioModels(sc, "FP32", "FP32"), two)...)
 	cfg := e.config()
 	cfg.Models = cfg.Models[:1]
-	cfg.Models[0].Backbone.Model, cfg.Models[0].CalibratedOn = "bb_two", "backbone"
+	cfg.Models[0].Backbone.Model, cfg.Models[0].VariantOf = "bb_two", "backbone"
 	m := e.mustBuild(t, cfg).Models["single"]
 
 	shm := func(size int64) map[string]*tritonpb.InferParameter {

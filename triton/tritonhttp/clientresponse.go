@@ -2,6 +2,8 @@ package tritonhttp
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -25,7 +27,7 @@ func DecodeResponse(body []byte, headerLength string) (*tritonpb.ModelInferRespo
 }
 
 func decodeResponse(body []byte, headerLength string) (*tritonpb.ModelInferResponse, error) {
-	hl, err := headerSize(body, headerLength)
+	hl, err := responseHeaderSize(body, headerLength)
 	if err != nil {
 		return nil, err
 	}
@@ -125,4 +127,24 @@ func (s *scanner) readOutputTensors() ([]tensorSpec, error) {
 		}
 		outs = append(outs, o)
 	}
+}
+
+// responseHeaderSize returns the length of a response's JSON header: the
+// Inference-Header-Content-Length headerLength, plain digits within the
+// body, or the whole body when it is "".
+func responseHeaderSize(body []byte, headerLength string) (int, error) {
+	if headerLength == "" {
+		if len(body) == 0 {
+			return 0, fmt.Errorf("empty body")
+		}
+		return len(body), nil
+	}
+	v, err := strconv.ParseUint(headerLength, 10, 64)
+	if err != nil || strings.TrimLeft(headerLength, "0123456789") != "" || v == 0 {
+		return 0, fmt.Errorf("Inference-Header-Content-Length %q is not a positive integer", headerLength)
+	}
+	if v > uint64(len(body)) {
+		return 0, fmt.Errorf("Inference-Header-Content-Length %d is beyond the %d-byte body", v, len(body))
+	}
+	return int(v), nil
 }

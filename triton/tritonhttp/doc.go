@@ -65,10 +65,19 @@
 // never forward, and refuses them with a precise message: JSON nested
 // deeper than 64 levels (a deeply nested body crashes Triton 2.51), keys
 // given twice in one object (Triton's parser reads the first, a checker
-// might read the last), an Inference-Header-Content-Length that is not
-// plain digits, data whose element count differs from the shape's (Triton
-// ignores the data of an empty shape), the same output listed twice, and
-// parameter values that are not strings, booleans or numbers.
+// might read the last), data whose element count differs from the shape's
+// (Triton ignores the data of an empty shape), and parameter values that
+// are not strings, booleans or numbers. Where Triton refuses a request
+// itself, it is refused with Triton's status and message (a *TritonError):
+// a JSON header that does not parse (500, rapidjson's reason and offset,
+// reproduced rule for rule in jsonsyntax.go) and an
+// Inference-Header-Content-Length outside the body (400). The header
+// length is read with atoi, as Triton reads it ("252abc" is 252), and a
+// length of 0 is a raw binary request (the body is the data of the
+// model's only input). An output listed twice is requested once, as
+// Triton answers it. ParseRequestWith bounds the inputs, outputs and
+// parameters it reads (a *LimitError) and stops when its context ends;
+// every check is linear in the body's size.
 //
 // # Use
 //

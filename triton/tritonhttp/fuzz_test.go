@@ -1,6 +1,9 @@
 package tritonhttp
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"runtime/metrics"
 	"strconv"
@@ -20,12 +23,19 @@ func heapAllocated() uint64 {
 	return s[0].Value.Uint64()
 }
 
-// FuzzParseRequest checks that ParseRequest never panics, allocates at
-// most a constant factor of the body's size (whatever the shapes claim),
-// refuses with *RequestError only, and that whatever it accepts is
-// consistent: every input not in shared memory has raw contents that
-// match its shape and datatype, the HTTP-only parameters are gone, and
-// the request encodes back to a body that parses to the same message.
+// FuzzParseRequest checks that ParseRequestWith never panics, allocates
+// at most a constant factor of the body's size (whatever the shapes
+// claim), refuses with *RequestError, *TritonError or *LimitError only,
+// and that whatever it accepts is consistent: every input not in shared
+// memory has raw contents that match its shape and datatype, the
+// HTTP-only parameters are gone, the counts are within the limits, and
+// the request encodes back to a body that parses to the same message. A
+// *LimitError must be true: parsed without limits, the body either fails
+// for another reason or has more of what the limit counts. A raw request
+// (header length 0) keeps the whole body as its data.
+//
+// The limits are drawn from the body's length, so that the corpus keeps
+// its two arguments and every seed runs under several.
 //
 // Seeds are in testdata/fuzz/FuzzParseRequest: junk behind a short
 // Inference-Header-Content-Length (the body that crashes Triton 2.51,
@@ -35,20 +45,40 @@ func FuzzParseRequest(f *testing.F) {
 	h := `{"inputs":[{"name":"x","datatype":"FP32","shape":[1,4],"parameters":{"binary_data_size":16}}]}`
 	f.Add([]byte(h+strings.Repeat("\x00", 16)), strconv.Itoa(len(h)))
 	f.Add([]byte(`{"inputs":[{"name":"s","datatype":"BYTES","shape":[2],"data":[["a"],"b"]}],"outputs":[{"name":"o"}]}`), "")
+	f.Add([]byte(`{"inputs":[{"name":"a","datatype":"INT8","shape":[1],"data":[1]},{"name":"b","datatype":"INT8","shape":[1],"data":[2]}],`+
+		`"outputs":[{"name":"o"},{"name":"p"},{"name":"o"}],"parameters":{"k":1,"l":"v","m":true}}`), "")
 	f.Fuzz(func(t *testing.T, body []byte, headerLength string) {
+		lim := Limits{MaxInputs: 1 + len(body)%3, MaxOutputs: 1 + len(body)/3%3, MaxParameters: 1 + len(body)/9%3}
+		opt := Options{HeaderLength: headerLength, HasHeaderLength: headerLength != "", Limits: lim}
 		before := heapAllocated()
-		r, err := ParseRequest(body, headerLength)
+		r, err := ParseRequestWith(context.Background(), body, opt)
 		if got, limit := heapAllocated()-before, 64*uint64(len(body))+1<<20; got > limit {
 			t.Fatalf("allocated %d bytes for a %d-byte body", got, len(body))
 		}
 		if err != nil {
 			var re *RequestError
-			if !errors.As(err, &re) {
-				t.Fatalf("error %T %v is not a *RequestError", err, err)
+			var te *TritonError
+			var le *LimitError
+			switch {
+			case errors.As(err, &le):
+				checkLimit(t, body, opt, le)
+			case errors.As(err, &te):
+				if te.Status != 400 && te.Status != 500 {
+					t.Fatalf("Triton's status %d for %v", te.Status, te)
+				}
+			case !errors.As(err, &re):
+				t.Fatalf("error %T %v is not a *RequestError, *TritonError or *LimitError", err, err)
+			}
+			return
+		}
+		if r.Raw {
+			if len(r.Proto.Inputs) != 0 || !bytes.Equal(r.RawBody, body) || !r.BinaryDataOutput {
+				t.Fatalf("raw request: %d inputs, body kept %v, binary output %v", len(r.Proto.Inputs), bytes.Equal(r.RawBody, body), r.BinaryDataOutput)
 			}
 			return
 		}
 		checkConsistent(t, r)
+		checkCounts(t, r, lim)
 
 		enc, hl, err := EncodeRequest(r.Proto, true)
 		if err != nil {
@@ -66,6 +96,57 @@ func FuzzParseRequest(f *testing.F) {
 			t.Fatalf("re-encoded request parses to\n%s\nnot\n%s", prototext.Format(back.Proto), prototext.Format(r.Proto))
 		}
 	})
+}
+
+// checkCounts checks an accepted request's inputs, outputs and parameters
+// against the limits.
+func checkCounts(t *testing.T, r *Request, lim Limits) {
+	t.Helper()
+	pb := r.Proto
+	if len(pb.Inputs) > lim.MaxInputs || len(pb.Outputs) > lim.MaxOutputs || len(pb.Parameters) > lim.MaxParameters {
+		t.Fatalf("accepted %d inputs, %d outputs, %d parameters under %+v", len(pb.Inputs), len(pb.Outputs), len(pb.Parameters), lim)
+	}
+	for _, in := range pb.Inputs {
+		if len(in.Parameters) > lim.MaxParameters {
+			t.Fatalf("input %q: accepted %d parameters under %+v", in.Name, len(in.Parameters), lim)
+		}
+	}
+	for _, o := range pb.Outputs {
+		if len(o.Parameters) > lim.MaxParameters {
+			t.Fatalf("output %q: accepted %d parameters under %+v", o.Name, len(o.Parameters), lim)
+		}
+	}
+}
+
+// checkLimit checks that a *LimitError is deserved: parsed without limits,
+// the body fails for another reason, or has more of what le counts than
+// its limit.
+func checkLimit(t *testing.T, body []byte, opt Options, le *LimitError) {
+	t.Helper()
+	opt.Limits = Limits{}
+	r, err := ParseRequestWith(context.Background(), body, opt)
+	if err != nil || r.Raw {
+		return
+	}
+	// The request parses without limits: the count must exceed. Parameters
+	// count what the JSON lists, before the HTTP-only ones are removed.
+	n := 0
+	switch le.What {
+	case "inputs":
+		n = len(r.Proto.Inputs)
+	case "outputs":
+		n = len(r.Proto.Outputs)
+		if n <= le.Limit && bytes.Count(body, []byte(`"name"`)) > le.Limit {
+			return // duplicates listed count, and are dropped after
+		}
+	case "parameters":
+		n = strings.Count(string(body), ":") // an upper bound of members in any one object
+	default:
+		t.Fatalf("limit on %q", le.What)
+	}
+	if n <= le.Limit {
+		t.Fatalf("%v, but without limits %d %s", le, n, le.What)
+	}
 }
 
 // checkConsistent checks an accepted request against its own shapes, with
@@ -133,4 +214,37 @@ func checkConsistent(t *testing.T, r *Request) {
 			t.Fatalf("output %q keeps binary_data", o.Name)
 		}
 	}
+}
+
+// FuzzSyntaxError holds the rapidjson check to an independent parser: on
+// bodies without the tokens where rapidjson and encoding/json differ on
+// purpose (NaN and Inf, escapes, NUL), both accept or both refuse. An
+// accepted body is also what the scanner of ParseRequest skips without a
+// syntax error.
+func FuzzSyntaxError(f *testing.F) {
+	for body := range tritonSyntaxAnswers {
+		f.Add([]byte(body))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		te, _ := syntaxError(body)
+		if te != nil && te.Status != 500 {
+			t.Fatalf("status %d", te.Status)
+		}
+		if bytes.ContainsAny(body, "NI\\\x00") || (te != nil && strings.Contains(te.Msg, errNumberTooBig)) {
+			return // encoding/json checks syntax only: 1e400 is valid to it
+		}
+		if valid := json.Valid(body); valid != (te == nil) {
+			t.Fatalf("%q: encoding/json says valid %v, the rapidjson check %v", body, valid, te)
+		}
+		if te == nil && len(bytes.TrimSpace(body)) > 0 {
+			s := &scanner{buf: body}
+			err := s.skipValue()
+			if err == nil {
+				err = s.end()
+			}
+			if err != nil && !s.tooDeep {
+				t.Fatalf("%q: valid JSON, but the scanner says %v", body, err)
+			}
+		}
+	})
 }

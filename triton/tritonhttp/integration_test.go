@@ -343,11 +343,18 @@ func TestTritonRefusesToo(t *testing.T) {
 		{"null parameter", `{"parameters":{"x":null},"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[1,4],"data":[1,2,3,4]}]}`, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if _, err := ParseRequest([]byte(c.body), c.headerLength); err == nil {
+			_, err := ParseRequest([]byte(c.body), c.headerLength)
+			if err == nil {
 				t.Fatal("ParseRequest accepts it")
 			}
-			if a := p.post(t, "affine_fp32", []byte(c.body), c.headerLength); a.status == http.StatusOK {
+			a := p.post(t, "affine_fp32", []byte(c.body), c.headerLength)
+			if a.status == http.StatusOK {
 				t.Errorf("Triton accepts it: %s", a.body)
+			}
+			// Where we answer as Triton, the answer is Triton's.
+			var te *TritonError
+			if errors.As(err, &te) && (a.status != te.Status || !bytes.Equal(bytes.TrimSpace(a.body), ErrorBody(te.Msg))) {
+				t.Errorf("Triton answered %d %s; we would answer %d %s", a.status, a.body, te.Status, ErrorBody(te.Msg))
 			}
 		})
 	}
@@ -410,4 +417,62 @@ func TestTritonSharedMemory(t *testing.T) {
 		t.Errorf("raw contents %x for an input in shared memory", req.Proto.RawInputContents)
 	}
 	sameAnswer(t, answer, grpcResp, ours, hl)
+}
+
+// TestSyntaxErrorsLikeTriton sends every header of tritonSyntaxAnswers to
+// the real Triton: one that does not parse gets the 500 and the message
+// ParseRequestWith gives, one that parses gets anything else.
+func TestSyntaxErrorsLikeTriton(t *testing.T) {
+	p := newTritonPair(t)
+	for body, want := range tritonSyntaxAnswers {
+		if body == "" {
+			continue // an empty body is a raw request to Triton
+		}
+		got := p.post(t, "affine_fp32", []byte(body), "")
+		_, err := ParseRequestWith(context.Background(), []byte(body), Options{})
+		var te *TritonError
+		if want == "" {
+			if got.status == http.StatusInternalServerError && bytes.Contains(got.body, []byte("failed to parse")) {
+				t.Errorf("%q: Triton cannot parse it: %s", body, got.body)
+			}
+			if errors.As(err, &te) {
+				t.Errorf("%q: ParseRequestWith answers as a parse error: %v", body, err)
+			}
+			continue
+		}
+		if !errors.As(err, &te) {
+			t.Errorf("%q: ParseRequestWith: %T %v, want a *TritonError", body, err, err)
+			continue
+		}
+		if got.status != te.Status || !bytes.Equal(bytes.TrimSpace(got.body), ErrorBody(te.Msg)) {
+			t.Errorf("%q: Triton answered %d %s; we would answer %d %s", body, got.status, got.body, te.Status, ErrorBody(te.Msg))
+		}
+	}
+}
+
+// TestHeaderLengthLikeTriton sends a valid request with header lengths
+// that Triton reads with atoi: those within the body are served as the
+// length they start with, those outside it refused with Triton's message.
+func TestHeaderLengthLikeTriton(t *testing.T) {
+	p := newTritonPair(t)
+	h := `{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[1,4],"parameters":{"binary_data_size":16}}]}`
+	body := append([]byte(h), make([]byte, 16)...)
+	n := strconv.Itoa(len(h))
+	for _, v := range []string{n + "abc", "+" + n, " " + n, "-1", "99999999999999999999", strconv.Itoa(len(body) + 1)} {
+		got := p.post(t, "affine_fp32", body, v)
+		r, err := ParseRequestWith(context.Background(), body, Options{HeaderLength: v, HasHeaderLength: true})
+		var te *TritonError
+		switch {
+		case err == nil && got.status == http.StatusOK:
+			if len(r.Proto.GetInputs()) != 1 {
+				t.Errorf("%q: parsed %d inputs", v, len(r.Proto.GetInputs()))
+			}
+		case errors.As(err, &te):
+			if got.status != te.Status || !bytes.Equal(bytes.TrimSpace(got.body), ErrorBody(te.Msg)) {
+				t.Errorf("%q: Triton answered %d %s; we would answer %d %s", v, got.status, got.body, te.Status, ErrorBody(te.Msg))
+			}
+		default:
+			t.Errorf("%q: Triton answered %d %s; ParseRequestWith: %v", v, got.status, got.body, err)
+		}
+	}
 }

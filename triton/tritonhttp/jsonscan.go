@@ -1,6 +1,7 @@
 package tritonhttp
 
 import (
+	"context"
 	"fmt"
 	"unicode/utf8"
 )
@@ -22,6 +23,29 @@ type scanner struct {
 	pos   int
 	depth int
 	tmp   []byte // scratch for decoded strings with escapes
+	// tooDeep records that the document nests deeper than maxDepth.
+	tooDeep bool
+	// ctx, when not nil, stops the scan once it ends; steps counts the
+	// members and elements read, to look at ctx every cancelEvery steps.
+	ctx   context.Context
+	steps int
+	// lim bounds the parameters of one object (the other limits are the
+	// request's).
+	lim Limits
+}
+
+// cancelEvery is how many members and elements the scanner reads between
+// two looks at its context: a few tens of microseconds of work.
+const cancelEvery = 1 << 12
+
+// step counts one member or element, and fails once the scanner's context
+// has ended.
+func (s *scanner) step() error {
+	s.steps++
+	if s.ctx != nil && s.steps%cancelEvery == 0 {
+		return s.ctx.Err()
+	}
+	return nil
 }
 
 // numKind classifies a number token.
@@ -61,7 +85,7 @@ func (s *scanner) peek() (byte, error) {
 // end checks that nothing but whitespace is left.
 func (s *scanner) end() error {
 	s.skipSpace()
-	if s.pos != len(s.buf) {
+	if s.pos != len(s.buf) && s.buf[s.pos] != 0 {
 		return s.errorf("unexpected %s after the JSON value", quoteByte(s.buf[s.pos]))
 	}
 	return nil
@@ -77,6 +101,7 @@ func (s *scanner) enter(c byte, what string) error {
 		return s.errorf("want %s, got %s", what, kindName(got))
 	}
 	if s.depth >= maxDepth {
+		s.tooDeep = true
 		return s.errorf("JSON nested deeper than %d levels", maxDepth)
 	}
 	s.depth++
@@ -95,6 +120,9 @@ func (s *scanner) beginArray() error { return s.enter('[', "an array") }
 // read so far; the caller starts it at 0. The key is valid until the next
 // call that reads a string.
 func (s *scanner) member(n *int) (key []byte, ok bool, err error) {
+	if err := s.step(); err != nil {
+		return nil, false, err
+	}
 	c, err := s.peek()
 	if err != nil {
 		return nil, false, err
@@ -134,6 +162,9 @@ func (s *scanner) member(n *int) (key []byte, ok bool, err error) {
 // ok false after consuming the closing ']'. n counts the elements read so
 // far; the caller starts it at 0.
 func (s *scanner) element(n *int) (ok bool, err error) {
+	if err := s.step(); err != nil {
+		return false, err
+	}
 	c, err := s.peek()
 	if err != nil {
 		return false, err
@@ -232,7 +263,13 @@ func (s *scanner) appendStr(dst []byte) ([]byte, error) {
 			if err != nil {
 				return dst, err
 			}
-			dst = utf8.AppendRune(dst, r)
+			if r >= 0xDC00 && r <= 0xDFFF {
+				// rapidjson writes a lone surrogate's three UTF-8 bytes,
+				// where utf8.AppendRune would write U+FFFD.
+				dst = append(dst, 0xE0|byte(r>>12), 0x80|byte(r>>6)&0x3F, 0x80|byte(r)&0x3F)
+			} else {
+				dst = utf8.AppendRune(dst, r)
+			}
 			s.pos = i + n
 			continue
 		default:
@@ -254,7 +291,8 @@ func (s *scanner) unicodeEscape(i int) (rune, int, error) {
 		return 0, 0, s.errorf("invalid \\u escape in string")
 	}
 	switch {
-	case hi < 0xD800 || hi > 0xDFFF:
+	case hi < 0xD800 || hi > 0xDBFF:
+		// A low surrogate alone is taken, as Triton's parser takes it.
 		return rune(hi), 6, nil
 	case hi <= 0xDBFF: // high surrogate: a low one must follow
 		if i+7 < len(s.buf) && s.buf[i+6] == '\\' && s.buf[i+7] == 'u' {

@@ -135,6 +135,9 @@ func (s *scanner) params(special func(key string) (*tritonpb.InferParameter, boo
 		if !ok {
 			return out, nil
 		}
+		if s.lim.MaxParameters > 0 && n > s.lim.MaxParameters {
+			return nil, &LimitError{What: "parameters", Limit: s.lim.MaxParameters}
+		}
 		key := string(k)
 		if _, dup := out[key]; dup || slices.Contains(dropped, key) {
 			return nil, fmt.Errorf("parameters: duplicate key %q", key)

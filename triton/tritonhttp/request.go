@@ -1,8 +1,10 @@
 package tritonhttp
 
 import (
+	"context"
+	"errors"
 	"fmt"
-	"strconv"
+	"math"
 	"strings"
 
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -29,6 +31,14 @@ type Request struct {
 	// BinaryData holds the binary_data parameter of each output in
 	// Proto.Outputs, in the same order, false when absent.
 	BinaryData []bool
+	// Raw is true for a raw binary request (an
+	// Inference-Header-Content-Length of 0, or an empty body without one):
+	// the whole body, RawBody, is the data of the model's only input, whose
+	// name, datatype and shape Triton deduces from the model's
+	// configuration. Proto then has no inputs, and BinaryDataOutput is
+	// true, as Triton answers such requests in binary.
+	Raw     bool
+	RawBody []byte
 }
 
 // WantsBinary reports whether the client wants output returned as binary
@@ -68,29 +78,95 @@ func hasSharedMemory(params map[string]*tritonpb.InferParameter) bool {
 	return ok
 }
 
-// ParseRequest checks the framing of an HTTP inference request and converts
-// it. body is the whole (decompressed) request body and headerLength the
-// value of its Inference-Header-Content-Length header, "" when absent, in
-// which case the whole body is the JSON header.
-//
-// It checks that the header length is within the body; that the JSON
-// header is well formed, with an "inputs" array whose inputs each have a
-// name, a known datatype and a shape of at most triton.MaxElements
-// elements, and exactly one source of data ("data", a binary_data_size
-// parameter or a shared_memory_region parameter); that input names are
-// unique; that JSON data hold exactly the shape's element count, of the
-// datatype's JSON kind; that binary data sizes agree with the shapes and
-// datatypes (BYTES elements are parsed and counted) and add up to exactly
-// the bytes after the JSON header.
-//
-// Every error is a *RequestError, to be answered with HTTP 400. No
-// allocation is much larger than the body, whatever the shapes claim.
+// Options are what ParseRequestWith needs besides the body.
+type Options struct {
+	// HeaderLength is the value of the request's
+	// Inference-Header-Content-Length header, and HasHeaderLength whether
+	// it had one (Triton reads an empty value as 0).
+	HeaderLength    string
+	HasHeaderLength bool
+	// Limits bound the request's inputs, outputs and parameters.
+	Limits Limits
+}
+
+// Limits bound the work ParseRequestWith does for one request: the inputs
+// and requested outputs it reads, and the parameters of any one object
+// (the request's, an input's or an output's). A zero field means no bound.
+type Limits struct {
+	MaxInputs     int
+	MaxOutputs    int
+	MaxParameters int
+}
+
+// ParseRequest is ParseRequestWith without limits or cancellation, the
+// header length given as its value ("" when absent).
 func ParseRequest(body []byte, headerLength string) (*Request, error) {
-	r, err := parseRequest(body, headerLength)
+	return ParseRequestWith(context.Background(), body, Options{HeaderLength: headerLength, HasHeaderLength: headerLength != ""})
+}
+
+// ParseRequestWith checks the framing of an HTTP inference request and
+// converts it. body is the whole (decompressed) request body.
+//
+// The Inference-Header-Content-Length header is read as Triton reads it,
+// with C's atoi (leading white space, a sign, then digits; "252abc" is 252,
+// "abc" is 0). A length below 0 or beyond the body is refused as Triton
+// refuses it. A length of 0, or an empty body without the header, makes
+// a raw binary request (Request.Raw), which has nothing more to check.
+// Otherwise it checks that the JSON header is well formed, with an
+// "inputs" array whose inputs each have a name, a known datatype and a
+// shape of at most triton.MaxElements elements, and exactly one source of
+// data ("data", a binary_data_size parameter or a shared_memory_region
+// parameter); that input names are unique; that JSON data hold exactly
+// the shape's element count, of the datatype's JSON kind; that binary data
+// sizes agree with the shapes and datatypes (BYTES elements are parsed and
+// counted) and add up to exactly the bytes after the JSON header. An
+// output listed twice is requested once, with the first listing's
+// parameters, as Triton does.
+//
+// Every check is linear in the size of the body. It stops with ctx's error
+// when ctx ends (the client went away), and with a *LimitError beyond
+// opt.Limits. A JSON header that does not parse is a *TritonError with
+// Triton's status (500) and message, as is a header length out of range
+// (400); every other problem is a *RequestError, to be answered with HTTP
+// 400. No allocation is much larger than the body, whatever the shapes
+// claim.
+func ParseRequestWith(ctx context.Context, body []byte, opt Options) (*Request, error) {
+	hl, err := headerSize(body, opt)
 	if err != nil {
-		return nil, &RequestError{Msg: err.Error()}
+		return nil, err
 	}
-	return r, nil
+	if hl == 0 {
+		return &Request{Proto: &tritonpb.ModelInferRequest{}, BinaryDataOutput: true, Raw: true, RawBody: body}, nil
+	}
+	s := &scanner{buf: body[:hl], ctx: ctx, lim: opt.Limits}
+	r, err := parseRequest(s, body[hl:], opt.HasHeaderLength)
+	if err == nil {
+		return r, nil
+	}
+	var le *LimitError
+	switch {
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case errors.As(err, &le):
+		return nil, le
+	}
+	// Triton parses the whole header before it looks at it: a syntax error
+	// anywhere is what it reports; but JSON nested deeper than maxDepth
+	// crashes it, and is refused as such.
+	te, depth := syntaxError(body[:hl])
+	switch {
+	case s.tooDeep:
+		return nil, &RequestError{Msg: err.Error()}
+	case depth > maxDepth:
+		return nil, &RequestError{Msg: fmt.Sprintf("JSON header: JSON nested deeper than %d levels", maxDepth)}
+	}
+	if te != nil {
+		return nil, te
+	}
+	if errors.As(err, &te) {
+		return nil, te
+	}
+	return nil, &RequestError{Msg: err.Error()}
 }
 
 // outputSpec is one requested output of the JSON header, as read.
@@ -103,12 +179,7 @@ type outputSpec struct {
 	seen          fieldSet
 }
 
-func parseRequest(body []byte, headerLength string) (*Request, error) {
-	hl, err := headerSize(body, headerLength)
-	if err != nil {
-		return nil, err
-	}
-	s := &scanner{buf: body[:hl]}
+func parseRequest(s *scanner, rest []byte, framed bool) (*Request, error) {
 	r := &Request{Proto: &tritonpb.ModelInferRequest{}}
 	inputs, err := r.readHeader(s)
 	if err != nil {
@@ -117,31 +188,60 @@ func parseRequest(body []byte, headerLength string) (*Request, error) {
 	if err := checkUnique(inputs); err != nil {
 		return nil, err
 	}
-	if err := r.setInputs(inputs, body[hl:], headerLength != ""); err != nil {
+	if err := r.setInputs(inputs, rest, framed); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-// headerSize returns the length of the JSON header.
-func headerSize(body []byte, headerLength string) (int, error) {
-	if headerLength == "" {
-		if len(body) == 0 {
-			return 0, fmt.Errorf("empty body")
-		}
+// headerSize returns the length of the JSON header, 0 for a raw request.
+func headerSize(body []byte, opt Options) (int, error) {
+	if !opt.HasHeaderLength {
 		return len(body), nil
 	}
-	v, err := strconv.ParseUint(headerLength, 10, 64)
-	if err != nil || strings.TrimLeft(headerLength, "0123456789") != "" {
-		return 0, fmt.Errorf("Inference-Header-Content-Length %q is not a non-negative integer", headerLength)
+	v := atoi(opt.HeaderLength)
+	if v < 0 || v > len(body) {
+		return 0, &TritonError{Status: 400, Msg: fmt.Sprintf("inference header size should be in range (0, %d), got: %s", len(body), opt.HeaderLength), ContentType: "text/plain"}
 	}
+	return v, nil
+}
+
+// atoi reads s as glibc's atoi does: (int)strtol(s, NULL, 10) on a 64-bit
+// system. Leading white space, an optional sign, then decimal digits up to
+// the first other byte; no digits is 0; a value beyond the range of long
+// is clamped to it; the result is truncated to 32 bits.
+func atoi(s string) int {
+	i := 0
+	for i < len(s) && (s[i] == ' ' || (s[i] >= '\t' && s[i] <= '\r')) {
+		i++
+	}
+	neg := false
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		neg = s[i] == '-'
+		i++
+	}
+	var v uint64
+	over := false
+	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		d := uint64(s[i] - '0')
+		if v > (math.MaxUint64-d)/10 {
+			over = true
+			continue
+		}
+		v = v*10 + d
+	}
+	var l int64
 	switch {
-	case v == 0:
-		return 0, fmt.Errorf("Inference-Header-Content-Length 0 (the whole body as the raw data of the model's only input) is not supported")
-	case v > uint64(len(body)):
-		return 0, fmt.Errorf("Inference-Header-Content-Length %d is beyond the %d-byte body", v, len(body))
+	case neg && (over || v > 1<<63):
+		l = math.MinInt64
+	case neg:
+		l = -int64(v)
+	case over || v > math.MaxInt64:
+		l = math.MaxInt64
+	default:
+		l = int64(v)
 	}
-	return int(v), nil
+	return int(int32(l))
 }
 
 // readHeader reads the JSON header into r.Proto and r's output flags, and
@@ -240,7 +340,7 @@ func (r *Request) requestParam(s *scanner) func(string) (*tritonpb.InferParamete
 			return p, true, err
 		}
 		if strings.HasPrefix(key, "triton_") {
-			return nil, true, fmt.Errorf(`keys starting with "triton_" are reserved for Triton`)
+			return nil, true, &TritonError{Status: 400, Msg: "parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified."}
 		}
 		return nil, false, nil
 	}
@@ -260,6 +360,9 @@ func (s *scanner) readInputs() ([]tensorSpec, error) {
 		if !more {
 			return inputs, nil
 		}
+		if s.lim.MaxInputs > 0 && n > s.lim.MaxInputs {
+			return nil, &LimitError{What: "inputs", Limit: s.lim.MaxInputs}
+		}
 		in, err := s.readTensor("input", len(inputs), true)
 		if err != nil {
 			return nil, err
@@ -273,6 +376,7 @@ func (r *Request) readOutputs(s *scanner) error {
 	if err := s.beginArray(); err != nil {
 		return fmt.Errorf("outputs: %w", err)
 	}
+	var seen map[string]bool
 	for n := 0; ; {
 		more, err := s.element(&n)
 		if err != nil {
@@ -281,15 +385,22 @@ func (r *Request) readOutputs(s *scanner) error {
 		if !more {
 			return nil
 		}
-		out, err := s.readOutput(len(r.Proto.Outputs))
+		if s.lim.MaxOutputs > 0 && n > s.lim.MaxOutputs {
+			return &LimitError{What: "outputs", Limit: s.lim.MaxOutputs}
+		}
+		out, err := s.readOutput(n - 1)
 		if err != nil {
 			return err
 		}
-		for _, o := range r.Proto.Outputs {
-			if o.Name == out.name {
-				return fmt.Errorf("output %q: requested more than once", out.name)
-			}
+		// Triton answers an output listed twice once, as its first
+		// listing asks.
+		if seen == nil {
+			seen = make(map[string]bool)
 		}
+		if seen[out.name] {
+			continue
+		}
+		seen[out.name] = true
 		r.Proto.Outputs = append(r.Proto.Outputs, &tritonpb.ModelInferRequest_InferRequestedOutputTensor{Name: out.name, Parameters: out.params})
 		r.BinaryData = append(r.BinaryData, out.binary)
 	}
@@ -378,12 +489,12 @@ func (out *outputSpec) param(s *scanner) func(string) (*tritonpb.InferParameter,
 
 // checkUnique checks that input names are unique.
 func checkUnique(inputs []tensorSpec) error {
-	for i := 1; i < len(inputs); i++ {
-		for j := range i {
-			if inputs[i].name == inputs[j].name {
-				return fmt.Errorf("input %q: given more than once", inputs[i].name)
-			}
+	seen := make(map[string]struct{}, len(inputs))
+	for i := range inputs {
+		if _, dup := seen[inputs[i].name]; dup {
+			return fmt.Errorf("input %q: given more than once", inputs[i].name)
 		}
+		seen[inputs[i].name] = struct{}{}
 	}
 	return nil
 }

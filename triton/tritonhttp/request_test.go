@@ -37,33 +37,30 @@ func TestParseRequestErrors(t *testing.T) {
 		want         string
 	}{
 		// Framing.
-		{"empty body", "", "", "empty body"},
-		{"header length not a number", `{}`, "abc", `Inference-Header-Content-Length "abc" is not a non-negative integer`},
-		{"header length negative", `{}`, "-1", `Inference-Header-Content-Length "-1" is not a non-negative integer`},
-		{"header length with sign", `{}`, "+2", `Inference-Header-Content-Length "+2" is not a non-negative integer`},
-		{"header length with space", `{}`, " 2", `Inference-Header-Content-Length " 2" is not a non-negative integer`},
-		{"header length overflows", `{}`, "99999999999999999999999", `Inference-Header-Content-Length "99999999999999999999999" is not a non-negative integer`},
-		{"header length zero", `{}`, "0", "Inference-Header-Content-Length 0 (the whole body as the raw data of the model's only input) is not supported"},
-		{"header length beyond body", `{"inputs":[]}`, "14", "Inference-Header-Content-Length 14 is beyond the 13-byte body"},
-		{"junk with short header length", string(junk), "20", "JSON header: want an object, got byte 0x17 at offset 0"},
+		// Framing, as Triton reads it (its own message and status).
+		{"header length negative", `{}`, "-1", `inference header size should be in range (0, 2), got: -1`},
+		{"header length overflows", `{}`, "99999999999999999999999", `inference header size should be in range (0, 2), got: 99999999999999999999999`},
+		{"header length beyond body", `{"inputs":[]}`, "14", "inference header size should be in range (0, 13), got: 14"},
+		{"header length beyond body after digits", `{"inputs":[]}`, "14abc", "inference header size should be in range (0, 13), got: 14abc"},
+		{"junk with short header length", string(junk), "20", "failed to parse the request JSON buffer: Invalid value. at 0"},
 		{"junk after header", `{"inputs":[]}` + string(junk[:100]), "13", "binary_data_size add up to 0 bytes, but 100 bytes follow the JSON header"},
 
 		// JSON structure.
 		{"not an object", `[]`, "", "JSON header: want an object, got an array at offset 0"},
-		{"trailing value", `{"inputs":[]} x`, "", "JSON header: unexpected 'x' after the JSON value at offset 14"},
-		{"trailing NUL", "{\"inputs\":[]}\x00", "", "JSON header: unexpected byte 0x00 after the JSON value at offset 13"},
-		{"trailing comma", `{"inputs":[],}`, "", "JSON header: want a string key, got '}' at offset 13"},
-		{"truncated", `{"inputs":[`, "", "inputs: unexpected end of JSON at offset 11"},
+		{"trailing value", `{"inputs":[]} x`, "", "failed to parse the request JSON buffer: The document root must not be followed by other values. at 14"},
+		{"trailing comma", `{"inputs":[],}`, "", "failed to parse the request JSON buffer: Missing a name for object member. at 13"},
+		{"truncated", `{"inputs":[`, "", "failed to parse the request JSON buffer: Invalid value. at 11"},
 		{"id not a string", `{"id":1,"inputs":[]}`, "", "id: want a string, got a number at offset 6"},
 		{"no inputs", `{}`, "", `JSON header: no "inputs"`},
 		{"inputs not an array", `{"inputs":{}}`, "", "inputs: want an array, got an object at offset 10"},
 		{"duplicate key", `{"inputs":[],"inputs":[]}`, "", `JSON header: duplicate key "inputs"`},
 		{"deep nesting", `{"x":` + strings.Repeat("[", 100000), "", "JSON header: JSON nested deeper than 64 levels at offset 68"},
 		{"input not an object", `{"inputs":[1]}`, "", "input 0: want an object, got a number at offset 11"},
-		{"invalid literal", `{"inputs":[],"x":tru}`, "", "JSON header: invalid value at offset 17"},
-		{"leading zero", `{"inputs":[],"x":01}`, "", "JSON header: want ',' or '}', got '1' at offset 18"},
-		{"bad escape", `{"inputs":[],"x":"\q"}`, "", `JSON header: invalid escape 'q' in string at offset 18`},
-		{"unterminated string", `{"inputs":[],"x":"abc`, "", "JSON header: unterminated string at offset 21"},
+		{"invalid literal", `{"inputs":[],"x":tru}`, "", "failed to parse the request JSON buffer: Invalid value. at 20"},
+		{"leading zero", `{"inputs":[],"x":01}`, "", "failed to parse the request JSON buffer: Missing a comma or '}' after an object member. at 18"},
+		{"bad escape", `{"inputs":[],"x":"\q"}`, "", `failed to parse the request JSON buffer: Invalid escape character in string. at 18`},
+		{"unterminated string", `{"inputs":[],"x":"abc`, "", "failed to parse the request JSON buffer: Missing a closing quotation mark in string. at 21"},
+		{"syntax error after a semantic one", `{"x":1,"inputs":{},"y":[1 2]}`, "", "failed to parse the request JSON buffer: Missing a comma or ']' after an array element. at 26"},
 
 		// Inputs.
 		{"no name", `{"inputs":[{"datatype":"FP32","shape":[1],"data":[1]}]}`, "", `input 0: no "name"`},
@@ -91,7 +88,7 @@ func TestParseRequestErrors(t *testing.T) {
 		{"data before shape, too few", in(`"data":[1],"datatype":"FP32","shape":[2]`), "", `input "x": data has 1 elements, but shape [2] needs 2`},
 		{"string for FP32", in(`"datatype":"FP32","shape":[2],"data":[1,"a"]`), "", `input "x": data element 1: want a number for FP32, got a string`},
 		{"null for FP32", in(`"datatype":"FP32","shape":[1],"data":[null]`), "", `input "x": data element 0: want a number for FP32, got null`},
-		{"missing element", in(`"datatype":"FP32","shape":[2],"data":[1,,2]`), "", `input "x": data element 1: want a number for FP32, got ','`},
+		{"missing element", in(`"datatype":"FP32","shape":[2],"data":[1,,2]`), "", `failed to parse the request JSON buffer: Invalid value. at 63`},
 		{"fraction for INT32", in(`"datatype":"INT32","shape":[1],"data":[1.5]`), "", `input "x": data element 0: 1.5 is not an integer (INT32)`},
 		{"exponent for INT64", in(`"datatype":"INT64","shape":[1],"data":[1e2]`), "", `input "x": data element 0: 1e2 is not an integer (INT64)`},
 		{"NaN for INT16", in(`"datatype":"INT16","shape":[1],"data":[NaN]`), "", `input "x": data element 0: NaN is not an integer (INT16)`},
@@ -105,9 +102,9 @@ func TestParseRequestErrors(t *testing.T) {
 		{"FP16 as JSON", in(`"datatype":"FP16","shape":[1],"data":[1]`), "", `input "x": FP16 data cannot be given as JSON; send it as binary data`},
 		{"BF16 as JSON", in(`"datatype":"BF16","shape":[1],"data":[1]`), "", `input "x": BF16 data cannot be given as JSON; send it as binary data`},
 		{"data not an array", in(`"datatype":"FP32","shape":[1],"data":5`), "", `input "x": data: want an array, got a number at offset 60`},
-		{"FP64 beyond range", in(`"datatype":"FP64","shape":[1],"data":[1e400]`), "", `input "x": data element 0: 1e400: number out of range of float64`},
-		{"control character in string", in(`"datatype":"BYTES","shape":[1],"data":["a` + "\x01" + `"]`), "", `input "x": data element 0: control character byte 0x01 in string at offset 64`},
-		{"lone surrogate", in(`"datatype":"BYTES","shape":[1],"data":["\ud83d"]`), "", `input "x": data element 0: invalid surrogate pair in string at offset 63`},
+		{"FP64 beyond range", in(`"datatype":"FP64","shape":[1],"data":[1e400]`), "", `failed to parse the request JSON buffer: Number too big to be stored in double. at 61`},
+		{"control character in string", in(`"datatype":"BYTES","shape":[1],"data":["a` + "\x01" + `"]`), "", `failed to parse the request JSON buffer: Invalid escape character in string. at 64`},
+		{"lone surrogate", in(`"datatype":"BYTES","shape":[1],"data":["\ud83d"]`), "", `failed to parse the request JSON buffer: The surrogate pair in string is invalid. at 63`},
 		{"deep data", in(`"datatype":"FP32","shape":[1],"data":` + strings.Repeat("[", 70) + "1" + strings.Repeat("]", 70)), "", `input "x": data: JSON nested deeper than 64 levels at offset 121`},
 
 		// Binary data (more below).
@@ -115,7 +112,7 @@ func TestParseRequestErrors(t *testing.T) {
 		{"binary without header length", fp32x4, "", "binary_data_size given without an Inference-Header-Content-Length header"},
 
 		// Parameters.
-		{"triton_ key", `{"parameters":{"triton_x":1},"inputs":[]}`, "", `parameter "triton_x": keys starting with "triton_" are reserved for Triton`},
+		{"triton_ key", `{"parameters":{"triton_x":1},"inputs":[]}`, "", `parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.`},
 		{"null parameter", `{"parameters":{"n":null},"inputs":[]}`, "", `parameter "n": want a string, boolean or number, got null`},
 		{"object parameter", `{"parameters":{"headers":{"a":"b"}},"inputs":[]}`, "", `parameter "headers": want a string, boolean or number, got an object`},
 		{"binary_data_output not a bool", `{"parameters":{"binary_data_output":"yes"},"inputs":[]}`, "", `parameter "binary_data_output": want true or false, got a string at offset 36`},
@@ -126,7 +123,6 @@ func TestParseRequestErrors(t *testing.T) {
 
 		// Outputs.
 		{"output without name", `{"inputs":[],"outputs":[{}]}`, "", `output 0: no "name"`},
-		{"output twice", `{"inputs":[],"outputs":[{"name":"y"},{"name":"y"}]}`, "", `output "y": requested more than once`},
 		{"output shm and classification", `{"inputs":[],"outputs":[{"name":"y","parameters":{"shared_memory_region":"r","classification":3}}]}`, "", `output "y": parameters shared_memory_region and classification: give only one`},
 		{"output shm and binary", `{"inputs":[],"outputs":[{"name":"y","parameters":{"shared_memory_region":"r","binary_data":true}}]}`, "", `output "y": parameters shared_memory_region and binary_data true: give only one`},
 		{"binary_data not a bool", `{"inputs":[],"outputs":[{"name":"y","parameters":{"binary_data":1}}]}`, "", `output "y": parameter "binary_data": want true or false, got a number at offset 64`},
@@ -162,8 +158,19 @@ func TestParseRequestErrors(t *testing.T) {
 		if err == nil {
 			t.Fatalf("ParseRequest succeeded: %v", r.Proto)
 		}
+		// Triton's own answers for what it refuses itself; ours for the rest.
 		var re *RequestError
-		if !errors.As(err, &re) {
+		var te *TritonError
+		switch {
+		case strings.HasPrefix(want, "failed to parse the request JSON buffer: "):
+			if !errors.As(err, &te) || te.Status != 500 {
+				t.Errorf("error %T %v is not a *TritonError with status 500", err, err)
+			}
+		case strings.HasPrefix(want, "inference header size") || strings.HasPrefix(want, "parameter keys starting with 'triton_'"):
+			if !errors.As(err, &te) || te.Status != 400 {
+				t.Errorf("error %T %v is not a *TritonError with status 400", err, err)
+			}
+		case !errors.As(err, &re):
 			t.Errorf("error %T is not a *RequestError", err)
 		}
 		if err.Error() != want {

@@ -13,15 +13,19 @@ import (
 // their values byte for byte (the header is re-encoded, its members
 // ordered by key), and any binary data after it follows unchanged.
 //
-// headerLength is the request's Inference-Header-Content-Length, "" when
-// the whole body is the JSON header, as ParseRequest takes them; the new
-// header's length is returned for it, -1 when headerLength was "". A
+// opt says how the body is framed, as ParseRequestWith takes it (its
+// limits are not checked again): the new header's length is returned for
+// the request's Inference-Header-Content-Length, -1 when the request has
+// none. A raw binary request (a header length of 0: no JSON header), a
 // header that is not a JSON object, or whose parameters are not one, is a
 // *RequestError.
-func SetParameters(body []byte, headerLength string, params map[string]string) ([]byte, int, error) {
-	hl, err := headerSize(body, headerLength)
+func SetParameters(body []byte, opt Options, params map[string]string) ([]byte, int, error) {
+	hl, err := headerSize(body, opt)
 	if err != nil {
 		return nil, 0, &RequestError{Msg: err.Error()}
+	}
+	if hl == 0 {
+		return nil, 0, &RequestError{Msg: "a raw binary request (Inference-Header-Content-Length: 0) has no JSON header to carry parameters"}
 	}
 	var header map[string]json.RawMessage
 	if err := json.Unmarshal(body[:hl], &header); err != nil || header == nil {
@@ -50,7 +54,7 @@ func SetParameters(body []byte, headerLength string, params map[string]string) (
 	}
 	newLength := len(out)
 	out = append(out, body[hl:]...)
-	if headerLength == "" {
+	if !opt.HasHeaderLength {
 		newLength = -1
 	}
 	return out, newLength, nil

@@ -30,7 +30,7 @@ func TestSetParameters(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			body, hl, err := SetParameters(tt.body, tt.headerLength, set)
+			body, hl, err := SetParameters(tt.body, Options{HeaderLength: tt.headerLength, HasHeaderLength: tt.headerLength != ""}, set)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,9 +62,12 @@ func TestSetParameters(t *testing.T) {
 			}
 		})
 	}
+	if _, _, err := SetParameters([]byte{1, 2, 3, 4}, Options{HeaderLength: "0", HasHeaderLength: true}, set); err == nil {
+		t.Error("a raw binary request took parameters")
+	}
 	for _, bad := range []string{`[1]`, `{"parameters":[1],"inputs":[]}`} {
 		var re *RequestError
-		if _, _, err := SetParameters([]byte(bad), "", set); !errors.As(err, &re) {
+		if _, _, err := SetParameters([]byte(bad), Options{}, set); !errors.As(err, &re) {
 			t.Errorf("SetParameters(%s): %v, want a *RequestError", bad, err)
 		}
 	}

@@ -123,7 +123,7 @@ func (s *scanner) readTensor(kind string, i int, needData bool) (tensorSpec, err
 		return fail(err)
 	}
 	if t.dataAt >= 0 {
-		d := &scanner{buf: s.buf, pos: t.dataAt, depth: s.depth + 1}
+		d := &scanner{buf: s.buf, pos: t.dataAt, depth: s.depth + 1, ctx: s.ctx, lim: s.lim}
 		var err error
 		if t.raw, err = d.readData(t.datatype, t.n, t.shape); err != nil {
 			return fail(err)

@@ -8,7 +8,9 @@
 package faketriton
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -556,7 +558,8 @@ func (s *Server) RepositoryIndex(_ context.Context, req *tritonpb.RepositoryInde
 }
 
 // HTTPHandler serves Triton's HTTP inference route for the fake's models
-// (POST /v2/models/NAME[/versions/V]/infer), and answers 404 otherwise.
+// (POST /v2/models/NAME[/versions/V]/infer) and its repository index (POST
+// /v2/repository/index), and answers 404 otherwise.
 // Every request is counted (HTTPCalls).
 func (s *Server) HTTPHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -564,6 +567,10 @@ func (s *Server) HTTPHandler() http.Handler {
 		s.httpCalls++
 		s.httpHeader = r.Header.Clone()
 		s.mu.Unlock()
+		if r.URL.Path == "/v2/repository/index" && r.Method == http.MethodPost {
+			s.httpIndex(w, r)
+			return
+		}
 		rest, ok := strings.CutPrefix(r.URL.Path, "/v2/models/")
 		parts := strings.Split(rest, "/")
 		if !ok || r.Method != http.MethodPost || len(parts) < 2 || parts[len(parts)-1] != "infer" {
@@ -606,6 +613,36 @@ func (s *Server) HTTPHandler() http.Handler {
 		w.Header().Set("X-Fake-Triton", "1")
 		w.Write(out)
 	})
+}
+
+// httpIndex answers the repository index as Triton 2.51 does: a bare JSON
+// array of entries whose empty fields are left out, in the order name,
+// version, state, reason; a body that is not JSON gets 500.
+func (s *Server) httpIndex(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var req struct {
+		Ready bool `json:"ready"`
+	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := json.Unmarshal(body, &req); err != nil {
+			httpError(w, http.StatusInternalServerError, "failed to parse the request JSON buffer: "+err.Error())
+			return
+		}
+	}
+	resp, _ := s.RepositoryIndex(r.Context(), &tritonpb.RepositoryIndexRequest{Ready: req.Ready})
+	type entry struct {
+		Name    string `json:"name"`
+		Version string `json:"version,omitempty"`
+		State   string `json:"state,omitempty"`
+		Reason  string `json:"reason,omitempty"`
+	}
+	out := []entry{}
+	for _, m := range resp.GetModels() {
+		out = append(out, entry{m.GetName(), m.GetVersion(), m.GetState(), m.GetReason()})
+	}
+	b, _ := json.Marshal(out)
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(b)
 }
 
 func httpError(w http.ResponseWriter, code int, msg string) {

@@ -55,24 +55,69 @@ func (f *fakeCall) call(ctx context.Context, _ int, req *tritonpb.ModelInferRequ
 	return resp, nil
 }
 
+// step is an ensemble step of model, version -1.
+func step(model string, in, out map[string]string) *tritonpb.ModelEnsembling_Step {
+	return &tritonpb.ModelEnsembling_Step{ModelName: model, ModelVersion: -1, InputMap: in, OutputMap: out}
+}
+
+// pipeline is pre → backbone (two inputs) → two heads, the second
+// followed by post.
+func pipeline(t *testing.T) *Graph {
+	t.Helper()
+	cfg := &tritonpb.ModelConfig{Name: "ens", Platform: "ensemble",
+		Input:  []*tritonpb.ModelInput{{Name: "image"}, {Name: "mask"}},
+		Output: []*tritonpb.ModelOutput{{Name: "a"}, {Name: "b_label"}},
+		SchedulingChoice: &tritonpb.ModelConfig_EnsembleScheduling{EnsembleScheduling: &tritonpb.ModelEnsembling{Step: []*tritonpb.ModelEnsembling_Step{
+			step("pre", map[string]string{"image": "image"}, map[string]string{"x": "pixels"}),
+			step("backbone", map[string]string{"x": "pixels", "mask": "mask"}, map[string]string{"feature": "emb"}),
+			step("head_a", map[string]string{"in": "emb"}, map[string]string{"out": "a"}),
+			step("head_b", map[string]string{"in": "emb"}, map[string]string{"out": "b"}),
+			step("post", map[string]string{"scores": "b"}, map[string]string{"label": "b_label"}),
+		}}}}
+	g, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestNeeded(t *testing.T) {
+	g := pipeline(t)
+	for _, tt := range []struct {
+		wanted []string
+		need   []bool
+	}{
+		{[]string{"a"}, []bool{true, true, true, false, false}},
+		{[]string{"b_label"}, []bool{true, true, false, true, true}},
+		{[]string{"a", "b_label"}, []bool{true, true, true, true, true}},
+		{[]string{"pixels"}, []bool{true, false, false, false, false}},
+		{[]string{"image"}, []bool{false, false, false, false, false}},
+	} {
+		if got := g.Needed(tt.wanted); !slices.Equal(got, tt.need) {
+			t.Errorf("Needed(%v) = %v, want %v", tt.wanted, got, tt.need)
+		}
+	}
+}
+
 // bytesTensor is a UINT8 tensor of s.
 func bytesTensor(s string) Tensor {
 	return Tensor{Datatype: "UINT8", Shape: []int64{int64(len(s))}, Raw: []byte(s)}
 }
 
 // TestRun: the steps run in dependency order with the tensors they read,
-// only those the outputs need; the tensor to correct is corrected before
-// its readers get it.
+// only those the outputs need; the hooked tensor passes through the hook
+// before its readers get it.
 func TestRun(t *testing.T) {
-	g, _ := New(pipeline(), "emb")
+	g := pipeline(t)
 	f := &fakeCall{}
 	r := &Run{Graph: g, ID: "r1", Parameters: map[string]*tritonpb.InferParameter{"p": {}},
 		Inputs:  map[string]Tensor{"image": bytesTensor("I"), "mask": bytesTensor("M")},
 		Outputs: []Output{{Name: "b_label"}},
 		Call:    f.call,
-		Correct: func(step int, x Tensor) (Tensor, error) {
+		Tensor:  "emb",
+		Hook: func(step int, x Tensor) (Tensor, error) {
 			if step != 1 {
-				t.Errorf("Correct called for step %d", step)
+				t.Errorf("Hook called for step %d", step)
 			}
 			return bytesTensor("W" + string(x.Raw)), nil
 		},
@@ -102,7 +147,7 @@ func TestRun(t *testing.T) {
 // and is returned; an input left out (optional) is left out of the
 // steps' requests.
 func TestRunConcurrentAndErrors(t *testing.T) {
-	g, _ := New(pipeline(), "emb")
+	g := pipeline(t)
 	f := &fakeCall{hold: map[string]chan struct{}{"head_a": make(chan struct{}), "head_b": make(chan struct{})}}
 	r := &Run{Graph: g, Inputs: map[string]Tensor{"image": bytesTensor("I")}, Outputs: []Output{{Name: "a"}, {Name: "b_label"}}, Call: f.call}
 	done := make(chan error, 1)
@@ -146,7 +191,7 @@ func TestRunConcurrentAndErrors(t *testing.T) {
 	r.Call = func(ctx context.Context, i int, req *tritonpb.ModelInferRequest) (*tritonpb.ModelInferResponse, error) {
 		return &tritonpb.ModelInferResponse{}, nil
 	}
-	if _, err := r.Do(context.Background()); err == nil || !strings.Contains(err.Error(), `ensemble steps[0] (model "pre"): the answer has no output "x"`) {
+	if _, err := r.Do(context.Background()); err == nil || !strings.Contains(err.Error(), `ensemble step 0 ("pre"): the answer has no output "x"`) {
 		t.Errorf("Do: %v", err)
 	}
 }

@@ -1,0 +1,243 @@
+#!/usr/bin/env bash
+# The abuse suite of issue 22: the probes of its items 1 to 3 against the
+# real Triton and the sidecar, on loopback, each in a window of its own,
+# side by side with a baseline window, while a well-behaved client keeps
+# calling.
+#
+#   bench/abuse.sh [-d SECONDS] [--quiet SECONDS] [--out FILE]
+#
+# Triton (tritonmodels' python backend) serves bench/models (synth_backbone
+# -> synth_head, D=768) and triton/testdata/repo's affine_fp32; the sidecar
+# serves the controllable model "synth" over the synthetic D=768 components
+# of bench/synth-components.py (8 tasks, made and reused as
+# bench/sidecar-controllable.sh makes them), with the default limits,
+# cache and admission (but admission.key_header x-user-id), and GOMEMLIMIT
+# set as docs/deploy.md sets it in the manifests: to the memory budget the
+# sidecar computes for its configuration (its start-up log line), which the
+# suite reads from a first start.
+#
+# Windows (-d seconds each, default 20), in order:
+#   baseline   the well-behaved client alone;
+#   spin       a process keeping one core busy at nice 19, no sidecar
+#              involved: what any background work costs the well-behaved
+#              client on this machine (the floor the probes are read
+#              against);
+#   inputs     HTTP bodies of 50,000 inputs and 50,000 outputs (3.5 MB) to
+#              a pass-through model, and of 1,000 inputs and outputs (under
+#              the caps) to the controllable model: 2 clients each, each
+#              sending one a second (the issue's probe: 8k to 50k inputs
+#              cost 0.27 to 7.8 s of CPU each);
+#   hangups    2.8 MB bodies of 50,000 inputs whose clients hang up 1 s
+#              after writing them (the issue's probe), and 2 MB bodies of
+#              one input of 1,000,000 JSON numbers whose clients hang up
+#              after 20 ms, while the sidecar checks them: 2 clients each,
+#              one body a second each;
+#   flood      new random preferences at D=768, 8 at a time, no key;
+#   deadlines  new random preferences, 16 at a time, each with a 50 ms
+#              deadline;
+#   flood-keyrate  the flood again, after a reload that sets
+#              admission.key_rate 5 (burst 10): the flood's clients share
+#              their peer's key, the well-behaved client has its own.
+# The well-behaved client is bench/loadgen at concurrency 1 on "synth",
+# with a fixed preference (cached after its warm-up) and its own
+# x-user-id. After each window the suite waits --quiet seconds (default 5)
+# with no traffic, to see what the sidecar still does once its clients
+# have left.
+#
+# Recorded per window: the well-behaved client's requests, failures, p50
+# and p99; the probes' requests and answers; the sidecar's CPU seconds in
+# the window and in the quiet period after it, its peak RSS, and its
+# goroutines and solves left at the end of the quiet period. Every sample
+# goes to --out (default bench/results/abuse-DATE.jsonl); the table goes to
+# standard output. Targets (issue 22): p99 within 2x the baseline's and no
+# failed well-behaved request in every window; peak RSS within the memory
+# budget + 100 MB in the flood; at most 100 ms of CPU per request after its
+# client left (the quiet periods).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+seconds=20 quiet=5 results=
+while [ $# -gt 0 ]; do
+	case $1 in
+	-d | --duration) seconds=$2; shift 2 ;;
+	--quiet) quiet=$2; shift 2 ;;
+	--out) results=$2; shift 2 ;;
+	-h | --help) usage 0 ;;
+	*) echo "abuse: unknown argument $1" >&2; usage ;;
+	esac
+done
+for n in "$seconds" "$quiet"; do
+	case $n in '' | *[!0-9]*) echo "abuse: '$n' is not a whole number" >&2; exit 2 ;; esac
+done
+[ "$seconds" -ge 5 ] || { echo "abuse: -d must be at least 5" >&2; exit 2; }
+[ -x .venv/bin/python ] || { echo "abuse: no .venv: run make setup" >&2; exit 1; }
+
+run_dir=$(mkdir -p .cache/bench && mktemp -d "$PWD/.cache/bench/abuse.XXXXXX")
+sidecar_pid= done=
+finish() {
+	if [ -n "$sidecar_pid" ]; then
+		kill -TERM "$sidecar_pid" 2>/dev/null || true
+		wait "$sidecar_pid" 2>/dev/null || true
+	fi
+	scripts/triton-down --pid "$run_dir/tritonserver.pid" >/dev/null 2>&1 || true
+	if [ -n "$done" ]; then rm -rf "$run_dir"; else echo "abuse: logs kept in $run_dir" >&2; fi
+}
+trap finish EXIT
+trap 'exit 130' INT TERM
+
+echo "abuse: building" >&2
+make -s build >"$run_dir/build.log" 2>&1 || { cat "$run_dir/build.log" >&2; exit 1; }
+go build -o .cache/bench/loadgen ./bench/loadgen
+go build -o .cache/bench/abuse ./bench/abuse
+loadgen=.cache/bench/loadgen abuse=.cache/bench/abuse
+
+# The synthetic components (D=768, tasks t0..t7), as sidecar-controllable.sh makes them.
+components=$PWD/.cache/bench/synth/components.safetensors
+synth_dir=$(dirname "$components")
+key=$(cat bench/synth-components.py bin/calibrate | sha256sum | cut -d' ' -f1)
+if [ -f "$components" ] && [ "$(cat "$synth_dir/key" 2>/dev/null)" = "$key" ]; then
+	echo "abuse: reusing $components" >&2
+else
+	echo "abuse: making the synthetic components (D=768, 8 tasks; about 30 s)" >&2
+	rm -rf "$synth_dir" && mkdir -p "$synth_dir"
+	.venv/bin/python bench/synth-components.py "$synth_dir/embeddings" >&2
+	bin/calibrate fit --embeddings "$synth_dir/embeddings" --beta 0.1 --out "$components" >"$run_dir/calibrate.log" 2>&1
+	echo "$key" >"$synth_dir/key"
+	rm -rf "$synth_dir/embeddings"
+fi
+
+. scripts/lib/ports.sh
+for attempt in 1 2 3; do
+	read -r grpc_port http_port metrics_port < <(free_ports)
+	scripts/triton-up --repo bench/models --repo triton/testdata/repo --grpc-port "$grpc_port" \
+		--http-port "$http_port" --metrics-port "$metrics_port" --log "$run_dir/tritonserver.log" \
+		--pid "$run_dir/tritonserver.pid" --timeout 300 -- --model-control-mode=explicit \
+		--load-model=synth_backbone --load-model=synth_head --load-model=affine_fp32 >&2 && break
+	[ "$attempt" -lt 3 ] || { echo "abuse: Triton did not start" >&2; exit 1; }
+done
+
+read -r sc_grpc sc_http sc_metrics < <(free_ports)
+config=$run_dir/sidecar.yaml
+cat >"$config" <<EOF
+# Written by bench/abuse.sh: the defaults, but for the key header.
+triton:
+  grpc: 127.0.0.1:$grpc_port
+  http: 127.0.0.1:$http_port
+log:
+  level: warn
+admission:
+  key_header: x-user-id
+components:
+  - name: synth
+    path: $components
+models:
+  - name: synth
+    backbone: {model: synth_backbone, output: feature}
+    heads:
+      - {task: t0, model: synth_head}
+EOF
+
+# start_sidecar [ENV...]: the sidecar with the configuration, until ready.
+start_sidecar() {
+	env "$@" bin/sidecar --config "$config" --grpc-listen "127.0.0.1:$sc_grpc" --http-listen "127.0.0.1:$sc_http" \
+		--metrics-listen "127.0.0.1:$sc_metrics" --log-level info >>"$run_dir/sidecar.log" 2>&1 &
+	sidecar_pid=$!
+	local deadline=$((SECONDS + 120))
+	while [ "$SECONDS" -lt "$deadline" ]; do
+		[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$sc_http/v2/health/ready" || true)" = 200 ] && return 0
+		kill -0 "$sidecar_pid" 2>/dev/null || break
+		sleep 0.2
+	done
+	echo "abuse: the sidecar did not become ready; its log:" >&2
+	tail -n 20 "$run_dir/sidecar.log" >&2
+	exit 1
+}
+# A first start tells the memory budget; the suite's sidecar runs with
+# GOMEMLIMIT set to it, as the manifests are.
+start_sidecar
+budget_mib=$(sed -n 's/.*memory_budget="[^"]*total \([0-9]*\) MiB".*/\1/p' "$run_dir/sidecar.log" | tail -n 1)
+[ -n "$budget_mib" ] || { echo "abuse: no memory budget in the sidecar's log" >&2; exit 1; }
+kill -TERM "$sidecar_pid"; wait "$sidecar_pid" || true
+start_sidecar GOMEMLIMIT="${budget_mib}MiB"
+echo "abuse: sidecar pid $sidecar_pid, memory budget $budget_mib MiB (GOMEMLIMIT), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+
+if [ -z "$results" ]; then
+	base=bench/results/abuse-$(date +%F)
+	results=$base.jsonl n=2
+	while [ -e "$results" ]; do results=$base-$n.jsonl n=$((n + 1)); done
+fi
+mkdir -p "$(dirname "$results")"
+printf '{"run":{"date":"%s","nproc":%d,"cpu":"%s","loadavg":"%s","duration_s":%d,"quiet_s":%d,"budget_mib":%d,"go":"%s","commit":"%s"}}\n' \
+	"$(date -Is)" "$(nproc)" "$(lscpu | sed -n 's/^Model name: *//p' | head -n 1)" "$(cut -d' ' -f1-3 /proc/loadavg)" \
+	"$seconds" "$quiet" "$budget_mib" "$(go env GOVERSION)" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" >"$results"
+
+good_args=(-addr "127.0.0.1:$sc_grpc" -model synth -input x:768 -concurrency 1 -duration "$((seconds - 2))s" -warmup 2s
+	-metadata react-preference=t0=0.6,t1=0.4 -metadata x-user-id=good)
+sidecar_http=http://127.0.0.1:$sc_http/v2/models
+
+# window NAME PROBE...: one window; each PROBE is the arguments of one
+# abuse run, started with the well-behaved client.
+window() {
+	local name=$1 pids=() i=0 probe
+	shift
+	echo "abuse: window $name (load average $(cut -d' ' -f1 /proc/loadavg))" >&2
+	"$abuse" watch -pid "$sidecar_pid" -metrics "127.0.0.1:$sc_metrics" -duration "$((seconds + quiet))s" \
+		>"$run_dir/watch-$name.jsonl" &
+	local watch_pid=$!
+	"$loadgen" "${good_args[@]}" -label "good/$name" >"$run_dir/good-$name.json" 2>"$run_dir/good-$name.err" &
+	local good_pid=$!
+	for probe in "$@"; do
+		# shellcheck disable=SC2086 # a probe is a word list
+		"$abuse" $probe -duration "${seconds}s" >"$run_dir/probe-$name-$i.json" 2>>"$run_dir/probe.err" &
+		pids+=($!)
+		i=$((i + 1))
+	done
+	wait "$good_pid" || true
+	for p in "${pids[@]}"; do wait "$p" || true; done
+	wait "$watch_pid" || true
+	{
+		printf '{"window":"%s","good":%s,"probes":[' "$name" "$(cat "$run_dir/good-$name.json")"
+		local first=1 f
+		for f in "$run_dir"/probe-"$name"-*.json; do
+			[ -e "$f" ] || continue
+			[ -n "$first" ] || printf ','
+			first=
+			tr -d '\n' <"$f"
+		done
+		printf '],"samples":['
+		paste -sd, "$run_dir/watch-$name.jsonl" | tr -d '\n'
+		printf ']}\n'
+	} >>"$results"
+}
+
+window baseline
+window spin "spin"
+window inputs "bodies -url $sidecar_http/affine_fp32/infer -inputs 50000 -outputs 50000 -concurrency 2 -interval 1s" \
+	"bodies -url $sidecar_http/synth/infer -inputs 1000 -outputs 1000 -concurrency 2 -interval 1s"
+window hangups "bodies -url $sidecar_http/affine_fp32/infer -inputs 50000 -concurrency 2 -interval 1s -hangup 1s" \
+	"bodies -url $sidecar_http/affine_fp32/infer -inputs 1 -elements 1000000 -concurrency 2 -interval 1s -hangup 20ms"
+window flood "flood -addr 127.0.0.1:$sc_grpc -model synth -input x:768 -concurrency 8"
+window deadlines "flood -addr 127.0.0.1:$sc_grpc -model synth -input x:768 -concurrency 16 -deadline 50ms -seed 2"
+
+# The same flood with a per-key limit: the flood's clients send no key, so
+# they share their peer's (127.0.0.1), limited to 5 new preferences a
+# second; the well-behaved client has its own x-user-id. Applied by a
+# reload, as an operator would.
+reloads() { curl -s "http://127.0.0.1:$sc_metrics/metrics" | sed -n 's/^react_config_reloads_total{result="success"} //p'; }
+before=$(reloads)
+sed -i 's/^  key_header: x-user-id$/  key_header: x-user-id\n  key_rate: 5\n  key_burst: 10/' "$config"
+kill -HUP "$sidecar_pid"
+for _ in $(seq 100); do [ "$(reloads)" != "$before" ] && break; sleep 0.1; done
+[ "$(reloads)" != "$before" ] || { echo "abuse: the reload with admission.key_rate did not happen" >&2; exit 1; }
+window flood-keyrate "flood -addr 127.0.0.1:$sc_grpc -model synth -input x:768 -concurrency 8 -seed 3"
+
+if ! kill -0 "$(cat "$run_dir/tritonserver.pid")" 2>/dev/null; then
+	echo "abuse: TRITON IS GONE; last lines of its log:" >&2
+	tail -n 15 "$run_dir/tritonserver.log" >&2
+fi
+kill -0 "$sidecar_pid" 2>/dev/null || { echo "abuse: THE SIDECAR IS GONE" >&2; tail -n 20 "$run_dir/sidecar.log" >&2; }
+printf '{"end":{"date":"%s","loadavg":"%s"}}\n' "$(date -Is)" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$results"
+.venv/bin/python bench/abuse_table.py "$results"
+echo "abuse: raw results in $results" >&2
+done=1

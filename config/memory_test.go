@@ -1,0 +1,39 @@
+package config
+
+import "testing"
+
+// TestMemoryBudget adds up the parts by hand for a configuration of two
+// components entries over one file, with a preset, a default and a
+// two-arm experiment.
+func TestMemoryBudget(t *testing.T) {
+	c := Default()
+	c.Limits.MaxInflightBytes = 64 * MiB
+	c.Cache.MaxBytes = 100 * MiB
+	c.Admission.MaxConcurrentSolves = 0
+	c.Components = []Components{
+		{Name: "a", Path: "/m/c.safetensors", DefaultPreference: "x=1", Presets: map[string]string{"p": "y=1"}},
+		{Name: "b", Path: "/m/c.safetensors"},
+	}
+	c.Models = []Model{{Name: "m", Components: "a"}, {Name: "n", Components: "b"}}
+	c.Experiments = []Experiment{{Name: "e", Models: []string{"m"}, Arms: []Arm{{Name: "1"}, {Name: "2"}}}}
+	const d = 1000
+	got := c.MemoryBudget(map[string]Shape{"a": {D: d, Tasks: 5}, "b": {D: d, Tasks: 5}}, 8)
+	want := Memory{
+		Statistics: 32 * d * d * 5,          // one file
+		Pinned:     4 * d * d * (1 + 1 + 2), // a: default, preset, two arms; b: none
+		Cache:      2 * 100 << 20,           // one per entry
+		Solves:     4*24*d*d + 12*d*d,       // half of 8 cores, and one formation
+		Bodies:     2 * (64<<20 + 64<<20/8), // as read and converted, with the eighth
+		Runtime:    int64(RuntimeReserve),
+	}
+	if got != want {
+		t.Errorf("MemoryBudget\n got %+v\nwant %+v", got, want)
+	}
+	if got.Total() != want.Statistics+want.Pinned+want.Cache+want.Solves+want.Bodies+want.Runtime {
+		t.Errorf("Total %d", got.Total())
+	}
+	c.Admission.MaxConcurrentSolves = 2
+	if s := c.MemoryBudget(map[string]Shape{"a": {D: d, Tasks: 5}}, 8).Solves; s != 2*24*d*d+12*d*d {
+		t.Errorf("Solves with max_concurrent_solves 2: %d", s)
+	}
+}

@@ -1,0 +1,120 @@
+package sidecar
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+)
+
+// headerFieldOverhead is what HTTP/2 adds to each header field's name and
+// value when it counts a header list's size (RFC 9113, 6.5.2), and what
+// Triton's gRPC server counts against its metadata limit.
+const headerFieldOverhead = 32
+
+// httpHeaderSize is the size of a request's header section, counted as
+// HTTP/2 counts a header list: every field's name and value, plus 32 bytes
+// each, the Host field included.
+func httpHeaderSize(r *http.Request) int {
+	n := 0
+	if r.Host != "" {
+		n += len("host") + len(r.Host) + headerFieldOverhead
+	}
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + headerFieldOverhead
+		}
+	}
+	return n
+}
+
+// metadataSize is the size of a gRPC call's metadata, counted the same way.
+func metadataSize(md metadata.MD) int {
+	n := 0
+	for k, vs := range md {
+		for _, v := range vs {
+			n += len(k) + len(v) + headerFieldOverhead
+		}
+	}
+	return n
+}
+
+// headerLimitMessage says why a request's headers were refused.
+func headerLimitMessage(what string, size, limit int) string {
+	return fmt.Sprintf("sidecar: the request's %s take %d bytes (counted as HTTP/2 does: name, value and 32 bytes a field), more than server.max_header_bytes (%d)", what, size, limit)
+}
+
+// limitHTTPHeaders wraps next so that a request whose header section is
+// larger than limit is answered 431 Request Header Fields Too Large and
+// never reaches Triton. (Go's server itself answers 431 without a body to
+// headers far larger, beyond limit + 4 KiB read.)
+func limitHTTPHeaders(limit int, m *Metrics, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n := httpHeaderSize(r); n > limit {
+			if m != nil {
+				m.reject("http", "headers_too_large")
+			}
+			writeHTTPError(w, http.StatusRequestHeaderFieldsTooLarge, headerLimitMessage("headers", n, limit))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// checkMetadataSize returns an INVALID_ARGUMENT status for a gRPC call
+// whose metadata is larger than limit, nil otherwise.
+func checkMetadataSize(md metadata.MD, limit int) error {
+	if n := metadataSize(md); n > limit {
+		return status.Error(codes.InvalidArgument, headerLimitMessage("metadata", n, limit))
+	}
+	return nil
+}
+
+// forwardedFor is the X-Forwarded-For value the sidecar passes on: the
+// client's own value(s), then the address of the peer it heard the request
+// from, as a proxy appends it. Clients can write anything in what they
+// send; only the last entry is the sidecar's own observation.
+func forwardedFor(prior []string, peerHost string) string {
+	if peerHost == "" {
+		return strings.Join(prior, ", ")
+	}
+	if len(prior) == 0 {
+		return peerHost
+	}
+	return strings.Join(prior, ", ") + ", " + peerHost
+}
+
+// hostOf returns the host of a host:port address (the whole string when it
+// has no port).
+func hostOf(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
+}
+
+// peerHost returns the host of a gRPC call's peer, "" when unknown.
+func peerHost(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return hostOf(p.Addr.String())
+	}
+	return ""
+}
+
+// upstreamMetadata is the metadata of a call the sidecar makes to Triton on
+// behalf of a gRPC call: the client's forwardable metadata, with the peer
+// appended to x-forwarded-for.
+func upstreamMetadata(ctx context.Context) metadata.MD {
+	in, _ := metadata.FromIncomingContext(ctx)
+	md := forwardable(in)
+	if v := forwardedFor(md["x-forwarded-for"], peerHost(ctx)); v != "" {
+		md["x-forwarded-for"] = []string{v}
+	}
+	return md
+}

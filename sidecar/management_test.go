@@ -1,0 +1,239 @@
+package sidecar
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/mergectl/react-triton/config"
+)
+
+// managementRoutes are an HTTP route of each management call, as Triton
+// 2.51 routes them.
+var managementRoutes = map[string]string{
+	"RepositoryIndex":              "/v2/repository/index",
+	"RepositoryModelLoad":          "/v2/repository/models/head_greek/load",
+	"RepositoryModelUnload":        "/v2/repository/models/head_greek/unload",
+	"SystemSharedMemoryStatus":     "/v2/systemsharedmemory/status",
+	"SystemSharedMemoryRegister":   "/v2/systemsharedmemory/region/r0/register",
+	"SystemSharedMemoryUnregister": "/v2/systemsharedmemory/unregister",
+	"CudaSharedMemoryStatus":       "/v2/cudasharedmemory/region/r0/status",
+	"CudaSharedMemoryRegister":     "/v2/cudasharedmemory/region/r0/register",
+	"CudaSharedMemoryUnregister":   "/v2/cudasharedmemory/region/r0/unregister",
+	"TraceSetting":                 "/v2/trace/setting",
+	"LogSettings":                  "/v2/logging",
+}
+
+func TestHTTPManagementCall(t *testing.T) {
+	tests := []struct {
+		path string
+		call string
+		ok   bool
+	}{
+		{"/v2/repository/index", "RepositoryIndex", true},
+		{"/v2/repository/models/x/load", "RepositoryModelLoad", true},
+		{"/v2/repository/models/x/unload", "RepositoryModelUnload", true},
+		// Spellings Triton might route the same: decoded, cleaned, any case.
+		{"//v2//repository/models/x/load", "RepositoryModelLoad", true},
+		{"/v2/./repository/models/x/../y/unload", "RepositoryModelUnload", true},
+		{"/V2/Repository/Models/x/LOAD", "RepositoryModelLoad", true},
+		{"/v2/repository/models/a/b/load", "RepositoryModelLoad", true}, // a name with a (decoded) slash
+		// Other routes of the families: refused, whatever they are.
+		{"/v2/repository", "", true},
+		{"/v2/repository/models/x", "", true},
+		{"/v2/systemsharedmemory/region/r/status", "SystemSharedMemoryStatus", true},
+		{"/v2/systemsharedmemory/register", "SystemSharedMemoryRegister", true},
+		{"/v2/systemsharedmemory/region/r/unregister", "SystemSharedMemoryUnregister", true},
+		{"/v2/systemsharedmemory", "", true},
+		{"/v2/cudasharedmemory/status", "CudaSharedMemoryStatus", true},
+		{"/v2/cudasharedmemory/region/r/register", "CudaSharedMemoryRegister", true},
+		{"/v2/trace/setting", "TraceSetting", true},
+		{"/v2/models/fashion/trace/setting", "TraceSetting", true},
+		{"/v2/models/fashion/versions/1/trace/setting", "TraceSetting", true},
+		{"/v2/logging", "LogSettings", true},
+		// The inference API passes, models named like management routes too.
+		{"/v2/health/ready", "", false},
+		{"/v2", "", false},
+		{"/v2/models/logging", "", false},
+		{"/v2/models/trace/infer", "", false},
+		{"/v2/models/repository/ready", "", false},
+		{"/v2/models/stats", "", false},
+		{"/metrics", "", false},
+	}
+	for _, tt := range tests {
+		call, ok := httpManagementCall(tt.path)
+		if call != tt.call || ok != tt.ok {
+			t.Errorf("httpManagementCall(%q) = %q, %v; want %q, %v", tt.path, call, ok, tt.call, tt.ok)
+		}
+	}
+	// Every call has a route, and each route is its call's.
+	for _, c := range config.ManagementCalls {
+		if call, ok := httpManagementCall(managementRoutes[c.Name]); !ok || call != c.Name {
+			t.Errorf("route %q of %s: %q, %v", managementRoutes[c.Name], c.Name, call, ok)
+		}
+	}
+}
+
+// TestManagementClosedByDefault: with the default configuration, no call
+// of the management API reaches Triton, on either protocol; the inference
+// API still does.
+func TestManagementClosedByDefault(t *testing.T) {
+	m := NewMetrics()
+	guard, err := NewManagement(config.Default().Management, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, u := startRecorded(t, Config{Management: guard, Metrics: m})
+	conn := dial(t, s.GRPCAddr().String())
+	for _, c := range config.ManagementCalls {
+		err := conn.Invoke(context.Background(), service+c.Name, &Frame{}, &Frame{}, grpc.ForceCodecV2(rawCodec{}))
+		if st := status.Convert(err); st.Code() != codes.PermissionDenied || !strings.Contains(st.Message(), c.Name) {
+			t.Errorf("gRPC %s: %v, want PERMISSION_DENIED", c.Name, err)
+		}
+		for _, method := range []string{http.MethodPost, http.MethodGet} {
+			resp, body := httpDo(t, method, "http://"+s.HTTPAddr().String()+managementRoutes[c.Name], []byte("{}"), nil)
+			if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "management.allow") {
+				t.Errorf("HTTP %s %s: %d %s, want 403", method, managementRoutes[c.Name], resp.StatusCode, body)
+			}
+		}
+	}
+	if g, h := u.calls(); g != 0 || h != 0 {
+		t.Errorf("%d gRPC calls and %d HTTP requests of the management API reached Triton", g, h)
+	}
+	if got, _ := metricValue(scrape(t, m.Handler()), "react_management_refused_total", map[string]string{"protocol": "http", "call": "RepositoryModelUnload", "reason": "denied"}); got != 2 {
+		t.Errorf("react_management_refused_total{http,RepositoryModelUnload,denied} = %v, want 2", got)
+	}
+	// The rest of the API passes.
+	if err := conn.Invoke(context.Background(), service+"ServerLive", &Frame{}, &Frame{}, grpc.ForceCodecV2(rawCodec{})); err != nil {
+		t.Errorf("ServerLive: %v", err)
+	}
+	if resp, body := httpDo(t, http.MethodGet, "http://"+s.HTTPAddr().String()+"/v2/health/live", nil, nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("/v2/health/live: %d %s", resp.StatusCode, body)
+	}
+	if g, h := u.calls(); g != 1 || h != 1 {
+		t.Errorf("%d gRPC calls and %d HTTP requests reached Triton, want 1 and 1", g, h)
+	}
+	// A nil guard is closed too.
+	var none *Management
+	if err := none.checkGRPC(service+"RepositoryModelLoad", nil); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("nil guard: %v", err)
+	}
+}
+
+// TestManagementAllowAndTokens: an allowed call passes; with a token file
+// it needs one of its tokens (401 / UNAUTHENTICATED otherwise), which is
+// not passed on to Triton; a call not allowed stays closed with a token;
+// Set changes the policy at once.
+func TestManagementAllowAndTokens(t *testing.T) {
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	const old, current = "old-token-0123456789", "new-token-0123456789"
+	if err := os.WriteFile(tokens, []byte("# rotating\n"+old+"\n"+current+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	guard, err := NewManagement(config.Management{Allow: []string{"RepositoryModelLoad", "LogSettings"}, TokenFile: tokens}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, u := startRecorded(t, Config{Management: guard})
+	conn := dial(t, s.GRPCAddr().String())
+	base := "http://" + s.HTTPAddr().String()
+	grpcCall := func(method, auth string) error {
+		ctx := context.Background()
+		if auth != "" {
+			ctx = metadata.AppendToOutgoingContext(ctx, "authorization", auth)
+		}
+		return conn.Invoke(ctx, service+method, &Frame{}, &Frame{}, grpc.ForceCodecV2(rawCodec{}))
+	}
+	httpCall := func(path, auth string) (*http.Response, string) {
+		hdr := map[string]string{}
+		if auth != "" {
+			hdr["Authorization"] = auth
+		}
+		resp, body := httpDo(t, http.MethodPost, base+path, []byte("{}"), hdr)
+		return resp, string(body)
+	}
+	for _, auth := range []string{"", "Bearer wrong-token-0123456789", "Basic " + current, current} {
+		if err := grpcCall("RepositoryModelLoad", auth); status.Code(err) != codes.Unauthenticated {
+			t.Errorf("gRPC load with %q: %v, want UNAUTHENTICATED", auth, err)
+		}
+		resp, body := httpCall(managementRoutes["RepositoryModelLoad"], auth)
+		if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+			t.Errorf("HTTP load with %q: %d %s (WWW-Authenticate %q), want 401", auth, resp.StatusCode, body, resp.Header.Get("WWW-Authenticate"))
+		}
+	}
+	if g, h := u.calls(); g != 0 || h != 0 {
+		t.Fatalf("unauthenticated calls reached Triton: %d gRPC, %d HTTP", g, h)
+	}
+	for _, tok := range []string{old, current} {
+		if err := grpcCall("RepositoryModelLoad", "Bearer "+tok); err != nil {
+			t.Errorf("gRPC load with a token: %v", err)
+		}
+		if md := u.lastMD(); len(md.Get("authorization")) != 0 {
+			t.Errorf("the token reached Triton over gRPC: %v", md)
+		}
+		if resp, body := httpCall(managementRoutes["RepositoryModelLoad"], "bearer "+tok); resp.StatusCode != http.StatusOK {
+			t.Errorf("HTTP load with a token: %d %s", resp.StatusCode, body)
+		}
+		if h := u.lastHeader(); h.Get("Authorization") != "" {
+			t.Errorf("the token reached Triton over HTTP: %v", h)
+		}
+	}
+	// Allowed with a token is not the same as open: unload stays closed.
+	if err := grpcCall("RepositoryModelUnload", "Bearer "+current); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("gRPC unload: %v, want PERMISSION_DENIED", err)
+	}
+	if resp, body := httpCall(managementRoutes["RepositoryModelUnload"], "Bearer "+current); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("HTTP unload: %d %s, want 403", resp.StatusCode, body)
+	}
+	// The inference API keeps the client's Authorization (Triton's own
+	// restricted endpoints may want it).
+	if resp, body := httpCall("/v2/models/m/infer", "Bearer for-triton"); resp.StatusCode != http.StatusOK || u.lastHeader().Get("Authorization") != "Bearer for-triton" {
+		t.Errorf("infer: %d %s, Authorization at Triton %q", resp.StatusCode, body, u.lastHeader().Get("Authorization"))
+	}
+
+	// A reload: no token file, unload allowed, load closed.
+	if err := guard.Set(config.Management{Allow: []string{"RepositoryModelUnload"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := grpcCall("RepositoryModelUnload", ""); err != nil {
+		t.Errorf("gRPC unload after Set: %v", err)
+	}
+	if resp, body := httpCall(managementRoutes["RepositoryModelUnload"], ""); resp.StatusCode != http.StatusOK {
+		t.Errorf("HTTP unload after Set: %d %s", resp.StatusCode, body)
+	}
+	if err := grpcCall("RepositoryModelLoad", "Bearer "+current); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("gRPC load after Set: %v, want PERMISSION_DENIED", err)
+	}
+	// A token file that does not read keeps the policy in force.
+	if err := guard.Set(config.Management{Allow: []string{"LogSettings"}, TokenFile: filepath.Join(dir, "none")}); err == nil || !strings.Contains(err.Error(), "management.token_file") {
+		t.Errorf("Set with a missing token file: %v", err)
+	}
+	if err := grpcCall("RepositoryModelUnload", ""); err != nil {
+		t.Errorf("gRPC unload after a failed Set: %v", err)
+	}
+}
+
+// TestManagementTokenNotEchoed: the refusal never echoes what the client
+// sent as a token.
+func TestManagementTokenNotEchoed(t *testing.T) {
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	os.WriteFile(tokens, []byte("the-real-token-0123456789\n"), 0o600)
+	guard, err := NewManagement(config.Management{Allow: []string{"LogSettings"}, TokenFile: tokens}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := guard.check("http", "LogSettings", "Bearer guessed-token-42")
+	if st == nil || strings.Contains(st.Message(), "guessed") || strings.Contains(st.Message(), "the-real-token") {
+		t.Errorf("refusal %v", st)
+	}
+}

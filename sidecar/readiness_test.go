@@ -1,0 +1,125 @@
+package sidecar
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/mergectl/react-triton/triton/tritonpb"
+)
+
+// readyNow answers the sidecar's readiness on both protocols and /readyz:
+// httpCode is 503 when the sidecar is not ready, and otherwise whatever
+// Triton answered it (the fake answers 404).
+func readyNow(t *testing.T, h *harness) (httpCode int, grpcReady bool, readyz int) {
+	t.Helper()
+	resp, _ := httpDo(t, http.MethodGet, h.httpURL+"/v2/health/ready", nil, nil)
+	r, err := h.client.ServerReady(context.Background(), &tritonpb.ServerReadyRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.models.ReadyzHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	return resp.StatusCode, r.GetReady(), rec.Code
+}
+
+// TestReadinessFollowsParts: after start-up, a head unloaded from Triton
+// makes the sidecar not ready (503, ServerReady false, /readyz 503) and
+// its controllable models answer UNAVAILABLE / 503 instead of Triton's
+// NOT_FOUND; loaded again, everything is back, with no reload.
+func TestReadinessFollowsParts(t *testing.T) {
+	h := startHarness(t, nil)
+	if code, ready, readyz := readyNow(t, h); code == http.StatusServiceUnavailable || !ready || readyz != http.StatusOK {
+		t.Fatalf("at start: %d %v %d", code, ready, readyz)
+	}
+	h.fake.SetMissing("head_b", true) // unloaded
+	waitFor(t, 5*time.Second, "not ready", func() bool {
+		code, ready, readyz := readyNow(t, h)
+		return code == http.StatusServiceUnavailable && !ready && readyz == http.StatusServiceUnavailable
+	})
+	resp, body := httpDo(t, http.MethodGet, h.httpURL+"/v2/health/ready", nil, nil)
+	if !strings.Contains(string(body), `\"multi\"`) || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("/v2/health/ready: %d %s, want 503 naming the model", resp.StatusCode, body)
+	}
+	// multi calls head_b; single does not and still serves.
+	_, err := h.client.ModelInfer(context.Background(), ctlRequest("multi", "gone", ctlBatch))
+	if st := status.Convert(err); st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "not ready on Triton") {
+		t.Errorf("gRPC multi with head_b gone: %v, want UNAVAILABLE", err)
+	}
+	body2, hdr := inferBody(t, ctlRequest("multi", "gone", ctlBatch), false)
+	if resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/multi/infer", body2, hdr); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("HTTP multi with head_b gone: %d %s, want 503", resp.StatusCode, out)
+	}
+	if _, err := h.client.ModelInfer(context.Background(), ctlRequest("single", "ok", ctlBatch)); err != nil {
+		t.Errorf("single (backbone, head_a) with head_b gone: %v", err)
+	}
+	if r, err := h.client.ModelReady(context.Background(), &tritonpb.ModelReadyRequest{Name: "multi"}); err != nil || r.GetReady() {
+		t.Errorf("ModelReady multi: %v %v", r, err)
+	}
+	if got, _ := metricValue(scrape(t, h.metrics.Handler()), "react_ready", nil); got != 0 {
+		t.Errorf("react_ready = %v, want 0", got)
+	}
+	// A version the controllable model does not have is still NOT_FOUND.
+	req := ctlRequest("single", "v", ctlBatch)
+	req.ModelVersion = "7"
+	if _, err := h.client.ModelInfer(context.Background(), req); status.Code(err) != codes.NotFound {
+		t.Errorf("single version 7: %v, want NOT_FOUND", err)
+	}
+
+	h.fake.SetMissing("head_b", false) // loaded again
+	waitFor(t, 5*time.Second, "ready again", func() bool {
+		code, ready, readyz := readyNow(t, h)
+		return code != http.StatusServiceUnavailable && ready && readyz == http.StatusOK
+	})
+	if _, err := h.client.ModelInfer(context.Background(), ctlRequest("multi", "back", ctlBatch)); err != nil {
+		t.Errorf("multi with head_b back: %v", err)
+	}
+	if !strings.Contains(h.log.String(), "not ready") || !strings.Contains(h.log.String(), "ready again") {
+		t.Errorf("the log does not tell the changes:\n%s", h.log.String())
+	}
+}
+
+// TestReadinessCached: readiness probes in a burst cost Triton one
+// ModelReady per part at most once a second.
+func TestReadinessCached(t *testing.T) {
+	h := startHarness(t, nil)
+	readyNow(t, h)
+	before := h.fake.ReadyCalls("head_c")
+	for range 20 {
+		readyNow(t, h)
+	}
+	if got := h.fake.ReadyCalls("head_c") - before; got > 2 {
+		t.Errorf("60 readiness answers asked Triton about head_c %d times", got)
+	}
+}
+
+// TestReloadTypoNotRetried: a reload whose model name Triton's repository
+// does not have fails once, is not tried again by itself, and the next
+// change of the file is.
+func TestReloadTypoNotRetried(t *testing.T) {
+	defer func(d time.Duration) { reloadRetry = d }(reloadRetry)
+	reloadRetry = 50 * time.Millisecond
+	h := startHarness(t, nil)
+	hup := runReloader(t, h)
+	metrics := h.metrics.Handler()
+	writeFile(t, h.cfgPath, strings.Replace(h.cfg.yaml(), "model: head_c", "model: head_cc", 1))
+	hup <- syscall.SIGHUP
+	waitFor(t, 10*time.Second, "the failed reload", func() bool { _, f, ok := reloads(t, metrics); return f >= 1 && ok == 0 })
+	indexCalls := h.fake.IndexCalls()
+	time.Sleep(20 * reloadRetry)
+	if _, f, _ := reloads(t, metrics); f != 1 || h.fake.IndexCalls() != indexCalls {
+		t.Errorf("a typo was tried again: %v failures, %d index calls more", f, h.fake.IndexCalls()-indexCalls)
+	}
+	if !strings.Contains(h.log.String(), `head_cc\" is not in the model repository`) || !strings.Contains(h.log.String(), "retry=false") {
+		t.Errorf("the log does not say why:\n%s", h.log.String())
+	}
+	writeFile(t, h.cfgPath, h.cfg.yaml())
+	waitFor(t, 10*time.Second, "the fixed reload", func() bool { s, _, ok := reloads(t, metrics); return s >= 1 && ok == 1 })
+}
