@@ -141,7 +141,10 @@ func TestExecuteDevice(t *testing.T) {
 	// address checks cannot see).
 	for _, size := range []int{n - 4, n + 4, 0} {
 		res := m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{rows, d}, Input: in, Size: size, Keys: pref("fashion=1")},
-			func() (DeviceOutput, error) { t.Fatalf("alloc called for an input of %d bytes", size); return DeviceOutput{}, nil })
+			func() (DeviceOutput, error) {
+				t.Fatalf("alloc called for an input of %d bytes", size)
+				return DeviceOutput{}, nil
+			})
 		var re *RequestError
 		if !errors.As(res.Err, &re) || re.Code != CodeInvalidArgument {
 			t.Errorf("ExecuteDevice of a %d-byte buffer for %d = %v, want an invalid argument", size, n, res.Err)
