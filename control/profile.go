@@ -309,5 +309,5 @@ func (p *Profile) solveOnDevice(c Choice) (*Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Matrix{Key: c.Key, D: p.d, Cond: st.Cond, device: dm}, nil
+	return &Matrix{Key: c.Key, D: p.d, Cond: st.Cond, CondBounded: st.Bounded, device: dm}, nil
 }

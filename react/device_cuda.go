@@ -181,7 +181,7 @@ func (a *cudaAccelerator) Load(s *Solver) (DeviceSolver, error) {
 				return err
 			}
 		}
-		return nil
+		return ds.proveBounds()
 	})
 	runtime.AddCleanup(ds, freeAll, deviceMemory{a.dev, ds.memory()})
 	if err != nil {
@@ -215,7 +215,10 @@ type cudaSolver struct {
 	// float64.
 	ap, cp, cn, ones, x, y, info, flag, work cuda.Ptr
 	lwork                                    int
-	pool                                     sync.Pool // *hostScratch
+	// bounds bound the condition number of any C_p before the solve, or
+	// are nil when a G_t could not be shown positive semi-definite.
+	bounds *gramBounds
+	pool   sync.Pool // *hostScratch
 	// trace, when set (by a benchmark), is called after each step of a
 	// solve, once the device has finished it.
 	trace func(step string)
@@ -259,6 +262,12 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 		return nil, SolveStats{}, err
 	}
 	var st SolveStats
+	if ds.bounds != nil {
+		// Well conditioned for sure: no estimate (condbound.go).
+		if b := ds.bounds.condBound(s, hs.w); b <= WarnCondition {
+			st = SolveStats{Cond: b, Bounded: true}
+		}
+	}
 	var refused error
 	var m *cudaMatrix
 	err := dev.Do(func() error {
@@ -287,23 +296,27 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 		if err := ds.mark("sums"); err != nil {
 			return err
 		}
-		// ‖C_p‖₁ on the aux lane, from a copy of C_p, while main factorises
-		// C_p in place.
-		if err := dev.CopyDtoD(ds.cn, ds.cp, f64*d*d); err != nil {
-			return err
-		}
-		if err := dev.AuxWaitsMain(); err != nil {
-			return err
+		// Unless bounded, ‖C_p‖₁ on the aux lane, from a copy of C_p, while
+		// main factorises C_p in place.
+		if !st.Bounded {
+			if err := dev.CopyDtoD(ds.cn, ds.cp, f64*d*d); err != nil {
+				return err
+			}
+			if err := dev.AuxWaitsMain(); err != nil {
+				return err
+			}
 		}
 		if err := dev.Dpotrf(d, ds.cp, ds.work, ds.lwork, ds.info); err != nil {
 			return err
 		}
 		var anorm, inorm float64
-		if err := dev.OnAux(func() (err error) {
-			anorm, err = estimateOneNorm(d, ds.symv, hs.x, hs.y, hs.sign)
-			return err
-		}); err != nil {
-			return err
+		if !st.Bounded {
+			if err := dev.OnAux(func() (err error) {
+				anorm, err = estimateOneNorm(d, ds.symv, hs.x, hs.y, hs.sign)
+				return err
+			}); err != nil {
+				return err
+			}
 		}
 		if info, err := dev.DownloadInt32(ds.info); err != nil {
 			return err
@@ -311,7 +324,7 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 			// An illegal argument: a fault of ours, never of C_p.
 			return fmt.Errorf("cusolverDnDpotrf: argument %d is illegal (devInfo %d)", -info, info)
 		} else if info > 0 {
-			st.Cond = math.Inf(1)
+			st = SolveStats{Cond: math.Inf(1)}
 			refused = s.solveError(hs.w, p.String(), st.Cond)
 			return nil
 		}
@@ -338,12 +351,14 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 			ds.acc.spare.put(dev, spareBuffer{w, f32 * d * d})
 			return err
 		}
-		if err := dev.OnAux(func() (err error) {
-			inorm, err = estimateOneNorm(d, ds.solve, hs.x, hs.y, hs.sign)
-			return err
-		}); err != nil {
-			ds.acc.spare.put(dev, spareBuffer{w, f32 * d * d})
-			return err
+		if !st.Bounded {
+			if err := dev.OnAux(func() (err error) {
+				inorm, err = estimateOneNorm(d, ds.solve, hs.x, hs.y, hs.sign)
+				return err
+			}); err != nil {
+				ds.acc.spare.put(dev, spareBuffer{w, f32 * d * d})
+				return err
+			}
 		}
 		bad, err := dev.DownloadInt32(ds.flag)
 		if err != nil {
@@ -354,7 +369,9 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 			ds.acc.spare.put(dev, spareBuffer{w, f32 * d * d})
 			return err
 		}
-		st.Cond = anorm * inorm
+		if !st.Bounded {
+			st.Cond = anorm * inorm
+		}
 		if !(st.Cond <= MaxCondition) { // also catches NaN
 			ds.acc.spare.put(dev, spareBuffer{w, f32 * d * d})
 			refused = s.solveError(hs.w, p.String(), st.Cond)
@@ -389,6 +406,37 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 		return nil, st, refused
 	}
 	return m, st, nil
+}
+
+// proveBounds sets bounds when every G_t is shown positive semi-definite
+// within the bounds' slack: a Cholesky factorisation of G_t + e_t/2 I
+// succeeds (condbound.go). Call it inside Do, before any solve.
+func (ds *cudaSolver) proveBounds() error {
+	dev, d := ds.acc.dev, ds.s.d
+	b := newGramBounds(ds.s)
+	for k := range ds.g {
+		if err := dev.CopyDtoD(ds.cp, ds.g[k], f64*d*d); err != nil {
+			return err
+		}
+		if err := dev.Daxpy(d, b.slack[k]/2, ds.ones, 1, ds.cp, d+1); err != nil {
+			return err
+		}
+		if err := dev.Dpotrf(d, ds.cp, ds.work, ds.lwork, ds.info); err != nil {
+			return err
+		}
+		info, err := dev.DownloadInt32(ds.info)
+		if err != nil {
+			return err
+		}
+		if info < 0 {
+			return fmt.Errorf("cusolverDnDpotrf: argument %d is illegal (devInfo %d)", -info, info)
+		}
+		if info > 0 {
+			return nil // not shown: every solve estimates
+		}
+	}
+	ds.bounds = &b
+	return nil
 }
 
 // symv stores C_p x in y, through the device, from the copy of C_p. Call

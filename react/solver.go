@@ -78,7 +78,13 @@ type SolveStats struct {
 	// Cond is LAPACK's estimate (Dpocon) of the 1-norm condition number of
 	// the C_p that was factorised. It never exceeds the true 1-norm
 	// condition number and is usually within a factor of a few of it.
+	// With Bounded it is instead an upper bound.
 	Cond float64
+	// Bounded reports that Cond is an upper bound of the condition number
+	// computed before the solve, not an estimate (see condbound.go): the
+	// GPU solver reports the bound, and skips the estimate, when the bound
+	// is at most WarnCondition. The CPU solvers always estimate.
+	Bounded bool
 }
 
 // IllConditioned reports whether Cond exceeds WarnCondition, so that W_p is
