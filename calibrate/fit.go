@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mergectl/react-triton/calibrate/pairs"
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/react"
 )
@@ -167,7 +168,7 @@ func checkBeta(beta float64) error {
 }
 
 // closeSources closes every source.
-func closeSources(srcs []PairSource) {
+func closeSources(srcs []pairs.Source) {
 	for _, p := range srcs {
 		p.Close()
 	}

@@ -10,7 +10,9 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/mergectl/react-triton/calibrate/pairs"
 	"github.com/mergectl/react-triton/calibrate/partial"
+	"github.com/mergectl/react-triton/calibrate/tritonpairs"
 	"github.com/mergectl/react-triton/internal/atomicfile"
 	"github.com/mergectl/react-triton/react"
 )
@@ -74,15 +76,15 @@ func (r *fitRun) selectBeta(ctx context.Context, tasks []*partial.Task) error {
 	for i, src := range srcs {
 		t := tasks[i]
 		available := int(src.Len())
-		h := holdoutSamples(available, selectSamples(available, cfg.Sample, r.shard), cfg.BetaSelect.Holdout, uint64(cfg.Sample.Seed))
+		h := holdoutSamples(available, pairs.Select(available, cfg.Sample, r.shard), cfg.BetaSelect.Holdout, uint64(cfg.Sample.Seed))
 		if h == nil {
 			return fmt.Errorf("beta auto: task %s has %d samples: too few to hold any out", t.Name, t.Acc.N())
 		}
-		var s PairSource = src
-		if tp, ok := src.(*TritonPair); ok {
+		var s pairs.Source = src
+		if tp, ok := src.(*tritonpairs.Pair); ok {
 			tp.Use(h, 0)
 		} else {
-			s = newSelectedPairs(src, h, 0)
+			s = pairs.NewSelected(src, h, 0)
 		}
 		acc := react.NewAccumulator(d)
 		yy := 0.0

@@ -14,6 +14,8 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mergectl/react-triton/calibrate/embeddings"
+	"github.com/mergectl/react-triton/calibrate/pairs"
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/internal/npyfile"
 	"github.com/mergectl/react-triton/react"
@@ -45,16 +47,16 @@ func pairData(rng *rand.Rand, n, d int) (mtl, ind *mat.Dense) {
 	return mtl, ind
 }
 
-// embeddings is a test embeddings directory and the data written to it.
-type embeddings struct {
+// embeddingDir is a test embeddings directory and the data written to it.
+type embeddingDir struct {
 	dir  string
 	data map[string][2]*mat.Dense // task → merged, expert
 }
 
 // writeEmbeddings writes tasks with n[i] rows each, float32 when f32[i].
-func writeEmbeddings(t *testing.T, d int, names []string, ns []int, f32 []bool) *embeddings {
+func writeEmbeddings(t *testing.T, d int, names []string, ns []int, f32 []bool) *embeddingDir {
 	t.Helper()
-	e := &embeddings{dir: t.TempDir(), data: make(map[string][2]*mat.Dense)}
+	e := &embeddingDir{dir: t.TempDir(), data: make(map[string][2]*mat.Dense)}
 	rng := rand.New(rand.NewPCG(uint64(d), 99))
 	for i, name := range names {
 		mtl, ind := pairData(rng, ns[i], d)
@@ -64,8 +66,8 @@ func writeEmbeddings(t *testing.T, d int, names []string, ns []int, f32 []bool) 
 			mtl.Apply(round, mtl)
 			ind.Apply(round, ind)
 		}
-		writeNPY(t, filepath.Join(e.dir, name+MergedSuffix), mtl, f32[i])
-		writeNPY(t, filepath.Join(e.dir, name+ExpertSuffix), ind, f32[i])
+		writeNPY(t, filepath.Join(e.dir, name+embeddings.MergedSuffix), mtl, f32[i])
+		writeNPY(t, filepath.Join(e.dir, name+embeddings.ExpertSuffix), ind, f32[i])
 		e.data[name] = [2]*mat.Dense{mtl, ind}
 	}
 	return e
@@ -165,8 +167,8 @@ func rawNPY(t *testing.T, path, dict string, data []byte) {
 func TestFitRefuses(t *testing.T) {
 	good := func(t *testing.T, dir, name string, n, d int) {
 		mtl, ind := pairData(rand.New(rand.NewPCG(1, 2)), n, d)
-		writeNPY(t, filepath.Join(dir, name+MergedSuffix), mtl, false)
-		writeNPY(t, filepath.Join(dir, name+ExpertSuffix), ind, false)
+		writeNPY(t, filepath.Join(dir, name+embeddings.MergedSuffix), mtl, false)
+		writeNPY(t, filepath.Join(dir, name+embeddings.ExpertSuffix), ind, false)
 	}
 	for _, tc := range []struct {
 		name  string
@@ -178,7 +180,7 @@ func TestFitRefuses(t *testing.T) {
 		{"missing pair", func(t *testing.T, dir string) {
 			good(t, dir, "a", 10, 3)
 			mtl, _ := pairData(rand.New(rand.NewPCG(1, 2)), 10, 3)
-			writeNPY(t, filepath.Join(dir, "b"+MergedSuffix), mtl, false)
+			writeNPY(t, filepath.Join(dir, "b"+embeddings.MergedSuffix), mtl, false)
 		}, nil, ExitFailure, []string{"task b:", "b.expert.npy is missing"}},
 		{"missing listed task", func(t *testing.T, dir string) { good(t, dir, "a", 10, 3) },
 			[]string{"--tasks", "a,z"}, ExitFailure, []string{"z.merged.npy", "no such file"}},
@@ -186,14 +188,14 @@ func TestFitRefuses(t *testing.T) {
 		{"mismatched N", func(t *testing.T, dir string) {
 			mtl, _ := pairData(rand.New(rand.NewPCG(1, 2)), 10, 3)
 			_, ind := pairData(rand.New(rand.NewPCG(1, 2)), 9, 3)
-			writeNPY(t, filepath.Join(dir, "a"+MergedSuffix), mtl, false)
-			writeNPY(t, filepath.Join(dir, "a"+ExpertSuffix), ind, false)
+			writeNPY(t, filepath.Join(dir, "a"+embeddings.MergedSuffix), mtl, false)
+			writeNPY(t, filepath.Join(dir, "a"+embeddings.ExpertSuffix), ind, false)
 		}, nil, ExitFailure, []string{"a.merged.npy has 10 rows but", "a.expert.npy has 9"}},
 		{"mismatched D in a pair", func(t *testing.T, dir string) {
 			mtl, _ := pairData(rand.New(rand.NewPCG(1, 2)), 10, 3)
 			_, ind := pairData(rand.New(rand.NewPCG(1, 2)), 10, 4)
-			writeNPY(t, filepath.Join(dir, "a"+MergedSuffix), mtl, false)
-			writeNPY(t, filepath.Join(dir, "a"+ExpertSuffix), ind, false)
+			writeNPY(t, filepath.Join(dir, "a"+embeddings.MergedSuffix), mtl, false)
+			writeNPY(t, filepath.Join(dir, "a"+embeddings.ExpertSuffix), ind, false)
 		}, nil, ExitFailure, []string{"a.merged.npy has D=3 but", "a.expert.npy has D=4"}},
 		{"mismatched D across tasks", func(t *testing.T, dir string) {
 			good(t, dir, "a", 10, 3)
@@ -201,31 +203,31 @@ func TestFitRefuses(t *testing.T) {
 		}, nil, ExitFailure, []string{"task b:", "b.merged.npy has D=4 but task a has D=3"}},
 		{"int dtype", func(t *testing.T, dir string) {
 			good(t, dir, "a", 4, 2)
-			rawNPY(t, filepath.Join(dir, "a"+ExpertSuffix), "{'descr': '<i4', 'fortran_order': False, 'shape': (4, 2), }", make([]byte, 32))
+			rawNPY(t, filepath.Join(dir, "a"+embeddings.ExpertSuffix), "{'descr': '<i4', 'fortran_order': False, 'shape': (4, 2), }", make([]byte, 32))
 		}, nil, ExitFailure, []string{"a.expert.npy: dtype int32", "want float32 or float64"}},
 		{"1-D array", func(t *testing.T, dir string) {
 			good(t, dir, "a", 4, 2)
-			rawNPY(t, filepath.Join(dir, "a"+MergedSuffix), "{'descr': '<f8', 'fortran_order': False, 'shape': (8,), }", make([]byte, 64))
+			rawNPY(t, filepath.Join(dir, "a"+embeddings.MergedSuffix), "{'descr': '<f8', 'fortran_order': False, 'shape': (8,), }", make([]byte, 64))
 		}, nil, ExitFailure, []string{"a.merged.npy: array is 1-D", "want a 2-D N×D array"}},
 		{"fortran order", func(t *testing.T, dir string) {
 			good(t, dir, "a", 4, 2)
-			rawNPY(t, filepath.Join(dir, "a"+MergedSuffix), "{'descr': '<f8', 'fortran_order': True, 'shape': (4, 2), }", make([]byte, 64))
+			rawNPY(t, filepath.Join(dir, "a"+embeddings.MergedSuffix), "{'descr': '<f8', 'fortran_order': True, 'shape': (4, 2), }", make([]byte, 64))
 		}, nil, ExitFailure, []string{"a.merged.npy: array is in Fortran"}},
 		{"truncated npy", func(t *testing.T, dir string) {
 			good(t, dir, "a", 10, 3)
-			path := filepath.Join(dir, "a"+ExpertSuffix)
+			path := filepath.Join(dir, "a"+embeddings.ExpertSuffix)
 			b, _ := os.ReadFile(path)
 			os.WriteFile(path, b[:len(b)-5], 0o644)
 		}, nil, ExitFailure, []string{"a.expert.npy: file is truncated"}},
 		{"not npy", func(t *testing.T, dir string) {
 			good(t, dir, "a", 10, 3)
-			os.WriteFile(filepath.Join(dir, "a"+ExpertSuffix), []byte("a,b,c\n1,2,3\n"), 0o644)
+			os.WriteFile(filepath.Join(dir, "a"+embeddings.ExpertSuffix), []byte("a,b,c\n1,2,3\n"), 0o644)
 		}, nil, ExitFailure, []string{"a.expert.npy: not a .npy file"}},
 		{"NaN in data", func(t *testing.T, dir string) {
 			mtl, ind := pairData(rand.New(rand.NewPCG(1, 2)), 10, 3)
 			mtl.Set(7, 1, math.NaN())
-			writeNPY(t, filepath.Join(dir, "a"+MergedSuffix), mtl, false)
-			writeNPY(t, filepath.Join(dir, "a"+ExpertSuffix), ind, false)
+			writeNPY(t, filepath.Join(dir, "a"+embeddings.MergedSuffix), mtl, false)
+			writeNPY(t, filepath.Join(dir, "a"+embeddings.ExpertSuffix), ind, false)
 		}, nil, ExitFailure, []string{"task a:", "NaN"}},
 		{"invalid task file name", func(t *testing.T, dir string) { good(t, dir, "a.b", 4, 2) }, nil, ExitFailure, []string{`invalid task name "a.b"`}},
 		{"negative beta", func(t *testing.T, dir string) { good(t, dir, "a", 4, 2) }, []string{"--beta", "-1"}, ExitUsage, []string{"beta: invalid beta -1: want a finite number ≥ 0 (from --beta)"}},
@@ -273,13 +275,13 @@ func TestFitRefuses(t *testing.T) {
 	}
 }
 
-// TestAccumulateSource checks the accumulation loop against a PairSource
+// TestAccumulateSource checks the accumulation loop against a pairs.Source
 // that is not backed by files, as a Triton-backed source would be.
 func TestAccumulateSource(t *testing.T) {
 	mtl, ind := pairData(rand.New(rand.NewPCG(3, 4)), 23, 4)
 	src := &memSource{mtl: mtl, ind: ind, batch: 5}
 	var calls, total int
-	acc, err := Accumulate(src, 8, func(n int) { calls++; total += n })
+	acc, err := pairs.Accumulate(src, 8, func(n int) { calls++; total += n })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,12 +299,12 @@ func TestAccumulateSource(t *testing.T) {
 	}
 	// A source that claims more pairs than it yields is an error.
 	src = &memSource{mtl: mtl, ind: ind, batch: 5, claim: 30}
-	if _, err := Accumulate(src, 8, nil); err == nil || !strings.Contains(err.Error(), "read 23 pairs, want 30") {
+	if _, err := pairs.Accumulate(src, 8, nil); err == nil || !strings.Contains(err.Error(), "read 23 pairs, want 30") {
 		t.Errorf("short source: %v", err)
 	}
 }
 
-// memSource is an in-memory PairSource that yields at most batch rows per
+// memSource is an in-memory pairs.Source that yields at most batch rows per
 // call, whatever room it is given.
 type memSource struct {
 	mtl, ind *mat.Dense
@@ -346,9 +348,9 @@ func TestNPYPairStreamsInChunks(t *testing.T) {
 	}
 	var b bytes.Buffer
 	npyfile.WriteFloat32(&b, n, d, v)
-	os.WriteFile(filepath.Join(dir, "a"+MergedSuffix), b.Bytes(), 0o644)
-	os.WriteFile(filepath.Join(dir, "a"+ExpertSuffix), b.Bytes(), 0o644)
-	p, err := OpenNPYPair(dir, "a")
+	os.WriteFile(filepath.Join(dir, "a"+embeddings.MergedSuffix), b.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(dir, "a"+embeddings.ExpertSuffix), b.Bytes(), 0o644)
+	p, err := embeddings.Open(dir, "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +385,7 @@ func TestAccumulateMemoryIsBounded(t *testing.T) {
 	for i := range v {
 		v[i] = float32(i%13) - 6
 	}
-	for _, suffix := range []string{MergedSuffix, ExpertSuffix} {
+	for _, suffix := range []string{embeddings.MergedSuffix, embeddings.ExpertSuffix} {
 		if err := npyfile.WriteFileFloat32(filepath.Join(dir, "big"+suffix), n, d, v); err != nil {
 			t.Fatal(err)
 		}
@@ -393,13 +395,13 @@ func TestAccumulateMemoryIsBounded(t *testing.T) {
 		runtime.ReadMemStats(&m)
 		return m.TotalAlloc
 	}
-	p, err := OpenNPYPair(dir, "big")
+	p, err := embeddings.Open(dir, "big")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	before := allocated()
-	acc, err := Accumulate(p, 256, nil)
+	acc, err := pairs.Accumulate(p, 256, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/mergectl/react-triton/calibrate/pairs"
+	"github.com/mergectl/react-triton/calibrate/tritonpairs"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -257,7 +259,7 @@ func writeInputs(t *testing.T, dir, task string, n int, sample ...int) []float32
 	for _, x := range v {
 		raw = appendFloat32(raw, x)
 	}
-	rawNPY(t, filepath.Join(dir, task+InputSuffix), fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }", shape), raw)
+	rawNPY(t, filepath.Join(dir, task+tritonpairs.InputSuffix), fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }", shape), raw)
 	return v
 }
 
@@ -514,14 +516,14 @@ func TestTritonPairClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	pairs, err := OpenTritonPairs(context.Background(), c, TritonConfig{
+	ps, err := tritonpairs.Open(context.Background(), c, tritonpairs.Config{
 		Inputs: dir, Backbone: react.ModelRef{Name: "merged"},
 		Experts: map[string]react.ModelRef{"a": {Name: "expert_a"}}, Batch: 2, InFlight: 3,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := pairs[0]
+	p := ps[0]
 	if p.Len() != 200 || p.Dim() != 4 || p.BatchSize() != 2 || p.Task() != "a" {
 		t.Errorf("Len %d Dim %d BatchSize %d Task %s", p.Len(), p.Dim(), p.BatchSize(), p.Task())
 	}
@@ -561,22 +563,22 @@ func TestTritonPairAccumulate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	pairs, err := OpenTritonPairs(context.Background(), c, TritonConfig{
+	ps, err := tritonpairs.Open(context.Background(), c, tritonpairs.Config{
 		Inputs: dir, Tasks: []string{"a"}, Backbone: react.ModelRef{Name: "merged", Output: "feature"},
 		Experts: map[string]react.ModelRef{"a": {Name: "expert_a"}}, InFlight: 1,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pairs[0].Close()
-	acc, err := Accumulate(pairs[0], 7, nil)
+	defer ps[0].Close()
+	acc, err := pairs.Accumulate(ps[0], 7, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := pairs[0].Next(make([]float64, 4), make([]float64, 4)); n != 0 || !errors.Is(err, io.EOF) {
+	if n, err := ps[0].Next(make([]float64, 4), make([]float64, 4)); n != 0 || !errors.Is(err, io.EOF) {
 		t.Errorf("Next after the end = %d, %v; want 0, EOF", n, err)
 	}
-	st, err := acc.Stats("a", pairs[0].Expert())
+	st, err := acc.Stats("a", ps[0].Expert())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package calibrate
+package pairs
 
 import (
 	"errors"
@@ -11,13 +11,13 @@ import (
 	"github.com/mergectl/react-triton/config"
 )
 
-// selectSamples returns the ascending indices of the samples, among a
+// Select returns the ascending indices of the samples, among a
 // task's n, that a fit uses, or nil for all of them: first a random subset
 // of ⌈fraction·n⌉ or min(limit, n) samples drawn with the seed (the same
 // seed and n give the same subset), then, with a shard of n > 1 parts, the
 // shard's contiguous part of what is left: positions [i·m/n, (i+1)·m/n) of
 // the m samples.
-func selectSamples(n int, s config.Sample, shard config.Shard) []int {
+func Select(n int, s config.Sample, shard config.Shard) []int {
 	var idx []int
 	k := n
 	switch {
@@ -44,10 +44,10 @@ func selectSamples(n int, s config.Sample, shard config.Shard) []int {
 	return idx
 }
 
-// subsetProvenance describes the subset of a task's samples a fit drew, for
+// SubsetProvenance describes the subset of a task's samples a fit drew, for
 // the components file's metadata (react.TaskStats.Provenance); nil when it
 // used them all.
-func subsetProvenance(s config.Sample, available, used int) map[string]string {
+func SubsetProvenance(s config.Sample, available, used int) map[string]string {
 	if s.Fraction == 0 && s.Limit == 0 {
 		return nil
 	}
@@ -64,12 +64,12 @@ func subsetProvenance(s config.Sample, available, used int) map[string]string {
 	return p
 }
 
-// selectedPairs is a PairSource that passes on the pairs of src at the
+// Selected is a Source that passes on the pairs of src at the
 // positions idx (ascending; nil: every pair), from position skip on. Its
 // batches hold as many of those pairs as the destination does, so that the
 // batches, and so the order of the sums, depend only on the positions.
-type selectedPairs struct {
-	PairSource
+type Selected struct {
+	Source
 	idx      []int
 	skip     int
 	row      int // pairs of src read so far
@@ -77,21 +77,21 @@ type selectedPairs struct {
 	mtl, ind []float64
 }
 
-// newSelectedPairs wraps src; see selectedPairs.
-func newSelectedPairs(src PairSource, idx []int, skip int) *selectedPairs {
-	return &selectedPairs{PairSource: src, idx: idx, skip: skip}
+// NewSelected wraps src; see Selected.
+func NewSelected(src Source, idx []int, skip int) *Selected {
+	return &Selected{Source: src, idx: idx, skip: skip}
 }
 
-// Len implements PairSource.
-func (s *selectedPairs) Len() int64 {
+// Len implements Source.
+func (s *Selected) Len() int64 {
 	if s.idx != nil {
 		return int64(len(s.idx))
 	}
-	return s.PairSource.Len()
+	return s.Source.Len()
 }
 
-// Next implements PairSource.
-func (s *selectedPairs) Next(mtl, ind []float64) (int, error) {
+// Next implements Source.
+func (s *Selected) Next(mtl, ind []float64) (int, error) {
 	d := s.Dim()
 	want := len(mtl) / d
 	if len(s.mtl) < len(mtl) {
@@ -99,7 +99,7 @@ func (s *selectedPairs) Next(mtl, ind []float64) (int, error) {
 	}
 	filled := 0
 	for filled < want {
-		n, err := s.PairSource.Next(s.mtl[:(want-filled)*d], s.ind[:(want-filled)*d])
+		n, err := s.Source.Next(s.mtl[:(want-filled)*d], s.ind[:(want-filled)*d])
 		for i := range n {
 			row := s.row + i
 			if s.idx != nil {

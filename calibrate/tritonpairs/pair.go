@@ -1,4 +1,4 @@
-package calibrate
+package tritonpairs
 
 import (
 	"context"
@@ -29,8 +29,8 @@ const (
 	DefaultTritonBatch = 256
 )
 
-// TritonConfig says what a Triton-backed fit runs, and on which inputs.
-type TritonConfig struct {
+// Config says what a Triton-backed fit runs, and on which inputs.
+type Config struct {
 	// Inputs is the directory of each task's unlabeled calibration inputs:
 	// DIR/<task>.npy, float32, samples along the first axis, then the
 	// shape of one model input without its batch dimension; or DIR/<task>/,
@@ -41,8 +41,8 @@ type TritonConfig struct {
 	// becomes a sample.
 	Images images.Options
 	// SkipBadImages leaves out the image files whose header does not
-	// decode (TritonPair.Skipped), and with SendEncoded those the models
-	// refuse (TritonPair.TakeSkipped), rather than failing.
+	// decode (Pair.Skipped), and with SendEncoded those the models
+	// refuse (Pair.TakeSkipped), rather than failing.
 	SkipBadImages bool
 	// SendEncoded sends each image file's bytes as they are, one element of
 	// a BYTES tensor [n,1], to models that take encoded images (such as
@@ -82,13 +82,13 @@ const (
 	retryMaxBackoff     = 5 * time.Second
 )
 
-// TritonPair is the PairSource of one task whose features a Triton server
+// Pair is the pairs.Source of one task whose features a Triton server
 // computes: each chunk of the task's calibration inputs is sent to the
 // merged backbone and to the task's expert at the same time, and the two
 // feature outputs, decoded to float32 whatever their datatype (FP32, FP16,
 // BF16 or FP64), are the pairs. A few chunks are in flight at once; pairs
 // come out in input order.
-type TritonPair struct {
+type Pair struct {
 	task     string
 	client   *triton.Client
 	in       sampleInput
@@ -123,7 +123,7 @@ type chunkResult struct {
 	skipped []images.Problem
 }
 
-// OpenTritonPairs checks everything a Triton-backed fit needs before any
+// Open checks everything a Triton-backed fit needs before any
 // sample is sent, and returns one source per task, in order:
 //   - each task's input file is a float32 array in C order, with samples,
 //     of the size its header says;
@@ -136,15 +136,15 @@ type chunkResult struct {
 // ctx bounds these checks only; a source sends its requests from its first
 // Next until its end or Close. The sources share c, which the caller closes
 // after them.
-func OpenTritonPairs(ctx context.Context, c *triton.Client, cfg TritonConfig) (pairs []*TritonPair, err error) {
+func Open(ctx context.Context, c *triton.Client, cfg Config) (pairs []*Pair, err error) {
 	tasks := cfg.Tasks
 	if len(tasks) == 0 {
-		if tasks, err = discoverInputs(cfg.Inputs); err != nil {
+		if tasks, err = DiscoverInputs(cfg.Inputs); err != nil {
 			return nil, err
 		}
 	}
-	if err := checkExperts(tasks, cfg.Experts); err != nil {
-		return nil, asUsage(err)
+	if err := CheckExperts(tasks, cfg.Experts); err != nil {
+		return nil, err
 	}
 
 	var files []sampleInput
@@ -218,25 +218,25 @@ func OpenTritonPairs(ctx context.Context, c *triton.Client, cfg TritonConfig) (p
 				b = min(b, m.maxBatch)
 			}
 		}
-		pairs = append(pairs, &TritonPair{task: task, client: c, in: files[i], backbone: backbone, expert: expert, bound: bound, batch: b, inFlight: inFlight,
+		pairs = append(pairs, &Pair{task: task, client: c, in: files[i], backbone: backbone, expert: expert, bound: bound, batch: b, inFlight: inFlight,
 			retryMax: cfg.RetryMaxWait, onRetry: cfg.OnRetry, skipBad: cfg.SkipBadImages})
 	}
 	return pairs, nil
 }
 
 // Skipped returns the image files of the task left out because their
-// header did not decode (TritonConfig.SkipBadImages); none for a .npy
+// header did not decode (Config.SkipBadImages); none for a .npy
 // input.
-func (p *TritonPair) Skipped() []images.Problem {
+func (p *Pair) Skipped() []images.Problem {
 	if im, ok := p.in.(interface{ skipped() []images.Problem }); ok {
 		return im.skipped()
 	}
 	return nil
 }
 
-// checkExperts checks that experts names an expert for each task and for
+// CheckExperts checks that experts names an expert for each task and for
 // no other.
-func checkExperts(tasks []string, experts map[string]react.ModelRef) error {
+func CheckExperts(tasks []string, experts map[string]react.ModelRef) error {
 	known := make(map[string]bool, len(tasks))
 	var missing []string
 	for _, t := range tasks {
@@ -261,54 +261,59 @@ func checkExperts(tasks []string, experts map[string]react.ModelRef) error {
 	return nil
 }
 
-// Task implements PairSource.
-func (p *TritonPair) Task() string { return p.task }
+// Task implements pairs.Source.
+func (p *Pair) Task() string { return p.task }
 
-// Dim implements PairSource.
-func (p *TritonPair) Dim() int { return p.backbone.dim }
+// Dim implements pairs.Source.
+func (p *Pair) Dim() int { return p.backbone.dim }
 
-// Len implements PairSource: the number of samples used (see Use).
-func (p *TritonPair) Len() int64 { return int64(p.in.count()) }
+// Len implements pairs.Source: the number of samples used (see Use).
+func (p *Pair) Len() int64 { return int64(p.in.count()) }
 
 // Use restricts the samples sent to idx, ascending indices of the task's
 // input samples (nil: all of them), and starts at position skip among
 // them. Call it before the first Next.
-func (p *TritonPair) Use(idx []int, skip int) { p.in.use(idx, skip) }
+func (p *Pair) Use(idx []int, skip int) { p.in.use(idx, skip) }
 
 // SetContext makes ctx the parent of the requests: when it ends, those in
 // flight are cancelled and Next fails. Call it before the first Next.
-func (p *TritonPair) SetContext(ctx context.Context) { p.parent = ctx }
+func (p *Pair) SetContext(ctx context.Context) { p.parent = ctx }
 
 // Models returns the names of the backbone and the expert, for messages.
-func (p *TritonPair) Models() string {
+func (p *Pair) Models() string {
 	return fmt.Sprintf("backbone %s, expert %s", describe(p.backbone.ref), describe(p.expert.ref))
 }
 
 // PinVersions makes the versions recorded earlier (by a checkpoint) the
 // ones every further answer must come from; "" leaves a model free.
-func (p *TritonPair) PinVersions(backbone, expert string) {
+func (p *Pair) PinVersions(backbone, expert string) {
 	p.version = [2]string{backbone, expert}
 }
 
 // Backbone returns the backbone as it was used: its output resolved and,
 // once a request was answered, the version that answered if none was asked.
-func (p *TritonPair) Backbone() react.ModelRef { return p.used(p.backbone.ref, p.version[0]) }
+func (p *Pair) Backbone() react.ModelRef { return p.used(p.backbone.ref, p.version[0]) }
 
 // Expert returns the task's expert as it was used; see Backbone.
-func (p *TritonPair) Expert() react.ModelRef { return p.used(p.expert.ref, p.version[1]) }
+func (p *Pair) Expert() react.ModelRef { return p.used(p.expert.ref, p.version[1]) }
 
-func (p *TritonPair) used(ref react.ModelRef, version string) react.ModelRef {
+func (p *Pair) used(ref react.ModelRef, version string) react.ModelRef {
 	if ref.Version == "" {
 		ref.Version = version
 	}
 	return ref
 }
 
-// BatchSize returns the number of samples per request.
-func (p *TritonPair) BatchSize() int { return p.batch }
+// Inputs says what the task's calibration inputs hold and, for images,
+// how they become samples: a part of a checkpoint's description of its
+// run.
+func (p *Pair) Inputs() string { return p.in.describe() }
 
-// Next implements PairSource. The first call starts the requests.
-func (p *TritonPair) Next(mtl, ind []float64) (int, error) {
+// BatchSize returns the number of samples per request.
+func (p *Pair) BatchSize() int { return p.batch }
+
+// Next implements pairs.Source. The first call starts the requests.
+func (p *Pair) Next(mtl, ind []float64) (int, error) {
 	if len(mtl) != len(ind) {
 		return 0, errors.New("Next: batches of different lengths")
 	}
@@ -351,7 +356,7 @@ func (p *TritonPair) Next(mtl, ind []float64) (int, error) {
 }
 
 // checkVersions checks that the same model versions answered every chunk.
-func (p *TritonPair) checkVersions(v [2]string) error {
+func (p *Pair) checkVersions(v [2]string) error {
 	for i, m := range []*tritonModel{p.backbone, p.expert} {
 		switch {
 		case p.version[i] == "":
@@ -367,7 +372,7 @@ func (p *TritonPair) checkVersions(v [2]string) error {
 // start reads the inputs chunk by chunk in a goroutine and sends each chunk
 // to both models, keeping at most inFlight chunks in flight. The results
 // channel holds one future per chunk, in input order.
-func (p *TritonPair) start() {
+func (p *Pair) start() {
 	p.started = true
 	parent := p.parent
 	if parent == nil {
@@ -402,7 +407,7 @@ func (p *TritonPair) start() {
 // infer runs one chunk through both models at the same time; when they
 // refuse a chunk of encoded images, it finds the files they refuse
 // (isolate).
-func (p *TritonPair) infer(ctx context.Context, c chunk, first int) chunkResult {
+func (p *Pair) infer(ctx context.Context, c chunk, first int) chunkResult {
 	r, errs := p.inferBoth(ctx, c, first)
 	if r.err == nil || c.files == nil {
 		return r
@@ -421,7 +426,7 @@ func (p *TritonPair) infer(ctx context.Context, c chunk, first int) chunkResult 
 
 // inferBoth runs one chunk through both models at the same time; errs are
 // each model's error.
-func (p *TritonPair) inferBoth(ctx context.Context, c chunk, first int) (chunkResult, [2]error) {
+func (p *Pair) inferBoth(ctx context.Context, c chunk, first int) (chunkResult, [2]error) {
 	r := chunkResult{first: first, rows: c.n}
 	var wg sync.WaitGroup
 	var errs [2]error
@@ -441,7 +446,7 @@ func (p *TritonPair) inferBoth(ctx context.Context, c chunk, first int) (chunkRe
 // run sends the chunk's samples to model m (0: the backbone, 1: the
 // expert) and returns their features as float32 and the version that
 // answered.
-func (p *TritonPair) run(ctx context.Context, which int, c chunk, first int) ([]float32, string, error) {
+func (p *Pair) run(ctx context.Context, which int, c chunk, first int) ([]float32, string, error) {
 	m := [2]*tritonModel{p.backbone, p.expert}[which]
 	n := c.n
 	fail := func(err error) ([]float32, string, error) {
@@ -473,7 +478,7 @@ func (p *TritonPair) run(ctx context.Context, which int, c chunk, first int) ([]
 // send sends req, retrying transient failures (UNAVAILABLE,
 // DEADLINE_EXCEEDED) with exponential backoff for at most retryMax from the
 // first failure.
-func (p *TritonPair) send(ctx context.Context, req *triton.InferRequest) (*triton.InferResponse, error) {
+func (p *Pair) send(ctx context.Context, req *triton.InferRequest) (*triton.InferResponse, error) {
 	var first time.Time
 	backoff := retryInitialBackoff
 	for {
@@ -519,9 +524,9 @@ func transient(err error) bool {
 	return false
 }
 
-// Close implements PairSource: it cancels the requests in flight and closes
+// Close implements pairs.Source: it cancels the requests in flight and closes
 // the input file.
-func (p *TritonPair) Close() error {
+func (p *Pair) Close() error {
 	if p.started {
 		p.cancel()
 		for range p.results {
