@@ -32,7 +32,7 @@ type fitRun struct {
 	stdout, stderr io.Writer
 
 	norm     react.Normalization
-	shard    config.Shard
+	shard    pairs.Shard
 	report   reporter
 	backbone react.ModelRef // as used, once a task has run
 	from     string         // the task that set backbone
@@ -52,7 +52,8 @@ func (r *fitRun) run(ctx context.Context) error {
 	cfg := r.cfg
 	r.norm = react.Normalization(cfg.Normalize)
 	if cfg.Shard != "" {
-		r.shard, _ = config.ParseShard(cfg.Shard) // validated
+		s, _ := config.ParseShard(cfg.Shard) // validated
+		r.shard = pairs.Shard{Index: s.Index, Count: s.Count}
 	}
 	var into *react.Components
 	if cfg.Only != "" {
@@ -132,6 +133,12 @@ func (r *fitRun) removeCheckpoints(tasks []*partial.Task) {
 		}
 	}
 	os.Remove(r.cfg.Checkpoint.Dir) // fails, harmlessly, if anything else is in it
+}
+
+// subset is the configured subset of each task's samples.
+func (r *fitRun) subset() pairs.Subset {
+	s := r.cfg.Sample
+	return pairs.Subset{Fraction: s.Fraction, Limit: s.Limit, Seed: s.Seed}
 }
 
 // tasks returns the tasks the configuration names: only, or tasks (empty

@@ -21,7 +21,7 @@ import (
 func (r *fitRun) fitTask(ctx context.Context, src pairs.Source) (*partial.Task, taskSummary, error) {
 	task, d := src.Task(), src.Dim()
 	available := int(src.Len())
-	idx := pairs.Select(available, r.cfg.Sample, r.shard)
+	idx := pairs.Select(available, r.subset(), r.shard)
 	total := int64(available)
 	if idx != nil {
 		total = int64(len(idx))
@@ -30,7 +30,7 @@ func (r *fitRun) fitTask(ctx context.Context, src pairs.Source) (*partial.Task, 
 		return nil, taskSummary{}, fmt.Errorf("task %s: shard %s of its %d samples is empty", task, r.cfg.Shard, available)
 	}
 	run := r.describe(src, idx)
-	t := &partial.Task{Name: task, Total: total, Provenance: pairs.SubsetProvenance(r.cfg.Sample, available, int(total))}
+	t := &partial.Task{Name: task, Total: total, Provenance: pairs.SubsetProvenance(r.subset(), available, int(total))}
 	tp, _ := src.(*tritonpairs.Pair)
 
 	if r.resume {

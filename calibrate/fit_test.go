@@ -1,23 +1,18 @@
 package calibrate
 
 import (
-	"bytes"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mergectl/react-triton/calibrate/embeddings"
-	"github.com/mergectl/react-triton/calibrate/pairs"
 	"github.com/mergectl/react-triton/config"
-	"github.com/mergectl/react-triton/internal/npyfile"
 	"github.com/mergectl/react-triton/react"
 )
 
@@ -272,142 +267,5 @@ func TestFitRefuses(t *testing.T) {
 	// A missing required flag is a usage error.
 	if r := run(t, "fit", "--out", "x"); r.code != ExitUsage || !strings.Contains(r.stderr, "triton.grpc: required: give triton.grpc (--triton HOST:PORT) and inputs, or embeddings (--embeddings DIR)") {
 		t.Errorf("fit without --embeddings: exit %d, stderr %q", r.code, r.stderr)
-	}
-}
-
-// TestAccumulateSource checks the accumulation loop against a pairs.Source
-// that is not backed by files, as a Triton-backed source would be.
-func TestAccumulateSource(t *testing.T) {
-	mtl, ind := pairData(rand.New(rand.NewPCG(3, 4)), 23, 4)
-	src := &memSource{mtl: mtl, ind: ind, batch: 5}
-	var calls, total int
-	acc, err := pairs.Accumulate(src, 8, func(n int) { calls++; total += n })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if acc.N() != 23 || total != 23 || calls != 5 {
-		t.Errorf("N=%d, progress total %d in %d calls; want 23 in 5", acc.N(), total, calls)
-	}
-	st, err := acc.Stats("m", react.ModelRef{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s mat.Dense
-	s.Mul(ind.T(), mtl)
-	if !mat.EqualApprox(st.S, &s, 1e-10) {
-		t.Error("S differs")
-	}
-	// A source that claims more pairs than it yields is an error.
-	src = &memSource{mtl: mtl, ind: ind, batch: 5, claim: 30}
-	if _, err := pairs.Accumulate(src, 8, nil); err == nil || !strings.Contains(err.Error(), "read 23 pairs, want 30") {
-		t.Errorf("short source: %v", err)
-	}
-}
-
-// memSource is an in-memory pairs.Source that yields at most batch rows per
-// call, whatever room it is given.
-type memSource struct {
-	mtl, ind *mat.Dense
-	batch    int
-	next     int
-	claim    int64
-}
-
-func (s *memSource) Task() string { return "m" }
-func (s *memSource) Dim() int     { _, d := s.mtl.Dims(); return d }
-func (s *memSource) Len() int64 {
-	if s.claim > 0 {
-		return s.claim
-	}
-	n, _ := s.mtl.Dims()
-	return int64(n)
-}
-func (s *memSource) Close() error { return nil }
-func (s *memSource) Next(mtl, ind []float64) (int, error) {
-	n, d := s.mtl.Dims()
-	k := min(len(mtl)/d, s.batch, n-s.next)
-	if k == 0 {
-		return 0, io.EOF
-	}
-	for i := 0; i < k; i++ {
-		copy(mtl[i*d:], s.mtl.RawRowView(s.next+i))
-		copy(ind[i*d:], s.ind.RawRowView(s.next+i))
-	}
-	s.next += k
-	return k, nil
-}
-
-func TestNPYPairStreamsInChunks(t *testing.T) {
-	// A file much larger than the chunk is read chunk by chunk: the reader
-	// never asks for more than the chunk's bytes.
-	dir := t.TempDir()
-	n, d := 1000, 4
-	v := make([]float32, n*d)
-	for i := range v {
-		v[i] = float32(i % 17)
-	}
-	var b bytes.Buffer
-	npyfile.WriteFloat32(&b, n, d, v)
-	os.WriteFile(filepath.Join(dir, "a"+embeddings.MergedSuffix), b.Bytes(), 0o644)
-	os.WriteFile(filepath.Join(dir, "a"+embeddings.ExpertSuffix), b.Bytes(), 0o644)
-	p, err := embeddings.Open(dir, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	mtl := make([]float64, 3*d)
-	ind := make([]float64, 3*d)
-	rows := 0
-	for {
-		k, err := p.Next(mtl, ind)
-		if err != nil {
-			break
-		}
-		if k > 3 {
-			t.Fatalf("Next returned %d rows for room for 3", k)
-		}
-		if mtl[0] != float64(v[rows*d]) {
-			t.Fatalf("row %d: got %v, want %v", rows, mtl[0], v[rows*d])
-		}
-		rows += k
-	}
-	if rows != n {
-		t.Errorf("read %d rows, want %d", rows, n)
-	}
-}
-
-// TestAccumulateMemoryIsBounded checks that fitting streams: the bytes
-// allocated while accumulating a task do not grow with its number of rows.
-func TestAccumulateMemoryIsBounded(t *testing.T) {
-	dir := t.TempDir()
-	const n, d = 40000, 4
-	v := make([]float32, n*d)
-	for i := range v {
-		v[i] = float32(i%13) - 6
-	}
-	for _, suffix := range []string{embeddings.MergedSuffix, embeddings.ExpertSuffix} {
-		if err := npyfile.WriteFileFloat32(filepath.Join(dir, "big"+suffix), n, d, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	allocated := func() uint64 {
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.TotalAlloc
-	}
-	p, err := embeddings.Open(dir, "big")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	before := allocated()
-	acc, err := pairs.Accumulate(p, 256, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	used := allocated() - before
-	// The two files hold 2·n·d float32 (1.28 MB), 2.56 MB once widened.
-	if acc.N() != n || used > 256<<10 {
-		t.Errorf("accumulating %d rows allocated %d bytes; want O(D² + chunk), well under 256 KiB", acc.N(), used)
 	}
 }

@@ -1,15 +1,32 @@
 package pairs
 
 import (
-	"errors"
-	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
-
-	"github.com/mergectl/react-triton/config"
 )
+
+// Subset says which share of a task's samples a fit draws: a seeded random
+// subset of ⌈Fraction·n⌉ samples, or of at most Limit; the zero value
+// keeps them all.
+type Subset struct {
+	// Fraction keeps this share of the samples, rounded up, in (0, 1]; 0
+	// keeps them all.
+	Fraction float64
+	// Limit keeps at most this many samples; 0 keeps them all. It is
+	// ignored when Fraction is set.
+	Limit int
+	// Seed chooses the subset: the same seed and number of samples give
+	// the same subset.
+	Seed int
+}
+
+// Shard is part Index of Count contiguous parts of the samples a fit uses,
+// 0 ≤ Index < Count; a Count of 0 or 1 is every sample.
+type Shard struct {
+	Index, Count int
+}
 
 // Select returns the ascending indices of the samples, among a
 // task's n, that a fit uses, or nil for all of them: first a random subset
@@ -17,7 +34,7 @@ import (
 // seed and n give the same subset), then, with a shard of n > 1 parts, the
 // shard's contiguous part of what is left: positions [i·m/n, (i+1)·m/n) of
 // the m samples.
-func Select(n int, s config.Sample, shard config.Shard) []int {
+func Select(n int, s Subset, shard Shard) []int {
 	var idx []int
 	k := n
 	switch {
@@ -47,7 +64,7 @@ func Select(n int, s config.Sample, shard config.Shard) []int {
 // SubsetProvenance describes the subset of a task's samples a fit drew, for
 // the components file's metadata (react.TaskStats.Provenance); nil when it
 // used them all.
-func SubsetProvenance(s config.Sample, available, used int) map[string]string {
+func SubsetProvenance(s Subset, available, used int) map[string]string {
 	if s.Fraction == 0 && s.Limit == 0 {
 		return nil
 	}
@@ -64,73 +81,26 @@ func SubsetProvenance(s config.Sample, available, used int) map[string]string {
 	return p
 }
 
-// Selected is a Source that passes on the pairs of src at the
-// positions idx (ascending; nil: every pair), from position skip on. Its
-// batches hold as many of those pairs as the destination does, so that the
-// batches, and so the order of the sums, depend only on the positions.
-type Selected struct {
-	Source
-	idx      []int
-	skip     int
-	row      int // pairs of src read so far
-	pos      int // next position among those used
-	mtl, ind []float64
-}
-
-// NewSelected wraps src; see Selected.
-func NewSelected(src Source, idx []int, skip int) *Selected {
-	return &Selected{Source: src, idx: idx, skip: skip}
-}
-
-// Len implements Source.
-func (s *Selected) Len() int64 {
-	if s.idx != nil {
-		return int64(len(s.idx))
-	}
-	return s.Source.Len()
-}
-
-// Next implements Source.
-func (s *Selected) Next(mtl, ind []float64) (int, error) {
-	d := s.Dim()
-	want := len(mtl) / d
-	if len(s.mtl) < len(mtl) {
-		s.mtl, s.ind = make([]float64, len(mtl)), make([]float64, len(mtl))
-	}
-	filled := 0
-	for filled < want {
-		n, err := s.Source.Next(s.mtl[:(want-filled)*d], s.ind[:(want-filled)*d])
-		for i := range n {
-			row := s.row + i
-			if s.idx != nil {
-				for s.pos < len(s.idx) && s.idx[s.pos] < row {
-					s.pos++
-				}
-				if s.pos >= len(s.idx) || s.idx[s.pos] != row {
-					continue
-				}
-			} else {
-				s.pos = row
-			}
-			if s.pos >= s.skip {
-				copy(mtl[filled*d:(filled+1)*d], s.mtl[i*d:(i+1)*d])
-				copy(ind[filled*d:(filled+1)*d], s.ind[i*d:(i+1)*d])
-				filled++
-			}
-			if s.idx != nil {
-				s.pos++
-			}
-		}
-		s.row += n
-		if errors.Is(err, io.EOF) {
-			if filled == 0 {
-				return 0, io.EOF
-			}
-			return filled, nil
-		}
-		if err != nil {
-			return filled, err
+// Holdout returns the ascending indices, among a fit's samples idx (nil:
+// 0 … n−1), of a seeded random ⌈share·m⌉ of them (at least one, and at
+// least one left to fit), to hold out; nil when fewer than two.
+func Holdout(n int, idx []int, share float64, seed uint64) []int {
+	if idx == nil {
+		idx = make([]int, n)
+		for i := range idx {
+			idx[i] = i
 		}
 	}
-	return filled, nil
+	m := len(idx)
+	k := min(max(1, int(math.Ceil(share*float64(m)))), m-1)
+	if k <= 0 {
+		return nil
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x401d))
+	out := make([]int, k)
+	for i, p := range rng.Perm(m)[:k] {
+		out[i] = idx[p]
+	}
+	slices.Sort(out)
+	return out
 }
