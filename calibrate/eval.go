@@ -105,9 +105,9 @@ by more than --sidecar-tolerance times the largest logit.`,
       --components TA=tritonmodels/zoo/components_ta.safetensors \
       --set equal --set one-hot --set simplex:fashion,mnist,digits --json eval.json`,
 		Args: cobra.NoArgs,
-		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd.Context(), stdout, stderr)
-		}),
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.triton, "triton", "", "Triton's gRPC HOST:PORT (required)")

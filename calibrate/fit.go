@@ -128,7 +128,7 @@ file.`,
   # The same from a configuration file, one task into an existing file.
   calibrate fit --config calibrate.yaml --only dtd --into components.safetensors`,
 		Args: cobra.NoArgs,
-		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.LoadCalibrate("", cmd.Flags())
 			if err != nil {
 				return asUsage(err)
@@ -150,7 +150,7 @@ file.`,
 			}
 			r := &fitRun{cfg: cfg, resume: resume, stdout: stdout, stderr: stderr}
 			return r.run(cmd.Context())
-		}),
+		},
 	}
 	f := cmd.Flags()
 	config.BindCalibrateFlags(f)

@@ -93,9 +93,9 @@ it is ready; the server's readiness is checked before and after.`,
 		Example: `  calibrate upgrade --repository models --model cat_classifier --correct emb \
       --components cats.safetensors --preset gentle=cats=0.7,dogs=0.3 --dry-run`,
 		Args: cobra.NoArgs,
-		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(stdout)
-		}),
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.repository, "repository", "", "the model repository `DIR` (required)")
