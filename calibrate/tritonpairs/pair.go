@@ -19,16 +19,6 @@ import (
 	"github.com/mergectl/react-triton/triton"
 )
 
-// Defaults of a Triton-backed fit.
-const (
-	// DefaultInFlight is the number of chunks of a task whose requests are
-	// in flight at once.
-	DefaultInFlight = 4
-	// DefaultTritonBatch is the number of samples per request when neither
-	// the caller nor the models ask for fewer.
-	DefaultTritonBatch = 256
-)
-
 // Config says what a Triton-backed fit runs, and on which inputs.
 type Config struct {
 	// Inputs is the directory of each task's unlabeled calibration inputs:
@@ -60,11 +50,11 @@ type Config struct {
 	// Experts maps every task to its expert. An empty Output picks the
 	// expert's only output, or else the one named like the backbone's.
 	Experts map[string]react.ModelRef
-	// Batch caps the samples per request (default DefaultTritonBatch); each
+	// Batch caps the samples per request (0: triton.DefaultBatch); each
 	// model's max_batch_size caps it further.
 	Batch int
-	// InFlight is the number of chunks in flight per task (default
-	// DefaultInFlight).
+	// InFlight is the number of chunks of a task in flight at once (0:
+	// triton.DefaultInFlight).
 	InFlight int
 	// RetryMaxWait bounds how long one request is retried after transient
 	// failures (UNAVAILABLE, DEADLINE_EXCEEDED, NOT_FOUND of a model
@@ -85,9 +75,9 @@ const (
 // Pair is the pairs.Source of one task whose features a Triton server
 // computes: each chunk of the task's calibration inputs is sent to the
 // merged backbone and to the task's expert at the same time, and the two
-// feature outputs, decoded to float32 whatever their datatype (FP32, FP16,
-// BF16 or FP64), are the pairs. A few chunks are in flight at once; pairs
-// come out in input order.
+// feature outputs, decoded to float32 from their datatype (FP32, FP16 or
+// BF16: triton.IsFeatureDatatype), are the pairs. A few chunks are in
+// flight at once; pairs come out in input order.
 type Pair struct {
 	task     string
 	client   *triton.Client
@@ -174,14 +164,7 @@ func Open(ctx context.Context, c *triton.Client, cfg Config) (pairs []*Pair, err
 	if err != nil {
 		return nil, err
 	}
-	batch := cfg.Batch
-	if batch <= 0 {
-		batch = DefaultTritonBatch
-	}
-	inFlight := cfg.InFlight
-	if inFlight <= 0 {
-		inFlight = DefaultInFlight
-	}
+	batching := triton.BatchOptions{Batch: cfg.Batch, InFlight: cfg.InFlight}
 	for i, task := range tasks {
 		expert, err := checkModel(ctx, c, "expert of task "+task, cfg.Experts[task], backbone.ref.Output)
 		if err != nil {
@@ -212,13 +195,8 @@ func Open(ctx context.Context, c *triton.Client, cfg Config) (pairs []*Pair, err
 			return nil, fmt.Errorf("task %s: expert %s gives features of D=%d (output %q) but backbone %s gives D=%d (output %q): they must match",
 				task, describe(expert.ref), expert.dim, expert.ref.Output, describe(backbone.ref), backbone.dim, backbone.ref.Output)
 		}
-		b := batch
-		for _, m := range []*tritonModel{backbone, expert} {
-			if m.maxBatch > 0 {
-				b = min(b, m.maxBatch)
-			}
-		}
-		pairs = append(pairs, &Pair{task: task, client: c, in: files[i], backbone: backbone, expert: expert, bound: bound, batch: b, inFlight: inFlight,
+		b := batching.BatchSize(backbone.maxBatch, expert.maxBatch)
+		pairs = append(pairs, &Pair{task: task, client: c, in: files[i], backbone: backbone, expert: expert, bound: bound, batch: b, inFlight: batching.Parallel(),
 			retryMax: cfg.RetryMaxWait, onRetry: cfg.OnRetry, skipBad: cfg.SkipBadImages})
 	}
 	return pairs, nil
@@ -461,16 +439,13 @@ func (p *Pair) run(ctx context.Context, which int, c chunk, first int) ([]float3
 	if err != nil {
 		return fail(err)
 	}
-	out, ok := resp.Output(m.ref.Output)
-	if !ok {
-		return fail(fmt.Errorf("the response has no output %q", m.ref.Output))
+	v, cols, err := resp.Rows(m.ref.Output, n)
+	if err == nil && cols != m.dim {
+		out, _ := resp.Output(m.ref.Output)
+		err = fmt.Errorf("output %q has shape %s: want %d samples of D=%d", m.ref.Output, triton.FormatShape(out.Shape), n, m.dim)
 	}
-	v, err := out.AsFloat32()
 	if err != nil {
-		return fail(fmt.Errorf("output %q: %w", m.ref.Output, err))
-	}
-	if len(v) != n*m.dim {
-		return fail(fmt.Errorf("output %q has shape %s: want %d samples of D=%d", m.ref.Output, triton.FormatShape(out.Shape), n, m.dim))
+		return fail(err)
 	}
 	return v, resp.Version, nil
 }

@@ -47,7 +47,7 @@ var policy = map[string][]string{
 
 	// What both serving modes share: no server, no configuration file.
 	"control": {"react", "experiment"},
-	"config":  {"react", "experiment", "control"},
+	"config":  {"react", "experiment", "control", "triton"},
 
 	"evaluate":         {"react", "control", "triton", "internal/npyfile", "internal/samples"},
 	"evaluate/figures": {"evaluate"},
