@@ -5,8 +5,20 @@ import (
 	"slices"
 )
 
+// NumFeatureDatatypes is the number of datatypes a feature may have.
+const NumFeatureDatatypes = 3
+
 // featureDatatypes are the datatypes a feature may have.
-var featureDatatypes = [...]string{FP32, FP16, BF16}
+var featureDatatypes = [NumFeatureDatatypes]string{FP32, FP16, BF16}
+
+// FeatureDatatypes returns the datatypes a feature may have, FP32, FP16
+// and BF16, in the order FeatureIndex numbers them (for tables indexed by
+// datatype, such as a feature's encodings).
+func FeatureDatatypes() [NumFeatureDatatypes]string { return featureDatatypes }
+
+// FeatureIndex returns the position of dt in FeatureDatatypes, or -1 when
+// a feature may not have it.
+func FeatureIndex(dt string) int { return slices.Index(featureDatatypes[:], dt) }
 
 // IsFeatureDatatype reports whether a feature, the tensor ReACT calibrates
 // on and corrects, may have datatype dt: FP32, FP16 or BF16.
@@ -16,7 +28,7 @@ var featureDatatypes = [...]string{FP32, FP16, BF16}
 // corrected feature is encoded back in the feature's own datatype, which
 // the sidecar and the backend do for these three only, so components
 // calibrated on an FP64 feature could not be served on that model.
-func IsFeatureDatatype(dt string) bool { return slices.Contains(featureDatatypes[:], dt) }
+func IsFeatureDatatype(dt string) bool { return FeatureIndex(dt) >= 0 }
 
 // CheckFeature checks that a model's input or output (kind) that holds a
 // feature has one of the feature datatypes. The error names the model and
