@@ -59,12 +59,14 @@ var policy = map[string][]string{
 	"calibrate/pairs":       {"react"},
 	"calibrate/embeddings":  {"internal/npyfile", "react"},
 	"calibrate/tritonpairs": {"calibrate/images", "internal/samples", "react", "triton", "triton/tritonpb"},
-	// The command: everything offline. backend/model: calibrate upgrade
-	// checks the react model it writes with the backend's own parser.
+	// calibrate/upgrade checks the react model it writes with the backend's
+	// own parser (backend/model).
+	"calibrate/upgrade": {"react", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile", "backend/model"},
+	// The command: everything offline.
 	"calibrate": {"react", "triton", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile",
 		"internal/buildinfo", "internal/npyfile", "internal/samples", "experiment", "config", "control", "evaluate",
 		"evaluate/figures", "calibrate/partial", "calibrate/images", "calibrate/pairs", "calibrate/embeddings",
-		"calibrate/tritonpairs", "backend/model", "internal/cli"},
+		"calibrate/tritonpairs", "calibrate/upgrade", "internal/cli"},
 
 	"sidecar/pipeline":            {"control", "config", "react", "triton", "triton/tritonpb", "triton/ensemble"},
 	"sidecar/internal/faketriton": {"react", "triton", "triton/tritonpb", "triton/tritonhttp"},
