@@ -105,9 +105,9 @@ by more than --sidecar-tolerance times the largest logit.`,
       --components TA=tritonmodels/zoo/components_ta.safetensors \
       --set equal --set one-hot --set simplex:fashion,mnist,digits --json eval.json`,
 		Args: cobra.NoArgs,
-		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd.Context(), stdout, stderr)
-		}),
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.triton, "triton", "", "Triton's gRPC HOST:PORT (required)")
@@ -126,8 +126,8 @@ by more than --sidecar-tolerance times the largest logit.`,
 	f.StringVar(&o.json, "json", "", "also write every number as JSON to FILE")
 	f.StringVar(&o.plots, "plots", "", "also draw the figures the result supports as PNG files in DIR (docs/evaluate.md)")
 	f.StringVar(&o.progress, "progress", "auto", "progress bar: auto (on a terminal), always or never")
-	f.IntVar(&o.batch, "batch", evaluate.DefaultBatch, "samples per request (the models' max_batch_size caps it)")
-	f.IntVar(&o.inFlight, "in-flight", evaluate.DefaultInFlight, "requests in flight at once")
+	f.IntVar(&o.batch, "batch", triton.DefaultBatch, "samples per request (the models' max_batch_size caps it)")
+	f.IntVar(&o.inFlight, "in-flight", triton.DefaultInFlight, "requests in flight at once")
 	f.DurationVar(&o.timeout, "timeout", time.Minute, "timeout of one request")
 	f.StringVar(&o.sidecar, "sidecar", "", "also evaluate end to end through the sidecar at this gRPC HOST:PORT, and compare")
 	f.StringArrayVar(&o.sidecarModels, "sidecar-model", nil, "[LABEL=]PATTERN: each task's controllable model on the sidecar that serves the --components LABEL (default the first); {task} is replaced by the task (repeatable; default {task})")

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mergectl/react-triton/calibrate/pairs"
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/react"
 )
@@ -127,7 +128,7 @@ file.`,
   # The same from a configuration file, one task into an existing file.
   calibrate fit --config calibrate.yaml --only dtd --into components.safetensors`,
 		Args: cobra.NoArgs,
-		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.LoadCalibrate("", cmd.Flags())
 			if err != nil {
 				return asUsage(err)
@@ -149,7 +150,7 @@ file.`,
 			}
 			r := &fitRun{cfg: cfg, resume: resume, stdout: stdout, stderr: stderr}
 			return r.run(cmd.Context())
-		}),
+		},
 	}
 	f := cmd.Flags()
 	config.BindCalibrateFlags(f)
@@ -167,7 +168,7 @@ func checkBeta(beta float64) error {
 }
 
 // closeSources closes every source.
-func closeSources(srcs []PairSource) {
+func closeSources(srcs []pairs.Source) {
 	for _, p := range srcs {
 		p.Close()
 	}

@@ -68,9 +68,9 @@ writes W_p but warns on stderr that β is too small for the data.`,
   # The naive baseline, for comparison.
   calibrate solve --components components.safetensors --preference cars=1,dtd=1 --method naive --out W_naive.npy`,
 		Args: cobra.NoArgs,
-		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd, stdout, stderr)
-		}),
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.components, "components", "", "components `FILE` written by calibrate fit (required)")

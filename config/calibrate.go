@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/mergectl/react-triton/triton"
+)
 
 // Calibrate is the configuration of calibrate fit: where the features come
 // from (.npy embeddings, or the models run on a Triton server over each
@@ -194,7 +198,6 @@ const (
 	DefaultCalibrateNormalize = "sum"
 	DefaultCalibrateTimeout   = 60 * time.Second
 	DefaultRetryMaxWait       = 5 * time.Minute
-	DefaultInFlight           = 4
 	DefaultCheckpointEvery    = 50
 	DefaultProgress           = "auto"
 	DefaultHoldout            = 0.2
@@ -220,7 +223,7 @@ func DefaultCalibrate() *Calibrate {
 		Images:     CalibrateImages{Layout: "auto", Channels: "auto", Resize: "bilinear", OnError: OnErrorFail, Decode: DecodeGo},
 		Beta:       DefaultCalibrateBeta,
 		Normalize:  DefaultCalibrateNormalize,
-		InFlight:   DefaultInFlight,
+		InFlight:   triton.DefaultInFlight,
 		Checkpoint: Checkpoint{Every: DefaultCheckpointEvery},
 		Progress:   DefaultProgress,
 		BetaSelect: BetaSelect{Holdout: DefaultHoldout},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/triton"
 )
 
 // The model configuration parameters the backend reads (config.pbtxt
@@ -45,9 +46,16 @@ const (
 	DefaultMaxPreferenceLength = 4096
 )
 
-// floatTypes are the datatypes an embedding may have, as Triton names them
-// in a model configuration.
-var floatTypes = map[string]string{"TYPE_FP32": "FP32", "TYPE_FP16": "FP16", "TYPE_BF16": "BF16"}
+// featureDatatype returns the protocol datatype of a model configuration's
+// data_type ("TYPE_FP16" -> "FP16") when an embedding may have it
+// (triton.IsFeatureDatatype: the sidecar's and calibrate's rule too).
+// It returns "", false for any other.
+func featureDatatype(configType string) (string, bool) {
+	if dt, ok := strings.CutPrefix(configType, "TYPE_"); ok && triton.IsFeatureDatatype(dt) {
+		return dt, true
+	}
+	return "", false
+}
 
 // Tensor is one input or output of the model's configuration.
 type Tensor struct {
@@ -130,7 +138,7 @@ func ParseConfig(data []byte, versionDir string) (*Config, error) {
 		}
 		where := kind + "[0]"
 		t := Tensor{Name: ts[0].Name}
-		dt, ok := floatTypes[ts[0].DataType]
+		dt, ok := featureDatatype(ts[0].DataType)
 		if !ok {
 			fail(where, "data_type %s: an embedding is TYPE_FP32, TYPE_FP16 or TYPE_BF16", ts[0].DataType)
 		}

@@ -24,7 +24,9 @@ var policy = map[string][]string{
 	"internal/buildinfo":  nil,
 	"internal/testutil":   nil,
 	"internal/archtest":   nil,
-	"internal/npyfile":    {"internal/atomicfile"},
+	// internal/cli: the exit codes, usage errors and Main of both binaries.
+	"internal/cli":     nil,
+	"internal/npyfile": {"internal/atomicfile"},
 	// internal/samples reads .npy/.npz inputs into Triton's datatypes.
 	"internal/samples": {"internal/npyfile", "triton"},
 
@@ -45,23 +47,31 @@ var policy = map[string][]string{
 
 	// What both serving modes share: no server, no configuration file.
 	"control": {"react", "experiment"},
-	"config":  {"react", "experiment", "control"},
+	"config":  {"react", "experiment", "control", "triton"},
 
 	"evaluate":         {"react", "control", "triton", "internal/npyfile", "internal/samples"},
 	"evaluate/figures": {"evaluate"},
 
 	"calibrate/partial": {"react", "react/safetensors"},
 	"calibrate/images":  nil,
-	// The command: everything offline. backend/model: calibrate upgrade
-	// checks the react model it writes with the backend's own parser.
+	// The library under the command: the pair sources, the accumulation
+	// and the choice of samples, importable without the command.
+	"calibrate/pairs":       {"react"},
+	"calibrate/embeddings":  {"internal/npyfile", "react"},
+	"calibrate/tritonpairs": {"calibrate/images", "internal/samples", "react", "triton", "triton/tritonpb"},
+	// calibrate/upgrade checks the react model it writes with the backend's
+	// own parser (backend/model).
+	"calibrate/upgrade": {"react", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile", "backend/model"},
+	// The command: everything offline.
 	"calibrate": {"react", "triton", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile",
 		"internal/buildinfo", "internal/npyfile", "internal/samples", "experiment", "config", "control", "evaluate",
-		"evaluate/figures", "calibrate/partial", "calibrate/images", "backend/model"},
+		"evaluate/figures", "calibrate/partial", "calibrate/images", "calibrate/pairs", "calibrate/embeddings",
+		"calibrate/tritonpairs", "calibrate/upgrade", "internal/cli"},
 
 	"sidecar/pipeline":            {"control", "config", "react", "triton", "triton/tritonpb", "triton/ensemble"},
 	"sidecar/internal/faketriton": {"react", "triton", "triton/tritonpb", "triton/tritonhttp"},
 	"sidecar": {"sidecar/pipeline", "control", "config", "react", "triton", "triton/tritonpb", "triton/tritonhttp",
-		"internal/buildinfo"},
+		"internal/buildinfo", "internal/cli"},
 
 	// The Triton backend: never the sidecar or its configuration.
 	"backend/model": {"control", "react", "triton"},
@@ -72,7 +82,7 @@ var policy = map[string][]string{
 	"cmd/sidecar":   {"sidecar"},
 
 	// Examples and benchmark tools: clients of the module's public surface.
-	"examples/eval":       {"calibrate", "internal/npyfile"},
+	"examples/eval":       {"calibrate/embeddings", "internal/npyfile"},
 	"examples/gen":        {"internal/npyfile"},
 	"bench/abuse":         {"triton/tritonpb"},
 	"bench/abuse-surface": {"config"},

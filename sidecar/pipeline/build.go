@@ -113,11 +113,12 @@ type builder struct {
 	index *repositoryIndex
 }
 
-// tritonModel is what Triton says about one model version.
+// tritonModel is what Triton says about one model version: its metadata
+// and configuration, whose inputs and outputs triton.ModelInfo's rules
+// pick, or why it could not say.
 type tritonModel struct {
-	meta *tritonpb.ModelMetadataResponse
-	cfg  *tritonpb.ModelConfig
-	err  error
+	triton.ModelInfo
+	err error
 	// transient reports whether err may go away by itself, unreachable
 	// whether Triton itself could not be reached, and notFound whether
 	// Triton has no such model.
@@ -264,7 +265,7 @@ func (b *builder) triton(r ref) *tritonModel {
 	if tm, ok := b.models[r]; ok {
 		return tm
 	}
-	tm := &tritonModel{}
+	tm := &tritonModel{ModelInfo: triton.ModelInfo{Name: r.model, Version: r.version}}
 	b.models[r] = tm
 	ctx, cancel := b.up.callCtx(b.ctx)
 	defer cancel()
@@ -277,16 +278,16 @@ func (b *builder) triton(r ref) *tritonModel {
 		}
 	}
 	if err == nil && !ready.GetReady() {
-		tm.err, tm.transient = fmt.Errorf("%s is not ready on Triton %s", describe(r), b.up.Addr), true
+		tm.err, tm.transient = &triton.NotReadyError{Model: r.model, Version: r.version, Addr: b.up.Addr}, true
 		return tm
 	}
 	if err == nil {
-		tm.meta, err = b.up.RPC.ModelMetadata(ctx, &tritonpb.ModelMetadataRequest{Name: r.model, Version: r.version})
+		tm.Metadata, err = b.up.RPC.ModelMetadata(ctx, &tritonpb.ModelMetadataRequest{Name: r.model, Version: r.version})
 	}
 	if err == nil {
 		var resp *tritonpb.ModelConfigResponse
 		resp, err = b.up.RPC.ModelConfig(ctx, &tritonpb.ModelConfigRequest{Name: r.model, Version: r.version})
-		tm.cfg = resp.GetConfig()
+		tm.Config = resp.GetConfig()
 	}
 	if err != nil {
 		code := status.Code(err)
@@ -308,16 +309,16 @@ func (b *builder) shadow(name string) (*tritonModel, *tritonModel) {
 	if tm, ok := b.shadows[r]; ok {
 		return shadowResult(tm)
 	}
-	tm := &tritonModel{}
+	tm := &tritonModel{ModelInfo: triton.ModelInfo{Name: name}}
 	b.shadows[r] = tm
 	ctx, cancel := b.up.callCtx(b.ctx)
 	defer cancel()
 	var err error
-	tm.meta, err = b.up.RPC.ModelMetadata(ctx, &tritonpb.ModelMetadataRequest{Name: name})
+	tm.Metadata, err = b.up.RPC.ModelMetadata(ctx, &tritonpb.ModelMetadataRequest{Name: name})
 	if err == nil {
 		var resp *tritonpb.ModelConfigResponse
 		resp, err = b.up.RPC.ModelConfig(ctx, &tritonpb.ModelConfigRequest{Name: name})
-		tm.cfg = resp.GetConfig()
+		tm.Config = resp.GetConfig()
 	}
 	if err != nil {
 		code := status.Code(err)
@@ -340,16 +341,8 @@ func shadowResult(tm *tritonModel) (found, failed *tritonModel) {
 	return nil, tm
 }
 
-// describe names a model version in messages.
-func describe(r ref) string {
-	if r.version == "" {
-		return fmt.Sprintf("model %q", r.model)
-	}
-	return fmt.Sprintf("model %q version %s", r.model, r.version)
-}
-
-// floatTypes are the datatypes a feature may have.
-var floatTypes = [...]string{triton.FP32, triton.FP16, triton.BF16}
+// describe names a model version in messages (triton.DescribeModel).
+func describe(r ref) string { return triton.DescribeModel(r.model, r.version) }
 
 // shapesCompatible reports whether two metadata shapes can describe the
 // same tensor: the same rank, and each dimension equal or -1 on either side.
@@ -372,15 +365,6 @@ func isOptional(cfg *tritonpb.ModelConfig, input string) bool {
 		}
 	}
 	return false
-}
-
-// names lists tensor names for messages.
-func names(ts []*tritonpb.ModelMetadataResponse_TensorMetadata) string {
-	out := make([]string, len(ts))
-	for i, t := range ts {
-		out[i] = t.GetName()
-	}
-	return strings.Join(out, ", ")
 }
 
 func sortedKeys[V any](m map[string]V) []string {
