@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 
+	"github.com/mergectl/react-triton/problem"
 	"github.com/spf13/pflag"
 )
 
@@ -48,8 +49,8 @@ func LoadCalibrate(path string, flags *pflag.FlagSet) (*Calibrate, error) {
 
 func loadCalibrate(path string, flags *pflag.FlagSet) (*Calibrate, error) {
 	c := DefaultCalibrate()
-	var p problems
-	var decodeErrs []*FieldError // the file's keys that did not decode
+	var p problem.List
+	var decodeErrs problem.List // the file's keys that did not decode
 	lines := map[string]int{}
 	sources := map[string]string{} // key → the flag that set it
 	if path != "" {
@@ -69,7 +70,7 @@ func loadCalibrate(path string, flags *pflag.FlagSet) (*Calibrate, error) {
 		if err := d.document(data, reflect.ValueOf(c).Elem()); err != nil {
 			return nil, err
 		}
-		p.errs = append(p.errs, d.errs...)
+		p = append(p, d.errs...)
 		decodeErrs = d.errs
 		lines, c.File = d.lines, abs
 		dir := filepath.Dir(abs)
@@ -102,38 +103,38 @@ func loadCalibrate(path string, flags *pflag.FlagSet) (*Calibrate, error) {
 	if c.Checkpoint.Dir == "" && c.Out != "" {
 		c.Checkpoint.Dir = c.Out + CheckpointSuffix
 	}
-	var verr *Error
+	var verr problem.List
 	if err := c.Validate(); errors.As(err, &verr) {
 		if len(decodeErrs) > 0 {
 			// A key that did not decode explains the problems of its section.
-			verr.Errors = (&loader{decodeErrs: decodeErrs}).unmasked(verr.Errors)
+			verr = (&loader{decodeErrs: decodeErrs}).unmasked(verr)
 		}
-		p.errs = append(p.errs, verr.Errors...)
+		p = append(p, verr...)
 	} else if err != nil {
 		return nil, err
 	}
-	if len(p.errs) == 0 {
+	if len(p) == 0 {
 		return c, nil
 	}
-	for _, fe := range p.errs {
+	for _, fe := range p {
 		if fe.Line != 0 || fe.Source != "" {
 			continue
 		}
 		fe.Source = calibrateSource(fe.Path, sources)
-		for _, pp := range parentPaths(fe.Path) {
+		for _, pp := range problem.Parents(fe.Path) {
 			if line, ok := lines[pp]; ok && fe.Source == "" {
 				fe.Line = line
 				break
 			}
 		}
 	}
-	sortByLine(p.errs)
-	return nil, p.err()
+	p.SortByLine()
+	return nil, p.Err()
 }
 
 // applyCalibrateFlags applies the flags that were set over c, recording
 // which key each one set.
-func applyCalibrateFlags(c *Calibrate, flags *pflag.FlagSet, sources map[string]string, p *problems) {
+func applyCalibrateFlags(c *Calibrate, flags *pflag.FlagSet, sources map[string]string, p *problem.List) {
 	changed := func(name string) bool {
 		f := flags.Lookup(name)
 		return f != nil && f.Changed
@@ -143,7 +144,7 @@ func applyCalibrateFlags(c *Calibrate, flags *pflag.FlagSet, sources map[string]
 			continue
 		}
 		if err := f.set(c, flags); err != nil {
-			p.errs = append(p.errs, &FieldError{Path: f.key, Msg: err.Error(), Source: flagSource(f.name)})
+			*p = append(*p, &problem.Problem{Path: f.key, Msg: err.Error(), Source: flagSource(f.name)})
 			continue
 		}
 		sources[f.key] = flagSource(f.name)
@@ -154,14 +155,14 @@ func applyCalibrateFlags(c *Calibrate, flags *pflag.FlagSet, sources map[string]
 			list, _ := flags.GetStringArray("expert")
 			for _, s := range list {
 				if task, _, err := ParseExpert(s); err == nil {
-					sources[keyPath("experts", task)] = flagSource(f.name)
+					sources[problem.Key("experts", task)] = flagSource(f.name)
 				}
 			}
 		}
 	}
 	switch {
 	case changed(FlagProgress) && changed(FlagQuiet):
-		p.errs = append(p.errs, &FieldError{Path: "progress", Msg: "--progress and --quiet exclude each other", Source: flagSource(FlagQuiet)})
+		*p = append(*p, &problem.Problem{Path: "progress", Msg: "--progress and --quiet exclude each other", Source: flagSource(FlagQuiet)})
 	case changed(FlagProgress):
 		c.Progress, sources["progress"] = ProgressAlways, flagSource(FlagProgress)
 	case changed(FlagQuiet):
@@ -172,7 +173,7 @@ func applyCalibrateFlags(c *Calibrate, flags *pflag.FlagSet, sources map[string]
 // calibrateSource names the flag that set the value at path, or one of its
 // enclosing sections, "" when none did.
 func calibrateSource(path string, sources map[string]string) string {
-	for _, pp := range parentPaths(path) {
+	for _, pp := range problem.Parents(path) {
 		if src, ok := sources[pp]; ok {
 			return src
 		}

@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/mergectl/react-triton/internal/bytesize"
+)
 
 // Config is the sidecar's whole configuration: the upstream Triton, where
 // the sidecar listens and how it treats its clients (server limits, TLS,
@@ -117,8 +121,9 @@ type Limits struct {
 
 // ByteSize is a size in bytes. In YAML and the environment it is an
 // integer, or a number with a unit: B, KB, MB, GB (powers of 1000) or
-// KiB, MiB, GiB (powers of 1024).
-type ByteSize int64
+// KiB, MiB, GiB (powers of 1024). The react backend's cache_max_bytes
+// parameter reads it alike.
+type ByteSize = bytesize.Size
 
 // Cache configures the W_p cache of per-request preferences. Each
 // components file (with its β and normalisation) has a cache of its own,

@@ -2,8 +2,6 @@ package config
 
 import (
 	"reflect"
-	"regexp"
-	"strconv"
 	"strings"
 )
 
@@ -69,37 +67,4 @@ func tagName(f reflect.StructField) string {
 		return ""
 	}
 	return name
-}
-
-// plainKey matches map keys that paths write after a dot.
-var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-
-// keyPath is the path of key key under path: "triton.grpc",
-// "components[0].presets.balanced", or with a quoted key when it is not
-// plain: `models[0].heads[0].outputs["scores:0"]`.
-func keyPath(path, key string) string {
-	if !plainKey.MatchString(key) {
-		return path + "[" + strconv.Quote(key) + "]"
-	}
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-// indexPath is the path of the i-th element of the list at path.
-func indexPath(path string, i int) string {
-	return path + "[" + strconv.Itoa(i) + "]"
-}
-
-// parentPaths returns path and its enclosing paths, innermost first:
-// "models[0].backbone.output", "models[0].backbone", "models[0]", "models".
-func parentPaths(path string) []string {
-	out := []string{path}
-	for i := len(path) - 1; i > 0; i-- {
-		if path[i] == '.' || path[i] == '[' {
-			out = append(out, path[:i])
-		}
-	}
-	return out
 }

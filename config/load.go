@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mergectl/react-triton/problem"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 )
@@ -40,8 +41,8 @@ import (
 //
 // The file is decoded strictly: an unknown key or a value of the wrong
 // type is an error, like every problem Validate finds. Such problems are
-// returned together, wrapped with the file's name, as an *Error whose
-// FieldErrors are in the order of the file.
+// returned together, wrapped with the file's name, as a problem.List in
+// the order of the file.
 func Load(path string, flags *pflag.FlagSet) (*Config, error) {
 	if path == "" && flags != nil {
 		if f := flags.Lookup(FlagConfig); f != nil && f.Changed {
@@ -69,7 +70,7 @@ type loader struct {
 	file *fileValues // nil when there is no file
 	// decodeErrs are the file's keys that did not decode (unknown keys,
 	// wrong types); the rest of the file is still loaded and validated.
-	decodeErrs []*FieldError
+	decodeErrs problem.List
 	absPath    string            // the file's absolute path
 	flags      map[string]string // key → name of the flag that set it
 }
@@ -89,14 +90,12 @@ func (l *loader) readFile(path string) error {
 		return fmt.Errorf("config: reading %s: %w", path, err)
 	}
 	fv, err := decodeFile(data)
-	var fieldErrs *Error
+	var fieldErrs problem.List
 	if err != nil && (fv == nil || !errors.As(err, &fieldErrs)) {
 		return fmt.Errorf("config: %s: %w", path, err)
 	}
 	l.file, l.absPath = fv, abs
-	if fieldErrs != nil {
-		l.decodeErrs = fieldErrs.Errors
-	}
+	l.decodeErrs = fieldErrs
 	return nil
 }
 
@@ -144,8 +143,8 @@ func (l *loader) load(flags *pflag.FlagSet) (*Config, error) {
 		}
 	}
 
-	var p problems
-	p.errs = append(p.errs, l.decodeErrs...)
+	var p problem.List
+	p = append(p, l.decodeErrs...)
 	l.checkSectionEnv(&p)
 	for _, k := range scalarKeys {
 		raw := v.Get(k.name)
@@ -153,7 +152,7 @@ func (l *loader) load(flags *pflag.FlagSet) (*Config, error) {
 			continue // hidden by a section's variable: reported above
 		}
 		if err := assign(k.field(cfg), raw); err != nil {
-			p.errs = append(p.errs, &FieldError{Path: k.name, Msg: err.Error()})
+			p = append(p, &problem.Problem{Path: k.name, Msg: err.Error()})
 		}
 	}
 	l.resolvePaths(cfg)
@@ -164,23 +163,23 @@ func (l *loader) load(flags *pflag.FlagSet) (*Config, error) {
 			}
 		}
 	}
-	var verr *Error
+	var verr problem.List
 	if err := cfg.Validate(); errors.As(err, &verr) {
 		if len(l.decodeErrs) > 0 {
-			verr.Errors = l.unmasked(verr.Errors)
+			verr = l.unmasked(verr)
 		}
-		p.errs = append(p.errs, verr.Errors...)
+		p = append(p, verr...)
 	} else if err != nil {
 		return nil, err
 	}
-	if len(p.errs) == 0 {
+	if len(p) == 0 {
 		return cfg, nil
 	}
-	for _, fe := range p.errs {
+	for _, fe := range p {
 		l.locate(fe)
 	}
-	sortByLine(p.errs)
-	return nil, p.err()
+	p.SortByLine()
+	return nil, p.Err()
 }
 
 // unmasked drops the validation problems that a key which did not decode
@@ -191,7 +190,7 @@ func (l *loader) load(flags *pflag.FlagSet) (*Config, error) {
 // top-level key that did not decode what any part lacks (the sections
 // depend on each other: no components entry, no model can name one). An
 // unknown task in a preset beside a typo still shows.
-func (l *loader) unmasked(errs []*FieldError) []*FieldError {
+func (l *loader) unmasked(errs problem.List) problem.List {
 	var values []string          // paths whose values did not decode
 	parents := map[string]bool{} // holders of an unknown key
 	topLevel := false            // a top-level key did not decode
@@ -203,7 +202,7 @@ func (l *loader) unmasked(errs []*FieldError) []*FieldError {
 			values = append(values, fe.Path)
 		}
 	}
-	var out []*FieldError
+	var out problem.List
 	for _, fe := range errs {
 		if slices.ContainsFunc(values, func(v string) bool { return under(fe.Path, v) }) {
 			continue
@@ -275,16 +274,16 @@ func (l *loader) resolvePaths(cfg *Config) {
 
 // checkSectionEnv reports variables named after a section, such as
 // $REACT_TRITON: viper would let them hide every key of the section.
-func (l *loader) checkSectionEnv(p *problems) {
+func (l *loader) checkSectionEnv(p *problem.List) {
 	seen := map[string]bool{}
 	for _, k := range scalarKeys {
-		for _, section := range parentPaths(k.name)[1:] {
+		for _, section := range problem.Parents(k.name)[1:] {
 			if seen[section] {
 				continue
 			}
 			seen[section] = true
 			if _, ok := os.LookupEnv(EnvVar(section)); ok {
-				p.errs = append(p.errs, &FieldError{
+				*p = append(*p, &problem.Problem{
 					Path:   section,
 					Msg:    fmt.Sprintf("a section cannot be set from the environment, only its keys (such as $%s): unset $%s", EnvVar(k.name), EnvVar(section)),
 					Source: "$" + EnvVar(section),
@@ -310,14 +309,14 @@ func (l *loader) source(key string) string {
 // locate fills in where the value of a problem came from: its flag or
 // environment variable, or its line in the file (for a value missing from
 // the file, the line of the closest enclosing key).
-func (l *loader) locate(fe *FieldError) {
+func (l *loader) locate(fe *problem.Problem) {
 	if fe.Line != 0 || fe.Source != "" {
 		return
 	}
 	if fe.Source = l.source(fe.Path); fe.Source != "" || l.file == nil {
 		return
 	}
-	for _, p := range parentPaths(fe.Path) {
+	for _, p := range problem.Parents(fe.Path) {
 		if line, ok := l.file.lines[p]; ok {
 			fe.Line = line
 			return

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/mergectl/react-triton/problem"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -880,17 +882,17 @@ func TestErrorsAs(t *testing.T) {
 	clearEnv(t)
 	path := stageText(t, "sidecar.yaml", "cache:\n  size: -1\n")
 	_, err := Load(path, nil)
-	var cerr *Error
+	var cerr problem.List
 	if !errors.As(err, &cerr) {
-		t.Fatalf("%v is not a *config.Error", err)
+		t.Fatalf("%v is not a problem.List", err)
 	}
-	want := []FieldError{
+	want := []problem.Problem{
 		{Path: "triton.grpc", Msg: "required: the address of the upstream Triton, host:port"},
 		{Path: "triton.http", Msg: "required: the address of the upstream Triton, host:port"},
 		{Path: "cache.size", Msg: "must be 0 (bounded by max_bytes only) or positive, got -1", Line: 2},
 	}
-	var got []FieldError
-	for _, fe := range cerr.Errors {
+	var got []problem.Problem
+	for _, fe := range cerr {
 		got = append(got, *fe)
 	}
 	if !reflect.DeepEqual(got, want) {
