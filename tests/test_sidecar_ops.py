@@ -40,9 +40,10 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from sidecar_helpers import (IMAGE, LOGITS, ROOT, ZOO, Sidecar, Triton, assert_close, atomic_write, binary,
-                             config_text, free_ports, http_request, images, metric,
-                             port_open, reference_logits, scrape, sidecar_config, small_repo, wait_for)
+from sidecar_helpers import (IMAGE, LOGITS, Sidecar, Triton, assert_close, atomic_write, config_text, free_ports,
+                             http_request, images, metric, port_open, reference_logits, scrape, sidecar_config,
+                             small_repo, wait_for)
+from testenv import ROOT, ZOO, binary
 
 COMPONENTS = ZOO / "components.safetensors"
 FASHION = {"name": "fashion", "components": "zoo", "backbone": {"model": "backbone_adamerging", "output": "feature"},
