@@ -25,6 +25,10 @@ var policy = map[string][]string{
 	"internal/testutil":   nil,
 	"internal/archtest":   nil,
 	"internal/npyfile":    {"internal/atomicfile"},
+	"internal/bytesize":   nil,
+	"internal/filecheck":  nil,
+	// problem: how every configuration surface reports a problem.
+	"problem": nil,
 	// internal/samples reads .npy/.npz inputs into Triton's datatypes.
 	"internal/samples": {"internal/npyfile", "triton"},
 
@@ -44,8 +48,8 @@ var policy = map[string][]string{
 	"experiment": nil,
 
 	// What both serving modes share: no server, no configuration file.
-	"control": {"react", "experiment"},
-	"config":  {"react", "experiment", "control"},
+	"control": {"react", "experiment", "problem", "internal/bytesize", "internal/filecheck"},
+	"config":  {"react", "experiment", "control", "problem", "internal/bytesize", "internal/filecheck"},
 
 	"evaluate":         {"react", "control", "triton", "internal/npyfile", "internal/samples"},
 	"evaluate/figures": {"evaluate"},
@@ -58,13 +62,13 @@ var policy = map[string][]string{
 		"internal/buildinfo", "internal/npyfile", "internal/samples", "experiment", "config", "control", "evaluate",
 		"evaluate/figures", "calibrate/partial", "calibrate/images", "backend/model"},
 
-	"sidecar/pipeline":            {"control", "config", "react", "triton", "triton/tritonpb", "triton/ensemble"},
+	"sidecar/pipeline":            {"control", "config", "problem", "react", "triton", "triton/tritonpb", "triton/ensemble"},
 	"sidecar/internal/faketriton": {"react", "triton", "triton/tritonpb", "triton/tritonhttp"},
-	"sidecar": {"sidecar/pipeline", "control", "config", "react", "triton", "triton/tritonpb", "triton/tritonhttp",
+	"sidecar": {"sidecar/pipeline", "control", "config", "problem", "react", "triton", "triton/tritonpb", "triton/tritonhttp",
 		"internal/buildinfo"},
 
 	// The Triton backend: never the sidecar or its configuration.
-	"backend/model": {"control", "react", "triton"},
+	"backend/model": {"control", "problem", "react", "triton", "internal/bytesize"},
 	"backend":       {"backend/model", "control", "react"},
 
 	// Thin mains.
