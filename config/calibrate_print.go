@@ -44,7 +44,7 @@ func (c *Calibrate) YAML() ([]byte, error) {
 }
 
 // node builds the YAML node of a configuration value, keyed by the
-// mapstructure tags of its structs.
+// yaml tags of its structs.
 func node(v reflect.Value) *yaml.Node {
 	scalar := func(tag, s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: s} }
 	switch {

@@ -154,7 +154,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 	}
 }
 
-// structure decodes a mapping into a struct, by the fields' mapstructure
+// structure decodes a mapping into a struct, by the fields' yaml
 // tags; keys are case-sensitive.
 func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind != yaml.MappingNode {

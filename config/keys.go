@@ -62,7 +62,7 @@ func collectScalarKeys() []scalarKey {
 // tagName returns the key of a struct field in the file, "" for a field
 // that is not read from it.
 func tagName(f reflect.StructField) string {
-	name, _, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 	if name == "-" || !f.IsExported() {
 		return ""
 	}
