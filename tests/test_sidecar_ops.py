@@ -603,7 +603,10 @@ def test_serve_script(tmp_path, cleanup):
     proc = subprocess.Popen([str(ROOT / "scripts" / "serve"), "--grpc-port", str(grpc_port), "--http-port", str(http_port),
                              "--metrics-port", str(metrics_port), "--repo", str(repo), "--config", str(config),
                              "--logs", str(logs)], stdout=subprocess.PIPE, stderr=open(tmp_path / "serve.err", "wb"),
-                            stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+                            stdin=subprocess.DEVNULL, text=True, start_new_session=True,
+                            # Ctrl-C as at a terminal: a run started in the background (nohup, &)
+                            # hands its children SIGINT ignored, and bash cannot trap an ignored signal.
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
     def stop():
         if proc.poll() is None:
