@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 
 	"github.com/mergectl/react-triton/backend/model"
+	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/internal/atomicfile"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/triton/ensemble"
@@ -93,9 +94,6 @@ it is ready; the server's readiness is checked before and after.`,
 		Example: `  calibrate upgrade --repository models --model cat_classifier --correct emb \
       --components cats.safetensors --preset gentle=cats=0.7,dogs=0.3 --dry-run`,
 		Args: cobra.NoArgs,
-		RunE: runE(func(cmd *cobra.Command, _ []string) error {
-			return o.run(stdout)
-		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.repository, "repository", "", "the model repository `DIR` (required)")
@@ -110,6 +108,8 @@ it is ready; the server's readiness is checked before and after.`,
 	f.StringVar(&o.rollout, "rollout", "", "then bring it into the Triton serving DIR at this HTTP `ADDRESS` (host:port), react model first")
 	f.StringVar(&o.control, "control", ControlExplicit, "with --rollout, the server's model control `MODE`: explicit (load the two models) or poll (wait for them)")
 	f.DurationVar(&o.wait, "wait", 2*time.Minute, "with --rollout, how long to wait for the models to be ready")
+	cmd.RunE = layered(cmd, config.CommandFlags{Paths: []string{"repository", "components"}}, stdout, nil,
+		func(*cobra.Command, []string) error { return o.run(stdout) })
 	return cmd
 }
 

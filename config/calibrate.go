@@ -1,6 +1,9 @@
 package config
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Calibrate is the configuration of calibrate fit: where the features come
 // from (.npy embeddings, or the models run on a Triton server over each
@@ -207,6 +210,16 @@ const (
 	ProgressLog    = "log"
 	ProgressNever  = "never"
 )
+
+// CheckProgress checks a progress mode, the value of Calibrate.Progress
+// and of every calibrate command's --progress.
+func CheckProgress(mode string) error {
+	switch mode {
+	case ProgressAuto, ProgressAlways, ProgressLog, ProgressNever:
+		return nil
+	}
+	return fmt.Errorf("%q: want %s, %s, %s or %s", mode, ProgressAuto, ProgressAlways, ProgressLog, ProgressNever)
+}
 
 // CheckpointSuffix is appended to Out to name the default checkpoint
 // directory.

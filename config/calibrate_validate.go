@@ -64,10 +64,8 @@ func (c *Calibrate) Validate() error {
 	c.validateSample(&p)
 	c.validateBetaSelect(&p)
 	c.validateOutput(&p)
-	switch c.Progress {
-	case ProgressAuto, ProgressAlways, ProgressLog, ProgressNever:
-	default:
-		p.Add("progress", "%q: want %s, %s, %s or %s", c.Progress, ProgressAuto, ProgressAlways, ProgressLog, ProgressNever)
+	if err := CheckProgress(c.Progress); err != nil {
+		p.Add("progress", "%v", err)
 	}
 	return p.Err()
 }

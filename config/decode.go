@@ -27,24 +27,12 @@ var (
 	timeType     = reflect.TypeFor[time.Time]()
 )
 
-// fileValues is what the configuration file holds.
+// fileValues is what a configuration file holds.
 type fileValues struct {
-	cfg   Config          // the values, zero where the file has none
+	abs   string          // the file's absolute path
+	root  reflect.Value   // a pointer to the values, zero where the file has none
 	lines map[string]int  // line of every key and list item, by path
-	set   map[string]bool // paths of the scalars the file sets
-}
-
-// decodeFile decodes a YAML configuration file. A syntax error is returned
-// as is; problems with keys and types as a problem.List.
-func decodeFile(data []byte) (*fileValues, error) {
-	d := newDecoder()
-	if err := d.document(data, reflect.ValueOf(&d.cfg).Elem()); err != nil {
-		return nil, err
-	}
-	// The values that decoded, with the problems of the others (unknown
-	// keys, wrong types), so that Load can also report what validation
-	// finds elsewhere in the file.
-	return &d.fileValues, d.errs.Err()
+	set   map[string]bool // paths of the values the file sets
 }
 
 // newDecoder returns a decoder with nothing decoded yet.
@@ -239,6 +227,7 @@ func (d *decoder) list(n *yaml.Node, v reflect.Value, path string) {
 		d.value(item, s.Index(i), p)
 	}
 	v.Set(s)
+	d.set[path] = true
 }
 
 // scalar reports whether n is a scalar, recording a problem if not.
