@@ -346,6 +346,26 @@ func TestLoadExample(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Load(example.yaml):\ngot  %+v\nwant %+v", got, want)
 	}
+
+	// --print-config writes a file that loads back to the same values from
+	// another directory.
+	printed, err := got.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := filepath.Join(t.TempDir(), "printed.yaml")
+	if err := os.WriteFile(again, printed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	back, err := Load(again, nil)
+	if err != nil {
+		t.Fatalf("Load(printed): %v\n%s", err, printed)
+	}
+	back.File = got.File
+	if !reflect.DeepEqual(back, got) {
+		t.Errorf("Load(printed):\ngot  %#v\nwant %#v\n%s", back.Models, got.Models, printed)
+	}
 }
 
 // TestExampleDocumentsEveryKey checks that example.yaml names every key of
@@ -656,7 +676,7 @@ log:
 	fs.VisitAll(func(f *pflag.Flag) {
 		key, ok := flagKeys[f.Name]
 		switch {
-		case f.Name == FlagConfig:
+		case f.Name == FlagConfig, f.Name == FlagPrintConfig:
 		case !ok:
 			t.Errorf("flag --%s overrides no key", f.Name)
 		default:

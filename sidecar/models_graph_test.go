@@ -15,8 +15,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mergectl/react-triton/config"
-	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
 	"github.com/mergectl/react-triton/triton/tritonhttp"
 	"github.com/mergectl/react-triton/triton/tritonpb"

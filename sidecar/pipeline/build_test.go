@@ -16,8 +16,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mergectl/react-triton/config"
-	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
