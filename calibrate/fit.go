@@ -77,11 +77,13 @@ otherwise: the sums of a chunk are small, and the cores are better left to
 the requests (and to a Triton on the same machine).
 
 Every flag but --resume and --print-config is also a key of a YAML file
-given with --config (see config/calibrate.example.yaml); a flag beats the
-file. --print-config shows what would run.
+given with --config (see config/calibrate.example.yaml), and of a REACT_*
+environment variable (REACT_ and the key, dots as underscores:
+REACT_TRITON_GRPC, REACT_SAMPLE_LIMIT): a flag beats the environment,
+which beats the file. --print-config shows what would run.
 
 Progress: a bar per task on a terminal, a line every 10 s otherwise
-(--progress-mode, --progress, --quiet); at the end a line per task with N,
+(--progress auto|always|log|never, --quiet); at the end a line per task with N,
 the time, samples/s and the condition number of C_t.
 
 Nothing is lost: each task's partial sums are saved atomically in

@@ -132,7 +132,7 @@ func eye(d int) *mat.Dense {
 func TestFitTasksFlagAndProgress(t *testing.T) {
 	e := writeEmbeddings(t, 3, []string{"a", "b", "c"}, []int{10, 11, 12}, []bool{false, false, false})
 	out := filepath.Join(t.TempDir(), "c.safetensors")
-	r := mustRun(t, "fit", "--embeddings", e.dir, "--out", out, "--tasks", "c,a", "--progress")
+	r := mustRun(t, "fit", "--embeddings", e.dir, "--out", out, "--tasks", "c,a", "--progress", "always")
 	// One bar per task.
 	if !strings.Contains(r.stderr, "task c 100%") || !strings.Contains(r.stderr, "(12/12,") || !strings.Contains(r.stderr, "(10/10,") {
 		t.Errorf("--progress: stderr %q shows no bar per task reaching 12/12 and 10/10", r.stderr)

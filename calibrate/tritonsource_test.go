@@ -327,7 +327,7 @@ func TestFitTriton(t *testing.T) {
 	x := map[string][]float32{"a": writeInputs(t, dir, "a", 37, 2, 3), "b": writeInputs(t, dir, "b", 4, 2, 3)}
 	out := filepath.Join(t.TempDir(), "c.safetensors")
 	r := mustRun(t, "fit", "--triton", addr, "--inputs", dir, "--backbone-model", "merged", "--chunk", "8",
-		"--expert", "a=expert_a", "--expert", "b=expert_b:1", "--out", out, "--progress")
+		"--expert", "a=expert_a", "--expert", "b=expert_b:1", "--out", out, "--progress", "always")
 	if !strings.Contains(r.stdout, "task a: N=37") || !strings.Contains(r.stderr, "37/37") || !strings.Contains(r.stderr, "4/4") {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	}

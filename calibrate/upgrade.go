@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mergectl/react-triton/calibrate/upgrade"
+	"github.com/mergectl/react-triton/config"
 )
 
 type upgradeOptions struct {
@@ -63,9 +64,6 @@ it is ready; the server's readiness is checked before and after.`,
 		Example: `  calibrate upgrade --repository models --model cat_classifier --correct emb \
       --components cats.safetensors --preset gentle=cats=0.7,dogs=0.3 --dry-run`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(stdout)
-		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Repository, "repository", "", "the model repository `DIR` (required)")
@@ -80,6 +78,8 @@ it is ready; the server's readiness is checked before and after.`,
 	f.StringVar(&o.rollout, "rollout", "", "then bring it into the Triton serving DIR at this HTTP `ADDRESS` (host:port), react model first")
 	f.StringVar(&o.control, "control", upgrade.ControlExplicit, "with --rollout, the server's model control `MODE`: explicit (load the two models) or poll (wait for them)")
 	f.DurationVar(&o.wait, "wait", 2*time.Minute, "with --rollout, how long to wait for the models to be ready")
+	cmd.RunE = layered(cmd, config.CommandFlags{Paths: []string{"repository", "components"}}, stdout, nil,
+		func(*cobra.Command, []string) error { return o.run(stdout) })
 	return cmd
 }
 

@@ -68,6 +68,9 @@ configuration, models that do not match Triton), 2 on a usage error.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if ok, _ := cmd.Flags().GetBool(config.FlagPrintConfig); ok {
+				return printConfig(cmd.Flags(), stdout)
+			}
 			return run(ctx, cmd.Flags(), hup, stderr)
 		},
 	}
@@ -77,6 +80,20 @@ configuration, models that do not match Triton), 2 on a usage error.`,
 	cmd.SetErr(stderr)
 	config.BindFlags(cmd.Flags())
 	return cmd
+}
+
+// printConfig writes the configuration that would run (config.Config.YAML).
+func printConfig(flags *pflag.FlagSet, stdout io.Writer) error {
+	cfg, err := config.Load("", flags)
+	if err != nil {
+		return err
+	}
+	b, err := cfg.YAML()
+	if err != nil {
+		return err
+	}
+	_, err = stdout.Write(b)
+	return err
 }
 
 // run loads the configuration and serves until ctx is done.

@@ -25,8 +25,12 @@ var policy = map[string][]string{
 	"internal/testutil":   nil,
 	"internal/archtest":   nil,
 	// internal/cli: the exit codes, usage errors and Main of both binaries.
-	"internal/cli":     nil,
-	"internal/npyfile": {"internal/atomicfile"},
+	"internal/cli":       nil,
+	"internal/npyfile":   {"internal/atomicfile"},
+	"internal/bytesize":  nil,
+	"internal/filecheck": nil,
+	// problem: how every configuration surface reports a problem.
+	"problem": nil,
 	// internal/samples reads .npy/.npz inputs into Triton's datatypes.
 	"internal/samples": {"internal/npyfile", "triton"},
 
@@ -46,8 +50,8 @@ var policy = map[string][]string{
 	"experiment": nil,
 
 	// What both serving modes share: no server, no configuration file.
-	"control": {"react", "experiment"},
-	"config":  {"react", "experiment", "control", "triton"},
+	"control": {"react", "experiment", "problem", "internal/bytesize", "internal/filecheck"},
+	"config":  {"react", "experiment", "control", "triton", "problem", "internal/bytesize", "internal/filecheck"},
 
 	"evaluate":         {"react", "control", "triton", "internal/npyfile", "internal/samples"},
 	"evaluate/figures": {"evaluate"},
@@ -68,13 +72,13 @@ var policy = map[string][]string{
 		"evaluate/figures", "calibrate/partial", "calibrate/images", "calibrate/pairs", "calibrate/embeddings",
 		"calibrate/tritonpairs", "calibrate/upgrade", "internal/cli"},
 
-	"sidecar/pipeline":            {"control", "config", "react", "triton", "triton/tritonpb", "triton/ensemble"},
+	"sidecar/pipeline":            {"control", "config", "problem", "react", "triton", "triton/tritonpb", "triton/ensemble"},
 	"sidecar/internal/faketriton": {"react", "triton", "triton/tritonpb", "triton/tritonhttp"},
-	"sidecar": {"sidecar/pipeline", "control", "config", "react", "triton", "triton/tritonpb", "triton/tritonhttp",
+	"sidecar": {"sidecar/pipeline", "control", "config", "problem", "react", "triton", "triton/tritonpb", "triton/tritonhttp",
 		"internal/buildinfo", "internal/cli"},
 
 	// The Triton backend: never the sidecar or its configuration.
-	"backend/model": {"control", "react", "triton"},
+	"backend/model": {"control", "problem", "react", "triton", "internal/bytesize"},
 	"backend":       {"backend/model", "control", "react"},
 
 	// Thin mains.

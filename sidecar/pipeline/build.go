@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -63,49 +63,13 @@ func (s *Set) Model(name string) *Model {
 	return s.Models[name]
 }
 
-// Problem is one reason a configuration cannot be served.
-type Problem struct {
-	// Path locates the problem in the configuration, for example
-	// "models[1].heads[0].model".
-	Path string
-	Msg  string
-	// Transient problems may go away by themselves: Triton unreachable, a
-	// model not loaded or not ready yet.
-	Transient bool
-}
-
-// BuildError lists every problem Build found.
-type BuildError struct {
-	Problems []Problem
-}
-
-// Error implements error: one "path: message" line per problem.
-func (e *BuildError) Error() string {
-	lines := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		lines[i] = p.Path + ": " + p.Msg
-	}
-	return strings.Join(lines, "\n")
-}
-
-// Transient reports whether every problem is transient, so that trying
-// again later may succeed.
-func (e *BuildError) Transient() bool {
-	for _, p := range e.Problems {
-		if !p.Transient {
-			return false
-		}
-	}
-	return len(e.Problems) > 0
-}
-
 // builder collects the problems of one Build.
 type builder struct {
 	ctx      context.Context
 	cfg      *config.Config
 	up       *Upstream
 	opt      Options
-	problems []Problem
+	problems problem.List
 	// models caches Triton's answers about each model version, and shadows
 	// about the models controllable models shadow.
 	models, shadows map[ref]*tritonModel
@@ -126,7 +90,7 @@ type tritonModel struct {
 }
 
 func (b *builder) problem(path string, transient bool, format string, args ...any) {
-	b.problems = append(b.problems, Problem{Path: path, Msg: fmt.Sprintf(format, args...), Transient: transient})
+	b.problems = append(b.problems, &problem.Problem{Path: path, Msg: fmt.Sprintf(format, args...), Transient: transient})
 }
 
 // Build loads the components files of cfg, makes a control.Profile per
@@ -150,8 +114,9 @@ func (b *builder) problem(path string, transient bool, format string, args ...an
 // step that produces the tensor) must be the one the components file
 // records, or a variant the configuration names (variant_of).
 //
-// Build reports every problem at once, as a *BuildError, and returns a Set
-// only when there are none.
+// Build reports every problem at once, as a problem.List (whose Transient
+// says whether trying again later may succeed), and returns a Set only
+// when there are none.
 func Build(ctx context.Context, cfg *config.Config, up *Upstream, opt Options) (*Set, error) {
 	if opt.Cache == nil || opt.Stats == nil {
 		return nil, errors.New("pipeline: Build needs a cache and a stats registry")
@@ -165,7 +130,7 @@ func Build(ctx context.Context, cfg *config.Config, up *Upstream, opt Options) (
 		}
 	}
 	if len(b.problems) > 0 {
-		return nil, &BuildError{Problems: b.problems}
+		return nil, b.problems
 	}
 	return set, nil
 }
@@ -247,12 +212,12 @@ func (b *builder) profileProblems(path, components string, err error) {
 		errs = []error{err}
 	}
 	for _, e := range errs {
-		var fe *control.FieldError
+		var fe *problem.Problem
 		if b.experimentProblem(components, e) {
 			continue
 		}
 		if errors.As(e, &fe) {
-			b.problem(path+"."+fe.Field, false, "%v", fe.Err)
+			b.problem(path+"."+fe.Path, false, "%s", fe.Msg)
 		} else {
 			b.problem(path, false, "%v", e)
 		}
