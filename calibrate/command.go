@@ -3,10 +3,8 @@ package calibrate
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/mergectl/react-triton/internal/buildinfo"
 	"github.com/mergectl/react-triton/internal/cli"
@@ -95,10 +93,4 @@ Exit status: 0 on success, 1 on a runtime failure, 2 on a usage error.`,
 // cli.Main decides for both binaries. Errors are printed to stderr.
 func Main(args []string, stdout, stderr io.Writer) int {
 	return cli.Main(NewCommand(stdout, stderr), args)
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }

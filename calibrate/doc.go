@@ -12,7 +12,10 @@
 //
 // The command holds the cobra wiring and what each subcommand does with
 // its flags; the library it stands on is in packages of their own, which
-// other programs import too: calibrate/pairs (the pair source interface,
+// other programs import too: calibrate/fit (a whole fit from its
+// configuration: sources opened and checked, checkpoints, β chosen, the
+// file written), calibrate/progress (the --progress reporter of fit and
+// eval), calibrate/pairs (the pair source interface,
 // the accumulation, the choice of samples), calibrate/embeddings (the .npy
 // embeddings), calibrate/tritonpairs (features computed on Triton),
 // calibrate/partial (checkpoints and shards), calibrate/images (image

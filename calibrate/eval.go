@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mergectl/react-triton/calibrate/progress"
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/evaluate"
 	"github.com/mergectl/react-triton/evaluate/figures"
@@ -298,14 +299,14 @@ func (o *evalOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 	}
 	if o.progress != config.ProgressNever {
-		rep, last := newReporter(o.progress, stderr), 0
+		rep, last := progress.New(o.progress, stderr), 0
 		cfg.Progress = func(done, total int) {
 			if last == 0 {
-				rep.start("eval", 0, int64(total))
+				rep.Start("eval", 0, int64(total))
 			}
-			rep.add(done - last)
+			rep.Add(done - last)
 			if last = done; done == total {
-				rep.end()
+				rep.End()
 			}
 		}
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mergectl/react-triton/calibrate/pairs"
+	"github.com/mergectl/react-triton/calibrate/fit"
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/react"
 )
@@ -150,8 +150,7 @@ file.`,
 				// on a 2-core machine (bench/README.md).
 				react.SetBackendThreads(1)
 			}
-			r := &fitRun{cfg: cfg, resume: resume, stdout: stdout, stderr: stderr}
-			return r.run(cmd.Context())
+			return fit.Run(cmd.Context(), cfg, fit.Options{Resume: resume, Stdout: stdout, Stderr: stderr})
 		},
 	}
 	f := cmd.Flags()
@@ -167,11 +166,4 @@ func checkBeta(beta float64) error {
 		return fmt.Errorf("--beta: %w", err)
 	}
 	return nil
-}
-
-// closeSources closes every source.
-func closeSources(srcs []pairs.Source) {
-	for _, p := range srcs {
-		p.Close()
-	}
 }

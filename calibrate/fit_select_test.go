@@ -11,6 +11,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mergectl/react-triton/calibrate/fit"
 	"github.com/mergectl/react-triton/calibrate/pairs"
 	"github.com/mergectl/react-triton/react"
 )
@@ -37,7 +38,7 @@ func TestFitBetaAuto(t *testing.T) {
 	if !strings.Contains(r.stdout, "← chosen") {
 		t.Errorf("stdout has no choice:\n%s", r.stdout)
 	}
-	var got betaReport
+	var got fit.BetaReport
 	b, err := os.ReadFile(rep)
 	if err != nil {
 		t.Fatal(err)

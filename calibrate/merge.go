@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mergectl/react-triton/calibrate/fit"
 	"github.com/mergectl/react-triton/calibrate/partial"
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/react"
@@ -123,7 +124,7 @@ func mergeParts(paths []string) (*react.Components, error) {
 		for _, o := range order {
 			t := parts[o-1].Tasks[ti]
 			if t.Expert != t0.Expert {
-				return nil, fmt.Errorf("task %s: expert %s in %s but %s in %s", t.Name, describeFull(t0.Expert), paths[order[0]-1], describeFull(t.Expert), paths[o-1])
+				return nil, fmt.Errorf("task %s: expert %s in %s but %s in %s", t.Name, fit.DescribeModel(t0.Expert), paths[order[0]-1], fit.DescribeModel(t.Expert), paths[o-1])
 			}
 			if err := acc.Merge(t.Acc); err != nil {
 				return nil, fmt.Errorf("task %s: %w", t.Name, err)

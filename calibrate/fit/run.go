@@ -1,4 +1,4 @@
-package calibrate
+package fit
 
 import (
 	"context"
@@ -19,11 +19,36 @@ import (
 	"github.com/mergectl/react-triton/calibrate/images"
 	"github.com/mergectl/react-triton/calibrate/pairs"
 	"github.com/mergectl/react-triton/calibrate/partial"
+	"github.com/mergectl/react-triton/calibrate/progress"
 	"github.com/mergectl/react-triton/calibrate/tritonpairs"
 	"github.com/mergectl/react-triton/config"
+	"github.com/mergectl/react-triton/internal/cli"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/triton"
 )
+
+// Options are what a fit takes besides its configuration.
+type Options struct {
+	// Resume continues from the checkpoints of an earlier run of the same
+	// fit (checkpoint.dir); without it a fit refuses to start over them.
+	Resume bool
+	// Stdout receives the summary of each task (and of --beta auto),
+	// Stderr the progress, retries and skipped files.
+	Stdout, Stderr io.Writer
+}
+
+// Run fits the tasks cfg names into its output file, as calibrate fit
+// does: it opens and checks every task's source (.npy embeddings, or the
+// models on Triton) before any sample is read, accumulates each task's
+// sums with checkpoints, chooses β with beta_select.auto, writes the
+// components file (or the partial-statistics file of a shard, or one task
+// into cfg.Into) and removes the checkpoints. SIGINT and SIGTERM end it
+// after saving a checkpoint. A problem of the configuration's values
+// (an expert with no task) is a usage error (internal/cli).
+func Run(ctx context.Context, cfg *config.Calibrate, o Options) error {
+	r := &fitRun{cfg: cfg, resume: o.Resume, stdout: o.Stdout, stderr: o.Stderr}
+	return r.run(ctx)
+}
 
 // fitRun is one run of calibrate fit.
 type fitRun struct {
@@ -33,7 +58,7 @@ type fitRun struct {
 
 	norm     react.Normalization
 	shard    pairs.Shard
-	report   reporter
+	report   progress.Reporter
 	backbone react.ModelRef // as used, once a task has run
 	from     string         // the task that set backbone
 }
@@ -73,7 +98,7 @@ func (r *fitRun) run(ctx context.Context) error {
 	if into != nil && into.D != srcs[0].Dim() {
 		return fmt.Errorf("--into %s: its tasks have D=%d, but task %s's features have D=%d", cfg.Into, into.D, cfg.Only, srcs[0].Dim())
 	}
-	r.report = newReporter(cfg.Progress, r.stderr)
+	r.report = progress.New(cfg.Progress, r.stderr)
 
 	var tasks []*partial.Task
 	var sums []taskSummary
@@ -179,7 +204,7 @@ func (r *fitRun) open(ctx context.Context) ([]pairs.Source, func(), error) {
 		for task := range experts {
 			if !known[task] {
 				closeSources(srcs)
-				return nil, nil, asUsage(fmt.Errorf("--expert: no embeddings for task %q in %s", task, cfg.Embeddings))
+				return nil, nil, cli.AsUsage(fmt.Errorf("--expert: no embeddings for task %q in %s", task, cfg.Embeddings))
 			}
 		}
 		return srcs, func() { closeSources(srcs) }, nil
@@ -203,7 +228,7 @@ func (r *fitRun) open(ctx context.Context) ([]pairs.Source, func(), error) {
 	}
 	if err := tritonpairs.CheckExperts(tasks, experts); err != nil {
 		client.Close()
-		return nil, nil, asUsage(err)
+		return nil, nil, cli.AsUsage(err)
 	}
 	ps, err := tritonpairs.Open(ctx, client, tritonpairs.Config{
 		Inputs: cfg.Inputs, Tasks: tasks, Experts: experts, Batch: cfg.Chunk, InFlight: cfg.InFlight,
@@ -281,4 +306,11 @@ func imageOptions(c config.CalibrateImages) images.Options {
 		o.Height, o.Width = c.Size[0], c.Size[1]
 	}
 	return o
+}
+
+// closeSources closes every source.
+func closeSources(srcs []pairs.Source) {
+	for _, p := range srcs {
+		p.Close()
+	}
 }

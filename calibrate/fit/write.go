@@ -1,8 +1,9 @@
-package calibrate
+package fit
 
 import (
 	"fmt"
 	"os"
+	"strconv"
 
 	"github.com/mergectl/react-triton/calibrate/pairs"
 	"github.com/mergectl/react-triton/calibrate/partial"
@@ -76,7 +77,7 @@ func (r *fitRun) write(tasks []*partial.Task, into *react.Components) error {
 	if into != nil {
 		if into.Backbone != c.Backbone {
 			return fmt.Errorf("--into %s: its tasks were calibrated against backbone %s, but task %s against %s: refit them all, or use the same backbone",
-				cfg.Into, describeFull(into.Backbone), cfg.Only, describeFull(c.Backbone))
+				cfg.Into, DescribeModel(into.Backbone), cfg.Only, DescribeModel(c.Backbone))
 		}
 		st := c.Tasks[0]
 		replaced := false
@@ -108,12 +109,16 @@ func (r *fitRun) shardRun() string {
 	cfg := r.cfg
 	src := "embeddings " + cfg.Embeddings
 	if cfg.Triton.GRPC != "" {
-		src = fmt.Sprintf("inputs %s, backbone %s", cfg.Inputs, describeFull(r.backbone))
+		src = fmt.Sprintf("inputs %s, backbone %s", cfg.Inputs, DescribeModel(r.backbone))
 	}
 	return fmt.Sprintf("%s; chunk %d; fraction %g, limit %d, seed %d", src, cfg.Chunk, cfg.Sample.Fraction, cfg.Sample.Limit, cfg.Sample.Seed)
 }
 
-// describeFull names a model with its version and output.
-func describeFull(m react.ModelRef) string {
+// DescribeModel names a model with its version and output, as fit and
+// merge say it in their messages.
+func DescribeModel(m react.ModelRef) string {
 	return fmt.Sprintf("%q version %q output %q", m.Name, m.Version, m.Output)
 }
+
+// formatFloat writes v in the shortest form that reads back the same.
+func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }

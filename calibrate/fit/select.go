@@ -1,4 +1,4 @@
-package calibrate
+package fit
 
 import (
 	"context"
@@ -14,15 +14,20 @@ import (
 	"github.com/mergectl/react-triton/react"
 )
 
-// betaReport is what --beta-report writes.
-type betaReport struct {
-	Holdout    float64            `json:"holdout"`
-	Held       map[string]int64   `json:"held_out"` // samples held out per task
-	Candidates []betaCandidateOut `json:"candidates"`
-	Chosen     betaCandidateOut   `json:"chosen"`
+// BetaReport is what beta_select.report (--beta-report) writes, as JSON:
+// the share held out, the samples held out per task, every candidate of
+// the grid and the one chosen.
+type BetaReport struct {
+	Holdout    float64          `json:"holdout"`
+	Held       map[string]int64 `json:"held_out"` // samples held out per task
+	Candidates []BetaCandidate  `json:"candidates"`
+	Chosen     BetaCandidate    `json:"chosen"`
 }
 
-type betaCandidateOut struct {
+// BetaCandidate is one option of the grid and its held-out reconstruction
+// errors: with the one-hot preferences, with the equal one, and the score
+// that chooses.
+type BetaCandidate struct {
 	Beta   float64 `json:"beta"`
 	Norm   string  `json:"normalize"`
 	OneHot float64 `json:"one_hot"`
@@ -45,7 +50,7 @@ func (r *fitRun) selectBeta(ctx context.Context, tasks []*partial.Task) error {
 	d := tasks[0].Acc.D()
 	fit := &react.Components{D: d, Normalization: react.NormSum, Backbone: r.backbone}
 	var held []react.HeldOut
-	rep := betaReport{Holdout: cfg.BetaSelect.Holdout, Held: map[string]int64{}}
+	rep := BetaReport{Holdout: cfg.BetaSelect.Holdout, Held: map[string]int64{}}
 	for i, src := range srcs {
 		t := tasks[i]
 		available := int(src.Len())
@@ -105,7 +110,7 @@ func (r *fitRun) selectBeta(ctx context.Context, tasks []*partial.Task) error {
 	}
 	fmt.Fprintf(r.stdout, "beta auto: held-out relative reconstruction error (%.0f%% of each task's samples), one-hot + equal:\n", 100*cfg.BetaSelect.Holdout)
 	for k, c := range cands {
-		out := betaCandidateOut{Beta: c.Beta, Norm: string(c.Normalization), OneHot: c.OneHot, Equal: c.Equal, Score: c.Score}
+		out := BetaCandidate{Beta: c.Beta, Norm: string(c.Normalization), OneHot: c.OneHot, Equal: c.Equal, Score: c.Score}
 		rep.Candidates = append(rep.Candidates, out)
 		mark := ""
 		if k == best {

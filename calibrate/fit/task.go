@@ -1,4 +1,4 @@
-package calibrate
+package fit
 
 import (
 	"context"
@@ -83,12 +83,12 @@ func (r *fitRun) fitTask(ctx context.Context, src pairs.Source) (*partial.Task, 
 			fmt.Fprintf(r.stderr, "calibrate: task %s: skipped %s: %v\n", task, filepath.Join(r.cfg.Inputs, task, filepath.FromSlash(s.File)), s.Err)
 			t.Done++
 			skipped++
-			r.report.add(1)
+			r.report.Add(1)
 		}
 	}
 
 	began, resumed := time.Now(), t.Done
-	r.report.start(task, t.Done, total)
+	r.report.Start(task, t.Done, total)
 	chunk := r.chunkRows(src)
 	mtl, ind := make([]float64, chunk*d), make([]float64, chunk*d)
 	for chunks := 1; t.Done < total; chunks++ {
@@ -102,7 +102,7 @@ func (r *fitRun) fitTask(ctx context.Context, src pairs.Source) (*partial.Task, 
 				return nil, taskSummary{}, fmt.Errorf("task %s: samples %d to %d (%s): %w%s", task, t.Done, t.Done+int64(n), models(src), err, kept())
 			}
 			t.Done += int64(n)
-			r.report.add(n)
+			r.report.Add(n)
 			if chunks%r.cfg.Checkpoint.Every == 0 {
 				if err := r.mkdirSave(save); err != nil {
 					return nil, taskSummary{}, err
@@ -122,7 +122,7 @@ func (r *fitRun) fitTask(ctx context.Context, src pairs.Source) (*partial.Task, 
 	if t.Done != total {
 		return nil, taskSummary{}, fmt.Errorf("task %s: read %d samples, want %d", task, t.Done, total)
 	}
-	r.report.end()
+	r.report.End()
 	if skipped > 0 {
 		fmt.Fprintf(r.stderr, "calibrate: task %s: %d image files skipped: Triton could not decode them (images.on_error: skip)\n", task, skipped)
 	}
