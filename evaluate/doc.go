@@ -2,8 +2,9 @@
 // accuracy of every task under the ReACT correction W_p (and the naive and
 // polar aggregations the paper ablates), the normalised accuracies, the
 // hypervolume of a set of preferences and how uniformly each follows its
-// preference (paper, appendix A.3). It owns the metrics: NormalizedAccuracy,
-// Hypervolume and Uniformity.
+// preference (paper, appendix A.3). The metrics themselves,
+// NormalizedAccuracy, Hypervolume and Uniformity, are package
+// evaluate/metrics.
 //
 // An evaluation extracts each backbone's features of every task's labelled
 // inputs once, through the models themselves (a Model: Triton, or an

@@ -11,6 +11,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mergectl/react-triton/evaluate/metrics"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/triton"
 )
@@ -281,14 +282,14 @@ func TestRunAgainstReference(t *testing.T) {
 			pts = append(pts, r.Normalized)
 			ptsK = append(ptsK, r.Normalized[:len(s.Focus)])
 			if r.Preference[0] > 0 && r.Preference[1] > 0 {
-				u, _ := Uniformity(r.Normalized, r.Preference)
+				u, _ := metrics.Uniformity(r.Normalized, r.Preference)
 				us = append(us, u)
 			}
 		}
 		if s.Method == MethodMerged {
 			continue
 		}
-		hv, _ := Hypervolume(pts, []float64{0, 0})
+		hv, _ := metrics.Hypervolume(pts, []float64{0, 0})
 		if len(pts) != s.Points || math.Abs(hv-s.HVT) > 1e-15 || math.Abs(hv-s.HVk) > 1e-15 {
 			t.Errorf("%+v: %d points, HV %v", s, len(pts), hv)
 		}

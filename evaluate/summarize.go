@@ -2,6 +2,8 @@ package evaluate
 
 import (
 	"slices"
+
+	"github.com/mergectl/react-triton/evaluate/metrics"
 )
 
 // summarize computes, for every model and preference set, the set's
@@ -73,12 +75,12 @@ func (e *evaluation) summary(backbone, method string, beta *float64, norm string
 		ak, pk := pick(r.Normalized, focus), pick(r.Preference, focus)
 		ptsK = append(ptsK, ak)
 		if weighs(pk) >= 2 {
-			if u, err := Uniformity(ak, pk); err == nil {
+			if u, err := metrics.Uniformity(ak, pk); err == nil {
 				uk = append(uk, u)
 			}
 		}
 		if weighs(r.Preference) >= 2 {
-			if u, err := Uniformity(r.Normalized, r.Preference); err == nil {
+			if u, err := metrics.Uniformity(r.Normalized, r.Preference); err == nil {
 				ut = append(ut, u)
 			}
 		}
@@ -93,8 +95,8 @@ func (e *evaluation) summary(backbone, method string, beta *float64, norm string
 		}
 	}
 	// Errors cannot happen: the points are finite and of one dimension.
-	sum.HVk, _ = Hypervolume(ptsK, make([]float64, len(focus)))
-	sum.HVT, _ = Hypervolume(ptsT, make([]float64, len(e.tasks)))
+	sum.HVk, _ = metrics.Hypervolume(ptsK, make([]float64, len(focus)))
+	sum.HVT, _ = metrics.Hypervolume(ptsT, make([]float64, len(e.tasks)))
 	sum.Uk, sum.UT = mean(uk), mean(ut)
 	return sum
 }

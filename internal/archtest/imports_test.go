@@ -53,7 +53,8 @@ var policy = map[string][]string{
 	"control": {"react", "experiment", "problem", "internal/bytesize", "internal/filecheck"},
 	"config":  {"react", "experiment", "control", "triton", "problem", "internal/bytesize", "internal/filecheck"},
 
-	"evaluate":         {"react", "control", "triton", "internal/npyfile", "internal/samples"},
+	"evaluate/metrics": nil,
+	"evaluate":         {"evaluate/metrics", "react", "control", "triton", "internal/npyfile", "internal/samples"},
 	"evaluate/figures": {"evaluate"},
 
 	"calibrate/partial": {"react", "react/safetensors"},
