@@ -78,9 +78,10 @@ var policy = map[string][]string{
 		"evaluate/figures", "calibrate/partial", "calibrate/images", "calibrate/pairs", "calibrate/embeddings",
 		"calibrate/tritonpairs", "calibrate/upgrade", "calibrate/fit", "calibrate/progress", "internal/cli"},
 
-	"sidecar/pipeline":            {"control", "config", "problem", "react", "triton", "triton/tritonpb", "triton/ensemble"},
+	"sidecar/modelstats":          {"triton/tritonpb"},
+	"sidecar/pipeline":            {"sidecar/modelstats", "control", "config", "problem", "react", "triton", "triton/tritonpb", "triton/ensemble"},
 	"sidecar/internal/faketriton": {"react", "triton", "triton/tritonpb", "triton/tritonhttp"},
-	"sidecar": {"sidecar/pipeline", "control", "config", "problem", "react", "triton", "triton/tritonpb", "triton/tritonhttp",
+	"sidecar": {"sidecar/pipeline", "sidecar/modelstats", "control", "config", "problem", "react", "triton", "triton/tritonpb", "triton/tritonhttp",
 		"internal/buildinfo", "internal/cli"},
 
 	// The Triton backend: never the sidecar or its configuration.

@@ -14,6 +14,7 @@ import (
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/sidecar/modelstats"
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -44,7 +45,7 @@ type Options struct {
 	// Observer is told about W_p lookups and solves; nil observes nothing.
 	Observer control.Observer
 	// Stats keeps the models' statistics across reloads. Required.
-	Stats *StatsRegistry
+	Stats *modelstats.Registry
 }
 
 // Set is the controllable models of one configuration, built and checked.

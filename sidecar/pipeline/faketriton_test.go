@@ -14,6 +14,7 @@ import (
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
+	"github.com/mergectl/react-triton/sidecar/modelstats"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -33,7 +34,7 @@ type env struct {
 	comps string // the components file
 	up    *pipeline.Upstream
 	cache *control.Cache
-	stats *pipeline.StatsRegistry
+	stats *modelstats.Registry
 }
 
 // models are the fake's models of a standard env: the backbone with the
@@ -56,7 +57,7 @@ func newEnv(t *testing.T, models ...*faketriton.Model) *env {
 	if models == nil {
 		models = scenarioModels(sc, "FP32", "FP32")
 	}
-	e := &env{sc: sc, fake: faketriton.Start(t, models...), stats: &pipeline.StatsRegistry{}}
+	e := &env{sc: sc, fake: faketriton.Start(t, models...), stats: &modelstats.Registry{}}
 	e.comps = sc.WriteComponents(t, t.TempDir(), "components.safetensors")
 	e.up = upstream(t, e.fake.Addr)
 	var err error

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/sidecar/modelstats"
 	"github.com/mergectl/react-triton/triton/ensemble"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -83,7 +84,7 @@ type Model struct {
 
 	metadata *tritonpb.ModelMetadataResponse
 	config   *tritonpb.ModelConfig
-	stats    *Stats
+	stats    *modelstats.Stats
 
 	// experiment is the experiment the model takes part in (nil for none),
 	// and keyHeader and keyParameter where a request carries its key.
@@ -132,7 +133,7 @@ func (m *Model) Metadata() *tritonpb.ModelMetadataResponse { return m.metadata }
 func (m *Model) Config() *tritonpb.ModelConfig { return m.config }
 
 // Stats returns the model's statistics, which outlive reloads.
-func (m *Model) Stats() *Stats { return m.stats }
+func (m *Model) Stats() *modelstats.Stats { return m.stats }
 
 // Dependencies returns the Triton models the controllable model calls: the
 // backbone first, then the heads; for the graph form, the ensemble, whose

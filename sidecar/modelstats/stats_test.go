@@ -1,15 +1,15 @@
-package pipeline_test
+package modelstats_test
 
 import (
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/mergectl/react-triton/sidecar/pipeline"
+	"github.com/mergectl/react-triton/sidecar/modelstats"
 )
 
 func TestStats(t *testing.T) {
-	var s pipeline.Stats
+	var s modelstats.Stats
 	before := uint64(time.Now().UnixMilli())
 	s.Record(3, 5*time.Millisecond, true)
 	s.Record(2, time.Millisecond, true)
@@ -53,7 +53,7 @@ func TestStats(t *testing.T) {
 }
 
 func TestStatsConcurrentAndRegistry(t *testing.T) {
-	var r pipeline.StatsRegistry
+	var r modelstats.Registry
 	a := r.For("a")
 	if r.For("a") != a || r.For("b") == a {
 		t.Fatal("For must return one Stats per name")

@@ -1,4 +1,4 @@
-package pipeline
+package modelstats
 
 import (
 	"sync"
@@ -65,15 +65,15 @@ func (s *Stats) Proto(name, version string) *tritonpb.ModelStatistics {
 	}
 }
 
-// StatsRegistry keeps each controllable model's Stats by name, so that
+// Registry keeps each controllable model's Stats by name, so that
 // counts survive a reload that rebuilds the models.
-type StatsRegistry struct {
+type Registry struct {
 	mu    sync.Mutex
 	stats map[string]*Stats
 }
 
 // For returns the statistics of the named model, created on first use.
-func (r *StatsRegistry) For(name string) *Stats {
+func (r *Registry) For(name string) *Stats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stats == nil {
