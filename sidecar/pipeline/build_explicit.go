@@ -21,7 +21,7 @@ func (b *builder) explicitModel(i int, prof *control.Profile) *Model {
 	mc := b.cfg.Models[i]
 	path := fmt.Sprintf("models[%d]", i)
 	before := len(b.problems)
-	m := &Model{
+	e := &explicit{b: b, mc: mc, path: path, m: &Model{
 		name:     mc.Name,
 		path:     path,
 		version:  Version,
@@ -31,117 +31,28 @@ func (b *builder) explicitModel(i int, prof *control.Profile) *Model {
 		optional: make(map[string]bool),
 		outputs:  make(map[string]output),
 		stats:    b.opt.Stats.For(mc.Name),
-	}
+	}}
+	m := e.m
 
 	// When the backbone fails, the heads are still checked (what can be
 	// checked without it), so that every problem shows at once and a
 	// permanent one is not hidden behind a transient one.
-	bb := b.triton(m.backbone)
-	bbOK := bb.err == nil
-	if !bbOK {
-		b.problem(path+".backbone.model", bb.transient, "%v", bb.err)
-		if bb.unreachable {
+	e.bb = b.triton(m.backbone)
+	if e.bbOK = e.bb.err == nil; !e.bbOK {
+		b.problem(path+".backbone.model", e.bb.transient, "%v", e.bb.err)
+		if e.bb.unreachable {
 			return nil // Triton itself is away: nothing more to learn
 		}
 	}
 	b.checkCalibration(path+".backbone.model", path, mc, prof, m.backbone, m.feature)
-	var featureShape []int64
-	if bbOK {
-		out, err := bb.Output(m.feature, "")
-		if err == nil {
-			m.featureType, featureShape = out.GetDatatype(), out.GetShape()
-			err = bb.CheckFeature("output", out)
-		}
-		if err == nil && (len(featureShape) == 0 || (featureShape[len(featureShape)-1] != int64(prof.D()) && featureShape[len(featureShape)-1] != -1)) {
-			err = fmt.Errorf("%s output %q has shape %s, but the components file has D=%d (want the last dimension %d)",
-				describe(m.backbone), m.feature, triton.FormatShape(featureShape), prof.D(), prof.D())
-		}
-		if err != nil {
-			b.problem(path+".backbone.output", false, "%v", err)
-		}
+	if e.bbOK {
+		e.checkFeature()
 	}
-	inputs := b.renameInputs(path, mc, m, bb)
-	m.batching = bb.Config.GetMaxBatchSize() > 0
-	m.maxBatch = int(bb.Config.GetMaxBatchSize())
-
-	tasks := prof.Tasks()
-	var outMeta []*tritonpb.ModelMetadataResponse_TensorMetadata
-	var outCfg []*tritonpb.ModelOutput
+	inputs := b.renameInputs(path, mc, m, e.bb)
+	m.batching = e.bb.Config.GetMaxBatchSize() > 0
+	m.maxBatch = int(e.bb.Config.GetMaxBatchSize())
 	for j, hc := range mc.Heads {
-		hpath := fmt.Sprintf("%s.heads[%d]", path, j)
-		h := head{ref: ref{hc.Model, hc.Version}, task: hc.Task}
-		if !slices.Contains(tasks, hc.Task) {
-			b.problem(hpath+".task", false, "unknown task %q: the components file %q has tasks %s", hc.Task, mc.Components, strings.Join(tasks, ", "))
-		}
-		hm := b.triton(h.ref)
-		if hm.err != nil {
-			b.problem(hpath+".model", hm.transient, "%v", hm.err)
-			continue
-		}
-		// The input that takes the feature.
-		in, err := hm.Input(hc.Input)
-		if err != nil {
-			b.problem(hpath+".input", false, "%v", err)
-			continue
-		}
-		ins := hm.Metadata.GetInputs()
-		h.input, h.inputType = in.GetName(), in.GetDatatype()
-		if err := hm.CheckFeature("input", in); err != nil {
-			b.problem(hpath+".model", false, "%v", err)
-		}
-		if bbOK && featureShape != nil && !shapesCompatible(featureShape, in.GetShape()) {
-			b.problem(hpath+".model", false, "%s input %q has shape %s, which does not take the backbone's %q of shape %s",
-				describe(h.ref), h.input, triton.FormatShape(in.GetShape()), m.feature, triton.FormatShape(featureShape))
-		}
-		for _, other := range ins {
-			if other != in && !isOptional(hm.Config, other.GetName()) {
-				b.problem(hpath+".model", false, "%s needs input %q besides the feature; a head may only need the feature", describe(h.ref), other.GetName())
-			}
-		}
-		if headBatching := hm.Config.GetMaxBatchSize() > 0; !bbOK {
-			// The batching rule needs the backbone's configuration.
-		} else if headBatching != m.batching {
-			b.problem(hpath+".model", false, "%s has max_batch_size %d and the backbone %d: both must batch or neither",
-				describe(h.ref), hm.Config.GetMaxBatchSize(), bb.Config.GetMaxBatchSize())
-		} else if m.batching && int(hm.Config.GetMaxBatchSize()) < m.maxBatch {
-			m.maxBatch = int(hm.Config.GetMaxBatchSize())
-		}
-		// The outputs, renamed.
-		cfgByName := make(map[string]*tritonpb.ModelOutput)
-		for _, o := range hm.Config.GetOutput() {
-			cfgByName[o.GetName()] = o
-		}
-		var mapping []outputName
-		if len(hc.Outputs) == 0 {
-			for _, o := range hm.Metadata.GetOutputs() {
-				mapping = append(mapping, outputName{head: o.GetName(), client: o.GetName()})
-			}
-		} else {
-			for _, k := range sortedKeys(hc.Outputs) {
-				if _, err := hm.Output(k, ""); err != nil {
-					b.problem(fmt.Sprintf("%s.outputs.%s", hpath, k), false, "%v", err)
-					continue
-				}
-				mapping = append(mapping, outputName{head: k, client: hc.Outputs[k]})
-			}
-		}
-		for _, on := range mapping {
-			if _, dup := m.outputs[on.client]; dup {
-				b.problem(hpath+".outputs", false, "output %q is also returned by another head of %q: rename one with outputs: {%s: NEW_NAME}", on.client, mc.Name, on.head)
-				continue
-			}
-			m.outputs[on.client] = output{head: len(m.heads), name: on.head}
-			m.order = append(m.order, on.client)
-			om := triton.FindTensor(hm.Metadata.GetOutputs(), on.head)
-			outMeta = append(outMeta, &tritonpb.ModelMetadataResponse_TensorMetadata{Name: on.client, Datatype: om.GetDatatype(), Shape: om.GetShape()})
-			oc := &tritonpb.ModelOutput{Name: on.client, DataType: triton.DatatypeToConfig(om.GetDatatype())}
-			if c := cfgByName[on.head]; c != nil {
-				oc.DataType, oc.Dims, oc.LabelFilename = c.GetDataType(), c.GetDims(), c.GetLabelFilename()
-			}
-			outCfg = append(outCfg, oc)
-		}
-		h.outputs = mapping
-		m.heads = append(m.heads, h)
+		e.addHead(j, hc)
 	}
 	if limit := b.cfg.Limits.MaxBatchSize; m.batching && limit > 0 && limit < m.maxBatch {
 		m.maxBatch = limit
@@ -160,6 +71,164 @@ func (b *builder) explicitModel(i int, prof *control.Profile) *Model {
 		return nil
 	}
 	m.setExperiment(b.cfg)
+	e.describe(shadow, inputs)
+	if shadow != nil {
+		b.checkSignature(path, m, shadow)
+	}
+	if len(b.problems) > before {
+		return nil
+	}
+	return m
+}
+
+// explicit is the state of one explicit model's build: the model as far
+// as it is built, its backbone as Triton describes it, and the outputs the
+// heads add to its metadata and configuration.
+type explicit struct {
+	b    *builder
+	mc   config.Model
+	path string // the model's path in the configuration, models[i]
+	m    *Model
+
+	bb   *tritonModel
+	bbOK bool // the backbone was found and described
+	// featureShape is the shape of the backbone's feature output, nil
+	// when it is unknown or wrong.
+	featureShape []int64
+
+	outMeta []*tritonpb.ModelMetadataResponse_TensorMetadata
+	outCfg  []*tritonpb.ModelOutput
+}
+
+// checkFeature checks the backbone's feature output: its datatype, and a
+// last dimension that is the components file's D.
+func (e *explicit) checkFeature() {
+	m, d := e.m, e.m.profile.D()
+	var shape []int64
+	out, err := e.bb.Output(m.feature, "")
+	if err == nil {
+		m.featureType, shape = out.GetDatatype(), out.GetShape()
+		e.featureShape = shape
+		err = e.bb.CheckFeature("output", out)
+	}
+	if err == nil && (len(shape) == 0 || (shape[len(shape)-1] != int64(d) && shape[len(shape)-1] != -1)) {
+		err = fmt.Errorf("%s output %q has shape %s, but the components file has D=%d (want the last dimension %d)",
+			describe(m.backbone), m.feature, triton.FormatShape(shape), d, d)
+	}
+	if err != nil {
+		e.b.problem(e.path+".backbone.output", false, "%v", err)
+	}
+}
+
+// addHead checks the j-th head of the configuration and, unless Triton
+// does not describe it or it has no input for the feature, adds it to the
+// model with its outputs.
+func (e *explicit) addHead(j int, hc config.Head) {
+	hpath := fmt.Sprintf("%s.heads[%d]", e.path, j)
+	h := head{ref: ref{hc.Model, hc.Version}, task: hc.Task}
+	if tasks := e.m.profile.Tasks(); !slices.Contains(tasks, hc.Task) {
+		e.b.problem(hpath+".task", false, "unknown task %q: the components file %q has tasks %s", hc.Task, e.mc.Components, strings.Join(tasks, ", "))
+	}
+	hm := e.b.triton(h.ref)
+	if hm.err != nil {
+		e.b.problem(hpath+".model", hm.transient, "%v", hm.err)
+		return
+	}
+	if !e.headInput(hpath, hc, &h, hm) {
+		return
+	}
+	e.checkHeadBatching(hpath, h, hm)
+	h.outputs = e.headOutputs(hpath, hc, hm)
+	e.m.heads = append(e.m.heads, h)
+}
+
+// headInput finds the head's input that takes the feature and checks it:
+// its datatype, a shape that takes the backbone's feature, and no other
+// input the head needs. It reports false when there is no such input.
+func (e *explicit) headInput(hpath string, hc config.Head, h *head, hm *tritonModel) bool {
+	in, err := hm.Input(hc.Input)
+	if err != nil {
+		e.b.problem(hpath+".input", false, "%v", err)
+		return false
+	}
+	h.input, h.inputType = in.GetName(), in.GetDatatype()
+	if err := hm.CheckFeature("input", in); err != nil {
+		e.b.problem(hpath+".model", false, "%v", err)
+	}
+	if e.bbOK && e.featureShape != nil && !shapesCompatible(e.featureShape, in.GetShape()) {
+		e.b.problem(hpath+".model", false, "%s input %q has shape %s, which does not take the backbone's %q of shape %s",
+			describe(h.ref), h.input, triton.FormatShape(in.GetShape()), e.m.feature, triton.FormatShape(e.featureShape))
+	}
+	for _, other := range hm.Metadata.GetInputs() {
+		if other != in && !isOptional(hm.Config, other.GetName()) {
+			e.b.problem(hpath+".model", false, "%s needs input %q besides the feature; a head may only need the feature", describe(h.ref), other.GetName())
+		}
+	}
+	return true
+}
+
+// checkHeadBatching checks that the head batches if and only if the
+// backbone does, and lowers the model's batch size to the head's.
+func (e *explicit) checkHeadBatching(hpath string, h head, hm *tritonModel) {
+	m := e.m
+	headBatching := hm.Config.GetMaxBatchSize() > 0
+	switch {
+	case !e.bbOK:
+		// The batching rule needs the backbone's configuration.
+	case headBatching != m.batching:
+		e.b.problem(hpath+".model", false, "%s has max_batch_size %d and the backbone %d: both must batch or neither",
+			describe(h.ref), hm.Config.GetMaxBatchSize(), e.bb.Config.GetMaxBatchSize())
+	case m.batching && int(hm.Config.GetMaxBatchSize()) < m.maxBatch:
+		m.maxBatch = int(hm.Config.GetMaxBatchSize())
+	}
+}
+
+// headOutputs returns the head's outputs under the names the client
+// knows (the configuration's outputs map, or every output as it is), and
+// adds them to the model's outputs, metadata and configuration; a name
+// another head already returns is a problem.
+func (e *explicit) headOutputs(hpath string, hc config.Head, hm *tritonModel) []outputName {
+	m := e.m
+	var mapping []outputName
+	if len(hc.Outputs) == 0 {
+		for _, o := range hm.Metadata.GetOutputs() {
+			mapping = append(mapping, outputName{head: o.GetName(), client: o.GetName()})
+		}
+	} else {
+		for _, k := range sortedKeys(hc.Outputs) {
+			if _, err := hm.Output(k, ""); err != nil {
+				e.b.problem(fmt.Sprintf("%s.outputs.%s", hpath, k), false, "%v", err)
+				continue
+			}
+			mapping = append(mapping, outputName{head: k, client: hc.Outputs[k]})
+		}
+	}
+	cfgByName := make(map[string]*tritonpb.ModelOutput)
+	for _, o := range hm.Config.GetOutput() {
+		cfgByName[o.GetName()] = o
+	}
+	for _, on := range mapping {
+		if _, dup := m.outputs[on.client]; dup {
+			e.b.problem(hpath+".outputs", false, "output %q is also returned by another head of %q: rename one with outputs: {%s: NEW_NAME}", on.client, e.mc.Name, on.head)
+			continue
+		}
+		m.outputs[on.client] = output{head: len(m.heads), name: on.head}
+		m.order = append(m.order, on.client)
+		om := triton.FindTensor(hm.Metadata.GetOutputs(), on.head)
+		e.outMeta = append(e.outMeta, &tritonpb.ModelMetadataResponse_TensorMetadata{Name: on.client, Datatype: om.GetDatatype(), Shape: om.GetShape()})
+		oc := &tritonpb.ModelOutput{Name: on.client, DataType: triton.DatatypeToConfig(om.GetDatatype())}
+		if c := cfgByName[on.head]; c != nil {
+			oc.DataType, oc.Dims, oc.LabelFilename = c.GetDataType(), c.GetDims(), c.GetLabelFilename()
+		}
+		e.outCfg = append(e.outCfg, oc)
+	}
+	return mapping
+}
+
+// describe sets the model's metadata and configuration, as the sidecar
+// serves them, from its renamed inputs and the heads' outputs.
+func (e *explicit) describe(shadow *tritonModel, inputs []*tritonpb.ModelInput) {
+	m := e.m
 	// The metadata of a model that shadows one of Triton's names that
 	// model's platform, as clients know it; the configuration stays the
 	// sidecar's own (platform react), since its content is: a client that
@@ -174,7 +243,7 @@ func (b *builder) explicitModel(i int, prof *control.Profile) *Model {
 		Versions: []string{Version},
 		Platform: platform,
 		Inputs:   m.inputs,
-		Outputs:  outMeta,
+		Outputs:  e.outMeta,
 	}
 	m.config = &tritonpb.ModelConfig{
 		Name:         m.name,
@@ -182,16 +251,9 @@ func (b *builder) explicitModel(i int, prof *control.Profile) *Model {
 		Backend:      Platform,
 		MaxBatchSize: int32(m.maxBatch),
 		Input:        inputs,
-		Output:       outCfg,
-		Parameters:   m.configParameters(mc, b.cfg),
+		Output:       e.outCfg,
+		Parameters:   m.configParameters(e.mc, e.b.cfg),
 	}
-	if shadow != nil {
-		b.checkSignature(path, m, shadow)
-	}
-	if len(b.problems) > before {
-		return nil
-	}
-	return m
 }
 
 // renameInputs sets the model's inputs: the backbone's, under the names
