@@ -1,6 +1,7 @@
 package evaluate
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -53,148 +54,197 @@ list:P[;P...]          explicit preferences, e.g. list:a=0.7,b=0.3;a=1`
 // ParseSet parses one preference set over tasks (see SetHelp).
 func ParseSet(spec string, tasks []string) (Set, error) {
 	kind, rest, _ := strings.Cut(spec, ":")
-	fail := func(format string, args ...any) (Set, error) {
-		return Set{}, fmt.Errorf("preference set %q: %s", spec, fmt.Sprintf(format, args...))
-	}
-	parts := []string{}
+	var args []string
 	if rest != "" {
-		parts = strings.Split(rest, ":")
+		args = strings.Split(rest, ":")
 	}
+	var (
+		focus  []string
+		points []Point
+		err    error
+	)
 	switch kind {
 	case "equal":
-		if len(parts) != 0 {
-			return fail("equal takes no arguments")
-		}
-		return Set{Name: spec, Kind: kind, Focus: tasks, Points: []Point{{"equal", react.Uniform(tasks)}}}, nil
+		focus, points, err = equalSet(args, tasks)
 	case "one-hot":
-		if len(parts) != 0 {
-			return fail("one-hot takes no arguments")
-		}
-		s := Set{Name: spec, Kind: kind, Focus: tasks}
-		for _, t := range tasks {
-			p, err := react.OneHot(tasks, t)
-			if err != nil {
-				return fail("%v", err)
-			}
-			s.Points = append(s.Points, Point{t + "=1", p})
-		}
-		return s, nil
+		focus, points, err = oneHotSet(args, tasks)
 	case "priority":
-		w := DefaultPriority
-		if len(parts) > 1 {
-			return fail("want priority[:W]")
-		}
-		if len(parts) == 1 {
-			v, err := strconv.ParseFloat(parts[0], 64)
-			if err != nil || !(v > 0 && v < 1) {
-				return fail("weight %q: want a number strictly between 0 and 1", parts[0])
-			}
-			w = v
-		}
-		if len(tasks) < 2 {
-			return fail("needs at least 2 tasks")
-		}
-		s := Set{Name: spec, Kind: kind, Focus: tasks}
-		other := (1 - w) / float64(len(tasks)-1)
-		for _, t := range tasks {
-			ws := make([]float64, len(tasks))
-			for i, u := range tasks {
-				ws[i] = other
-				if u == t {
-					ws[i] = w
-				}
-			}
-			p, err := react.NewPreference(tasks, ws)
-			if err != nil {
-				return fail("%v", err)
-			}
-			s.Points = append(s.Points, Point{fmt.Sprintf("%s=%g, others %.3g", t, w, other), p})
-		}
-		return s, nil
+		focus, points, err = prioritySet(args, tasks)
 	case "pairwise":
-		if len(parts) < 1 || len(parts) > 2 {
-			return fail("want pairwise:A,B[:K]")
-		}
-		focus, err := focusTasks(parts[0], tasks, 2)
-		if err != nil {
-			return fail("%v", err)
-		}
-		k := DefaultPairwisePoints
-		if len(parts) == 2 {
-			if k, err = strconv.Atoi(parts[1]); err != nil || k < 2 {
-				return fail("points %q: want an integer ≥ 2", parts[1])
-			}
-		}
-		s := Set{Name: spec, Kind: kind, Focus: focus}
-		for i := range k {
-			a := 1 - float64(i)/float64(k-1)
-			p, err := weightsOf(tasks, map[string]float64{focus[0]: a, focus[1]: 1 - a})
-			if err != nil {
-				return fail("%v", err)
-			}
-			s.Points = append(s.Points, Point{fmt.Sprintf("%s=%.3g,%s=%.3g", focus[0], a, focus[1], 1-a), p})
-		}
-		return s, nil
+		focus, points, err = pairwiseSet(args, tasks)
 	case "simplex":
-		if len(parts) < 1 || len(parts) > 3 {
-			return fail("want simplex:A,B,C[:M[:S]]")
-		}
-		focus, err := focusTasks(parts[0], tasks, 3)
-		if err != nil {
-			return fail("%v", err)
-		}
-		m, share := DefaultSimplexSteps, DefaultSimplexShare
-		if len(parts) >= 2 {
-			if m, err = strconv.Atoi(parts[1]); err != nil || m < 1 {
-				return fail("steps %q: want an integer ≥ 1", parts[1])
-			}
-		}
-		if len(parts) == 3 {
-			if share, err = strconv.ParseFloat(parts[2], 64); err != nil || !(share > 0 && share <= 1) {
-				return fail("share %q: want a number in (0, 1]", parts[2])
-			}
-		}
-		if share < 1 && len(tasks) == 3 {
-			return fail("share %g < 1 leaves weight for other tasks, but there are none", share)
-		}
-		s := Set{Name: spec, Kind: kind, Focus: focus}
-		rest := 0.0
-		if len(tasks) > 3 {
-			rest = (1 - share) / float64(len(tasks)-3)
-		}
-		for i := m; i >= 0; i-- {
-			for j := m - i; j >= 0; j-- {
-				q := [3]float64{float64(i) / float64(m), float64(j) / float64(m), float64(m-i-j) / float64(m)}
-				w := map[string]float64{}
-				for _, t := range tasks {
-					w[t] = rest
-				}
-				for k, t := range focus {
-					w[t] = share * q[k]
-				}
-				p, err := weightsOf(tasks, w)
-				if err != nil {
-					return fail("%v", err)
-				}
-				s.Points = append(s.Points, Point{fmt.Sprintf("%s=%.3g,%s=%.3g,%s=%.3g", focus[0], q[0], focus[1], q[1], focus[2], q[2]), p})
-			}
-		}
-		return s, nil
+		focus, points, err = simplexSet(args, tasks)
 	case "list":
-		if rest == "" {
-			return fail("want list:P[;P...]")
-		}
-		s := Set{Name: spec, Kind: kind, Focus: tasks}
-		for _, one := range strings.Split(rest, ";") {
-			p, err := react.ParsePreference(one, tasks)
-			if err != nil {
-				return fail("%v", err)
-			}
-			s.Points = append(s.Points, Point{p.Rounded().String(), p})
-		}
-		return s, nil
+		focus, points, err = listSet(rest, tasks)
+	default:
+		err = fmt.Errorf("unknown kind %q (want equal, priority, one-hot, pairwise, simplex or list)", kind)
 	}
-	return fail("unknown kind %q (want equal, priority, one-hot, pairwise, simplex or list)", kind)
+	if err != nil {
+		return Set{}, fmt.Errorf("preference set %q: %s", spec, err)
+	}
+	return Set{Name: spec, Kind: kind, Focus: focus, Points: points}, nil
+}
+
+// equalSet is the set "equal": every task alike.
+func equalSet(args, tasks []string) ([]string, []Point, error) {
+	if len(args) != 0 {
+		return nil, nil, errors.New("equal takes no arguments")
+	}
+	return tasks, []Point{{"equal", react.Uniform(tasks)}}, nil
+}
+
+// oneHotSet is the set "one-hot": each task alone.
+func oneHotSet(args, tasks []string) ([]string, []Point, error) {
+	if len(args) != 0 {
+		return nil, nil, errors.New("one-hot takes no arguments")
+	}
+	var points []Point
+	for _, t := range tasks {
+		p, err := react.OneHot(tasks, t)
+		if err != nil {
+			return nil, nil, err
+		}
+		points = append(points, Point{t + "=1", p})
+	}
+	return tasks, points, nil
+}
+
+// prioritySet is the set "priority[:W]": each task in turn at W, the
+// others sharing the rest evenly.
+func prioritySet(args, tasks []string) ([]string, []Point, error) {
+	w := DefaultPriority
+	if len(args) > 1 {
+		return nil, nil, errors.New("want priority[:W]")
+	}
+	if len(args) == 1 {
+		v, err := strconv.ParseFloat(args[0], 64)
+		if err != nil || !(v > 0 && v < 1) {
+			return nil, nil, fmt.Errorf("weight %q: want a number strictly between 0 and 1", args[0])
+		}
+		w = v
+	}
+	if len(tasks) < 2 {
+		return nil, nil, errors.New("needs at least 2 tasks")
+	}
+	var points []Point
+	other := (1 - w) / float64(len(tasks)-1)
+	for _, t := range tasks {
+		ws := make([]float64, len(tasks))
+		for i, u := range tasks {
+			ws[i] = other
+			if u == t {
+				ws[i] = w
+			}
+		}
+		p, err := react.NewPreference(tasks, ws)
+		if err != nil {
+			return nil, nil, err
+		}
+		points = append(points, Point{fmt.Sprintf("%s=%g, others %.3g", t, w, other), p})
+	}
+	return tasks, points, nil
+}
+
+// pairwiseSet is the set "pairwise:A,B[:K]": K points from A alone to B
+// alone, the other tasks at 0.
+func pairwiseSet(args, tasks []string) ([]string, []Point, error) {
+	if len(args) < 1 || len(args) > 2 {
+		return nil, nil, errors.New("want pairwise:A,B[:K]")
+	}
+	focus, err := focusTasks(args[0], tasks, 2)
+	if err != nil {
+		return nil, nil, err
+	}
+	k := DefaultPairwisePoints
+	if len(args) == 2 {
+		if k, err = strconv.Atoi(args[1]); err != nil || k < 2 {
+			return nil, nil, fmt.Errorf("points %q: want an integer ≥ 2", args[1])
+		}
+	}
+	var points []Point
+	for i := range k {
+		a := 1 - float64(i)/float64(k-1)
+		p, err := weightsOf(tasks, map[string]float64{focus[0]: a, focus[1]: 1 - a})
+		if err != nil {
+			return nil, nil, err
+		}
+		points = append(points, Point{fmt.Sprintf("%s=%.3g,%s=%.3g", focus[0], a, focus[1], 1-a), p})
+	}
+	return focus, points, nil
+}
+
+// simplexSet is the set "simplex:A,B,C[:M[:S]]": share S on A, B and C
+// over the grid (i, j, M−i−j)/M, the rest spread evenly over the other
+// tasks.
+func simplexSet(args, tasks []string) ([]string, []Point, error) {
+	if len(args) < 1 || len(args) > 3 {
+		return nil, nil, errors.New("want simplex:A,B,C[:M[:S]]")
+	}
+	focus, err := focusTasks(args[0], tasks, 3)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, share := DefaultSimplexSteps, DefaultSimplexShare
+	if len(args) >= 2 {
+		if m, err = strconv.Atoi(args[1]); err != nil || m < 1 {
+			return nil, nil, fmt.Errorf("steps %q: want an integer ≥ 1", args[1])
+		}
+	}
+	if len(args) == 3 {
+		if share, err = strconv.ParseFloat(args[2], 64); err != nil || !(share > 0 && share <= 1) {
+			return nil, nil, fmt.Errorf("share %q: want a number in (0, 1]", args[2])
+		}
+	}
+	if share < 1 && len(tasks) == 3 {
+		return nil, nil, fmt.Errorf("share %g < 1 leaves weight for other tasks, but there are none", share)
+	}
+	points, err := simplexPoints(tasks, focus, m, share)
+	return focus, points, err
+}
+
+// simplexPoints are the points of a simplex set of m steps with share on
+// the three focus tasks, in the order i = m…0, j = m−i…0.
+func simplexPoints(tasks, focus []string, m int, share float64) ([]Point, error) {
+	rest := 0.0
+	if len(tasks) > 3 {
+		rest = (1 - share) / float64(len(tasks)-3)
+	}
+	var points []Point
+	for i := m; i >= 0; i-- {
+		for j := m - i; j >= 0; j-- {
+			q := [3]float64{float64(i) / float64(m), float64(j) / float64(m), float64(m-i-j) / float64(m)}
+			w := map[string]float64{}
+			for _, t := range tasks {
+				w[t] = rest
+			}
+			for k, t := range focus {
+				w[t] = share * q[k]
+			}
+			p, err := weightsOf(tasks, w)
+			if err != nil {
+				return nil, err
+			}
+			points = append(points, Point{fmt.Sprintf("%s=%.3g,%s=%.3g,%s=%.3g", focus[0], q[0], focus[1], q[1], focus[2], q[2]), p})
+		}
+	}
+	return points, nil
+}
+
+// listSet is the set "list:P[;P...]": the preferences given, each in
+// react.ParsePreference's grammar.
+func listSet(rest string, tasks []string) ([]string, []Point, error) {
+	if rest == "" {
+		return nil, nil, errors.New("want list:P[;P...]")
+	}
+	var points []Point
+	for _, one := range strings.Split(rest, ";") {
+		p, err := react.ParsePreference(one, tasks)
+		if err != nil {
+			return nil, nil, err
+		}
+		points = append(points, Point{p.Rounded().String(), p})
+	}
+	return tasks, points, nil
 }
 
 // focusTasks parses a comma-separated list of want distinct known tasks.
