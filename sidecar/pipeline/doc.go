@@ -3,8 +3,9 @@
 // a live Triton (Build), and serves their inference requests, given as
 // Triton's gRPC messages, by calling the merged backbone, correcting its
 // feature with W_p and calling the head(s) (Model.Infer). It also answers
-// for them what Triton answers for its own models: metadata, configuration
-// and statistics.
+// for them what Triton answers for its own models: metadata and
+// configuration; each model counts its requests in a sidecar/modelstats
+// Stats that outlives reloads.
 //
 // The gRPC and HTTP front ends of package sidecar translate to and from
 // these messages; package control resolves preferences and holds the W_p
