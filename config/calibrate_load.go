@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/mergectl/react-triton/config/layer"
 	"github.com/mergectl/react-triton/problem"
 	"github.com/spf13/pflag"
 )
@@ -39,11 +40,11 @@ func LoadCalibrate(path string, flags *pflag.FlagSet) (*Calibrate, error) {
 			path = f.Value.String()
 		}
 	}
-	var file *fileValues
+	var file *layer.File
 	var decodeErrs problem.List // the file's keys that did not decode
 	if path != "" {
 		var err error
-		if file, decodeErrs, err = readFile(path, new(Calibrate)); errors.Is(err, errReading) {
+		if file, decodeErrs, err = layer.ReadFile(path, new(Calibrate)); errors.Is(err, layer.ErrReading) {
 			return nil, fmt.Errorf("config: %w", err)
 		} else if err != nil {
 			return nil, fmt.Errorf("config: %s: %w", path, err)
@@ -60,23 +61,23 @@ func LoadCalibrate(path string, flags *pflag.FlagSet) (*Calibrate, error) {
 }
 
 // calibrateKeys are every scalar key of Calibrate, in schema order.
-var calibrateKeys = keysOf(reflect.TypeFor[Calibrate]())
+var calibrateKeys = layer.Keys(reflect.TypeFor[Calibrate]())
 
-func loadCalibrate(file *fileValues, decodeErrs problem.List, flags *pflag.FlagSet) (*Calibrate, error) {
+func loadCalibrate(file *layer.File, decodeErrs problem.List, flags *pflag.FlagSet) (*Calibrate, error) {
 	c := DefaultCalibrate()
-	l, err := newLayers(calibrateKeys, c, file, flags, calibrateFlagKeys)
+	l, err := layer.New(calibrateKeys, c, file, flags, calibrateFlagKeys)
 	if err != nil {
 		return nil, err
 	}
 	p := append(problem.List(nil), decodeErrs...)
-	l.apply(c, &p)
+	l.Apply(c, &p)
 	if file != nil {
-		c.File = file.abs
-		c.Experts = file.root.Interface().(*Calibrate).Experts
-		l.resolvePaths(c.paths())
+		c.File = file.Path()
+		c.Experts = file.Values().(*Calibrate).Experts
+		l.ResolvePaths(c.paths())
 	}
 	if flags != nil {
-		applyCalibrateFlags(c, flags, l.sources, &p)
+		applyCalibrateFlags(c, flags, l.Sources, &p)
 	}
 	// An empty list is no list: [] in the file (as --print-config writes
 	// it) loads like a key left out.
@@ -100,11 +101,11 @@ func loadCalibrate(file *fileValues, decodeErrs problem.List, flags *pflag.FlagS
 	}
 	var verr problem.List
 	if err := c.Validate(); errors.As(err, &verr) {
-		p = append(p, unmasked(decodeErrs, verr)...)
+		p = append(p, layer.Unmasked(decodeErrs, verr)...)
 	} else if err != nil {
 		return nil, err
 	}
-	if err := l.finish(p); err != nil {
+	if err := l.Finish(p); err != nil {
 		return nil, err
 	}
 	return c, nil

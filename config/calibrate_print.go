@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/mergectl/react-triton/config/layer"
 )
 
 // YAML returns the configuration as a YAML file that LoadCalibrate reads
@@ -78,11 +80,11 @@ func encodeYAML(v reflect.Value) ([]byte, error) {
 func node(v reflect.Value) *yaml.Node {
 	scalar := func(tag, s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: s} }
 	switch {
-	case v.Type() == durationType:
+	case v.Type() == reflect.TypeFor[time.Duration]():
 		return scalar("!!str", time.Duration(v.Int()).String())
-	case v.Type() == byteSizeType:
+	case v.Type() == reflect.TypeFor[ByteSize]():
 		return scalar("!!str", ByteSize(v.Int()).String())
-	case v.Type() == timeType:
+	case v.Type() == reflect.TypeFor[time.Time]():
 		if t := v.Interface().(time.Time); !t.IsZero() {
 			return scalar("!!str", t.Format(time.RFC3339))
 		}
@@ -92,7 +94,7 @@ func node(v reflect.Value) *yaml.Node {
 	case reflect.Struct:
 		n := &yaml.Node{Kind: yaml.MappingNode}
 		for i := range v.NumField() {
-			if name := tagName(v.Type().Field(i)); name != "" {
+			if name := layer.TagName(v.Type().Field(i)); name != "" {
 				n.Content = append(n.Content, scalar("!!str", name), node(v.Field(i)))
 			}
 		}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/mergectl/react-triton/config/layer"
 )
 
 // calibrateFlags parses args with the flags of BindCalibrateFlags.
@@ -171,7 +173,7 @@ func TestCalibrateExampleDocumentsEveryKey(t *testing.T) {
 	walk = func(typ reflect.Type) {
 		for i := range typ.NumField() {
 			f := typ.Field(i)
-			name := tagName(f)
+			name := layer.TagName(f)
 			if name == "" {
 				continue
 			}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mergectl/react-triton/config/layer"
 	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
 
@@ -79,7 +80,7 @@ func (c *Calibrate) validateSource(p *problem.List) {
 	case c.Embeddings != "" && t.GRPC != "":
 		p.Add("embeddings", "excludes triton.grpc: the features come from .npy files or from the models on Triton")
 	case t.GRPC != "":
-		if msg := checkAddr(t.GRPC, false); msg != "" {
+		if msg := layer.CheckAddr(t.GRPC, false); msg != "" {
 			p.Add("triton.grpc", "%s", msg)
 		}
 		if c.Inputs == "" {
@@ -94,8 +95,8 @@ func (c *Calibrate) validateSource(p *problem.List) {
 	if t.Timeout <= 0 {
 		p.Add("triton.timeout", "must be positive, got %v", t.Timeout)
 	}
-	nonNegative(p, "triton.retry_max_wait", t.RetryMaxWait)
-	checkVersion(p, "backbone.version", c.Backbone.Version)
+	layer.NonNegative(p, "triton.retry_max_wait", t.RetryMaxWait)
+	layer.CheckVersion(p, "backbone.version", c.Backbone.Version)
 }
 
 // validateTasks checks the task list and the experts.
@@ -134,7 +135,7 @@ func (c *Calibrate) validateTasks(p *problem.List) {
 		if m.Model == "" {
 			p.Add(path+".model", "required: the task's expert model in Triton")
 		}
-		checkVersion(p, path+".version", m.Version)
+		layer.CheckVersion(p, path+".version", m.Version)
 	}
 }
 

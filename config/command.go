@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/mergectl/react-triton/config/layer"
 	"github.com/mergectl/react-triton/problem"
 )
 
@@ -132,7 +133,7 @@ func (c CommandFlags) Load(fs *pflag.FlagSet) error {
 func (c CommandFlags) readFile(fs *pflag.FlagSet, path string, p *problem.List) (map[string]any, map[string]int, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w %s: %w", errReading, path, err)
+		return nil, nil, fmt.Errorf("%w %s: %w", layer.ErrReading, path, err)
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -156,7 +157,7 @@ func (c CommandFlags) readFile(fs *pflag.FlagSet, path string, p *problem.List) 
 			case vn.Kind == yaml.MappingNode && !known[key]:
 				walk(vn, key+".")
 			case !known[key]:
-				if s := suggest(key, names); s != "" {
+				if s := layer.Suggest(key, names); s != "" {
 					*p = append(*p, &problem.Problem{Path: key, Msg: fmt.Sprintf("unknown key, did you mean %q?", s), Line: kn.Line})
 				} else {
 					*p = append(*p, &problem.Problem{Path: key, Msg: "unknown key (want one of: " + strings.Join(names, ", ") + ")", Line: kn.Line})
@@ -172,13 +173,13 @@ func (c CommandFlags) readFile(fs *pflag.FlagSet, path string, p *problem.List) 
 				}
 				m[key], lines[key] = list, kn.Line
 			default:
-				*p = append(*p, &problem.Problem{Path: key, Msg: "want a value or a list of values, got " + describe(vn), Line: vn.Line})
+				*p = append(*p, &problem.Problem{Path: key, Msg: "want a value or a list of values, got " + layer.Describe(vn), Line: vn.Line})
 			}
 		}
 	}
 	for _, n := range doc.Content {
 		if n.Kind != yaml.MappingNode {
-			return nil, nil, fmt.Errorf("%s: want a mapping of keys, got %s", path, describe(n))
+			return nil, nil, fmt.Errorf("%s: want a mapping of keys, got %s", path, layer.Describe(n))
 		}
 		walk(n, "")
 	}

@@ -2,6 +2,8 @@ package config
 
 import (
 	"github.com/spf13/pflag"
+
+	"github.com/mergectl/react-triton/config/layer"
 )
 
 // Names of the flags BindFlags registers.
@@ -45,3 +47,12 @@ func BindFlags(fs *pflag.FlagSet) {
 	fs.String(FlagLogLevel, DefaultLogLevel, "log level: debug, info, warn or error (key log.level)")
 	fs.Duration(FlagShutdownTimeout, DefaultShutdownTimeout, "how long calls in flight may finish after SIGTERM or SIGINT (key listen.shutdown_timeout)")
 }
+
+// EnvPrefix prefixes the environment variables that override keys: key
+// triton.grpc is $REACT_TRITON_GRPC. The sidecar and every calibrate
+// command share it (layer.EnvPrefix).
+const EnvPrefix = layer.EnvPrefix
+
+// EnvVar returns the environment variable that overrides key, a dotted
+// key such as "triton.tls.ca_file" (layer.EnvVar).
+func EnvVar(key string) string { return layer.EnvVar(key) }

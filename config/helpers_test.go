@@ -70,7 +70,7 @@ func stageText(t *testing.T, name, text string) string {
 func clearEnv(t *testing.T) {
 	t.Helper()
 	for _, k := range scalarKeys {
-		v := EnvVar(k.name)
+		v := EnvVar(k.Name)
 		t.Setenv(v, "") // restores the old value after the test
 		if err := os.Unsetenv(v); err != nil {
 			t.Fatal(err)

@@ -3,11 +3,11 @@ package config
 import (
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
+	"reflect"
 
 	"github.com/spf13/pflag"
 
+	"github.com/mergectl/react-triton/config/layer"
 	"github.com/mergectl/react-triton/problem"
 )
 
@@ -44,11 +44,11 @@ func Load(path string, flags *pflag.FlagSet) (*Config, error) {
 			path = f.Value.String()
 		}
 	}
-	var file *fileValues
+	var file *layer.File
 	var decodeErrs problem.List // the file's keys that did not decode
 	if path != "" {
 		var err error
-		if file, decodeErrs, err = readFile(path, new(Config)); errors.Is(err, errReading) {
+		if file, decodeErrs, err = layer.ReadFile(path, new(Config)); errors.Is(err, layer.ErrReading) {
 			return nil, fmt.Errorf("config: %w", err)
 		} else if err != nil {
 			return nil, fmt.Errorf("config: %s: %w", path, err)
@@ -64,27 +64,30 @@ func Load(path string, flags *pflag.FlagSet) (*Config, error) {
 	return cfg, nil
 }
 
+// scalarKeys are every scalar key of Config, in schema order.
+var scalarKeys = layer.Keys(reflect.TypeFor[Config]())
+
 // load layers the defaults, the file, the environment and flags, then
 // validates the result.
-func load(file *fileValues, decodeErrs problem.List, flags *pflag.FlagSet) (*Config, error) {
+func load(file *layer.File, decodeErrs problem.List, flags *pflag.FlagSet) (*Config, error) {
 	cfg := Default()
-	l, err := newLayers(scalarKeys, cfg, file, flags, flagKeys)
+	l, err := layer.New(scalarKeys, cfg, file, flags, flagKeys)
 	if err != nil {
 		return nil, err
 	}
 	p := append(problem.List(nil), decodeErrs...)
-	l.apply(cfg, &p)
+	l.Apply(cfg, &p)
 	if file != nil {
-		fc := file.root.Interface().(*Config)
-		cfg.File = file.abs
+		fc := file.Values().(*Config)
+		cfg.File = file.Path()
 		cfg.Components = fc.Components
 		cfg.Models = fc.Models
 		cfg.Experiments = fc.Experiments
 		for i := range cfg.Components {
-			file.resolve(&cfg.Components[i].Path)
+			file.Resolve(&cfg.Components[i].Path)
 		}
 		tls, stls := &cfg.Triton.TLS, &cfg.Server.TLS
-		l.resolvePaths(map[string]*string{
+		l.ResolvePaths(map[string]*string{
 			"triton.tls.ca_file":        &tls.CAFile,
 			"triton.tls.cert_file":      &tls.CertFile,
 			"triton.tls.key_file":       &tls.KeyFile,
@@ -106,74 +109,12 @@ func load(file *fileValues, decodeErrs problem.List, flags *pflag.FlagSet) (*Con
 	}
 	var verr problem.List
 	if err := cfg.Validate(); errors.As(err, &verr) {
-		p = append(p, unmasked(decodeErrs, verr)...)
+		p = append(p, layer.Unmasked(decodeErrs, verr)...)
 	} else if err != nil {
 		return nil, err
 	}
-	if err := l.finish(p); err != nil {
+	if err := l.Finish(p); err != nil {
 		return nil, err
 	}
 	return cfg, nil
-}
-
-// unmasked drops the validation problems that a key which did not decode
-// explains, and keeps every other, so that one pass reports them all: a
-// value that did not decode (a list given as a number, an entry given as a
-// string) explains every problem under it; an unknown key (a typo'd
-// "outptu") explains what its parent lacks ("output: required"), and a
-// top-level key that did not decode what any part lacks (the sections
-// depend on each other: no components entry, no model can name one). An
-// unknown task in a preset beside a typo still shows.
-func unmasked(decodeErrs, errs problem.List) problem.List {
-	if len(decodeErrs) == 0 {
-		return errs
-	}
-	var values []string          // paths whose values did not decode
-	parents := map[string]bool{} // holders of an unknown key
-	topLevel := false            // a top-level key did not decode
-	for _, fe := range decodeErrs {
-		topLevel = topLevel || topSection(fe.Path) == fe.Path
-		if strings.HasPrefix(fe.Msg, "unknown key") {
-			parents[parentPath(fe.Path)] = true
-		} else {
-			values = append(values, fe.Path)
-		}
-	}
-	var out problem.List
-	for _, fe := range errs {
-		if slices.ContainsFunc(values, func(v string) bool { return under(fe.Path, v) }) {
-			continue
-		}
-		lacks := strings.Contains(fe.Msg, "required")
-		if lacks && (topLevel || parents[parentPath(fe.Path)]) {
-			continue
-		}
-		out = append(out, fe)
-	}
-	return out
-}
-
-// under reports whether path is root or a key or element below it.
-func under(path, root string) bool {
-	rest, ok := strings.CutPrefix(path, root)
-	return ok && (rest == "" || rest[0] == '.' || rest[0] == '[')
-}
-
-// parentPath returns the path of what holds the key at path:
-// "models[0].backbone" for "models[0].backbone.output", "models[0]" for
-// "models[0].heads", "" for a top-level key.
-func parentPath(path string) string {
-	if i := strings.LastIndexAny(path, ".["); i >= 0 {
-		return path[:i]
-	}
-	return ""
-}
-
-// topSection returns the top-level key of a path: "models" for
-// "models[0].backbone.output", "limits" for "limits.max_batch_size".
-func topSection(path string) string {
-	if i := strings.IndexAny(path, ".["); i >= 0 {
-		return path[:i]
-	}
-	return path
 }

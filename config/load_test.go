@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/mergectl/react-triton/config/layer"
 	"github.com/mergectl/react-triton/problem"
 )
 
@@ -379,7 +380,7 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 	walk = func(typ reflect.Type) {
 		for i := range typ.NumField() {
 			f := typ.Field(i)
-			name := tagName(f)
+			name := layer.TagName(f)
 			if name == "" {
 				continue
 			}
@@ -390,14 +391,14 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 			for ft.Kind() == reflect.Slice || ft.Kind() == reflect.Pointer {
 				ft = ft.Elem()
 			}
-			if ft.Kind() == reflect.Struct && ft != durationType {
+			if ft.Kind() == reflect.Struct && ft != reflect.TypeFor[time.Duration]() {
 				walk(ft)
 			}
 		}
 	}
 	walk(reflect.TypeFor[Config]())
 	for _, k := range scalarKeys {
-		if v := EnvVar(k.name); !strings.Contains(string(data), v) && !strings.Contains(string(data), "REACT_ followed by the key") {
+		if v := EnvVar(k.Name); !strings.Contains(string(data), v) && !strings.Contains(string(data), "REACT_ followed by the key") {
 			t.Errorf("example.yaml does not explain %s", v)
 		}
 	}
@@ -469,8 +470,8 @@ func TestEnvEveryKey(t *testing.T) {
 		"log.format":                                  {"json", "json"},
 	}
 	for _, k := range scalarKeys {
-		if _, ok := tests[k.name]; !ok {
-			t.Errorf("no test of %s", EnvVar(k.name))
+		if _, ok := tests[k.Name]; !ok {
+			t.Errorf("no test of %s", EnvVar(k.Name))
 		}
 	}
 	// The file sets every key to something else; TLS is on and its files
@@ -546,12 +547,12 @@ log:
   format: text
 `
 	for _, k := range scalarKeys {
-		tt := tests[k.name]
-		t.Run(k.name, func(t *testing.T) {
+		tt := tests[k.Name]
+		t.Run(k.Name, func(t *testing.T) {
 			clearEnv(t)
 			path := stageText(t, "sidecar.yaml", file)
 			t.Chdir(filepath.Dir(path))
-			if k.name == "triton.tls.enabled" {
+			if k.Name == "triton.tls.enabled" {
 				// Turn it off in the file, so that the variable matters.
 				path = stageText(t, "sidecar.yaml", strings.Replace(file, "enabled: true", "enabled: false", 1))
 				t.Chdir(filepath.Dir(path))
@@ -560,7 +561,7 @@ log:
 				t.Setenv(EnvVar("triton.tls.key_file"), "")
 				t.Setenv(EnvVar("triton.tls.server_name"), "")
 			}
-			if k.name == "server.tls.enabled" {
+			if k.Name == "server.tls.enabled" {
 				// Off in the file, its files given by the environment.
 				path = stageText(t, "sidecar.yaml", strings.Replace(file, `  tls:
     enabled: true
@@ -573,16 +574,16 @@ log:
 				t.Setenv(EnvVar("server.tls.key_file"), "tls/server-key.pem")
 				t.Chdir(filepath.Dir(path))
 			}
-			if k.name == "management.token_file" {
+			if k.Name == "management.token_file" {
 				writeToken(t, filepath.Join(filepath.Dir(path), "other.token"))
 			}
-			t.Setenv(EnvVar(k.name), tt.env)
+			t.Setenv(EnvVar(k.Name), tt.env)
 			c, err := Load(path, nil)
 			if err != nil {
-				t.Fatalf("Load with %s=%q: %v", EnvVar(k.name), tt.env, err)
+				t.Fatalf("Load with %s=%q: %v", EnvVar(k.Name), tt.env, err)
 			}
-			if got := k.field(c).Interface(); !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("%s=%q: %s = %#v, want %#v", EnvVar(k.name), tt.env, k.name, got, tt.want)
+			if got := k.Field(c).Interface(); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("%s=%q: %s = %#v, want %#v", EnvVar(k.Name), tt.env, k.Name, got, tt.want)
 			}
 		})
 	}
@@ -680,8 +681,8 @@ log:
 		case !ok:
 			t.Errorf("flag --%s overrides no key", f.Name)
 		default:
-			k := scalarKeys[slices.IndexFunc(scalarKeys, func(k scalarKey) bool { return k.name == key })]
-			if def := k.field(Default()).Interface(); f.DefValue != toString(def) {
+			k := scalarKeys[slices.IndexFunc(scalarKeys, func(k layer.Key) bool { return k.Name == key })]
+			if def := k.Field(Default()).Interface(); f.DefValue != toString(def) {
 				t.Errorf("--%s: default %q, want %q (the default of %s)", f.Name, f.DefValue, toString(def), key)
 			}
 		}

@@ -1,16 +1,13 @@
 package config
 
 import (
-	"errors"
-	"fmt"
 	"net"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 
+	"github.com/mergectl/react-triton/config/layer"
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/internal/filecheck"
 	"github.com/mergectl/react-triton/problem"
@@ -21,9 +18,6 @@ import (
 // arm and a preset must match (control.NamePattern, the rule for presets
 // on every surface).
 var NamePattern = control.NamePattern
-
-// versionPattern is a model version: a positive decimal integer.
-var versionPattern = regexp.MustCompile(`^[1-9][0-9]*$`)
 
 // Validate checks the configuration and returns every problem it finds as
 // an *Error, or nil. It reads the file system: the components files and
@@ -65,11 +59,11 @@ func (c *Config) validateTriton(p *problem.List) {
 			p.Add(a.path, "required: the address of the upstream Triton, host:port")
 			continue
 		}
-		if msg := checkAddr(a.addr, false); msg != "" {
+		if msg := layer.CheckAddr(a.addr, false); msg != "" {
 			p.Add(a.path, "%s", msg)
 		}
 	}
-	nonNegative(p, "triton.timeout", t.Timeout)
+	layer.NonNegative(p, "triton.timeout", t.Timeout)
 	if t.StartupTimeout <= 0 {
 		// Start-up and every reload build within it: 0 could never succeed.
 		p.Add("triton.startup_timeout", "must be positive, got %v", t.StartupTimeout)
@@ -122,7 +116,7 @@ func (c *Config) validateListen(p *problem.List) {
 			p.Add(a.path, "required: where the sidecar listens, [host]:port")
 			continue
 		}
-		if msg := checkAddr(a.addr, true); msg != "" {
+		if msg := layer.CheckAddr(a.addr, true); msg != "" {
 			p.Add(a.path, "%s", msg)
 			continue
 		}
@@ -138,7 +132,7 @@ func (c *Config) validateListen(p *problem.List) {
 			}
 		}
 		for _, u := range upstream {
-			if checkAddr(u.addr, false) == "" && loopsBack(a.addr, u.addr) {
+			if layer.CheckAddr(u.addr, false) == "" && loopsBack(a.addr, u.addr) {
 				p.Add(a.path, "%q is the port of %s (%q) on this host: the sidecar would call itself; move Triton or the sidecar to another port", a.addr, u.path, u.addr)
 			}
 		}
@@ -291,7 +285,7 @@ func validateExplicitModel(p *problem.List, path string, m *Model) {
 	if m.Backbone.Model == "" {
 		p.Add(b+".model", "required: the merged backbone model in Triton")
 	}
-	checkVersion(p, b+".version", m.Backbone.Version)
+	layer.CheckVersion(p, b+".version", m.Backbone.Version)
 	if m.Backbone.Output == "" {
 		p.Add(b+".output", "required: the backbone output holding the feature to correct")
 	}
@@ -325,7 +319,7 @@ func validateExplicitModel(p *problem.List, path string, m *Model) {
 		if h.Model == "" {
 			p.Add(hp+".model", "required: the head model in Triton")
 		}
-		checkVersion(p, hp+".version", h.Version)
+		layer.CheckVersion(p, hp+".version", h.Version)
 		for _, out := range sortedKeys(h.Outputs) {
 			op := problem.Key(hp+".outputs", out)
 			name := h.Outputs[out]
@@ -376,57 +370,6 @@ func (c *Config) validateModelComponents(p *problem.List, path, name string) {
 	case !slices.Contains(names, name):
 		p.Add(path, "%q is not the name of a components entry (have: %s)", name, strings.Join(names, ", "))
 	}
-}
-
-// checkVersion checks a model version: "" or a positive integer.
-func checkVersion(p *problem.List, path, v string) {
-	if v == "" {
-		return
-	}
-	if !versionPattern.MatchString(v) {
-		p.Add(path, "%q: want a positive integer, or leave it out for Triton's choice", v)
-		return
-	}
-	if _, err := strconv.ParseInt(v, 10, 64); err != nil {
-		p.Add(path, "%q: too large", v)
-	}
-}
-
-// nonNegative checks a duration that may be 0 but not negative.
-func nonNegative(p *problem.List, path string, d time.Duration) {
-	if d < 0 {
-		p.Add(path, "must not be negative, got %v", d)
-	}
-}
-
-// checkAddr checks a host:port address and returns what is wrong with it,
-// or "". A listening address may leave the host out and use port 0; an
-// upstream one must have both.
-func checkAddr(addr string, listen bool) string {
-	if strings.Contains(addr, "://") {
-		return fmt.Sprintf("%q: want host:port without a scheme", addr)
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		reason := err.Error()
-		var aerr *net.AddrError
-		if errors.As(err, &aerr) {
-			reason = aerr.Err
-		}
-		return fmt.Sprintf("%q: want host:port (%s)", addr, reason)
-	}
-	if !listen && host == "" {
-		return fmt.Sprintf("%q: want host:port with a host, such as 127.0.0.1%s", addr, addr)
-	}
-	n, err := strconv.Atoi(port)
-	low := 1
-	if listen {
-		low = 0
-	}
-	if err != nil || n < low || n > 65535 || port[0] == '+' || port[0] == '-' {
-		return fmt.Sprintf("%q: port %q is not a number from %d to 65535", addr, port, low)
-	}
-	return ""
 }
 
 // sameSocket reports whether two valid listening addresses would claim the

@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 
+	"github.com/mergectl/react-triton/config/layer"
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/internal/filecheck"
 	"github.com/mergectl/react-triton/problem"
@@ -23,9 +24,9 @@ func (c *Config) validateServer(p *problem.List) {
 	if s.ReadHeaderTimeout <= 0 {
 		p.Add("server.read_header_timeout", "must be positive, got %v", s.ReadHeaderTimeout)
 	}
-	nonNegative(p, "server.read_timeout", s.ReadTimeout)
-	nonNegative(p, "server.write_timeout", s.WriteTimeout)
-	nonNegative(p, "server.idle_timeout", s.IdleTimeout)
+	layer.NonNegative(p, "server.read_timeout", s.ReadTimeout)
+	layer.NonNegative(p, "server.write_timeout", s.WriteTimeout)
+	layer.NonNegative(p, "server.idle_timeout", s.IdleTimeout)
 
 	g := &s.GRPC
 	if g.MaxConcurrentStreams < 1 {
@@ -37,7 +38,7 @@ func (c *Config) validateServer(p *problem.List) {
 	if g.KeepaliveTimeout <= 0 {
 		p.Add("server.grpc.keepalive_timeout", "must be positive, got %v", g.KeepaliveTimeout)
 	}
-	nonNegative(p, "server.grpc.keepalive_min_time", g.KeepaliveMinTime)
+	layer.NonNegative(p, "server.grpc.keepalive_min_time", g.KeepaliveMinTime)
 
 	t := &s.TLS
 	files := []struct{ key, path string }{
@@ -82,7 +83,7 @@ func (c *Config) validateManagement(p *problem.List) {
 			for j, mc := range ManagementCalls {
 				names[j] = mc.Name
 			}
-			if s := suggest(name, names); s != "" {
+			if s := layer.Suggest(name, names); s != "" {
 				p.Add(path, "%q is not a management call, did you mean %q?", name, s)
 			} else {
 				p.Add(path, "%q is not a management call (want one of: %s)", name, strings.Join(names, ", "))
@@ -122,14 +123,14 @@ func (c *Config) validatePprof(p *problem.List) {
 		p.Add("pprof.listen", "required with pprof on: where to serve the profiles, host:port")
 		return
 	}
-	if msg := checkAddr(pp.Listen, true); msg != "" {
+	if msg := layer.CheckAddr(pp.Listen, true); msg != "" {
 		p.Add("pprof.listen", "%s", msg)
 		return
 	}
 	for _, a := range []struct{ path, addr string }{
 		{"listen.grpc", c.Listen.GRPC}, {"listen.http", c.Listen.HTTP}, {"listen.metrics", c.Listen.Metrics},
 	} {
-		if a.addr != "" && checkAddr(a.addr, true) == "" && sameSocket(a.addr, pp.Listen) {
+		if a.addr != "" && layer.CheckAddr(a.addr, true) == "" && sameSocket(a.addr, pp.Listen) {
 			p.Add("pprof.listen", "%q is also %s: the listeners need different ports", pp.Listen, a.path)
 		}
 	}

@@ -51,7 +51,9 @@ var policy = map[string][]string{
 
 	// What both serving modes share: no server, no configuration file.
 	"control": {"react", "experiment", "problem", "internal/bytesize", "internal/filecheck"},
-	"config":  {"react", "experiment", "control", "triton", "problem", "internal/bytesize", "internal/filecheck"},
+	// config/layer: the one layering engine of every configuration.
+	"config/layer": {"problem", "internal/bytesize"},
+	"config":       {"config/layer", "react", "experiment", "control", "triton", "problem", "internal/bytesize", "internal/filecheck"},
 
 	"evaluate/metrics": nil,
 	"evaluate":         {"evaluate/metrics", "react", "control", "triton", "internal/npyfile", "internal/samples"},

@@ -1,4 +1,4 @@
-package config
+package layer
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mergectl/react-triton/internal/bytesize"
 	"github.com/mergectl/react-triton/problem"
 	"go.yaml.in/yaml/v3"
 )
@@ -23,21 +24,28 @@ import (
 
 var (
 	durationType = reflect.TypeFor[time.Duration]()
-	byteSizeType = reflect.TypeFor[ByteSize]()
+	byteSizeType = reflect.TypeFor[bytesize.Size]()
 	timeType     = reflect.TypeFor[time.Time]()
 )
 
-// fileValues is what a configuration file holds.
-type fileValues struct {
+// File is what a configuration file holds.
+type File struct {
 	abs   string          // the file's absolute path
 	root  reflect.Value   // a pointer to the values, zero where the file has none
 	lines map[string]int  // line of every key and list item, by path
 	set   map[string]bool // paths of the values the file sets
 }
 
+// Path is the file's absolute path.
+func (fv *File) Path() string { return fv.abs }
+
+// Values returns a pointer to the values the file holds, of the type of
+// ReadFile's root, zero where the file has none.
+func (fv *File) Values() any { return fv.root.Interface() }
+
 // newDecoder returns a decoder with nothing decoded yet.
 func newDecoder() *decoder {
-	return &decoder{fileValues: fileValues{lines: map[string]int{}, set: map[string]bool{}}}
+	return &decoder{File: File{lines: map[string]int{}, set: map[string]bool{}}}
 }
 
 // document decodes the one YAML document in data into v, recording the
@@ -64,9 +72,10 @@ func (d *decoder) document(data []byte, v reflect.Value) error {
 	return nil
 }
 
-// decoder decodes YAML nodes into Config's types, recording problems.
+// decoder decodes YAML nodes into a configuration's types, recording
+// problems.
 type decoder struct {
-	fileValues
+	File
 	errs problem.List
 }
 
@@ -146,14 +155,14 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 // tags; keys are case-sensitive.
 func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind != yaml.MappingNode {
-		d.fail(n, path, "want a mapping of keys, got %s", describe(n))
+		d.fail(n, path, "want a mapping of keys, got %s", Describe(n))
 		return
 	}
 	t := v.Type()
 	fields := make(map[string]int, t.NumField())
 	var known []string
 	for i := range t.NumField() {
-		if name := tagName(t.Field(i)); name != "" {
+		if name := TagName(t.Field(i)); name != "" {
 			fields[name] = i
 			known = append(known, name)
 		}
@@ -162,7 +171,7 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 		p := problem.Key(path, key)
 		i, ok := fields[key]
 		if !ok {
-			if s := suggest(key, known); s != "" {
+			if s := Suggest(key, known); s != "" {
 				d.fail(kn, p, "unknown key, did you mean %q?", s)
 			} else {
 				d.fail(kn, p, "unknown key (want one of: %s)", strings.Join(known, ", "))
@@ -176,7 +185,7 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 // mapping decodes a mapping into a map with string keys.
 func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind != yaml.MappingNode {
-		d.fail(n, path, "want a mapping, got %s", describe(n))
+		d.fail(n, path, "want a mapping, got %s", Describe(n))
 		return
 	}
 	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
@@ -195,7 +204,7 @@ func (d *decoder) entries(n *yaml.Node, path string, f func(key string, kn, vn *
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		kn, vn := n.Content[i], n.Content[i+1]
 		if kn.Kind != yaml.ScalarNode {
-			d.fail(kn, path, "want a plain key, got %s", describe(kn))
+			d.fail(kn, path, "want a plain key, got %s", Describe(kn))
 			continue
 		}
 		key := kn.Value
@@ -217,7 +226,7 @@ func (d *decoder) entries(n *yaml.Node, path string, f func(key string, kn, vn *
 // list decodes a sequence into a slice.
 func (d *decoder) list(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind != yaml.SequenceNode {
-		d.fail(n, path, "want a list, got %s", describe(n))
+		d.fail(n, path, "want a list, got %s", Describe(n))
 		return
 	}
 	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
@@ -233,7 +242,7 @@ func (d *decoder) list(n *yaml.Node, v reflect.Value, path string) {
 // scalar reports whether n is a scalar, recording a problem if not.
 func (d *decoder) scalar(n *yaml.Node, path, want string) bool {
 	if n.Kind != yaml.ScalarNode {
-		d.fail(n, path, "want %s, got %s", want, describe(n))
+		d.fail(n, path, "want %s, got %s", want, Describe(n))
 		return false
 	}
 	return true
@@ -246,11 +255,11 @@ func (d *decoder) typed(n *yaml.Node, path, tag, want string, out any) bool {
 		return false
 	}
 	if n.ShortTag() != tag {
-		d.fail(n, path, "want %s, got %s", want, describe(n))
+		d.fail(n, path, "want %s, got %s", want, Describe(n))
 		return false
 	}
 	if err := n.Decode(out); err != nil {
-		d.fail(n, path, "want %s, got %s (out of range)", want, describe(n))
+		d.fail(n, path, "want %s, got %s (out of range)", want, Describe(n))
 		return false
 	}
 	return true
@@ -273,7 +282,7 @@ func (d *decoder) duration(n *yaml.Node, v reflect.Value, path string) {
 			err = fmt.Errorf("invalid duration %s: want a number with a unit (ns, us, ms, s, m, h), like \"30s\" or \"2m\"", n.Value)
 		}
 	default:
-		err = fmt.Errorf("want a duration, like \"30s\" or \"2m\", got %s", describe(n))
+		err = fmt.Errorf("want a duration, like \"30s\" or \"2m\", got %s", Describe(n))
 	}
 	if err != nil {
 		d.fail(n, path, "%v", err)
@@ -297,14 +306,14 @@ func (d *decoder) byteSize(n *yaml.Node, v reflect.Value, path string) {
 		}
 		v.SetInt(i)
 	case "!!str":
-		b, err := ParseByteSize(n.Value)
+		b, err := bytesize.Parse(n.Value)
 		if err != nil {
 			d.fail(n, path, "%v", err)
 			return
 		}
 		v.SetInt(int64(b))
 	default:
-		d.fail(n, path, "want a size in bytes, like 67108864 or \"64MiB\", got %s", describe(n))
+		d.fail(n, path, "want a size in bytes, like 67108864 or \"64MiB\", got %s", Describe(n))
 		return
 	}
 	d.set[path] = true
@@ -318,7 +327,7 @@ func (d *decoder) time(n *yaml.Node, v reflect.Value, path string) {
 	}
 	t, err := time.Parse(time.RFC3339, n.Value)
 	if err != nil || (n.ShortTag() != "!!str" && n.ShortTag() != "!!timestamp") {
-		d.fail(n, path, "want a time in RFC 3339 with its offset, like 2026-03-01T09:00:00Z, got %s", describe(n))
+		d.fail(n, path, "want a time in RFC 3339 with its offset, like 2026-03-01T09:00:00Z, got %s", Describe(n))
 		return
 	}
 	v.Set(reflect.ValueOf(t.UTC()))
@@ -334,8 +343,8 @@ func parseDuration(s string) (time.Duration, error) {
 	return dur, nil
 }
 
-// describe names the kind of value n holds, for "want X, got Y".
-func describe(n *yaml.Node) string {
+// Describe names the kind of value n holds, for "want X, got Y".
+func Describe(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.MappingNode:
 		return "a mapping"
@@ -357,9 +366,9 @@ func describe(n *yaml.Node) string {
 	return "a " + n.ShortTag() + " value"
 }
 
-// suggest returns the known key closest to an unknown one: the same but for
+// Suggest returns the known key closest to an unknown one: the same but for
 // case, or at most two edits away. It returns "" when none is close.
-func suggest(key string, known []string) string {
+func Suggest(key string, known []string) string {
 	best, bestDist := "", 3
 	for _, k := range known {
 		if strings.EqualFold(k, key) {

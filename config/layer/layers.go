@@ -1,4 +1,4 @@
-package config
+package layer
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/mergectl/react-triton/internal/bytesize"
 	"github.com/mergectl/react-triton/problem"
 )
 
@@ -28,26 +29,26 @@ import (
 // viper the scalar keys it typed; lists of entries and maps go from the
 // file to the configuration directly, as nothing else can set them.
 
-// layers is one configuration's values from the defaults, the file, the
+// Layers is one configuration's values from the defaults, the file, the
 // environment and the flags.
-type layers struct {
+type Layers struct {
 	v    *viper.Viper
-	keys []scalarKey
-	file *fileValues // nil without a file
+	keys []Key
+	file *File // nil without a file
 	// sources name the flag that set a key ("--triton"), for the keys
 	// set by the flags bound to viper and by the command's own adapters
 	// (calibrate fit's --expert).
-	sources map[string]string
+	Sources map[string]string
 }
 
-// errReading prefixes the error of a file that cannot be read.
-var errReading = errors.New("reading")
+// ErrReading prefixes the error of a file that cannot be read.
+var ErrReading = errors.New("reading")
 
-// readFile reads the YAML file at path and decodes it strictly into a new
+// ReadFile reads the YAML file at path and decodes it strictly into a new
 // value of root's type. Problems with keys and types are returned with
 // the file's values as a problem.List; a file that cannot be read or
 // parsed as YAML is an error.
-func readFile(path string, root any) (*fileValues, problem.List, error) {
+func ReadFile(path string, root any) (*File, problem.List, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, nil, err
@@ -58,7 +59,7 @@ func readFile(path string, root any) (*fileValues, problem.List, error) {
 		if errors.As(err, &pe) {
 			err = pe.Err // the path is in the caller's prefix
 		}
-		return nil, nil, fmt.Errorf("%w %s: %w", errReading, path, err)
+		return nil, nil, fmt.Errorf("%w %s: %w", ErrReading, path, err)
 	}
 	d := newDecoder()
 	d.abs = abs
@@ -66,17 +67,17 @@ func readFile(path string, root any) (*fileValues, problem.List, error) {
 	if err := d.document(data, d.root.Elem()); err != nil {
 		return nil, nil, err
 	}
-	return &d.fileValues, d.errs, nil
+	return &d.File, d.errs, nil
 }
 
-// newLayers feeds viper the keys' defaults (their values in defaults, a
+// New feeds viper the keys' defaults (their values in defaults, a
 // pointer to the configuration's struct), the file's values, the
 // environment and the flags of fs that were set, each bound to the key
 // flagKeys names for it.
-func newLayers(keys []scalarKey, defaults any, file *fileValues, fs *pflag.FlagSet, flagKeys map[string]string) (*layers, error) {
-	l := &layers{v: viper.New(), keys: keys, file: file, sources: map[string]string{}}
+func New(keys []Key, defaults any, file *File, fs *pflag.FlagSet, flagKeys map[string]string) (*Layers, error) {
+	l := &Layers{v: viper.New(), keys: keys, file: file, Sources: map[string]string{}}
 	for _, k := range keys {
-		l.v.SetDefault(k.name, k.field(defaults).Interface())
+		l.v.SetDefault(k.Name, k.Field(defaults).Interface())
 	}
 	if file != nil {
 		if err := l.v.MergeConfigMap(file.scalarMap(keys)); err != nil {
@@ -96,7 +97,7 @@ func newLayers(keys []scalarKey, defaults any, file *fileValues, fs *pflag.FlagS
 			if err := l.v.BindPFlag(key, f); err != nil {
 				return nil, fmt.Errorf("binding --%s: %w", name, err)
 			}
-			l.sources[key] = "--" + name
+			l.Sources[key] = "--" + name
 		}
 	}
 	return l, nil
@@ -105,15 +106,15 @@ func newLayers(keys []scalarKey, defaults any, file *fileValues, fs *pflag.FlagS
 // apply sets every key of the configuration root points to to the value
 // viper found for it, recording a problem for a value that does not
 // parse. It reports variables named after a section first.
-func (l *layers) apply(root any, p *problem.List) {
+func (l *Layers) Apply(root any, p *problem.List) {
 	l.checkSectionEnv(p)
 	for _, k := range l.keys {
-		raw := l.v.Get(k.name)
+		raw := l.v.Get(k.Name)
 		if raw == nil {
 			continue // hidden by a section's variable: reported above
 		}
-		if err := assign(k.field(root), raw); err != nil {
-			*p = append(*p, &problem.Problem{Path: k.name, Msg: err.Error(), Source: l.source(k.name)})
+		if err := assign(k.Field(root), raw); err != nil {
+			*p = append(*p, &problem.Problem{Path: k.Name, Msg: err.Error(), Source: l.source(k.Name)})
 		}
 	}
 }
@@ -121,20 +122,20 @@ func (l *layers) apply(root any, p *problem.List) {
 // resolvePaths makes the relative paths that came from the file absolute,
 // against the file's directory; a flag's or a variable's stay relative to
 // the working directory.
-func (l *layers) resolvePaths(paths map[string]*string) {
+func (l *Layers) ResolvePaths(paths map[string]*string) {
 	if l.file == nil {
 		return
 	}
 	for key, p := range paths {
 		if l.source(key) == "" && l.file.set[key] {
-			l.file.resolve(p)
+			l.file.Resolve(p)
 		}
 	}
 }
 
 // resolve makes a relative path from the file absolute, against the
 // file's directory.
-func (fv *fileValues) resolve(p *string) {
+func (fv *File) Resolve(p *string) {
 	if *p != "" && !filepath.IsAbs(*p) {
 		*p = filepath.Join(filepath.Dir(fv.abs), *p)
 	}
@@ -142,10 +143,10 @@ func (fv *fileValues) resolve(p *string) {
 
 // checkSectionEnv reports variables named after a section, such as
 // $REACT_TRITON: viper would let them hide every key of the section.
-func (l *layers) checkSectionEnv(p *problem.List) {
+func (l *Layers) checkSectionEnv(p *problem.List) {
 	seen := map[string]bool{}
 	for _, k := range l.keys {
-		for _, section := range problem.Parents(k.name)[1:] {
+		for _, section := range problem.Parents(k.Name)[1:] {
 			if seen[section] {
 				continue
 			}
@@ -153,7 +154,7 @@ func (l *layers) checkSectionEnv(p *problem.List) {
 			if _, ok := os.LookupEnv(EnvVar(section)); ok {
 				*p = append(*p, &problem.Problem{
 					Path:   section,
-					Msg:    fmt.Sprintf("a section cannot be set from the environment, only its keys (such as $%s): unset $%s", EnvVar(k.name), EnvVar(section)),
+					Msg:    fmt.Sprintf("a section cannot be set from the environment, only its keys (such as $%s): unset $%s", EnvVar(k.Name), EnvVar(section)),
 					Source: "$" + EnvVar(section),
 				})
 			}
@@ -164,9 +165,9 @@ func (l *layers) checkSectionEnv(p *problem.List) {
 // source names the flag or environment variable that set the value at
 // path, or one of its enclosing keys, "" when it comes from the file or
 // the defaults. It follows the precedence viper applies.
-func (l *layers) source(path string) string {
+func (l *Layers) source(path string) string {
 	for _, key := range problem.Parents(path) {
-		if src, ok := l.sources[key]; ok {
+		if src, ok := l.Sources[key]; ok {
 			return src
 		}
 		if _, ok := os.LookupEnv(EnvVar(key)); ok && l.isKey(key) {
@@ -177,9 +178,9 @@ func (l *layers) source(path string) string {
 }
 
 // isKey reports whether key is one of the configuration's scalar keys.
-func (l *layers) isKey(key string) bool {
+func (l *Layers) isKey(key string) bool {
 	for _, k := range l.keys {
-		if k.name == key {
+		if k.Name == key {
 			return true
 		}
 	}
@@ -189,7 +190,7 @@ func (l *layers) isKey(key string) bool {
 // locate fills in where the value of a problem came from: its flag or
 // environment variable, or its line in the file (for a value missing from
 // the file, the line of the closest enclosing key).
-func (l *layers) locate(p *problem.Problem) {
+func (l *Layers) locate(p *problem.Problem) {
 	if p.Line != 0 || p.Source != "" {
 		return
 	}
@@ -206,7 +207,7 @@ func (l *layers) locate(p *problem.Problem) {
 
 // finish returns the problems of a load, each located and in the order of
 // the file, or nil.
-func (l *layers) finish(p problem.List) error {
+func (l *Layers) Finish(p problem.List) error {
 	if len(p) == 0 {
 		return nil
 	}
@@ -219,13 +220,13 @@ func (l *layers) finish(p problem.List) error {
 
 // scalarMap returns the keys the file sets, as the nested map viper
 // takes: {"triton": {"grpc": "…", "tls": {"enabled": true}}}.
-func (fv *fileValues) scalarMap(keys []scalarKey) map[string]any {
+func (fv *File) scalarMap(keys []Key) map[string]any {
 	m := map[string]any{}
 	for _, k := range keys {
-		if !fv.set[k.name] {
+		if !fv.set[k.Name] {
 			continue
 		}
-		parts := strings.Split(k.name, ".")
+		parts := strings.Split(k.Name, ".")
 		cur := m
 		for _, part := range parts[:len(parts)-1] {
 			next, ok := cur[part].(map[string]any)
@@ -235,7 +236,7 @@ func (fv *fileValues) scalarMap(keys []scalarKey) map[string]any {
 			}
 			cur = next
 		}
-		cur[parts[len(parts)-1]] = k.field(fv.root.Interface()).Interface()
+		cur[parts[len(parts)-1]] = k.Field(fv.root.Interface()).Interface()
 	}
 	return m
 }
@@ -263,7 +264,7 @@ func assign(f reflect.Value, raw any) error {
 		f.SetInt(int64(d))
 		return nil
 	case byteSizeType:
-		b, err := ParseByteSize(s)
+		b, err := bytesize.Parse(s)
 		if err != nil {
 			return err
 		}

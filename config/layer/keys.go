@@ -1,4 +1,4 @@
-package config
+package layer
 
 import (
 	"reflect"
@@ -17,31 +17,28 @@ func EnvVar(key string) string {
 	return EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
 }
 
-// scalarKey is a key that the defaults, the file, the environment and
+// Key is a key that the defaults, the file, the environment and
 // flags can all set: a scalar, or a list of scalars, of a struct section.
-type scalarKey struct {
-	name  string // dotted, as in the file: "triton.tls.ca_file"
+type Key struct {
+	Name  string // dotted, as in the file: "triton.tls.ca_file"
 	index []int  // field index in the configuration's struct
 }
 
 // field returns the key's field of the struct root points to.
-func (k scalarKey) field(root any) reflect.Value {
+func (k Key) Field(root any) reflect.Value {
 	return reflect.ValueOf(root).Elem().FieldByIndex(k.index)
 }
 
-// scalarKeys are every scalar key of Config, in schema order.
-var scalarKeys = keysOf(reflect.TypeFor[Config]())
-
-// keysOf walks a configuration's struct type for its scalar keys: the
+// Keys walks a configuration's struct type for its scalar keys: the
 // scalars and lists of scalars of its struct sections. Lists of entries
 // (components, models) and maps come from the file only.
-func keysOf(t reflect.Type) []scalarKey {
-	var keys []scalarKey
+func Keys(t reflect.Type) []Key {
+	var keys []Key
 	var walk func(t reflect.Type, prefix string, index []int)
 	walk = func(t reflect.Type, prefix string, index []int) {
 		for i := range t.NumField() {
 			f := t.Field(i)
-			name := tagName(f)
+			name := TagName(f)
 			if name == "" {
 				continue
 			}
@@ -52,7 +49,7 @@ func keysOf(t reflect.Type) []scalarKey {
 			case k == reflect.Map, k == reflect.Pointer:
 			case k == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct:
 			default:
-				keys = append(keys, scalarKey{name: prefix + name, index: idx})
+				keys = append(keys, Key{Name: prefix + name, index: idx})
 			}
 		}
 	}
@@ -60,9 +57,9 @@ func keysOf(t reflect.Type) []scalarKey {
 	return keys
 }
 
-// tagName returns the key of a struct field in the file, "" for a field
+// TagName returns the key of a struct field in the file, "" for a field
 // that is not read from it.
-func tagName(f reflect.StructField) string {
+func TagName(f reflect.StructField) string {
 	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 	if name == "-" || !f.IsExported() {
 		return ""
