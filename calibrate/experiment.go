@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/experiment"
+	sidecarconfig "github.com/mergectl/react-triton/sidecar/config"
 )
 
 func newExperimentCommand(stdout io.Writer) *cobra.Command {
@@ -92,7 +92,7 @@ func assignSplit(cmd *cobra.Command, name, arms string, traffic float64, file, e
 // configSplit reads the split of experiment exp from a sidecar
 // configuration.
 func configSplit(file, exp string) (*experiment.Split, error) {
-	cfg, err := config.Load(file, nil)
+	cfg, err := sidecarconfig.Load(file, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/mergectl/react-triton/config/layer"
 	"github.com/mergectl/react-triton/triton"
 )
 
@@ -114,7 +115,8 @@ func ParseExpert(s string) (string, CalibrateModel, error) {
 
 // Names of calibrate fit's flags that are not keys of its file.
 const (
-	FlagPrintConfig = "print-config"
+	FlagConfig      = layer.FlagConfig
+	FlagPrintConfig = layer.FlagPrintConfig
 	FlagResume      = "resume"
 	FlagProgress    = "progress"
 	FlagQuiet       = "quiet"

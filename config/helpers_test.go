@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,9 @@ import (
 
 	"github.com/mergectl/react-triton/problem"
 )
+
+// update rewrites the golden .err files of testdata/calibrate.
+var update = flag.Bool("update", false, "rewrite the golden .err files of testdata/calibrate")
 
 // fixtures are the files stage creates next to a staged configuration:
 // Validate only checks that they exist, so any bytes will do, except in a
@@ -65,21 +69,8 @@ func stageText(t *testing.T, name, text string) string {
 	return p
 }
 
-// clearEnv unsets every REACT_* variable Load reads, for the rest of the
-// test, so that the environment the tests run in cannot change them.
-func clearEnv(t *testing.T) {
-	t.Helper()
-	for _, k := range scalarKeys {
-		v := EnvVar(k.Name)
-		t.Setenv(v, "") // restores the old value after the test
-		if err := os.Unsetenv(v); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// problemLines returns the FieldErrors of err, formatted, or fails the
-// test when err is not an *Error.
+// problemLines returns the problems of err, formatted, or fails the test
+// when err is not a problem.List.
 func problemLines(t *testing.T, err error) []string {
 	t.Helper()
 	var cerr problem.List
@@ -93,21 +84,7 @@ func problemLines(t *testing.T, err error) []string {
 	return out
 }
 
-// minimalYAML is a valid configuration to which tests append sections.
-const minimalYAML = `triton:
-  grpc: localhost:8101
-  http: localhost:8100
-`
-
 // indent prefixes every line of s with two spaces, for messages.
 func indent(s string) string {
 	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
-}
-
-// writeToken writes a valid token file at path.
-func writeToken(t *testing.T, path string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(fixtureToken), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }

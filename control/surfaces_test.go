@@ -21,6 +21,7 @@ import (
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
+	sidecarconfig "github.com/mergectl/react-triton/sidecar/config"
 )
 
 // profile is one profile as a user writes it, on any surface; nil and ""
@@ -220,7 +221,7 @@ var surfaces = []surface{
 		if err := os.WriteFile(path, text, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := config.Load(path, nil)
+		cfg, err := sidecarconfig.Load(path, nil)
 		if err != nil {
 			return control.Settings{}, renamed(t, err, func(path string) (string, bool) {
 				if name, ok := strings.CutPrefix(path, "components[0].presets"); ok {

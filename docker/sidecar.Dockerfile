@@ -25,7 +25,7 @@ RUN make build-go
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /src/bin/go/sidecar /src/bin/go/calibrate /usr/local/bin/
 USER 65532:65532
-# Triton's protocol (HTTP, gRPC) and the metrics, as config/example.yaml's
+# Triton's protocol (HTTP, gRPC) and the metrics, as sidecar/config/example.yaml's
 # listen section.
 EXPOSE 8000 8001 8003
 ENTRYPOINT ["/usr/local/bin/sidecar"]

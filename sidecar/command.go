@@ -15,10 +15,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/internal/buildinfo"
 	"github.com/mergectl/react-triton/internal/cli"
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/sidecar/config"
 )
 
 // Exit codes of the sidecar command: those of package cli, the same for
@@ -50,7 +50,7 @@ header sizes and read, write and idle times are bounded (the server
 section); the listeners can serve TLS, their certificate reloaded when its
 files change.
 
-The configuration is a YAML file (see config/example.yaml), with REACT_*
+The configuration is a YAML file (see sidecar/config/example.yaml), with REACT_*
 environment variables and the flags below overriding it. Without --config it
 is a pure pass-through to --triton-grpc and --triton-http.
 

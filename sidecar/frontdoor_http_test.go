@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mergectl/react-triton/config"
+	"github.com/mergectl/react-triton/sidecar/config"
 )
 
 // limits returns the default server limits changed by edit.

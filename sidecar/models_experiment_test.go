@@ -9,8 +9,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/experiment"
+	"github.com/mergectl/react-triton/sidecar/config"
 )
 
 // experimentYAML is an experiment over the multi model: arms plain (no

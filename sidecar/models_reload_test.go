@@ -20,7 +20,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/mergectl/react-triton/config"
+	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )

@@ -18,8 +18,8 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/spf13/pflag"
 
-	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/problem"
+	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/triton"
 )
 

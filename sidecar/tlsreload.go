@@ -15,7 +15,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
-	"github.com/mergectl/react-triton/config"
+	"github.com/mergectl/react-triton/sidecar/config"
 )
 
 // CertStore holds the TLS certificate of the sidecar's listeners, its key

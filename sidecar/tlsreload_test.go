@@ -21,7 +21,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
-	"github.com/mergectl/react-triton/config"
+	"github.com/mergectl/react-triton/sidecar/config"
 )
 
 // testCA is a certificate authority for the TLS tests.

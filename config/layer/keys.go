@@ -5,6 +5,13 @@ import (
 	"strings"
 )
 
+// The flags every command of the module shares: the configuration file,
+// and printing the configuration that would run.
+const (
+	FlagConfig      = "config"
+	FlagPrintConfig = "print-config"
+)
+
 // EnvPrefix prefixes the environment variables that override keys: key
 // triton.grpc is $REACT_TRITON_GRPC, limits.max_request_bytes is
 // $REACT_LIMITS_MAX_REQUEST_BYTES. The sidecar and every calibrate

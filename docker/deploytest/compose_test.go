@@ -12,7 +12,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/mergectl/react-triton/config"
+	"github.com/mergectl/react-triton/sidecar/config"
 )
 
 // loadCompose loads docker/compose.yaml with the compose specification's

@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/mergectl/react-triton/config"
+	"github.com/mergectl/react-triton/sidecar/config"
 )
 
 // only returns the single value of m, failing unless there is exactly one.

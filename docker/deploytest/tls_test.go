@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mergectl/react-triton/config"
+	"github.com/mergectl/react-triton/sidecar/config"
 )
 
 // TestTLSOverlay: the tls overlay turns TLS on with the sidecar's own

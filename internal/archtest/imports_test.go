@@ -53,7 +53,8 @@ var policy = map[string][]string{
 	"control": {"react", "experiment", "problem", "internal/bytesize", "internal/filecheck"},
 	// config/layer: the one layering engine of every configuration.
 	"config/layer": {"problem", "internal/bytesize"},
-	"config":       {"config/layer", "react", "experiment", "control", "triton", "problem", "internal/bytesize", "internal/filecheck"},
+	// config: calibrate's configurations (fit's file, the flag commands).
+	"config": {"config/layer", "react", "control", "triton", "problem", "internal/bytesize", "internal/filecheck"},
 
 	"evaluate/metrics": nil,
 	"evaluate":         {"evaluate/metrics", "react", "control", "triton", "internal/npyfile", "internal/samples"},
@@ -76,14 +77,16 @@ var policy = map[string][]string{
 		"calibrate/progress", "calibrate/tritonpairs", "config", "internal/atomicfile", "internal/cli", "react", "triton"},
 	// The command: everything offline.
 	"calibrate": {"react", "triton", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile",
-		"internal/buildinfo", "internal/npyfile", "internal/samples", "experiment", "config", "control", "evaluate",
+		"internal/buildinfo", "internal/npyfile", "internal/samples", "experiment", "config", "sidecar/config", "control", "evaluate",
 		"evaluate/figures", "calibrate/partial", "calibrate/images", "calibrate/pairs", "calibrate/embeddings",
 		"calibrate/tritonpairs", "calibrate/upgrade", "calibrate/fit", "calibrate/progress", "internal/cli"},
 
+	// sidecar/config: the sidecar's configuration, on the same engine.
+	"sidecar/config":              {"config/layer", "react", "experiment", "control", "problem", "internal/bytesize", "internal/filecheck"},
 	"sidecar/modelstats":          {"triton/tritonpb"},
-	"sidecar/pipeline":            {"sidecar/modelstats", "control", "config", "problem", "react", "triton", "triton/tritonpb", "triton/ensemble"},
+	"sidecar/pipeline":            {"sidecar/modelstats", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/ensemble"},
 	"sidecar/internal/faketriton": {"react", "triton", "triton/tritonpb", "triton/tritonhttp"},
-	"sidecar": {"sidecar/pipeline", "sidecar/modelstats", "control", "config", "problem", "react", "triton", "triton/tritonpb", "triton/tritonhttp",
+	"sidecar": {"sidecar/pipeline", "sidecar/modelstats", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/tritonhttp",
 		"internal/buildinfo", "internal/cli"},
 
 	// The Triton backend: never the sidecar or its configuration.
@@ -98,7 +101,7 @@ var policy = map[string][]string{
 	"examples/eval":       {"calibrate/embeddings", "internal/npyfile"},
 	"examples/gen":        {"internal/npyfile"},
 	"bench/abuse":         {"triton/tritonpb"},
-	"bench/abuse-surface": {"config"},
+	"bench/abuse-surface": {"sidecar/config"},
 	"bench/loadgen":       {"triton/tritonpb"},
 }
 

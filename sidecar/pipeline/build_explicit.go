@@ -8,8 +8,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )

@@ -1,8 +1,8 @@
 package pipeline
 
 import (
-	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/sidecar/config"
 )
 
 // checkCalibration checks that the model a controllable model corrects

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/sidecar/config"
 )
 
 // experimentSpecs returns the configuration's experiments as profile specs,

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/mergectl/react-triton/config"
+	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/problem"
+	"github.com/mergectl/react-triton/sidecar/config"
 )
 
 // Load reads a YAML file, over the defaults; REACT_* environment variables

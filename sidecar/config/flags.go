@@ -8,7 +8,8 @@ import (
 
 // Names of the flags BindFlags registers.
 const (
-	FlagConfig          = "config"
+	FlagConfig          = layer.FlagConfig
+	FlagPrintConfig     = layer.FlagPrintConfig
 	FlagTritonGRPC      = "triton-grpc"
 	FlagTritonHTTP      = "triton-http"
 	FlagGRPCListen      = "grpc-listen"
