@@ -35,7 +35,10 @@
 // starting with the model (DescribeModel). RunBatched runs a resolved
 // model on many samples, in requests of BatchOptions' size (DefaultBatch,
 // capped by max_batch_size), DefaultInFlight of them at once. calibrate
-// fit, calibrate eval and the sidecar use them.
+// fit, calibrate eval and the sidecar use them. Signature is what a client
+// sees of a model (inputs, outputs, platform, max_batch_size), and
+// Signature.Differences says, one line each, how a model standing in for
+// another under its name differs from it.
 //
 // Metadata, health and configuration calls are retried on UNAVAILABLE with
 // bounded, jittered backoff within the caller's deadline. Infer is never
