@@ -41,11 +41,12 @@ var policy = map[string][]string{
 	"react":               {"react/safetensors", "react/internal/cuda", "internal/atomicfile"},
 
 	// Triton's protocol never imports the method.
-	"triton/tritonpb":    nil,
-	"triton":             {"triton/tritonpb"},
-	"triton/tritonhttp":  {"triton", "triton/tritonpb"},
-	"triton/ensemble":    {"triton", "triton/tritonpb"},
-	"triton/modelconfig": {"triton/tritonpb"},
+	"triton/tritonpb":                      nil,
+	"triton":                               {"triton/tritonpb"},
+	"triton/tritonhttp/internal/rapidjson": nil,
+	"triton/tritonhttp":                    {"triton", "triton/tritonpb", "triton/tritonhttp/internal/rapidjson"},
+	"triton/ensemble":                      {"triton", "triton/tritonpb"},
+	"triton/modelconfig":                   {"triton/tritonpb"},
 
 	"experiment": nil,
 
