@@ -72,6 +72,7 @@ type Profile struct {
 	cache       *Cache
 	part        *partition // the cache's partition of key
 	obs         Observer
+	specs       specMemo // the parses of the specs requests sent
 }
 
 // NewProfile builds a profile: it makes the solver, parses the default and
