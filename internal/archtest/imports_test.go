@@ -48,6 +48,8 @@ var policy = map[string][]string{
 	"triton/modelconfig": {"triton/tritonpb"},
 
 	"experiment": nil,
+	// experiment/sequential: the statistics that decide an experiment.
+	"experiment/sequential": nil,
 
 	// What both serving modes share: no server, no configuration file.
 	"control": {"react", "experiment", "problem", "internal/bytesize", "internal/filecheck"},
@@ -99,13 +101,14 @@ var policy = map[string][]string{
 // frameworks and metrics, so that the backend inside tritonserver carries
 // none of them.
 var forbidden = map[string][]string{
-	"react/":          {"google.golang.org/grpc", "github.com/spf13/", "github.com/prometheus/", "net/http"},
-	"react":           {"google.golang.org/grpc", "github.com/spf13/", "github.com/prometheus/", "net/http"},
-	"control":         {"google.golang.org/grpc", "github.com/spf13/", "github.com/prometheus/", "net/http"},
-	"experiment":      {"google.golang.org/grpc", "github.com/spf13/", "github.com/prometheus/"},
-	"backend/":        {"github.com/spf13/", "github.com/prometheus/"},
-	"backend":         {"github.com/spf13/", "github.com/prometheus/"},
-	"triton/tritonpb": {"github.com/spf13/"},
+	"react/":                {"google.golang.org/grpc", "github.com/spf13/", "github.com/prometheus/", "net/http"},
+	"react":                 {"google.golang.org/grpc", "github.com/spf13/", "github.com/prometheus/", "net/http"},
+	"control":               {"google.golang.org/grpc", "github.com/spf13/", "github.com/prometheus/", "net/http"},
+	"experiment":            {"google.golang.org/grpc", "github.com/spf13/", "github.com/prometheus/"},
+	"experiment/sequential": {"google.golang.org/grpc", "github.com/spf13/", "github.com/prometheus/"},
+	"backend/":              {"github.com/spf13/", "github.com/prometheus/"},
+	"backend":               {"github.com/spf13/", "github.com/prometheus/"},
+	"triton/tritonpb":       {"github.com/spf13/"},
 }
 
 // tagSets are the build configurations whose imports count: the default,
