@@ -206,6 +206,14 @@ func (p *Profile) Matrix(ctx context.Context, c Choice) (*Matrix, error) {
 		p.obs.Lookup(p.name, LookupPinned)
 		return m, nil
 	}
+	if m := p.cache.cached(p.part, c.Key); m != nil {
+		// The common case, first: no closure to allocate.
+		p.obs.Lookup(p.name, LookupHit)
+		if !m.Formed() {
+			p.formLater(m)
+		}
+		return m, nil
+	}
 	miss := p.factor
 	if p.device != nil {
 		miss = p.solve
