@@ -284,6 +284,9 @@ func TestCertificateReload(t *testing.T) {
 	if exp, _ := metricValue(fams, "react_tls_certificate_not_after_timestamp_seconds", nil); int64(exp) != leaf.NotAfter.Unix() {
 		t.Errorf("not_after = %v, want %d", exp, leaf.NotAfter.Unix())
 	}
+	if got := certs.NotAfter(); !got.Equal(leaf.NotAfter) {
+		t.Errorf("CertStore.NotAfter (logged at start) = %v, want %v", got, leaf.NotAfter)
+	}
 
 	// A CA rotation: a certificate of a new CA, picked up by Reload (SIGHUP).
 	ca2 := newTestCA(t, "ca2")
