@@ -417,3 +417,24 @@ func TestCertificateReloadSecretVolume(t *testing.T) {
 		return servedCert(t, s.HTTPAddr().String(), cfg) == leaf.SerialNumber.String()
 	})
 }
+
+// TestMetricsPlainUnlessAsked: with TLS on the client listeners and
+// server.tls.metrics off, the metrics listener serves plain HTTP (a
+// Prometheus that scrapes it as before keeps working).
+func TestMetricsPlainUnlessAsked(t *testing.T) {
+	ca := newTestCA(t, "ca")
+	certs, err := NewCertStore(tlsFiles(t, t.TempDir(), ca, nil), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMetrics()
+	s, _ := startRecorded(t, Config{TLS: certs, MetricsListen: "127.0.0.1:0", MetricsHandler: m.Handler()})
+	resp, err := http.Get("http://" + s.MetricsAddr().String() + "/healthz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("metrics over plain HTTP: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if got := servedCert(t, s.HTTPAddr().String(), clientTLS(t, ca, nil)); strings.HasPrefix(got, "error") {
+		t.Errorf("the HTTP listener over TLS: %s", got)
+	}
+}
