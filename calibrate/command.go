@@ -1,7 +1,6 @@
 package calibrate
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,29 +9,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/mergectl/react-triton/internal/buildinfo"
+	"github.com/mergectl/react-triton/internal/cli"
 	"github.com/mergectl/react-triton/react"
 )
-
-// runError marks an error returned by a command's own work, as opposed to
-// one cobra found in the command line.
-type runError struct{ err error }
-
-func (e *runError) Error() string { return e.err.Error() }
-func (e *runError) Unwrap() error { return e.err }
-
-// runE adapts fn as a cobra RunE whose errors are runtime failures unless fn
-// marks them as usage errors.
-func runE(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := fn(cmd, args); err != nil {
-			if isUsage(err) {
-				return err
-			}
-			return &runError{err}
-		}
-		return nil
-	}
-}
 
 // NewCommand returns the calibrate command with all its subcommands, writing
 // its normal output to stdout and its diagnostics and progress to stderr.
@@ -112,25 +91,10 @@ Exit status: 0 on success, 1 on a runtime failure, 2 on a usage error.`,
 }
 
 // Main runs the calibrate command with args (without the program name) and
-// returns the process exit code: ExitOK, ExitFailure or ExitUsage. Errors
-// are printed to stderr.
+// returns the process exit code: ExitOK, ExitFailure or ExitUsage, as
+// cli.Main decides for both binaries. Errors are printed to stderr.
 func Main(args []string, stdout, stderr io.Writer) int {
-	root := NewCommand(stdout, stderr)
-	root.SetArgs(args)
-	cmd, err := root.ExecuteC()
-	if err == nil {
-		return ExitOK
-	}
-	fmt.Fprintf(stderr, "calibrate: %v\n", err)
-	var re *runError
-	if errors.As(err, &re) {
-		return ExitFailure
-	}
-	if cmd == nil {
-		cmd = root
-	}
-	fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
-	return ExitUsage
+	return cli.Main(NewCommand(stdout, stderr), args)
 }
 
 // isTerminal reports whether w is a terminal.

@@ -10,11 +10,11 @@
 // input, numerical failure, write error), 2 on a usage error (unknown
 // command or flag, missing or invalid flag value, malformed preference).
 //
-// Fitting reads its inputs through the PairSource interface, a source of
-// paired batches of merged-backbone and expert features for one task, and
-// one accumulation loop (Accumulate) serves every source. The .npy
-// embeddings are one implementation (OpenNPYPairs); the other runs the
-// merged backbone and each task's expert on a Triton server, over the
-// task's calibration inputs (OpenTritonPairs), and checks the server, the
-// models and the inputs before sending any sample.
+// The command holds the cobra wiring and what each subcommand does with
+// its flags; the library it stands on is in packages of their own, which
+// other programs import too: calibrate/pairs (the pair source interface,
+// the accumulation, the choice of samples), calibrate/embeddings (the .npy
+// embeddings), calibrate/tritonpairs (features computed on Triton),
+// calibrate/partial (checkpoints and shards), calibrate/images (image
+// folders), and evaluate (calibrate eval).
 package calibrate

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/evaluate"
 	"github.com/mergectl/react-triton/evaluate/figures"
 	"github.com/mergectl/react-triton/internal/atomicfile"
@@ -105,9 +105,6 @@ by more than --sidecar-tolerance times the largest logit.`,
       --components TA=tritonmodels/zoo/components_ta.safetensors \
       --set equal --set one-hot --set simplex:fashion,mnist,digits --json eval.json`,
 		Args: cobra.NoArgs,
-		RunE: runE(func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd.Context(), stdout, stderr)
-		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.triton, "triton", "", "Triton's gRPC HOST:PORT (required)")
@@ -125,14 +122,33 @@ by more than --sidecar-tolerance times the largest logit.`,
 	f.StringVar(&o.markdown, "markdown", "", "write the Markdown tables to FILE instead of stdout")
 	f.StringVar(&o.json, "json", "", "also write every number as JSON to FILE")
 	f.StringVar(&o.plots, "plots", "", "also draw the figures the result supports as PNG files in DIR (docs/evaluate.md)")
-	f.StringVar(&o.progress, "progress", "auto", "progress bar: auto (on a terminal), always or never")
-	f.IntVar(&o.batch, "batch", evaluate.DefaultBatch, "samples per request (the models' max_batch_size caps it)")
-	f.IntVar(&o.inFlight, "in-flight", evaluate.DefaultInFlight, "requests in flight at once")
+	config.BindProgressFlags(f)
+	f.IntVar(&o.batch, "batch", triton.DefaultBatch, "samples per request (the models' max_batch_size caps it)")
+	f.IntVar(&o.inFlight, "in-flight", triton.DefaultInFlight, "requests in flight at once")
 	f.DurationVar(&o.timeout, "timeout", time.Minute, "timeout of one request")
 	f.StringVar(&o.sidecar, "sidecar", "", "also evaluate end to end through the sidecar at this gRPC HOST:PORT, and compare")
 	f.StringArrayVar(&o.sidecarModels, "sidecar-model", nil, "[LABEL=]PATTERN: each task's controllable model on the sidecar that serves the --components LABEL (default the first); {task} is replaced by the task (repeatable; default {task})")
 	f.Float64Var(&o.sidecarTolerance, "sidecar-tolerance", 1e-4, "largest |served − evaluated| logit allowed, relative to the largest logit")
+	cmd.RunE = layered(cmd, evalFlags, stdout, nil, func(cmd *cobra.Command, _ []string) error {
+		var err error
+		if o.progress, err = config.ProgressFlag(cmd.Flags()); err != nil {
+			return asUsage(err)
+		}
+		return o.run(cmd.Context(), stdout, stderr)
+	})
 	return cmd
+}
+
+// evalFlags are eval's keys: the flags it shares with fit by their keys
+// there (--triton is triton.grpc, --timeout triton.timeout, --limit and
+// --seed sample.limit and sample.seed).
+var evalFlags = config.CommandFlags{
+	Keys: map[string]string{
+		"triton": "triton.grpc", "timeout": "triton.timeout",
+		"limit": "sample.limit", "seed": "sample.seed",
+	},
+	Paths:    []string{"data", "components", "markdown", "json", "plots"},
+	Labelled: []string{"components"},
 }
 
 func indent(s string) string {
@@ -155,9 +171,6 @@ func (o *evalOptions) config() (*evaluate.Config, error) {
 	}
 	if o.batch <= 0 || o.inFlight <= 0 {
 		return nil, usagef("--batch and --in-flight must be > 0")
-	}
-	if o.progress != "auto" && o.progress != "always" && o.progress != "never" {
-		return nil, usagef("--progress %q: want auto, always or never", o.progress)
 	}
 	if !strings.Contains(o.head, "{task}") {
 		return nil, usagef("--head %q: want a pattern with {task}", o.head)
@@ -284,17 +297,15 @@ func (o *evalOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 			cfg.Served[k].Models = models
 		}
 	}
-	if o.progress == "always" || (o.progress == "auto" && isTerminal(stderr)) {
-		var bar *progressbar.ProgressBar
+	if o.progress != config.ProgressNever {
+		rep, last := newReporter(o.progress, stderr), 0
 		cfg.Progress = func(done, total int) {
-			if bar == nil {
-				bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(stderr),
-					progressbar.OptionSetDescription("eval"), progressbar.OptionShowCount(),
-					progressbar.OptionSetElapsedTime(true), progressbar.OptionSetPredictTime(true))
+			if last == 0 {
+				rep.start("eval", 0, int64(total))
 			}
-			bar.Set(done)
-			if done == total {
-				fmt.Fprintln(stderr)
+			rep.add(done - last)
+			if last = done; done == total {
+				rep.end()
 			}
 		}
 	}

@@ -22,7 +22,7 @@ func TestEvalErrors(t *testing.T) {
 		{append(base, "--head", "head"), ExitUsage, "want a pattern with {task}"},
 		{append(base, "--normalize", "median"), ExitUsage, `unknown normalization "median"`},
 		{append(base, "--beta", "-1"), ExitUsage, "--beta: invalid beta -1"},
-		{append(base, "--progress", "sometimes"), ExitUsage, "want auto, always or never"},
+		{append(base, "--progress", "sometimes"), ExitUsage, "want auto, always, log or never"},
 		{append(base, "--aggregation", "mean"), ExitUsage, `--aggregation "mean": want react, naive or polar`},
 		{append(base, "--sidecar-model", "X={task}"), ExitUsage, "--sidecar-model needs --sidecar"},
 		{append(base, "--sidecar", "x:1", "--sidecar-tolerance", "-1"), ExitUsage, "--sidecar-tolerance must be ≥ 0"},

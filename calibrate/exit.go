@@ -1,37 +1,20 @@
 package calibrate
 
-import (
-	"errors"
-	"fmt"
-)
+import "github.com/mergectl/react-triton/internal/cli"
 
-// Exit codes of the calibrate command.
+// Exit codes of the calibrate command: those of package cli, the same for
+// both binaries.
 const (
-	ExitOK      = 0 // success
-	ExitFailure = 1 // runtime failure: bad or unreadable input, numerical failure, write error
-	ExitUsage   = 2 // usage error: unknown command or flag, invalid flag value or argument
+	ExitOK      = cli.ExitOK      // success
+	ExitFailure = cli.ExitFailure // runtime failure: bad or unreadable input, numerical failure, write error
+	ExitUsage   = cli.ExitUsage   // usage error: unknown command or flag, invalid flag value or argument
 )
 
-// usageError marks an error as the user's misuse of the command.
-type usageError struct{ err error }
+// usagef returns a usage error (cli.Usagef).
+func usagef(format string, args ...any) error { return cli.Usagef(format, args...) }
 
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
+// asUsage marks err, if not nil, as a usage error (cli.AsUsage).
+func asUsage(err error) error { return cli.AsUsage(err) }
 
-// usagef returns a usage error.
-func usagef(format string, args ...any) error {
-	return &usageError{fmt.Errorf(format, args...)}
-}
-
-// asUsage marks err, if not nil, as a usage error.
-func asUsage(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &usageError{err}
-}
-
-func isUsage(err error) bool {
-	var u *usageError
-	return errors.As(err, &u)
-}
+// isUsage reports whether err is a usage error (cli.IsUsage).
+func isUsage(err error) bool { return cli.IsUsage(err) }

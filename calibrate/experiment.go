@@ -46,13 +46,13 @@ sidecar loads it.`,
 		Example: `  printf 'alice\nbob\n' | calibrate experiment assign --name homepage --arms A=50,B=30,C=20
   calibrate experiment assign --config sidecar.yaml --experiment fashion-weight < users.txt`,
 		Args: cobra.NoArgs,
-		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			split, err := assignSplit(cmd, name, arms, traffic, file, exp)
 			if err != nil {
 				return err
 			}
 			return assignKeys(cmd.InOrStdin(), stdout, split)
-		}),
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&name, "name", "", "the experiment's `NAME` (part of every hashed key)")

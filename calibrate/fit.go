@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mergectl/react-triton/calibrate/pairs"
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/react"
 )
@@ -76,11 +77,13 @@ otherwise: the sums of a chunk are small, and the cores are better left to
 the requests (and to a Triton on the same machine).
 
 Every flag but --resume and --print-config is also a key of a YAML file
-given with --config (see config/calibrate.example.yaml); a flag beats the
-file. --print-config shows what would run.
+given with --config (see config/calibrate.example.yaml), and of a REACT_*
+environment variable (REACT_ and the key, dots as underscores:
+REACT_TRITON_GRPC, REACT_SAMPLE_LIMIT): a flag beats the environment,
+which beats the file. --print-config shows what would run.
 
 Progress: a bar per task on a terminal, a line every 10 s otherwise
-(--progress-mode, --progress, --quiet); at the end a line per task with N,
+(--progress auto|always|log|never, --quiet); at the end a line per task with N,
 the time, samples/s and the condition number of C_t.
 
 Nothing is lost: each task's partial sums are saved atomically in
@@ -127,7 +130,7 @@ file.`,
   # The same from a configuration file, one task into an existing file.
   calibrate fit --config calibrate.yaml --only dtd --into components.safetensors`,
 		Args: cobra.NoArgs,
-		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.LoadCalibrate("", cmd.Flags())
 			if err != nil {
 				return asUsage(err)
@@ -149,7 +152,7 @@ file.`,
 			}
 			r := &fitRun{cfg: cfg, resume: resume, stdout: stdout, stderr: stderr}
 			return r.run(cmd.Context())
-		}),
+		},
 	}
 	f := cmd.Flags()
 	config.BindCalibrateFlags(f)
@@ -167,7 +170,7 @@ func checkBeta(beta float64) error {
 }
 
 // closeSources closes every source.
-func closeSources(srcs []PairSource) {
+func closeSources(srcs []pairs.Source) {
 	for _, p := range srcs {
 		p.Close()
 	}

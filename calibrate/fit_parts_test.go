@@ -13,7 +13,6 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/react/safetensors"
 )
@@ -154,51 +153,5 @@ func TestFitOnlyInto(t *testing.T) {
 	r := run(t, append(noOut(args), "--only", "a", "--into", built, "--backbone-model", "other")...)
 	if r.code != ExitFailure || !strings.Contains(r.stderr, `its tasks were calibrated against backbone "merged" version "7"`) {
 		t.Errorf("--into with another backbone: exit %d, stderr %q", r.code, r.stderr)
-	}
-}
-
-// TestSelectSamples checks the subsets and shards: sorted, distinct, of the
-// size asked, the same for the same seed, and shards that partition them.
-func TestSelectSamples(t *testing.T) {
-	if idx := selectSamples(10, config.Sample{}, config.Shard{}); idx != nil {
-		t.Errorf("no subset, no shard: %v, want nil (every sample)", idx)
-	}
-	for _, s := range []config.Sample{{Fraction: 0.3, Seed: 1}, {Limit: 7, Seed: 2}, {Limit: 100}, {Fraction: 1}} {
-		idx := selectSamples(20, s, config.Shard{})
-		want := 20
-		switch {
-		case s.Fraction == 0.3:
-			want = 6
-		case s.Limit == 7:
-			want = 7
-		}
-		if want == 20 && idx != nil || want < 20 && len(idx) != want {
-			t.Errorf("%+v: %d samples, want %d", s, len(idx), want)
-		}
-		if !slices.IsSorted(idx) || len(slices.Compact(slices.Clone(idx))) != len(idx) {
-			t.Errorf("%+v: %v is not sorted and distinct", s, idx)
-		}
-		if again := selectSamples(20, s, config.Shard{}); !slices.Equal(again, idx) {
-			t.Errorf("%+v: not deterministic", s)
-		}
-		var union []int
-		for i := range 3 {
-			union = append(union, selectSamples(20, s, config.Shard{Index: i, Count: 3})...)
-		}
-		all := idx
-		if all == nil {
-			all = selectSamples(20, s, config.Shard{Index: 0, Count: 1})
-			for i := range 20 {
-				all = append(all, i)
-			}
-		}
-		if !slices.Equal(union, all) {
-			t.Errorf("%+v: shards %v do not partition %v", s, union, all)
-		}
-	}
-	a := selectSamples(100, config.Sample{Limit: 10, Seed: 1}, config.Shard{})
-	b := selectSamples(100, config.Sample{Limit: 10, Seed: 2}, config.Shard{})
-	if slices.Equal(a, b) {
-		t.Error("seeds 1 and 2 draw the same subset")
 	}
 }

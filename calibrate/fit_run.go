@@ -15,8 +15,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 
+	"github.com/mergectl/react-triton/calibrate/embeddings"
 	"github.com/mergectl/react-triton/calibrate/images"
+	"github.com/mergectl/react-triton/calibrate/pairs"
 	"github.com/mergectl/react-triton/calibrate/partial"
+	"github.com/mergectl/react-triton/calibrate/tritonpairs"
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/triton"
@@ -29,7 +32,7 @@ type fitRun struct {
 	stdout, stderr io.Writer
 
 	norm     react.Normalization
-	shard    config.Shard
+	shard    pairs.Shard
 	report   reporter
 	backbone react.ModelRef // as used, once a task has run
 	from     string         // the task that set backbone
@@ -49,7 +52,8 @@ func (r *fitRun) run(ctx context.Context) error {
 	cfg := r.cfg
 	r.norm = react.Normalization(cfg.Normalize)
 	if cfg.Shard != "" {
-		r.shard, _ = config.ParseShard(cfg.Shard) // validated
+		s, _ := config.ParseShard(cfg.Shard) // validated
+		r.shard = pairs.Shard{Index: s.Index, Count: s.Count}
 	}
 	var into *react.Components
 	if cfg.Only != "" {
@@ -131,6 +135,12 @@ func (r *fitRun) removeCheckpoints(tasks []*partial.Task) {
 	os.Remove(r.cfg.Checkpoint.Dir) // fails, harmlessly, if anything else is in it
 }
 
+// subset is the configured subset of each task's samples.
+func (r *fitRun) subset() pairs.Subset {
+	s := r.cfg.Sample
+	return pairs.Subset{Fraction: s.Fraction, Limit: s.Limit, Seed: s.Seed}
+}
+
 // tasks returns the tasks the configuration names: only, or tasks (empty
 // for every task found).
 func (r *fitRun) tasks() []string {
@@ -153,17 +163,17 @@ func (r *fitRun) experts() map[string]react.ModelRef {
 
 // open opens every task's source and checks them all before any sample is
 // read or sent. The function it returns closes them.
-func (r *fitRun) open(ctx context.Context) ([]PairSource, func(), error) {
+func (r *fitRun) open(ctx context.Context) ([]pairs.Source, func(), error) {
 	cfg := r.cfg
 	experts := r.experts()
 	if cfg.Triton.GRPC == "" {
-		pairs, err := OpenNPYPairs(cfg.Embeddings, r.tasks())
+		ps, err := embeddings.OpenAll(cfg.Embeddings, r.tasks())
 		if err != nil {
 			return nil, nil, fmt.Errorf("reading embeddings: %w", err)
 		}
-		srcs := make([]PairSource, len(pairs))
+		srcs := make([]pairs.Source, len(ps))
 		known := map[string]bool{}
-		for i, p := range pairs {
+		for i, p := range ps {
 			srcs[i], known[p.Task()] = p, true
 		}
 		for task := range experts {
@@ -184,8 +194,19 @@ func (r *fitRun) open(ctx context.Context) ([]PairSource, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	pairs, err := OpenTritonPairs(ctx, client, TritonConfig{
-		Inputs: cfg.Inputs, Tasks: r.tasks(), Experts: experts, Batch: cfg.Chunk, InFlight: cfg.InFlight,
+	tasks := r.tasks()
+	if len(tasks) == 0 {
+		if tasks, err = tritonpairs.DiscoverInputs(cfg.Inputs); err != nil {
+			client.Close()
+			return nil, nil, err
+		}
+	}
+	if err := tritonpairs.CheckExperts(tasks, experts); err != nil {
+		client.Close()
+		return nil, nil, asUsage(err)
+	}
+	ps, err := tritonpairs.Open(ctx, client, tritonpairs.Config{
+		Inputs: cfg.Inputs, Tasks: tasks, Experts: experts, Batch: cfg.Chunk, InFlight: cfg.InFlight,
 		Images:        imageOptions(cfg.Images),
 		SkipBadImages: cfg.Images.OnError == config.OnErrorSkip,
 		SendEncoded:   cfg.Images.Decode == config.DecodeTriton,
@@ -199,8 +220,8 @@ func (r *fitRun) open(ctx context.Context) ([]PairSource, func(), error) {
 		client.Close()
 		return nil, nil, err
 	}
-	srcs := make([]PairSource, len(pairs))
-	for i, p := range pairs {
+	srcs := make([]pairs.Source, len(ps))
+	for i, p := range ps {
 		p.SetContext(ctx)
 		srcs[i] = p
 		for _, s := range p.Skipped() {
@@ -218,37 +239,37 @@ func (r *fitRun) open(ctx context.Context) ([]PairSource, func(), error) {
 
 // describe says what produces a task's sums, for its checkpoint: a resume
 // continues only the same run.
-func (r *fitRun) describe(src PairSource, idx []int) string {
+func (r *fitRun) describe(src pairs.Source, idx []int) string {
 	sel := fmt.Sprintf("fraction %g, limit %d, seed %d, shard %q", r.cfg.Sample.Fraction, r.cfg.Sample.Limit, r.cfg.Sample.Seed, r.cfg.Shard)
 	switch p := src.(type) {
-	case *TritonPair:
+	case *tritonpairs.Pair:
 		return fmt.Sprintf("task %s: %s; %s; %d per request; %s",
-			p.task, p.in.describe(), p.Models(), p.batch, sel)
-	case *NPYPair:
+			p.Task(), p.Inputs(), p.Models(), p.BatchSize(), sel)
+	case *embeddings.Pair:
 		return fmt.Sprintf("task %s: %s and %s, %d pairs of D=%d; %d per chunk; %s",
-			p.task, p.mergedPath, p.expertPath, p.Len(), p.Dim(), r.chunkRows(src), sel)
+			p.Task(), p.MergedPath(), p.ExpertPath(), p.Len(), p.Dim(), r.chunkRows(src), sel)
 	}
 	return fmt.Sprintf("task %s: %T; %s", src.Task(), src, sel)
 }
 
 // chunkRows is the number of pairs accumulated at a time.
-func (r *fitRun) chunkRows(src PairSource) int {
-	if p, ok := src.(*TritonPair); ok {
+func (r *fitRun) chunkRows(src pairs.Source) int {
+	if p, ok := src.(*tritonpairs.Pair); ok {
 		return p.BatchSize() // Next never returns more than one request's samples
 	}
 	if r.cfg.Chunk > 0 {
 		return r.cfg.Chunk
 	}
-	return DefaultChunkRows
+	return pairs.DefaultChunkRows
 }
 
 // models names a task's models, for messages.
-func models(src PairSource) string {
-	if p, ok := src.(*TritonPair); ok {
+func models(src pairs.Source) string {
+	if p, ok := src.(*tritonpairs.Pair); ok {
 		return p.Models()
 	}
-	if p, ok := src.(*NPYPair); ok {
-		return fmt.Sprintf("%s and %s", p.mergedPath, p.expertPath)
+	if p, ok := src.(*embeddings.Pair); ok {
+		return fmt.Sprintf("%s and %s", p.MergedPath(), p.ExpertPath())
 	}
 	return src.Task()
 }

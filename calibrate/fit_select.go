@@ -6,38 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"math/rand/v2"
-	"slices"
 
+	"github.com/mergectl/react-triton/calibrate/pairs"
 	"github.com/mergectl/react-triton/calibrate/partial"
+	"github.com/mergectl/react-triton/calibrate/tritonpairs"
 	"github.com/mergectl/react-triton/internal/atomicfile"
 	"github.com/mergectl/react-triton/react"
 )
-
-// holdoutSamples returns the ascending indices, among a fit's samples idx
-// (nil: 0 … n−1), of a seeded random ⌈share·m⌉ of them (at least one, and
-// at least one left to fit), to hold out.
-func holdoutSamples(n int, idx []int, share float64, seed uint64) []int {
-	if idx == nil {
-		idx = make([]int, n)
-		for i := range idx {
-			idx[i] = i
-		}
-	}
-	m := len(idx)
-	k := min(max(1, int(math.Ceil(share*float64(m)))), m-1)
-	if k <= 0 {
-		return nil
-	}
-	rng := rand.New(rand.NewPCG(seed, 0x401d))
-	out := make([]int, k)
-	for i, p := range rng.Perm(m)[:k] {
-		out[i] = idx[p]
-	}
-	slices.Sort(out)
-	return out
-}
 
 // betaReport is what --beta-report writes.
 type betaReport struct {
@@ -74,15 +49,15 @@ func (r *fitRun) selectBeta(ctx context.Context, tasks []*partial.Task) error {
 	for i, src := range srcs {
 		t := tasks[i]
 		available := int(src.Len())
-		h := holdoutSamples(available, selectSamples(available, cfg.Sample, r.shard), cfg.BetaSelect.Holdout, uint64(cfg.Sample.Seed))
+		h := pairs.Holdout(available, pairs.Select(available, r.subset(), r.shard), cfg.BetaSelect.Holdout, uint64(cfg.Sample.Seed))
 		if h == nil {
 			return fmt.Errorf("beta auto: task %s has %d samples: too few to hold any out", t.Name, t.Acc.N())
 		}
-		var s PairSource = src
-		if tp, ok := src.(*TritonPair); ok {
+		var s pairs.Source = src
+		if tp, ok := src.(*tritonpairs.Pair); ok {
 			tp.Use(h, 0)
 		} else {
-			s = newSelectedPairs(src, h, 0)
+			s = pairs.NewSelected(src, h, 0)
 		}
 		acc := react.NewAccumulator(d)
 		yy := 0.0

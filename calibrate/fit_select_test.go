@@ -11,46 +11,9 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mergectl/react-triton/calibrate/pairs"
 	"github.com/mergectl/react-triton/react"
 )
-
-func TestHoldoutSamples(t *testing.T) {
-	for _, c := range []struct {
-		name  string
-		n     int
-		idx   []int
-		share float64
-		want  int
-	}{
-		{"all samples", 40, nil, 0.2, 8},
-		{"rounded up", 41, nil, 0.2, 9},
-		{"of a subset", 100, []int{3, 10, 11, 50, 70, 99}, 0.5, 3},
-		{"at least one", 5, nil, 0.01, 1},
-		{"one left to fit", 2, nil, 0.9, 1},
-		{"one sample: none", 1, nil, 0.5, 0},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			h := holdoutSamples(c.n, c.idx, c.share, 7)
-			if len(h) != c.want {
-				t.Fatalf("%d held out, want %d", len(h), c.want)
-			}
-			if !slices.IsSorted(h) {
-				t.Errorf("not sorted: %v", h)
-			}
-			for _, i := range h {
-				if i < 0 || i >= c.n || (c.idx != nil && !slices.Contains(c.idx, i)) {
-					t.Errorf("%d is not one of the fit's samples", i)
-				}
-			}
-			if again := holdoutSamples(c.n, c.idx, c.share, 7); !slices.Equal(h, again) {
-				t.Errorf("not deterministic: %v then %v", h, again)
-			}
-		})
-	}
-	if a, b := holdoutSamples(100, nil, 0.2, 1), holdoutSamples(100, nil, 0.2, 2); slices.Equal(a, b) {
-		t.Error("seeds 1 and 2 hold out the same samples")
-	}
-}
 
 // rowsOf returns the rows of m at idx (in), or the others.
 func rowsOf(m *mat.Dense, idx []int, in bool) *mat.Dense {
@@ -107,7 +70,7 @@ func TestFitBetaAuto(t *testing.T) {
 	for _, name := range []string{"a", "b"} {
 		mtl, ind := e.data[name][0], e.data[name][1]
 		n, _ := mtl.Dims()
-		h := holdoutSamples(n, nil, 0.2, 3)
+		h := pairs.Holdout(n, nil, 0.2, 3)
 		acc := react.NewAccumulator(d)
 		if err := acc.AddFloat64(rowsOf(mtl, h, false).RawMatrix().Data, rowsOf(ind, h, false).RawMatrix().Data); err != nil {
 			t.Fatal(err)

@@ -9,17 +9,19 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/mergectl/react-triton/calibrate/pairs"
 	"github.com/mergectl/react-triton/calibrate/partial"
+	"github.com/mergectl/react-triton/calibrate/tritonpairs"
 	"github.com/mergectl/react-triton/react"
 )
 
 // fitTask accumulates one task's sums, from its checkpoint with --resume,
 // saving a checkpoint every checkpoint.every chunks, when the task ends,
 // when ctx ends (SIGINT, SIGTERM) and when a chunk fails.
-func (r *fitRun) fitTask(ctx context.Context, src PairSource) (*partial.Task, taskSummary, error) {
+func (r *fitRun) fitTask(ctx context.Context, src pairs.Source) (*partial.Task, taskSummary, error) {
 	task, d := src.Task(), src.Dim()
 	available := int(src.Len())
-	idx := selectSamples(available, r.cfg.Sample, r.shard)
+	idx := pairs.Select(available, r.subset(), r.shard)
 	total := int64(available)
 	if idx != nil {
 		total = int64(len(idx))
@@ -28,8 +30,8 @@ func (r *fitRun) fitTask(ctx context.Context, src PairSource) (*partial.Task, ta
 		return nil, taskSummary{}, fmt.Errorf("task %s: shard %s of its %d samples is empty", task, r.cfg.Shard, available)
 	}
 	run := r.describe(src, idx)
-	t := &partial.Task{Name: task, Total: total, Provenance: subsetProvenance(r.cfg.Sample, available, int(total))}
-	tp, _ := src.(*TritonPair)
+	t := &partial.Task{Name: task, Total: total, Provenance: pairs.SubsetProvenance(r.subset(), available, int(total))}
+	tp, _ := src.(*tritonpairs.Pair)
 
 	if r.resume {
 		f, err := partial.Load(r.ckptPath(task))
@@ -50,11 +52,11 @@ func (r *fitRun) fitTask(ctx context.Context, src PairSource) (*partial.Task, ta
 	if t.Acc == nil {
 		t.Acc = react.NewAccumulator(d)
 	}
-	var s PairSource = src
+	var s pairs.Source = src
 	if tp != nil {
 		tp.Use(idx, int(t.Done))
 	} else {
-		s = newSelectedPairs(src, idx, int(t.Done))
+		s = pairs.NewSelected(src, idx, int(t.Done))
 	}
 	save := func() error {
 		t.Expert = r.expertOf(src)

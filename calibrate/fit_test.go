@@ -1,21 +1,18 @@
 package calibrate
 
 import (
-	"bytes"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mergectl/react-triton/calibrate/embeddings"
 	"github.com/mergectl/react-triton/config"
-	"github.com/mergectl/react-triton/internal/npyfile"
 	"github.com/mergectl/react-triton/react"
 )
 
@@ -45,16 +42,16 @@ func pairData(rng *rand.Rand, n, d int) (mtl, ind *mat.Dense) {
 	return mtl, ind
 }
 
-// embeddings is a test embeddings directory and the data written to it.
-type embeddings struct {
+// embeddingDir is a test embeddings directory and the data written to it.
+type embeddingDir struct {
 	dir  string
 	data map[string][2]*mat.Dense // task → merged, expert
 }
 
 // writeEmbeddings writes tasks with n[i] rows each, float32 when f32[i].
-func writeEmbeddings(t *testing.T, d int, names []string, ns []int, f32 []bool) *embeddings {
+func writeEmbeddings(t *testing.T, d int, names []string, ns []int, f32 []bool) *embeddingDir {
 	t.Helper()
-	e := &embeddings{dir: t.TempDir(), data: make(map[string][2]*mat.Dense)}
+	e := &embeddingDir{dir: t.TempDir(), data: make(map[string][2]*mat.Dense)}
 	rng := rand.New(rand.NewPCG(uint64(d), 99))
 	for i, name := range names {
 		mtl, ind := pairData(rng, ns[i], d)
@@ -64,8 +61,8 @@ func writeEmbeddings(t *testing.T, d int, names []string, ns []int, f32 []bool) 
 			mtl.Apply(round, mtl)
 			ind.Apply(round, ind)
 		}
-		writeNPY(t, filepath.Join(e.dir, name+MergedSuffix), mtl, f32[i])
-		writeNPY(t, filepath.Join(e.dir, name+ExpertSuffix), ind, f32[i])
+		writeNPY(t, filepath.Join(e.dir, name+embeddings.MergedSuffix), mtl, f32[i])
+		writeNPY(t, filepath.Join(e.dir, name+embeddings.ExpertSuffix), ind, f32[i])
 		e.data[name] = [2]*mat.Dense{mtl, ind}
 	}
 	return e
@@ -135,7 +132,7 @@ func eye(d int) *mat.Dense {
 func TestFitTasksFlagAndProgress(t *testing.T) {
 	e := writeEmbeddings(t, 3, []string{"a", "b", "c"}, []int{10, 11, 12}, []bool{false, false, false})
 	out := filepath.Join(t.TempDir(), "c.safetensors")
-	r := mustRun(t, "fit", "--embeddings", e.dir, "--out", out, "--tasks", "c,a", "--progress")
+	r := mustRun(t, "fit", "--embeddings", e.dir, "--out", out, "--tasks", "c,a", "--progress", "always")
 	// One bar per task.
 	if !strings.Contains(r.stderr, "task c 100%") || !strings.Contains(r.stderr, "(12/12,") || !strings.Contains(r.stderr, "(10/10,") {
 		t.Errorf("--progress: stderr %q shows no bar per task reaching 12/12 and 10/10", r.stderr)
@@ -165,8 +162,8 @@ func rawNPY(t *testing.T, path, dict string, data []byte) {
 func TestFitRefuses(t *testing.T) {
 	good := func(t *testing.T, dir, name string, n, d int) {
 		mtl, ind := pairData(rand.New(rand.NewPCG(1, 2)), n, d)
-		writeNPY(t, filepath.Join(dir, name+MergedSuffix), mtl, false)
-		writeNPY(t, filepath.Join(dir, name+ExpertSuffix), ind, false)
+		writeNPY(t, filepath.Join(dir, name+embeddings.MergedSuffix), mtl, false)
+		writeNPY(t, filepath.Join(dir, name+embeddings.ExpertSuffix), ind, false)
 	}
 	for _, tc := range []struct {
 		name  string
@@ -178,7 +175,7 @@ func TestFitRefuses(t *testing.T) {
 		{"missing pair", func(t *testing.T, dir string) {
 			good(t, dir, "a", 10, 3)
 			mtl, _ := pairData(rand.New(rand.NewPCG(1, 2)), 10, 3)
-			writeNPY(t, filepath.Join(dir, "b"+MergedSuffix), mtl, false)
+			writeNPY(t, filepath.Join(dir, "b"+embeddings.MergedSuffix), mtl, false)
 		}, nil, ExitFailure, []string{"task b:", "b.expert.npy is missing"}},
 		{"missing listed task", func(t *testing.T, dir string) { good(t, dir, "a", 10, 3) },
 			[]string{"--tasks", "a,z"}, ExitFailure, []string{"z.merged.npy", "no such file"}},
@@ -186,14 +183,14 @@ func TestFitRefuses(t *testing.T) {
 		{"mismatched N", func(t *testing.T, dir string) {
 			mtl, _ := pairData(rand.New(rand.NewPCG(1, 2)), 10, 3)
 			_, ind := pairData(rand.New(rand.NewPCG(1, 2)), 9, 3)
-			writeNPY(t, filepath.Join(dir, "a"+MergedSuffix), mtl, false)
-			writeNPY(t, filepath.Join(dir, "a"+ExpertSuffix), ind, false)
+			writeNPY(t, filepath.Join(dir, "a"+embeddings.MergedSuffix), mtl, false)
+			writeNPY(t, filepath.Join(dir, "a"+embeddings.ExpertSuffix), ind, false)
 		}, nil, ExitFailure, []string{"a.merged.npy has 10 rows but", "a.expert.npy has 9"}},
 		{"mismatched D in a pair", func(t *testing.T, dir string) {
 			mtl, _ := pairData(rand.New(rand.NewPCG(1, 2)), 10, 3)
 			_, ind := pairData(rand.New(rand.NewPCG(1, 2)), 10, 4)
-			writeNPY(t, filepath.Join(dir, "a"+MergedSuffix), mtl, false)
-			writeNPY(t, filepath.Join(dir, "a"+ExpertSuffix), ind, false)
+			writeNPY(t, filepath.Join(dir, "a"+embeddings.MergedSuffix), mtl, false)
+			writeNPY(t, filepath.Join(dir, "a"+embeddings.ExpertSuffix), ind, false)
 		}, nil, ExitFailure, []string{"a.merged.npy has D=3 but", "a.expert.npy has D=4"}},
 		{"mismatched D across tasks", func(t *testing.T, dir string) {
 			good(t, dir, "a", 10, 3)
@@ -201,31 +198,31 @@ func TestFitRefuses(t *testing.T) {
 		}, nil, ExitFailure, []string{"task b:", "b.merged.npy has D=4 but task a has D=3"}},
 		{"int dtype", func(t *testing.T, dir string) {
 			good(t, dir, "a", 4, 2)
-			rawNPY(t, filepath.Join(dir, "a"+ExpertSuffix), "{'descr': '<i4', 'fortran_order': False, 'shape': (4, 2), }", make([]byte, 32))
+			rawNPY(t, filepath.Join(dir, "a"+embeddings.ExpertSuffix), "{'descr': '<i4', 'fortran_order': False, 'shape': (4, 2), }", make([]byte, 32))
 		}, nil, ExitFailure, []string{"a.expert.npy: dtype int32", "want float32 or float64"}},
 		{"1-D array", func(t *testing.T, dir string) {
 			good(t, dir, "a", 4, 2)
-			rawNPY(t, filepath.Join(dir, "a"+MergedSuffix), "{'descr': '<f8', 'fortran_order': False, 'shape': (8,), }", make([]byte, 64))
+			rawNPY(t, filepath.Join(dir, "a"+embeddings.MergedSuffix), "{'descr': '<f8', 'fortran_order': False, 'shape': (8,), }", make([]byte, 64))
 		}, nil, ExitFailure, []string{"a.merged.npy: array is 1-D", "want a 2-D N×D array"}},
 		{"fortran order", func(t *testing.T, dir string) {
 			good(t, dir, "a", 4, 2)
-			rawNPY(t, filepath.Join(dir, "a"+MergedSuffix), "{'descr': '<f8', 'fortran_order': True, 'shape': (4, 2), }", make([]byte, 64))
+			rawNPY(t, filepath.Join(dir, "a"+embeddings.MergedSuffix), "{'descr': '<f8', 'fortran_order': True, 'shape': (4, 2), }", make([]byte, 64))
 		}, nil, ExitFailure, []string{"a.merged.npy: array is in Fortran"}},
 		{"truncated npy", func(t *testing.T, dir string) {
 			good(t, dir, "a", 10, 3)
-			path := filepath.Join(dir, "a"+ExpertSuffix)
+			path := filepath.Join(dir, "a"+embeddings.ExpertSuffix)
 			b, _ := os.ReadFile(path)
 			os.WriteFile(path, b[:len(b)-5], 0o644)
 		}, nil, ExitFailure, []string{"a.expert.npy: file is truncated"}},
 		{"not npy", func(t *testing.T, dir string) {
 			good(t, dir, "a", 10, 3)
-			os.WriteFile(filepath.Join(dir, "a"+ExpertSuffix), []byte("a,b,c\n1,2,3\n"), 0o644)
+			os.WriteFile(filepath.Join(dir, "a"+embeddings.ExpertSuffix), []byte("a,b,c\n1,2,3\n"), 0o644)
 		}, nil, ExitFailure, []string{"a.expert.npy: not a .npy file"}},
 		{"NaN in data", func(t *testing.T, dir string) {
 			mtl, ind := pairData(rand.New(rand.NewPCG(1, 2)), 10, 3)
 			mtl.Set(7, 1, math.NaN())
-			writeNPY(t, filepath.Join(dir, "a"+MergedSuffix), mtl, false)
-			writeNPY(t, filepath.Join(dir, "a"+ExpertSuffix), ind, false)
+			writeNPY(t, filepath.Join(dir, "a"+embeddings.MergedSuffix), mtl, false)
+			writeNPY(t, filepath.Join(dir, "a"+embeddings.ExpertSuffix), ind, false)
 		}, nil, ExitFailure, []string{"task a:", "NaN"}},
 		{"invalid task file name", func(t *testing.T, dir string) { good(t, dir, "a.b", 4, 2) }, nil, ExitFailure, []string{`invalid task name "a.b"`}},
 		{"negative beta", func(t *testing.T, dir string) { good(t, dir, "a", 4, 2) }, []string{"--beta", "-1"}, ExitUsage, []string{"beta: invalid beta -1: want a finite number ≥ 0 (from --beta)"}},
@@ -270,142 +267,5 @@ func TestFitRefuses(t *testing.T) {
 	// A missing required flag is a usage error.
 	if r := run(t, "fit", "--out", "x"); r.code != ExitUsage || !strings.Contains(r.stderr, "triton.grpc: required: give triton.grpc (--triton HOST:PORT) and inputs, or embeddings (--embeddings DIR)") {
 		t.Errorf("fit without --embeddings: exit %d, stderr %q", r.code, r.stderr)
-	}
-}
-
-// TestAccumulateSource checks the accumulation loop against a PairSource
-// that is not backed by files, as a Triton-backed source would be.
-func TestAccumulateSource(t *testing.T) {
-	mtl, ind := pairData(rand.New(rand.NewPCG(3, 4)), 23, 4)
-	src := &memSource{mtl: mtl, ind: ind, batch: 5}
-	var calls, total int
-	acc, err := Accumulate(src, 8, func(n int) { calls++; total += n })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if acc.N() != 23 || total != 23 || calls != 5 {
-		t.Errorf("N=%d, progress total %d in %d calls; want 23 in 5", acc.N(), total, calls)
-	}
-	st, err := acc.Stats("m", react.ModelRef{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s mat.Dense
-	s.Mul(ind.T(), mtl)
-	if !mat.EqualApprox(st.S, &s, 1e-10) {
-		t.Error("S differs")
-	}
-	// A source that claims more pairs than it yields is an error.
-	src = &memSource{mtl: mtl, ind: ind, batch: 5, claim: 30}
-	if _, err := Accumulate(src, 8, nil); err == nil || !strings.Contains(err.Error(), "read 23 pairs, want 30") {
-		t.Errorf("short source: %v", err)
-	}
-}
-
-// memSource is an in-memory PairSource that yields at most batch rows per
-// call, whatever room it is given.
-type memSource struct {
-	mtl, ind *mat.Dense
-	batch    int
-	next     int
-	claim    int64
-}
-
-func (s *memSource) Task() string { return "m" }
-func (s *memSource) Dim() int     { _, d := s.mtl.Dims(); return d }
-func (s *memSource) Len() int64 {
-	if s.claim > 0 {
-		return s.claim
-	}
-	n, _ := s.mtl.Dims()
-	return int64(n)
-}
-func (s *memSource) Close() error { return nil }
-func (s *memSource) Next(mtl, ind []float64) (int, error) {
-	n, d := s.mtl.Dims()
-	k := min(len(mtl)/d, s.batch, n-s.next)
-	if k == 0 {
-		return 0, io.EOF
-	}
-	for i := 0; i < k; i++ {
-		copy(mtl[i*d:], s.mtl.RawRowView(s.next+i))
-		copy(ind[i*d:], s.ind.RawRowView(s.next+i))
-	}
-	s.next += k
-	return k, nil
-}
-
-func TestNPYPairStreamsInChunks(t *testing.T) {
-	// A file much larger than the chunk is read chunk by chunk: the reader
-	// never asks for more than the chunk's bytes.
-	dir := t.TempDir()
-	n, d := 1000, 4
-	v := make([]float32, n*d)
-	for i := range v {
-		v[i] = float32(i % 17)
-	}
-	var b bytes.Buffer
-	npyfile.WriteFloat32(&b, n, d, v)
-	os.WriteFile(filepath.Join(dir, "a"+MergedSuffix), b.Bytes(), 0o644)
-	os.WriteFile(filepath.Join(dir, "a"+ExpertSuffix), b.Bytes(), 0o644)
-	p, err := OpenNPYPair(dir, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	mtl := make([]float64, 3*d)
-	ind := make([]float64, 3*d)
-	rows := 0
-	for {
-		k, err := p.Next(mtl, ind)
-		if err != nil {
-			break
-		}
-		if k > 3 {
-			t.Fatalf("Next returned %d rows for room for 3", k)
-		}
-		if mtl[0] != float64(v[rows*d]) {
-			t.Fatalf("row %d: got %v, want %v", rows, mtl[0], v[rows*d])
-		}
-		rows += k
-	}
-	if rows != n {
-		t.Errorf("read %d rows, want %d", rows, n)
-	}
-}
-
-// TestAccumulateMemoryIsBounded checks that fitting streams: the bytes
-// allocated while accumulating a task do not grow with its number of rows.
-func TestAccumulateMemoryIsBounded(t *testing.T) {
-	dir := t.TempDir()
-	const n, d = 40000, 4
-	v := make([]float32, n*d)
-	for i := range v {
-		v[i] = float32(i%13) - 6
-	}
-	for _, suffix := range []string{MergedSuffix, ExpertSuffix} {
-		if err := npyfile.WriteFileFloat32(filepath.Join(dir, "big"+suffix), n, d, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	allocated := func() uint64 {
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.TotalAlloc
-	}
-	p, err := OpenNPYPair(dir, "big")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	before := allocated()
-	acc, err := Accumulate(p, 256, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	used := allocated() - before
-	// The two files hold 2·n·d float32 (1.28 MB), 2.56 MB once widened.
-	if acc.N() != n || used > 256<<10 {
-		t.Errorf("accumulating %d rows allocated %d bytes; want O(D² + chunk), well under 256 KiB", acc.N(), used)
 	}
 }

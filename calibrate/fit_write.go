@@ -4,22 +4,24 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/mergectl/react-triton/calibrate/pairs"
 	"github.com/mergectl/react-triton/calibrate/partial"
+	"github.com/mergectl/react-triton/calibrate/tritonpairs"
 	"github.com/mergectl/react-triton/react"
 )
 
 // expertOf returns a task's expert as used: with Triton, its output
 // resolved and the version that answered.
-func (r *fitRun) expertOf(src PairSource) react.ModelRef {
-	if p, ok := src.(*TritonPair); ok {
+func (r *fitRun) expertOf(src pairs.Source) react.ModelRef {
+	if p, ok := src.(*tritonpairs.Pair); ok {
 		return p.Expert()
 	}
 	return r.experts()[src.Task()]
 }
 
 // backboneOf returns the backbone as a task used it.
-func (r *fitRun) backboneOf(src PairSource) react.ModelRef {
-	if p, ok := src.(*TritonPair); ok {
+func (r *fitRun) backboneOf(src pairs.Source) react.ModelRef {
+	if p, ok := src.(*tritonpairs.Pair); ok {
 		return p.Backbone()
 	}
 	b := r.cfg.Backbone
@@ -29,7 +31,7 @@ func (r *fitRun) backboneOf(src PairSource) react.ModelRef {
 // checkBackbone checks that every task used the same backbone: each task
 // checks that one version answered all its chunks, and across tasks the
 // version must not change either.
-func (r *fitRun) checkBackbone(src PairSource) error {
+func (r *fitRun) checkBackbone(src pairs.Source) error {
 	b := r.backboneOf(src)
 	if r.from != "" && b != r.backbone {
 		return fmt.Errorf("task %s: backbone model %q answered as version %s, but as version %s for task %s: the model changed during calibration; pin --backbone-version",

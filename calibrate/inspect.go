@@ -84,9 +84,9 @@ and inspect exits with status 1.`,
 		Example: `  calibrate inspect components.safetensors
   calibrate inspect --json components.safetensors | jq '.tasks[].cond'`,
 		Args: exactArgs(1),
-		RunE: runE(func(_ *cobra.Command, args []string) error {
+		RunE: func(_ *cobra.Command, args []string) error {
 			return inspect(stdout, args[0], asJSON)
-		}),
+		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON object instead of text")
 	return cmd

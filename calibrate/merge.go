@@ -29,7 +29,7 @@ given. β and the normalisation default to the parts'.`,
   calibrate fit --config calibrate.yaml --shard 1/2 --out part1.safetensors
   calibrate merge part0.safetensors part1.safetensors --out components.safetensors`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: runE(func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return usagef("--out is required")
 			}
@@ -57,7 +57,7 @@ given. β and the normalisation default to the parts'.`,
 			fmt.Fprintf(stdout, "wrote %s: %d shards of %d tasks, D=%d, beta=%s, normalization=%s\n",
 				out, len(args), len(c.Tasks), c.D, formatFloat(c.Beta), c.Normalization)
 			return nil
-		}),
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&out, "out", "", "components `FILE` to write (required)")

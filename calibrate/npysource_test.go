@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mergectl/react-triton/calibrate/embeddings"
+	"github.com/mergectl/react-triton/calibrate/pairs"
 )
 
 // TestNPYPairNonFinite checks that a NaN or infinite feature is reported
@@ -31,14 +34,14 @@ func TestNPYPairNonFinite(t *testing.T) {
 			} else {
 				mtl.Set(tc.row, tc.col, tc.v)
 			}
-			writeNPY(t, filepath.Join(dir, "a"+MergedSuffix), mtl, false)
-			writeNPY(t, filepath.Join(dir, "a"+ExpertSuffix), ind, tc.expert)
+			writeNPY(t, filepath.Join(dir, "a"+embeddings.MergedSuffix), mtl, false)
+			writeNPY(t, filepath.Join(dir, "a"+embeddings.ExpertSuffix), ind, tc.expert)
 			for _, chunk := range []int{1, 4, 100} {
-				p, err := OpenNPYPair(dir, "a")
+				p, err := embeddings.Open(dir, "a")
 				if err != nil {
 					t.Fatal(err)
 				}
-				_, err = Accumulate(p, chunk, nil)
+				_, err = pairs.Accumulate(p, chunk, nil)
 				p.Close()
 				if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "task a: "+dir) {
 					t.Errorf("chunk %d: Accumulate error %v, want one containing %q", chunk, err, tc.want)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/internal/npyfile"
 	"github.com/mergectl/react-triton/react"
 )
@@ -68,9 +69,6 @@ writes W_p but warns on stderr that β is too small for the data.`,
   # The naive baseline, for comparison.
   calibrate solve --components components.safetensors --preference cars=1,dtd=1 --method naive --out W_naive.npy`,
 		Args: cobra.NoArgs,
-		RunE: runE(func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd, stdout, stderr)
-		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.components, "components", "", "components `FILE` written by calibrate fit (required)")
@@ -79,9 +77,10 @@ writes W_p but warns on stderr that β is too small for the data.`,
 	f.StringVar(&o.normalize, "normalize", "", "normalisation `sum|mean` (default: the file's)")
 	f.StringVar(&o.method, "method", MethodReact, "aggregation `METHOD`: react, naive, polar or single")
 	f.StringVar(&o.out, "out", "", "write W_p to `W.npy`, which may not be the components file (required)")
-	cmd.MarkFlagRequired("components")
-	cmd.MarkFlagRequired("preference")
-	cmd.MarkFlagRequired("out")
+	cmd.RunE = layered(cmd, config.CommandFlags{Paths: []string{"components", "out"}}, stdout,
+		[]string{"components", "preference", "out"}, func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd, stdout, stderr)
+		})
 	return cmd
 }
 

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/mergectl/react-triton/calibrate/embeddings"
 )
 
 // procrustes computes U Vᵀ from the SVD U Σ Vᵀ of s, independently of the
@@ -35,7 +37,7 @@ func procrustes(t *testing.T, s mat.Matrix) *mat.Dense {
 // (X_t, Y_t: the merged and expert features, one sample per row; s_t = 1
 // for sums and 1/N_t for means) as one stacked least-squares problem
 // solved by QR.
-func reference(t *testing.T, e *embeddings, weights map[string]float64, beta float64, mean bool) *mat.Dense {
+func reference(t *testing.T, e *embeddingDir, weights map[string]float64, beta float64, mean bool) *mat.Dense {
 	t.Helper()
 	var sum float64
 	for _, w := range weights {
@@ -94,7 +96,7 @@ func assertClose(t *testing.T, got, want mat.Matrix, rel float64) {
 
 // fitted writes embeddings for tasks cars (60 rows) and dtd (45 rows), D=4,
 // and fits them with β = 0.5 and sums.
-func fitted(t *testing.T) (*embeddings, string) {
+func fitted(t *testing.T) (*embeddingDir, string) {
 	t.Helper()
 	e := writeEmbeddings(t, 4, []string{"cars", "dtd"}, []int{60, 45}, []bool{false, true})
 	path := filepath.Join(t.TempDir(), "c.safetensors")
@@ -255,8 +257,8 @@ func scaledEmbeddings(t *testing.T, n, d int, mtlScale, indScale float64, colSca
 		return v * mtlScale
 	}, mtl)
 	ind.Scale(indScale, ind)
-	writeNPY(t, filepath.Join(dir, "x"+MergedSuffix), mtl, false)
-	writeNPY(t, filepath.Join(dir, "x"+ExpertSuffix), ind, false)
+	writeNPY(t, filepath.Join(dir, "x"+embeddings.MergedSuffix), mtl, false)
+	writeNPY(t, filepath.Join(dir, "x"+embeddings.ExpertSuffix), ind, false)
 	return dir
 }
 

@@ -36,7 +36,7 @@ backbone (model, version and output), and no task may be in both. OUT keeps
 FILE's default β and normalisation.`,
 		Example: `  calibrate tasks add --components base.safetensors --from svhn.safetensors --out all.safetensors`,
 		Args:    cobra.NoArgs,
-		RunE: runE(func(*cobra.Command, []string) error {
+		RunE: func(*cobra.Command, []string) error {
 			dst, err := react.LoadComponents(file)
 			if err != nil {
 				return err
@@ -53,7 +53,7 @@ FILE's default β and normalisation.`,
 			}
 			fmt.Fprintf(stdout, "wrote %s: tasks %s\n", out, strings.Join(dst.TaskNames(), ","))
 			return nil
-		}),
+		},
 	}
 	cmd.Flags().StringVar(&file, "components", "", "components `FILE` to add to (required)")
 	cmd.Flags().StringVar(&from, "from", "", "components file `OTHER` whose tasks are added (required)")
@@ -74,7 +74,7 @@ func newTasksRemoveCommand(stdout io.Writer) *cobra.Command {
 least one task must remain.`,
 		Example: `  calibrate tasks remove --components all.safetensors --task svhn --out base.safetensors`,
 		Args:    cobra.NoArgs,
-		RunE: runE(func(*cobra.Command, []string) error {
+		RunE: func(*cobra.Command, []string) error {
 			info, err := react.ReadFileInfo(file)
 			if err != nil {
 				return err
@@ -99,7 +99,7 @@ least one task must remain.`,
 			}
 			fmt.Fprintf(stdout, "wrote %s: tasks %s\n", out, strings.Join(c.TaskNames(), ","))
 			return nil
-		}),
+		},
 	}
 	cmd.Flags().StringVar(&file, "components", "", "components `FILE` to remove from (required)")
 	cmd.Flags().StringSliceVar(&names, "task", nil, "task `NAME` to remove; repeat it or separate names with commas (required)")

@@ -11,6 +11,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mergectl/react-triton/calibrate/tritonpairs"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -61,7 +62,7 @@ func writeNPYSamples(t *testing.T, dir, task string, x []float32) {
 	for _, v := range x {
 		raw = appendFloat32(raw, v)
 	}
-	rawNPY(t, filepath.Join(dir, task+InputSuffix), fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': (%d, 1, 3, 4), }", len(x)/12), raw)
+	rawNPY(t, filepath.Join(dir, task+tritonpairs.InputSuffix), fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': (%d, 1, 3, 4), }", len(x)/12), raw)
 }
 
 // TestFitTritonImages fits from folders of PNG images and from .npy files

@@ -13,6 +13,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mergectl/react-triton/calibrate/tritonpairs"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -91,7 +92,7 @@ func TestFitTritonIntegerAndSeveralInputs(t *testing.T) {
 			"input_ids": npyBytes(fmt.Sprintf("{'descr': '<i8', 'fortran_order': False, 'shape': (%d, 3), }", n), ids),
 			"mask":      npyBytes(fmt.Sprintf("{'descr': '|u1', 'fortran_order': False, 'shape': (%d, 3), }", n), mask),
 		}
-		writeNPZ(t, filepath.Join(dir, task+ArchiveSuffix), task == "b", arrays, "mask", "input_ids")
+		writeNPZ(t, filepath.Join(dir, task+tritonpairs.ArchiveSuffix), task == "b", arrays, "mask", "input_ids")
 	}
 	out := filepath.Join(t.TempDir(), "c.safetensors")
 	mustRun(t, "fit", "--triton", addr, "--inputs", dir, "--backbone-model", "merged", "--chunk", "4",

@@ -19,6 +19,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/mergectl/react-triton/calibrate/pairs"
+	"github.com/mergectl/react-triton/calibrate/tritonpairs"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -257,7 +259,7 @@ func writeInputs(t *testing.T, dir, task string, n int, sample ...int) []float32
 	for _, x := range v {
 		raw = appendFloat32(raw, x)
 	}
-	rawNPY(t, filepath.Join(dir, task+InputSuffix), fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }", shape), raw)
+	rawNPY(t, filepath.Join(dir, task+tritonpairs.InputSuffix), fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }", shape), raw)
 	return v
 }
 
@@ -325,7 +327,7 @@ func TestFitTriton(t *testing.T) {
 	x := map[string][]float32{"a": writeInputs(t, dir, "a", 37, 2, 3), "b": writeInputs(t, dir, "b", 4, 2, 3)}
 	out := filepath.Join(t.TempDir(), "c.safetensors")
 	r := mustRun(t, "fit", "--triton", addr, "--inputs", dir, "--backbone-model", "merged", "--chunk", "8",
-		"--expert", "a=expert_a", "--expert", "b=expert_b:1", "--out", out, "--progress")
+		"--expert", "a=expert_a", "--expert", "b=expert_b:1", "--out", out, "--progress", "always")
 	if !strings.Contains(r.stdout, "task a: N=37") || !strings.Contains(r.stderr, "37/37") || !strings.Contains(r.stderr, "4/4") {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	}
@@ -382,11 +384,11 @@ func TestFitTritonRefuses(t *testing.T) {
 		{"unreachable", nil, good, []string{"--triton", "CLOSED"}, ExitFailure,
 			[]string{"connecting to Triton: triton at 127.0.0.1:", "Unavailable", "connection refused"}},
 		{"backbone unknown", nil, good, []string{"--backbone-model", "nope"}, ExitFailure,
-			[]string{`backbone model "nope": not ready on Triton at 127.0.0.1:`}},
+			[]string{`backbone: model "nope" is not ready on Triton 127.0.0.1:`}},
 		{"expert not ready", func(f *fakeServer) { f.models["expert_b"].notReady = true }, good, nil, ExitFailure,
-			[]string{`expert of task b model "expert_b": not ready`}},
+			[]string{`expert of task b: model "expert_b" is not ready`}},
 		{"version not served", nil, good, []string{"--backbone-version", "2"}, ExitFailure,
-			[]string{`backbone model "merged" version 2: not ready`}},
+			[]string{`backbone: model "merged" version 2 is not ready`}},
 		{"expert missing", nil, good, []string{"--expert", "a=expert_a"}, ExitUsage,
 			[]string{"--expert: no expert for task b: give --expert task=model for every task"}},
 		{"expert of a task without inputs", nil, good, []string{"--expert", "a=expert_a", "--expert", "b=expert_b", "--expert", "c=expert_a"}, ExitUsage,
@@ -405,12 +407,14 @@ func TestFitTritonRefuses(t *testing.T) {
 			writeInputs(t, dir, "b", 3, 2, 3)
 		}, nil, ExitFailure, []string{"takes samples of shape [2 3], not [6] (", "a.npy)"}},
 		{"no such output", nil, good, []string{"--backbone-output", "emb"}, ExitFailure,
-			[]string{`backbone model "merged": has no output "emb": its outputs are "feature" FP32 [-1 4]`}},
+			[]string{`backbone: model "merged" has no output "emb" (outputs: feature)`}},
 		{"ambiguous output", func(f *fakeServer) {
 			f.models["expert_b"].outputs[0].Name = "feat"
-		}, good, nil, ExitFailure, []string{`expert of task b model "expert_b": has 2 outputs ("feat" BF16 [-1 4], "logits" FP32 [-1 10]): name the one holding the feature`}},
+		}, good, nil, ExitFailure, []string{`expert of task b: model "expert_b" has 2 outputs (feat, logits): name the one to use`}},
 		{"integer output", func(f *fakeServer) { f.models["merged"].outputs[0].Datatype = triton.INT64 }, good, nil, ExitFailure,
-			[]string{`output "feature" has datatype INT64`}},
+			[]string{`output "feature" is INT64; a feature must be FP32, FP16 or BF16`}},
+		{"FP64 output", func(f *fakeServer) { f.models["expert_a"].outputs[0].Datatype = triton.FP64 }, good, nil, ExitFailure,
+			[]string{`expert of task a: model "expert_a" output "feature" is FP64; a feature must be FP32, FP16 or BF16`}},
 		{"variable D", func(f *fakeServer) { f.models["merged"].outputs[0].Shape = []int64{-1, -1} }, good, nil, ExitFailure,
 			[]string{`output "feature" has shape [-1 -1]: the feature must have a fixed size`}},
 		{"different D", nil, good, []string{"--expert", "a=expert_a", "--expert", "b=expert_b:1:logits"}, ExitFailure,
@@ -514,14 +518,14 @@ func TestTritonPairClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	pairs, err := OpenTritonPairs(context.Background(), c, TritonConfig{
+	ps, err := tritonpairs.Open(context.Background(), c, tritonpairs.Config{
 		Inputs: dir, Backbone: react.ModelRef{Name: "merged"},
 		Experts: map[string]react.ModelRef{"a": {Name: "expert_a"}}, Batch: 2, InFlight: 3,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := pairs[0]
+	p := ps[0]
 	if p.Len() != 200 || p.Dim() != 4 || p.BatchSize() != 2 || p.Task() != "a" {
 		t.Errorf("Len %d Dim %d BatchSize %d Task %s", p.Len(), p.Dim(), p.BatchSize(), p.Task())
 	}
@@ -561,22 +565,22 @@ func TestTritonPairAccumulate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	pairs, err := OpenTritonPairs(context.Background(), c, TritonConfig{
+	ps, err := tritonpairs.Open(context.Background(), c, tritonpairs.Config{
 		Inputs: dir, Tasks: []string{"a"}, Backbone: react.ModelRef{Name: "merged", Output: "feature"},
 		Experts: map[string]react.ModelRef{"a": {Name: "expert_a"}}, InFlight: 1,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pairs[0].Close()
-	acc, err := Accumulate(pairs[0], 7, nil)
+	defer ps[0].Close()
+	acc, err := pairs.Accumulate(ps[0], 7, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := pairs[0].Next(make([]float64, 4), make([]float64, 4)); n != 0 || !errors.Is(err, io.EOF) {
+	if n, err := ps[0].Next(make([]float64, 4), make([]float64, 4)); n != 0 || !errors.Is(err, io.EOF) {
 		t.Errorf("Next after the end = %d, %v; want 0, EOF", n, err)
 	}
-	st, err := acc.Stats("a", pairs[0].Expert())
+	st, err := acc.Stats("a", ps[0].Expert())
 	if err != nil {
 		t.Fatal(err)
 	}

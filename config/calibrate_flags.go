@@ -6,110 +6,72 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/mergectl/react-triton/triton"
 )
 
-// calibrateFlag is a flag of calibrate fit that overrides a key of its
-// configuration file.
-type calibrateFlag struct {
-	name, key string
-	// set applies the flag's value to c, or returns the problem with it.
-	set func(c *Calibrate, fs *pflag.FlagSet) error
+// calibrateFlagKeys maps each flag of calibrate fit that sets one key to
+// that key; the layering engine binds it. --beta (a number, or auto),
+// --expert (one task's entry of experts) and --quiet (progress: never)
+// are applied by applyCalibrateFlags.
+var calibrateFlagKeys = map[string]string{
+	"triton":           "triton.grpc",
+	"triton-timeout":   "triton.timeout",
+	"retry-max-wait":   "triton.retry_max_wait",
+	"embeddings":       "embeddings",
+	"inputs":           "inputs",
+	"image-layout":     "images.layout",
+	"image-channels":   "images.channels",
+	"image-size":       "images.size",
+	"image-resize":     "images.resize",
+	"image-mean":       "images.mean",
+	"image-std":        "images.std",
+	"image-on-error":   "images.on_error",
+	"image-decode":     "images.decode",
+	"out":              "out",
+	FlagNormalize:      "normalize",
+	"tasks":            "tasks",
+	"backbone-model":   "backbone.model",
+	"backbone-version": "backbone.version",
+	"backbone-output":  "backbone.output",
+	"chunk":            "chunk",
+	"in-flight":        "in_flight",
+	"checkpoint-dir":   "checkpoint.dir",
+	"checkpoint-every": "checkpoint.every",
+	"fraction":         "sample.fraction",
+	"limit":            "sample.limit",
+	"seed":             "sample.seed",
+	"holdout":          "beta_select.holdout",
+	"beta-report":      "beta_select.report",
+	"shard":            "shard",
+	"only":             "only",
+	"into":             "into",
+	FlagProgress:       "progress",
 }
 
-func stringFlag(name, key string, field func(c *Calibrate) *string) calibrateFlag {
-	return calibrateFlag{name, key, func(c *Calibrate, fs *pflag.FlagSet) (err error) {
-		*field(c), err = fs.GetString(name)
-		return err
-	}}
-}
+// flagExpert is calibrate fit's repeatable --expert task=model flag.
+const flagExpert = "expert"
 
-func intFlag(name, key string, field func(c *Calibrate) *int) calibrateFlag {
-	return calibrateFlag{name, key, func(c *Calibrate, fs *pflag.FlagSet) (err error) {
-		*field(c), err = fs.GetInt(name)
+// setBeta applies --beta: a number, or auto for beta_select.auto.
+func setBeta(c *Calibrate, fs *pflag.FlagSet) error {
+	v, err := fs.GetString(FlagBeta)
+	if err != nil {
 		return err
-	}}
-}
-
-// calibrateFlags are the flags that override keys, in the order of the
-// schema.
-var calibrateFlags = []calibrateFlag{
-	stringFlag("triton", "triton.grpc", func(c *Calibrate) *string { return &c.Triton.GRPC }),
-	{"triton-timeout", "triton.timeout", func(c *Calibrate, fs *pflag.FlagSet) (err error) {
-		c.Triton.Timeout, err = fs.GetDuration("triton-timeout")
-		return err
-	}},
-	{"retry-max-wait", "triton.retry_max_wait", func(c *Calibrate, fs *pflag.FlagSet) (err error) {
-		c.Triton.RetryMaxWait, err = fs.GetDuration("retry-max-wait")
-		return err
-	}},
-	stringFlag("embeddings", "embeddings", func(c *Calibrate) *string { return &c.Embeddings }),
-	stringFlag("inputs", "inputs", func(c *Calibrate) *string { return &c.Inputs }),
-	stringFlag("image-layout", "images.layout", func(c *Calibrate) *string { return &c.Images.Layout }),
-	stringFlag("image-channels", "images.channels", func(c *Calibrate) *string { return &c.Images.Channels }),
-	{"image-size", "images.size", func(c *Calibrate, fs *pflag.FlagSet) (err error) {
-		c.Images.Size, err = fs.GetIntSlice("image-size")
-		return err
-	}},
-	stringFlag("image-resize", "images.resize", func(c *Calibrate) *string { return &c.Images.Resize }),
-	{"image-mean", "images.mean", func(c *Calibrate, fs *pflag.FlagSet) (err error) {
-		c.Images.Mean, err = fs.GetFloat64Slice("image-mean")
-		return err
-	}},
-	{"image-std", "images.std", func(c *Calibrate, fs *pflag.FlagSet) (err error) {
-		c.Images.Std, err = fs.GetFloat64Slice("image-std")
-		return err
-	}},
-	stringFlag("image-on-error", "images.on_error", func(c *Calibrate) *string { return &c.Images.OnError }),
-	stringFlag("image-decode", "images.decode", func(c *Calibrate) *string { return &c.Images.Decode }),
-	stringFlag("out", "out", func(c *Calibrate) *string { return &c.Out }),
-	{"beta", "beta", func(c *Calibrate, fs *pflag.FlagSet) error {
-		v, err := fs.GetString("beta")
-		if err != nil {
-			return err
-		}
-		if v == "auto" {
-			c.BetaSelect.Auto = true
-			return nil
-		}
-		if c.Beta, err = strconv.ParseFloat(v, 64); err != nil {
-			return fmt.Errorf("%q: want a number or auto", v)
-		}
+	}
+	if v == "auto" {
+		c.BetaSelect.Auto = true
 		return nil
-	}},
-	stringFlag("normalize", "normalize", func(c *Calibrate) *string { return &c.Normalize }),
-	{"tasks", "tasks", func(c *Calibrate, fs *pflag.FlagSet) (err error) {
-		c.Tasks, err = fs.GetStringSlice("tasks")
-		return err
-	}},
-	stringFlag("backbone-model", "backbone.model", func(c *Calibrate) *string { return &c.Backbone.Model }),
-	stringFlag("backbone-version", "backbone.version", func(c *Calibrate) *string { return &c.Backbone.Version }),
-	stringFlag("backbone-output", "backbone.output", func(c *Calibrate) *string { return &c.Backbone.Output }),
-	{"expert", "experts", setExperts},
-	intFlag("chunk", "chunk", func(c *Calibrate) *int { return &c.Chunk }),
-	intFlag("in-flight", "in_flight", func(c *Calibrate) *int { return &c.InFlight }),
-	stringFlag("checkpoint-dir", "checkpoint.dir", func(c *Calibrate) *string { return &c.Checkpoint.Dir }),
-	intFlag("checkpoint-every", "checkpoint.every", func(c *Calibrate) *int { return &c.Checkpoint.Every }),
-	{"fraction", "sample.fraction", func(c *Calibrate, fs *pflag.FlagSet) (err error) {
-		c.Sample.Fraction, err = fs.GetFloat64("fraction")
-		return err
-	}},
-	intFlag("limit", "sample.limit", func(c *Calibrate) *int { return &c.Sample.Limit }),
-	intFlag("seed", "sample.seed", func(c *Calibrate) *int { return &c.Sample.Seed }),
-	{"holdout", "beta_select.holdout", func(c *Calibrate, fs *pflag.FlagSet) (err error) {
-		c.BetaSelect.Holdout, err = fs.GetFloat64("holdout")
-		return err
-	}},
-	stringFlag("beta-report", "beta_select.report", func(c *Calibrate) *string { return &c.BetaSelect.Report }),
-	stringFlag("shard", "shard", func(c *Calibrate) *string { return &c.Shard }),
-	stringFlag("only", "only", func(c *Calibrate) *string { return &c.Only }),
-	stringFlag("into", "into", func(c *Calibrate) *string { return &c.Into }),
-	stringFlag("progress-mode", "progress", func(c *Calibrate) *string { return &c.Progress }),
+	}
+	if c.Beta, err = strconv.ParseFloat(v, 64); err != nil {
+		return fmt.Errorf("%q: want a number or auto", v)
+	}
+	return nil
 }
 
 // setExperts applies the --expert flags over the file's experts: each
 // names one task's expert, and replaces the file's entry for that task.
 func setExperts(c *Calibrate, fs *pflag.FlagSet) error {
-	list, err := fs.GetStringArray("expert")
+	list, err := fs.GetStringArray(flagExpert)
 	if err != nil {
 		return err
 	}
@@ -161,7 +123,7 @@ const (
 // BindCalibrateFlags registers calibrate fit's configuration flags on fs:
 // --config (the file, which LoadCalibrate reads when its path argument is
 // ""), one flag per key that a flag can override, and --progress and
-// --quiet, shorthands for progress: always and progress: never.
+// --quiet, the shorthand for --progress never.
 // LoadCalibrate applies only the flags that were set, over the file.
 func BindCalibrateFlags(fs *pflag.FlagSet) {
 	fs.String(FlagConfig, "", "configuration `FILE` (YAML, see calibrate.example.yaml); flags override its keys")
@@ -179,15 +141,15 @@ func BindCalibrateFlags(fs *pflag.FlagSet) {
 	fs.String("image-decode", DecodeGo, "where images are decoded: `go|triton` (key images.decode; triton: each file's bytes go to models taking encoded images, BYTES [n,1])")
 	fs.String("image-on-error", OnErrorFail, "an image file that does not decode: `fail|skip` (key images.on_error; skip: left out and reported by name)")
 	fs.String("out", "", "`FILE` to write: a components file, or with --shard a partial-statistics file (key out; default with --into: that file)")
-	fs.String("beta", strconv.FormatFloat(DefaultCalibrateBeta, 'g', -1, 64), "default regulariser `B` ≥ 0 (β) that pulls each correction towards its orthogonal factor (key beta), or auto: β and the normalisation (sum or mean) chosen by the reconstruction error on held-out samples (key beta_select.auto)")
-	fs.String("normalize", DefaultCalibrateNormalize, "default normalisation of the statistics, `sum|mean` (key normalize)")
+	fs.String(FlagBeta, strconv.FormatFloat(DefaultCalibrateBeta, 'g', -1, 64), "default regulariser `B` ≥ 0 (β) that pulls each correction towards its orthogonal factor (key beta), or auto: β and the normalisation (sum or mean) chosen by the reconstruction error on held-out samples (key beta_select.auto)")
+	fs.String(FlagNormalize, DefaultCalibrateNormalize, "default normalisation of the statistics, `sum|mean` (key normalize)")
 	fs.StringSlice("tasks", nil, "comma-separated `TASKS` to fit, in this order (key tasks; default: every task in --embeddings or --inputs, sorted)")
 	fs.String("backbone-model", "", "the merged backbone model's `NAME` (key backbone.model; required with --triton)")
 	fs.String("backbone-version", "", "the merged backbone model's `VERSION` (key backbone.version; default with --triton: the server's choice)")
 	fs.String("backbone-output", "", "the merged backbone's output `TENSOR` holding the features (key backbone.output; default with --triton: its only output)")
-	fs.StringArray("expert", nil, "a task's expert as `task=model[:version[:output]]`, replacing the file's (key experts; repeatable; with --triton, one per task)")
+	fs.StringArray(flagExpert, nil, "a task's expert as `task=model[:version[:output]]`, replacing the file's (key experts; repeatable; with --triton, one per task)")
 	fs.Int("chunk", 0, "send this many `SAMPLES` per request to Triton, or read this many rows at a time from --embeddings (key chunk; default 256 with --triton, capped by max_batch_size; 4096 otherwise)")
-	fs.Int("in-flight", DefaultInFlight, "`CHUNKS` of a task in flight on Triton at once (key in_flight)")
+	fs.Int("in-flight", triton.DefaultInFlight, "`CHUNKS` of a task in flight on Triton at once (key in_flight)")
 	fs.String("checkpoint-dir", "", "`DIR` of the checkpoints (key checkpoint.dir; default: --out followed by .ckpt)")
 	fs.Int("checkpoint-every", DefaultCheckpointEvery, "save a task's partial statistics every `N` chunks (key checkpoint.every)")
 	fs.Float64("fraction", 0, "fit a seeded random `F` of each task's samples, 0 < F ≤ 1 (key sample.fraction; default all)")
@@ -198,10 +160,40 @@ func BindCalibrateFlags(fs *pflag.FlagSet) {
 	fs.String("shard", "", "fit shard `i/n` of every task's samples into a partial-statistics file for calibrate merge (key shard)")
 	fs.String("only", "", "fit this one `TASK` and add it to, or replace it in, the components file --into (key only)")
 	fs.String("into", "", "the existing components `FILE` that --only adds its task to (key into)")
-	fs.String("progress-mode", DefaultProgress, "how progress is shown on stderr: `auto|always|log|never` (key progress; auto: a bar on a terminal, log lines otherwise)")
-	fs.Bool(FlagProgress, false, "show a progress bar even when stderr is not a terminal (progress: always)")
-	fs.Bool(FlagQuiet, false, "show no progress (progress: never)")
+	BindProgressFlags(fs)
 }
 
 // flagSource is how a problem names a value that came from a flag.
 func flagSource(name string) string { return "--" + name }
+
+// BindProgressFlags registers --progress MODE, how progress is shown on
+// stderr (auto, always, log or never; see ParseProgress), and --quiet, the
+// shorthand for --progress never: the same two flags, with one meaning,
+// in every calibrate command that shows progress.
+func BindProgressFlags(fs *pflag.FlagSet) {
+	fs.String(FlagProgress, DefaultProgress, "how progress is shown on stderr: `auto|always|log|never` (key progress; auto: a bar on a terminal, log lines otherwise)")
+	fs.Bool(FlagQuiet, false, "show no progress (--progress never)")
+}
+
+// ProgressFlag returns the progress mode the flags of BindProgressFlags
+// give, checked.
+func ProgressFlag(fs *pflag.FlagSet) (string, error) {
+	mode, err := fs.GetString(FlagProgress)
+	if err != nil {
+		return "", err
+	}
+	quiet, err := fs.GetBool(FlagQuiet)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case quiet && fs.Changed(FlagProgress):
+		return "", fmt.Errorf("--progress and --quiet exclude each other")
+	case quiet:
+		return ProgressNever, nil
+	}
+	if err := CheckProgress(mode); err != nil {
+		return "", fmt.Errorf("--progress %w", err)
+	}
+	return mode, nil
+}

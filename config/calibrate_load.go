@@ -3,11 +3,9 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"reflect"
 
+	"github.com/mergectl/react-triton/problem"
 	"github.com/spf13/pflag"
 )
 
@@ -15,10 +13,14 @@ import (
 // resolves relative paths, and validates the result.
 //
 // The values come, from lowest to highest precedence, from the defaults
-// (DefaultCalibrate), the YAML file at path, and flags:
+// (DefaultCalibrate), the YAML file at path, the environment and flags,
+// layered by the engine the sidecar's Load uses:
 //
 //   - path "" reads no file, unless flags holds a --config flag that was
 //     set (see BindCalibrateFlags); then that file is read;
+//   - every scalar key, and list of scalars, can be overridden by an
+//     environment variable named after it (see EnvVar): REACT_TRITON_GRPC,
+//     REACT_SAMPLE_LIMIT, REACT_TASKS=a,b;
 //   - flags, when not nil, are the flags of BindCalibrateFlags; those that
 //     were set override their key (each --expert replaces one task's
 //     entry of experts).
@@ -29,14 +31,25 @@ import (
 //
 // The file is decoded strictly, like the sidecar's (Load): every problem,
 // an unknown key, a value of the wrong type or one Validate finds, is
-// returned together in an *Error, each with its path and its line or flag.
+// returned together as a problem.List, each with its path and its line,
+// flag or variable.
 func LoadCalibrate(path string, flags *pflag.FlagSet) (*Calibrate, error) {
 	if path == "" && flags != nil {
 		if f := flags.Lookup(FlagConfig); f != nil && f.Changed {
 			path = f.Value.String()
 		}
 	}
-	c, err := loadCalibrate(path, flags)
+	var file *fileValues
+	var decodeErrs problem.List // the file's keys that did not decode
+	if path != "" {
+		var err error
+		if file, decodeErrs, err = readFile(path, new(Calibrate)); errors.Is(err, errReading) {
+			return nil, fmt.Errorf("config: %w", err)
+		} else if err != nil {
+			return nil, fmt.Errorf("config: %s: %w", path, err)
+		}
+	}
+	c, err := loadCalibrate(file, decodeErrs, flags)
 	if err != nil {
 		if path == "" {
 			return nil, fmt.Errorf("config: %w", err)
@@ -46,41 +59,24 @@ func LoadCalibrate(path string, flags *pflag.FlagSet) (*Calibrate, error) {
 	return c, nil
 }
 
-func loadCalibrate(path string, flags *pflag.FlagSet) (*Calibrate, error) {
+// calibrateKeys are every scalar key of Calibrate, in schema order.
+var calibrateKeys = keysOf(reflect.TypeFor[Calibrate]())
+
+func loadCalibrate(file *fileValues, decodeErrs problem.List, flags *pflag.FlagSet) (*Calibrate, error) {
 	c := DefaultCalibrate()
-	var p problems
-	var decodeErrs []*FieldError // the file's keys that did not decode
-	lines := map[string]int{}
-	sources := map[string]string{} // key → the flag that set it
-	if path != "" {
-		abs, err := filepath.Abs(path)
-		if err != nil {
-			return nil, err
-		}
-		data, err := os.ReadFile(abs)
-		if err != nil {
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err // the path is in the caller's prefix
-			}
-			return nil, fmt.Errorf("reading: %w", err)
-		}
-		d := newDecoder()
-		if err := d.document(data, reflect.ValueOf(c).Elem()); err != nil {
-			return nil, err
-		}
-		p.errs = append(p.errs, d.errs...)
-		decodeErrs = d.errs
-		lines, c.File = d.lines, abs
-		dir := filepath.Dir(abs)
-		for key, ptr := range c.paths() {
-			if d.set[key] && *ptr != "" && !filepath.IsAbs(*ptr) {
-				*ptr = filepath.Join(dir, *ptr)
-			}
-		}
+	l, err := newLayers(calibrateKeys, c, file, flags, calibrateFlagKeys)
+	if err != nil {
+		return nil, err
+	}
+	p := append(problem.List(nil), decodeErrs...)
+	l.apply(c, &p)
+	if file != nil {
+		c.File = file.abs
+		c.Experts = file.root.Interface().(*Calibrate).Experts
+		l.resolvePaths(c.paths())
 	}
 	if flags != nil {
-		applyCalibrateFlags(c, flags, sources, &p)
+		applyCalibrateFlags(c, flags, l.sources, &p)
 	}
 	// An empty list is no list: [] in the file (as --print-config writes
 	// it) loads like a key left out.
@@ -102,82 +98,53 @@ func loadCalibrate(path string, flags *pflag.FlagSet) (*Calibrate, error) {
 	if c.Checkpoint.Dir == "" && c.Out != "" {
 		c.Checkpoint.Dir = c.Out + CheckpointSuffix
 	}
-	var verr *Error
+	var verr problem.List
 	if err := c.Validate(); errors.As(err, &verr) {
-		if len(decodeErrs) > 0 {
-			// A key that did not decode explains the problems of its section.
-			verr.Errors = (&loader{decodeErrs: decodeErrs}).unmasked(verr.Errors)
-		}
-		p.errs = append(p.errs, verr.Errors...)
+		p = append(p, unmasked(decodeErrs, verr)...)
 	} else if err != nil {
 		return nil, err
 	}
-	if len(p.errs) == 0 {
-		return c, nil
+	if err := l.finish(p); err != nil {
+		return nil, err
 	}
-	for _, fe := range p.errs {
-		if fe.Line != 0 || fe.Source != "" {
-			continue
-		}
-		fe.Source = calibrateSource(fe.Path, sources)
-		for _, pp := range parentPaths(fe.Path) {
-			if line, ok := lines[pp]; ok && fe.Source == "" {
-				fe.Line = line
-				break
-			}
-		}
-	}
-	sortByLine(p.errs)
-	return nil, p.err()
+	return c, nil
 }
 
-// applyCalibrateFlags applies the flags that were set over c, recording
+// applyCalibrateFlags applies the flags that are not one key's value
+// (--beta, which may say auto, --expert and --quiet) over c, recording
 // which key each one set.
-func applyCalibrateFlags(c *Calibrate, flags *pflag.FlagSet, sources map[string]string, p *problems) {
+func applyCalibrateFlags(c *Calibrate, flags *pflag.FlagSet, sources map[string]string, p *problem.List) {
 	changed := func(name string) bool {
 		f := flags.Lookup(name)
 		return f != nil && f.Changed
 	}
-	for _, f := range calibrateFlags {
-		if !changed(f.name) {
-			continue
+	if changed(FlagBeta) {
+		if err := setBeta(c, flags); err != nil {
+			*p = append(*p, &problem.Problem{Path: "beta", Msg: err.Error(), Source: flagSource(FlagBeta)})
+		} else {
+			sources["beta"] = flagSource(FlagBeta)
 		}
-		if err := f.set(c, flags); err != nil {
-			p.errs = append(p.errs, &FieldError{Path: f.key, Msg: err.Error(), Source: flagSource(f.name)})
-			continue
-		}
-		sources[f.key] = flagSource(f.name)
-		if f.name == "expert" {
+	}
+	if changed(flagExpert) {
+		if err := setExperts(c, flags); err != nil {
+			*p = append(*p, &problem.Problem{Path: "experts", Msg: err.Error(), Source: flagSource(flagExpert)})
+		} else {
 			// Each expert's problems belong to the flag that gave it; the
 			// file's other entries keep their lines.
-			delete(sources, f.key)
-			list, _ := flags.GetStringArray("expert")
+			list, _ := flags.GetStringArray(flagExpert)
 			for _, s := range list {
 				if task, _, err := ParseExpert(s); err == nil {
-					sources[keyPath("experts", task)] = flagSource(f.name)
+					sources[problem.Key("experts", task)] = flagSource(flagExpert)
 				}
 			}
 		}
 	}
 	switch {
 	case changed(FlagProgress) && changed(FlagQuiet):
-		p.errs = append(p.errs, &FieldError{Path: "progress", Msg: "--progress and --quiet exclude each other", Source: flagSource(FlagQuiet)})
-	case changed(FlagProgress):
-		c.Progress, sources["progress"] = ProgressAlways, flagSource(FlagProgress)
+		*p = append(*p, &problem.Problem{Path: "progress", Msg: "--progress and --quiet exclude each other", Source: flagSource(FlagQuiet)})
 	case changed(FlagQuiet):
 		c.Progress, sources["progress"] = ProgressNever, flagSource(FlagQuiet)
 	}
-}
-
-// calibrateSource names the flag that set the value at path, or one of its
-// enclosing sections, "" when none did.
-func calibrateSource(path string, sources map[string]string) string {
-	for _, pp := range parentPaths(path) {
-		if src, ok := sources[pp]; ok {
-			return src
-		}
-	}
-	return ""
 }
 
 // paths returns the configuration's file and directory paths by key: a

@@ -31,10 +31,40 @@ func (c *Calibrate) YAML() ([]byte, error) {
 		}
 		*ptr = abs
 	}
+	return encodeYAML(reflect.ValueOf(&out).Elem())
+}
+
+// YAML returns the sidecar's configuration as a YAML file that Load reads
+// back to the same values from any directory: every key, in the order of
+// the schema, durations and sizes with their unit, and paths absolute.
+// sidecar --print-config shows it.
+func (c *Config) YAML() ([]byte, error) {
+	out := *c
+	out.Components = slices.Clone(c.Components)
+	paths := []*string{&out.Triton.TLS.CAFile, &out.Triton.TLS.CertFile, &out.Triton.TLS.KeyFile,
+		&out.Server.TLS.CertFile, &out.Server.TLS.KeyFile, &out.Server.TLS.ClientCAFile, &out.Management.TokenFile}
+	for i := range out.Components {
+		paths = append(paths, &out.Components[i].Path)
+	}
+	for _, p := range paths {
+		if *p == "" || filepath.IsAbs(*p) {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return nil, err
+		}
+		*p = abs
+	}
+	return encodeYAML(reflect.ValueOf(&out).Elem())
+}
+
+// encodeYAML writes a configuration value as YAML, by node.
+func encodeYAML(v reflect.Value) ([]byte, error) {
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
-	if err := enc.Encode(node(reflect.ValueOf(&out).Elem())); err != nil {
+	if err := enc.Encode(node(v)); err != nil {
 		return nil, err
 	}
 	if err := enc.Close(); err != nil {
@@ -44,7 +74,7 @@ func (c *Calibrate) YAML() ([]byte, error) {
 }
 
 // node builds the YAML node of a configuration value, keyed by the
-// mapstructure tags of its structs.
+// yaml tags of its structs.
 func node(v reflect.Value) *yaml.Node {
 	scalar := func(tag, s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: s} }
 	switch {
@@ -52,6 +82,11 @@ func node(v reflect.Value) *yaml.Node {
 		return scalar("!!str", time.Duration(v.Int()).String())
 	case v.Type() == byteSizeType:
 		return scalar("!!str", ByteSize(v.Int()).String())
+	case v.Type() == timeType:
+		if t := v.Interface().(time.Time); !t.IsZero() {
+			return scalar("!!str", t.Format(time.RFC3339))
+		}
+		return scalar("!!null", "null")
 	}
 	switch v.Kind() {
 	case reflect.Struct:
@@ -62,6 +97,13 @@ func node(v reflect.Value) *yaml.Node {
 			}
 		}
 		return n
+	case reflect.Map, reflect.Slice:
+		if v.IsNil() {
+			// Left out: an empty list or mapping that was given is [] or {}.
+			return scalar("!!null", "null")
+		}
+	}
+	switch v.Kind() {
 	case reflect.Map:
 		n := &yaml.Node{Kind: yaml.MappingNode}
 		keys := v.MapKeys()

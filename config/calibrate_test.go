@@ -220,7 +220,7 @@ func TestCalibrateFlags(t *testing.T) {
 		t.Errorf("experts %+v, want %+v", got.Experts, wantExperts)
 	}
 
-	fs = parseCalibrateFlags(t, "--config", path, "--expert", "mnist=m:x", "--chunk", "-2", "--progress", "--quiet")
+	fs = parseCalibrateFlags(t, "--config", path, "--expert", "mnist=m:x", "--chunk", "-2", "--progress", "always", "--quiet")
 	_, err = LoadCalibrate("", fs)
 	want := []string{
 		"progress: --progress and --quiet exclude each other (from --quiet)",
@@ -325,5 +325,27 @@ func TestCalibrateYAMLPathsLoadBackElsewhere(t *testing.T) {
 		if got != name {
 			t.Errorf("loaded back from elsewhere: %q, want %q\n%s", got, name, b)
 		}
+	}
+}
+
+// TestLoadCalibrateEnv layers the REACT_* environment between the file and
+// the flags, as the sidecar's Load does, and names a variable's problem by
+// it.
+func TestLoadCalibrateEnv(t *testing.T) {
+	t.Setenv("REACT_SAMPLE_LIMIT", "5")
+	t.Setenv("REACT_TASKS", "b, a")
+	t.Setenv("REACT_IMAGES_MEAN", "0.5,0.25,0.125")
+	t.Setenv("REACT_CHUNK", "64")
+	c, err := LoadCalibrate("", parseCalibrateFlags(t, "--embeddings", "feats", "--out", "c.safetensors", "--chunk", "32"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Sample.Limit != 5 || !slices.Equal(c.Tasks, []string{"b", "a"}) || !slices.Equal(c.Images.Mean, []float64{0.5, 0.25, 0.125}) || c.Chunk != 32 {
+		t.Errorf("limit %d, tasks %q, mean %v, chunk %d; want 5, [b a], [0.5 0.25 0.125] and 32 (the flag's)", c.Sample.Limit, c.Tasks, c.Images.Mean, c.Chunk)
+	}
+	t.Setenv("REACT_SAMPLE_LIMIT", "-1")
+	_, err = LoadCalibrate("", parseCalibrateFlags(t, "--embeddings", "feats", "--out", "c.safetensors"))
+	if err == nil || !strings.Contains(err.Error(), "(from $REACT_SAMPLE_LIMIT)") {
+		t.Errorf("LoadCalibrate with REACT_SAMPLE_LIMIT=-1: %v, want a problem from $REACT_SAMPLE_LIMIT", err)
 	}
 }

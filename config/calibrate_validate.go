@@ -10,7 +10,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
+
+	"github.com/mergectl/react-triton/internal/filecheck"
 )
 
 // Shard is one of n deterministic parts of every task's samples.
@@ -39,99 +42,97 @@ func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
 // it finds as an *Error, or nil. It reads the file system: the directory of
 // out must exist, and into must be a readable file.
 func (c *Calibrate) Validate() error {
-	var p problems
+	var p problem.List
 	c.validateSource(&p)
 	if err := react.ValidateBeta(c.Beta); err != nil {
-		p.add("beta", "%v", err)
+		p.Add("beta", "%v", err)
 	}
 	if _, err := react.ParseNormalization(c.Normalize); err != nil {
-		p.add("normalize", "%v", err)
+		p.Add("normalize", "%v", err)
 	}
 	c.validateTasks(&p)
 	if c.Chunk < 0 {
-		p.add("chunk", "must be ≥ 0 (0 for the default), got %d", c.Chunk)
+		p.Add("chunk", "must be ≥ 0 (0 for the default), got %d", c.Chunk)
 	}
 	if c.InFlight < 1 {
-		p.add("in_flight", "must be at least 1, got %d", c.InFlight)
+		p.Add("in_flight", "must be at least 1, got %d", c.InFlight)
 	}
 	if c.Checkpoint.Every < 1 {
-		p.add("checkpoint.every", "must be at least 1, got %d", c.Checkpoint.Every)
+		p.Add("checkpoint.every", "must be at least 1, got %d", c.Checkpoint.Every)
 	}
 	c.validateImages(&p)
 	c.validateSample(&p)
 	c.validateBetaSelect(&p)
 	c.validateOutput(&p)
-	switch c.Progress {
-	case ProgressAuto, ProgressAlways, ProgressLog, ProgressNever:
-	default:
-		p.add("progress", "%q: want %s, %s, %s or %s", c.Progress, ProgressAuto, ProgressAlways, ProgressLog, ProgressNever)
+	if err := CheckProgress(c.Progress); err != nil {
+		p.Add("progress", "%v", err)
 	}
-	return p.err()
+	return p.Err()
 }
 
 // validateSource checks where the features come from.
-func (c *Calibrate) validateSource(p *problems) {
+func (c *Calibrate) validateSource(p *problem.List) {
 	t := &c.Triton
 	switch {
 	case c.Embeddings == "" && t.GRPC == "":
-		p.add("triton.grpc", "required: give triton.grpc (--triton HOST:PORT) and inputs, or embeddings (--embeddings DIR)")
+		p.Add("triton.grpc", "required: give triton.grpc (--triton HOST:PORT) and inputs, or embeddings (--embeddings DIR)")
 	case c.Embeddings != "" && t.GRPC != "":
-		p.add("embeddings", "excludes triton.grpc: the features come from .npy files or from the models on Triton")
+		p.Add("embeddings", "excludes triton.grpc: the features come from .npy files or from the models on Triton")
 	case t.GRPC != "":
 		if msg := checkAddr(t.GRPC, false); msg != "" {
-			p.add("triton.grpc", "%s", msg)
+			p.Add("triton.grpc", "%s", msg)
 		}
 		if c.Inputs == "" {
-			p.add("inputs", "required with triton.grpc: the directory of each task's calibration inputs, <task>.npy or a folder <task>/ of images")
+			p.Add("inputs", "required with triton.grpc: the directory of each task's calibration inputs, <task>.npy or a folder <task>/ of images")
 		}
 		if c.Backbone.Model == "" {
-			p.add("backbone.model", "required with triton.grpc: the merged backbone to run")
+			p.Add("backbone.model", "required with triton.grpc: the merged backbone to run")
 		}
 	case c.Inputs != "":
-		p.add("inputs", "only used with triton.grpc")
+		p.Add("inputs", "only used with triton.grpc")
 	}
 	if t.Timeout <= 0 {
-		p.add("triton.timeout", "must be positive, got %v", t.Timeout)
+		p.Add("triton.timeout", "must be positive, got %v", t.Timeout)
 	}
 	nonNegative(p, "triton.retry_max_wait", t.RetryMaxWait)
 	checkVersion(p, "backbone.version", c.Backbone.Version)
 }
 
 // validateTasks checks the task list and the experts.
-func (c *Calibrate) validateTasks(p *problems) {
+func (c *Calibrate) validateTasks(p *problem.List) {
 	listed := map[string]bool{}
 	for i, task := range c.Tasks {
-		path := indexPath("tasks", i)
+		path := problem.Index("tasks", i)
 		if err := react.ValidateTaskName(task); err != nil {
-			p.add(path, "%v", err)
+			p.Add(path, "%v", err)
 			continue
 		}
 		if listed[task] {
-			p.add(path, "task %q listed twice", task)
+			p.Add(path, "task %q listed twice", task)
 		}
 		listed[task] = true
 	}
 	if c.Only != "" {
 		if err := react.ValidateTaskName(c.Only); err != nil {
-			p.add("only", "%v", err)
+			p.Add("only", "%v", err)
 		}
 		if len(c.Tasks) > 0 && (len(c.Tasks) != 1 || c.Tasks[0] != c.Only) {
-			p.add("only", "excludes tasks: only fits one task")
+			p.Add("only", "excludes tasks: only fits one task")
 		}
 	}
 	for _, task := range slices.Sorted(maps.Keys(c.Experts)) {
 		m := c.Experts[task]
-		path := keyPath("experts", task)
+		path := problem.Key("experts", task)
 		if err := react.ValidateTaskName(task); err != nil {
-			p.add(path, "%v", err)
+			p.Add(path, "%v", err)
 			continue
 		}
 		// With only, a file listing every task's expert serves each run.
 		if len(c.Tasks) > 0 && !listed[task] && c.Only == "" {
-			p.add(path, "task %q is not in tasks", task)
+			p.Add(path, "task %q is not in tasks", task)
 		}
 		if m.Model == "" {
-			p.add(path+".model", "required: the task's expert model in Triton")
+			p.Add(path+".model", "required: the task's expert model in Triton")
 		}
 		checkVersion(p, path+".version", m.Version)
 	}
@@ -139,11 +140,11 @@ func (c *Calibrate) validateTasks(p *problems) {
 
 // validateImages checks how images become samples (the values only: the
 // model's input shape decides the rest when the fit starts).
-func (c *Calibrate) validateImages(p *problems) {
+func (c *Calibrate) validateImages(p *problem.List) {
 	im := &c.Images
 	oneOf := func(key, v string, want ...string) {
 		if !slices.Contains(want, v) {
-			p.add(key, "%q: want %s", v, orList(want))
+			p.Add(key, "%q: want %s", v, orList(want))
 		}
 	}
 	oneOf("images.layout", im.Layout, "auto", "chw", "hwc", "hw")
@@ -164,19 +165,19 @@ func (c *Calibrate) validateImages(p *problems) {
 			{"images.mean", len(im.Mean) > 0}, {"images.std", len(im.Std) > 0},
 		} {
 			if kv.set {
-				p.add(kv.key, "applies to images.decode: go only: with triton the preprocessing model in Triton decides it; leave it out")
+				p.Add(kv.key, "applies to images.decode: go only: with triton the preprocessing model in Triton decides it; leave it out")
 			}
 		}
 	}
 	if len(im.Size) != 0 && (len(im.Size) != 2 || im.Size[0] < 1 || im.Size[1] < 1) {
-		p.add("images.size", "%v: want [height, width], both positive, or leave it out for the model's", im.Size)
+		p.Add("images.size", "%v: want [height, width], both positive, or leave it out for the model's", im.Size)
 	}
 	for _, kv := range []struct {
 		key string
 		v   []float64
 	}{{"images.mean", im.Mean}, {"images.std", im.Std}} {
 		if n := len(kv.v); n != 0 && n != 1 && n != 3 {
-			p.add(kv.key, "%v: want one value, or one per channel (1 or 3)", kv.v)
+			p.Add(kv.key, "%v: want one value, or one per channel (1 or 3)", kv.v)
 		}
 		for _, x := range kv.v {
 			if math.IsNaN(x) || math.IsInf(x, 0) || (kv.key == "images.std" && x <= 0) {
@@ -184,7 +185,7 @@ func (c *Calibrate) validateImages(p *problems) {
 				if kv.key == "images.std" {
 					what = "finite numbers > 0"
 				}
-				p.add(kv.key, "%v: want %s", kv.v, what)
+				p.Add(kv.key, "%v: want %s", kv.v, what)
 				break
 			}
 		}
@@ -200,69 +201,69 @@ func orList(choices []string) string {
 }
 
 // validateSample checks the subset of samples and the shard.
-func (c *Calibrate) validateSample(p *problems) {
+func (c *Calibrate) validateSample(p *problem.List) {
 	s := &c.Sample
 	if f := s.Fraction; math.IsNaN(f) || f < 0 || f > 1 {
-		p.add("sample.fraction", "must be in (0, 1], or 0 for every sample, got %v", f)
+		p.Add("sample.fraction", "must be in (0, 1], or 0 for every sample, got %v", f)
 	}
 	if s.Limit < 0 {
-		p.add("sample.limit", "must be ≥ 0 (0 for every sample), got %d", s.Limit)
+		p.Add("sample.limit", "must be ≥ 0 (0 for every sample), got %d", s.Limit)
 	}
 	if s.Fraction != 0 && s.Limit != 0 {
-		p.add("sample.limit", "excludes sample.fraction: give one of them")
+		p.Add("sample.limit", "excludes sample.fraction: give one of them")
 	}
 	if s.Seed < 0 {
-		p.add("sample.seed", "must be ≥ 0, got %d", s.Seed)
+		p.Add("sample.seed", "must be ≥ 0, got %d", s.Seed)
 	}
 	if c.Shard != "" {
 		if _, err := ParseShard(c.Shard); err != nil {
-			p.add("shard", "%v", err)
+			p.Add("shard", "%v", err)
 		}
 		if c.Only != "" {
-			p.add("shard", "excludes only: a shard writes partial statistics, which calibrate merge turns into a components file")
+			p.Add("shard", "excludes only: a shard writes partial statistics, which calibrate merge turns into a components file")
 		}
 	}
 }
 
 // validateOutput checks out and into.
-func (c *Calibrate) validateOutput(p *problems) {
+func (c *Calibrate) validateOutput(p *problem.List) {
 	switch {
 	case c.Only != "" && c.Into == "":
-		p.add("into", "required with only: the components file to add the task to")
+		p.Add("into", "required with only: the components file to add the task to")
 	case c.Only == "" && c.Into != "":
-		p.add("only", "required with into: the task to add to it")
+		p.Add("only", "required with into: the task to add to it")
 	case c.Into != "":
-		if msg := checkFile(c.Into); msg != "" {
-			p.add("into", "%s", msg)
+		if msg := filecheck.Regular(c.Into); msg != "" {
+			p.Add("into", "%s", msg)
 		}
 	}
 	if c.Out == "" {
-		p.add("out", "required: the file to write")
+		p.Add("out", "required: the file to write")
 		return
 	}
 	if st, err := os.Stat(c.Out); err == nil && st.IsDir() {
-		p.add("out", "%s is a directory, want a file name", c.Out)
+		p.Add("out", "%s is a directory, want a file name", c.Out)
 	}
 	if st, err := os.Stat(filepath.Dir(c.Out)); err != nil || !st.IsDir() {
-		p.add("out", "directory %s does not exist", filepath.Dir(c.Out))
+		p.Add("out", "directory %s does not exist", filepath.Dir(c.Out))
 	}
 }
 
-func (c *Calibrate) validateBetaSelect(p *problems) {
+func (c *Calibrate) validateBetaSelect(p *problem.List) {
 	b := &c.BetaSelect
 	if h := b.Holdout; math.IsNaN(h) || h <= 0 || h >= 1 {
-		p.add("beta_select.holdout", "must be in (0, 1), got %v", h)
+		p.Add("beta_select.holdout", "must be in (0, 1), got %v", h)
 	}
 	if !b.Auto {
 		if b.Report != "" {
-			p.add("beta_select.report", "needs beta_select.auto (--beta auto)")
+			p.Add("beta_select.report", "needs beta_select.auto (--beta auto)")
 		}
 		return
 	}
 	if c.Shard != "" {
-		p.add("beta_select.auto", "excludes shard: a shard holds part of the samples; choose β on the merged file's fit instead")
+		p.Add("beta_select.auto", "excludes shard: a shard holds part of the samples; choose β on the merged file's fit instead")
 	}
 	if c.Only != "" {
-		p.add("beta_select.auto", "excludes only: the file's β is chosen over every task")
+		p.Add("beta_select.auto", "excludes only: the file's β is chosen over every task")
 	}
 }

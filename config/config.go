@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/mergectl/react-triton/internal/bytesize"
+)
 
 // Config is the sidecar's whole configuration: the upstream Triton, where
 // the sidecar listens and how it treats its clients (server limits, TLS,
@@ -10,75 +14,75 @@ import "time"
 // REACT_* environment variables and flags, applies the defaults and
 // validates it.
 type Config struct {
-	Triton      Triton       `mapstructure:"triton"`
-	Listen      Listen       `mapstructure:"listen"`
-	Server      Server       `mapstructure:"server"`
-	Management  Management   `mapstructure:"management"`
-	Pprof       Pprof        `mapstructure:"pprof"`
-	Limits      Limits       `mapstructure:"limits"`
-	Cache       Cache        `mapstructure:"cache"`
-	Admission   Admission    `mapstructure:"admission"`
-	LinAlg      LinAlg       `mapstructure:"linalg"`
-	Log         Log          `mapstructure:"log"`
-	Components  []Components `mapstructure:"components"`
-	Models      []Model      `mapstructure:"models"`
-	Experiments []Experiment `mapstructure:"experiments"`
+	Triton      Triton       `yaml:"triton"`
+	Listen      Listen       `yaml:"listen"`
+	Server      Server       `yaml:"server"`
+	Management  Management   `yaml:"management"`
+	Pprof       Pprof        `yaml:"pprof"`
+	Limits      Limits       `yaml:"limits"`
+	Cache       Cache        `yaml:"cache"`
+	Admission   Admission    `yaml:"admission"`
+	LinAlg      LinAlg       `yaml:"linalg"`
+	Log         Log          `yaml:"log"`
+	Components  []Components `yaml:"components"`
+	Models      []Model      `yaml:"models"`
+	Experiments []Experiment `yaml:"experiments"`
 
 	// File is the absolute path of the file the configuration was read
 	// from, "" when it came from flags and the environment only. Relative
 	// paths in the file (components, TLS files) are resolved against its
 	// directory by Load.
-	File string `mapstructure:"-"`
+	File string `yaml:"-"`
 }
 
 // Triton is the upstream Triton server the sidecar stands in front of.
 type Triton struct {
 	// GRPC and HTTP are Triton's gRPC and HTTP endpoints, host:port.
-	GRPC string `mapstructure:"grpc"`
-	HTTP string `mapstructure:"http"`
+	GRPC string `yaml:"grpc"`
+	HTTP string `yaml:"http"`
 	// TLS, when enabled, is used for both upstream connections.
-	TLS TLS `mapstructure:"tls"`
+	TLS TLS `yaml:"tls"`
 	// Timeout bounds each upstream call of the controllable path whose
 	// client sent no deadline; 0 means no bound. Default 60s.
-	Timeout time.Duration `mapstructure:"timeout"`
+	Timeout time.Duration `yaml:"timeout"`
 	// StartupTimeout is how long start-up (and a reload) waits for Triton
 	// and the models it names to be ready. Default 2m.
-	StartupTimeout time.Duration `mapstructure:"startup_timeout"`
+	StartupTimeout time.Duration `yaml:"startup_timeout"`
 	// ForwardHeaders are the HTTP headers (case-insensitive) that the
 	// sidecar's own gRPC calls to Triton for an HTTP request carry as
 	// metadata; any other header stays with the sidecar. gRPC clients'
 	// metadata, and every pass-through request, reach Triton as sent.
 	// Default authorization, traceparent, tracestate.
-	ForwardHeaders []string `mapstructure:"forward_headers"`
+	ForwardHeaders []string `yaml:"forward_headers"`
 }
 
 // TLS configures TLS to the upstream Triton.
 type TLS struct {
-	Enabled bool `mapstructure:"enabled"`
+	Enabled bool `yaml:"enabled"`
 	// CAFile verifies the server; "" uses the system roots.
-	CAFile string `mapstructure:"ca_file"`
+	CAFile string `yaml:"ca_file"`
 	// CertFile and KeyFile are a client certificate for mutual TLS: both
 	// or neither.
-	CertFile string `mapstructure:"cert_file"`
-	KeyFile  string `mapstructure:"key_file"`
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
 	// ServerName overrides the name checked against the certificate.
-	ServerName string `mapstructure:"server_name"`
+	ServerName string `yaml:"server_name"`
 	// InsecureSkipVerify disables verification (tests only).
-	InsecureSkipVerify bool `mapstructure:"insecure_skip_verify"`
+	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
 }
 
 // Listen says where the sidecar serves.
 type Listen struct {
 	// GRPC and HTTP are the addresses clients call (Triton's protocol),
 	// host:port; port 0 picks a free port. Defaults ":8001" and ":8000".
-	GRPC string `mapstructure:"grpc"`
-	HTTP string `mapstructure:"http"`
+	GRPC string `yaml:"grpc"`
+	HTTP string `yaml:"http"`
 	// Metrics serves Prometheus metrics at /metrics; "" disables it.
 	// Default ":8003".
-	Metrics string `mapstructure:"metrics"`
+	Metrics string `yaml:"metrics"`
 	// ShutdownTimeout is how long calls in flight may finish after SIGTERM
 	// or SIGINT. Default 10s; must be positive.
-	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 }
 
 // Limits protect the sidecar and Triton from oversized requests, and bound
@@ -89,7 +93,7 @@ type Limits struct {
 	// with a unit ("64MiB", "1GB"). Default 2GiB-1, Triton's own bound (its
 	// gRPC limit; its HTTP server has none); MaxInflightBytes bounds a
 	// request further.
-	MaxRequestBytes ByteSize `mapstructure:"max_request_bytes"`
+	MaxRequestBytes ByteSize `yaml:"max_request_bytes"`
 	// MaxInflightBytes bounds the memory of the inference request bodies
 	// held at once, over both protocols: beyond it a request is refused
 	// (HTTP 429, gRPC RESOURCE_EXHAUSTED) until others finish, and a
@@ -97,28 +101,29 @@ type Limits struct {
 	// RESOURCE_EXHAUSTED). An eighth more is kept for requests of at most
 	// a 64th of it, so that a few large bodies cannot starve ordinary
 	// ones. Default 128MiB.
-	MaxInflightBytes ByteSize `mapstructure:"max_inflight_bytes"`
+	MaxInflightBytes ByteSize `yaml:"max_inflight_bytes"`
 	// MaxInputs, MaxOutputs and MaxParameters bound an inference
 	// request's inputs, requested outputs, and the parameters of any one
 	// of its objects (the request's, an input's, an output's), for every
 	// model: beyond them it is refused (HTTP 413, gRPC RESOURCE_EXHAUSTED)
 	// before it is checked further. Defaults 1024, 1024 and 256.
-	MaxInputs     int `mapstructure:"max_inputs"`
-	MaxOutputs    int `mapstructure:"max_outputs"`
-	MaxParameters int `mapstructure:"max_parameters"`
+	MaxInputs     int `yaml:"max_inputs"`
+	MaxOutputs    int `yaml:"max_outputs"`
+	MaxParameters int `yaml:"max_parameters"`
 	// MaxBatchSize caps the batch of a controllable model's request; 0
 	// means the model's own limit (the smallest max_batch_size of its
 	// backbone and heads). Default 0.
-	MaxBatchSize int `mapstructure:"max_batch_size"`
+	MaxBatchSize int `yaml:"max_batch_size"`
 	// MaxPreferenceLength bounds the length in bytes of a preference or
 	// preset name sent with a request. Default 1024.
-	MaxPreferenceLength int `mapstructure:"max_preference_length"`
+	MaxPreferenceLength int `yaml:"max_preference_length"`
 }
 
 // ByteSize is a size in bytes. In YAML and the environment it is an
 // integer, or a number with a unit: B, KB, MB, GB (powers of 1000) or
-// KiB, MiB, GiB (powers of 1024).
-type ByteSize int64
+// KiB, MiB, GiB (powers of 1024). The react backend's cache_max_bytes
+// parameter reads it alike.
+type ByteSize = bytesize.Size
 
 // Cache configures the W_p cache of per-request preferences. Each
 // components file (with its β and normalisation) has a cache of its own,
@@ -129,10 +134,10 @@ type Cache struct {
 	// MaxBytes bounds the memory of one components file's cache: a formed
 	// W_p takes 4·D² bytes, one still in factored form 16·D². Least
 	// recently used entries go first. Default 128MiB.
-	MaxBytes ByteSize `mapstructure:"max_bytes"`
+	MaxBytes ByteSize `yaml:"max_bytes"`
 	// Size, when positive, also bounds the number of entries of each
 	// components file's cache. Default 0: only MaxBytes.
-	Size int `mapstructure:"size"`
+	Size int `yaml:"size"`
 }
 
 // Admission controls the solving of new preferences: a bounded queue, a
@@ -143,32 +148,32 @@ type Admission struct {
 	// beyond it a request that needs a solve is shed (HTTP 429 with
 	// Retry-After, gRPC RESOURCE_EXHAUSTED). 0 sheds whenever every solver
 	// is busy. Default 32.
-	MaxPendingSolves int `mapstructure:"max_pending_solves"`
+	MaxPendingSolves int `yaml:"max_pending_solves"`
 	// MaxConcurrentSolves is how many solves run at once; 0 means half the
 	// cores (GOMAXPROCS), at least one, so that solves never take every
 	// core from the requests being served. Default 0.
-	MaxConcurrentSolves int `mapstructure:"max_concurrent_solves"`
+	MaxConcurrentSolves int `yaml:"max_concurrent_solves"`
 	// RetryAfter is what a shed request is told to wait (the Retry-After
 	// header, the retry-after trailer). Default 1s.
-	RetryAfter time.Duration `mapstructure:"retry_after"`
+	RetryAfter time.Duration `yaml:"retry_after"`
 	// KeyHeader names the header (gRPC metadata key) whose value is a
 	// client's key for KeyRate; "" uses the key header of the model's
 	// experiment, and a request without either is keyed by its peer
 	// address.
-	KeyHeader string `mapstructure:"key_header"`
+	KeyHeader string `yaml:"key_header"`
 	// KeyRate bounds the new preferences one key may have solved, per
 	// second, with bursts of KeyBurst; 0 means no bound. Default 0.
-	KeyRate  float64 `mapstructure:"key_rate"`
-	KeyBurst int     `mapstructure:"key_burst"`
+	KeyRate  float64 `yaml:"key_rate"`
+	KeyBurst int     `yaml:"key_burst"`
 	// PresetsOnly refuses preferences that would need a solve: only
 	// presets, experiment arms, the default, "none" and preferences equal
 	// to one of those are served. Default false.
-	PresetsOnly bool `mapstructure:"presets_only"`
+	PresetsOnly bool `yaml:"presets_only"`
 	// PreferenceGrid, when positive, rounds every preference a request
 	// sends to multiples of 1/PreferenceGrid (20: steps of 0.05), so that
 	// nearby slider positions share one W_p. Default 0: the rounding of
 	// the canonical form only (10⁻⁶).
-	PreferenceGrid int `mapstructure:"preference_grid"`
+	PreferenceGrid int `yaml:"preference_grid"`
 }
 
 // LinAlg chooses the linear algebra behind the W_p solves and the batch
@@ -179,19 +184,19 @@ type LinAlg struct {
 	// libraries are there, else OpenBLAS when the binary has it (make
 	// build), else the pure-Go kernels (a static build); it logs why it did
 	// not pick a GPU it was built for. Default auto.
-	Backend string `mapstructure:"backend"`
+	Backend string `yaml:"backend"`
 	// Threads bounds the threads one OpenBLAS call may use. Default 1: the
 	// sidecar's parallelism comes from serving requests concurrently, and
 	// every core it takes is one Triton's backbone and heads lose.
-	Threads int `mapstructure:"threads"`
+	Threads int `yaml:"threads"`
 }
 
 // Log configures the structured log (log/slog).
 type Log struct {
 	// Level is debug, info, warn or error. Default info.
-	Level string `mapstructure:"level"`
+	Level string `yaml:"level"`
 	// Format is text or json. Default text.
-	Format string `mapstructure:"format"`
+	Format string `yaml:"format"`
 }
 
 // Components is one components file and how it is used: β, the
@@ -199,19 +204,19 @@ type Log struct {
 // tasks.
 type Components struct {
 	// Name is how models refer to this entry.
-	Name string `mapstructure:"name"`
+	Name string `yaml:"name"`
 	// Path is the components file (safetensors), made absolute by Load.
-	Path string `mapstructure:"path"`
+	Path string `yaml:"path"`
 	// Beta overrides the file's β; nil keeps the file's.
-	Beta *float64 `mapstructure:"beta"`
+	Beta *float64 `yaml:"beta"`
 	// Normalize overrides the file's normalisation ("sum" or "mean"); ""
 	// keeps the file's.
-	Normalize string `mapstructure:"normalize"`
+	Normalize string `yaml:"normalize"`
 	// DefaultPreference applies when a request names none; "" applies no
 	// correction (the backbone's feature goes to the heads unchanged).
-	DefaultPreference string `mapstructure:"default_preference"`
+	DefaultPreference string `yaml:"default_preference"`
 	// Presets are named preferences clients select with react-preset.
-	Presets map[string]string `mapstructure:"presets"`
+	Presets map[string]string `yaml:"presets"`
 }
 
 // Model is one controllable model, in one of two forms.
@@ -229,35 +234,35 @@ type Model struct {
 	// Name is the model name clients call. It may shadow a Triton model of
 	// the same name (for example the ensemble it replaces); in the graph
 	// form it is the ensemble's name.
-	Name string `mapstructure:"name"`
+	Name string `yaml:"name"`
 	// Components names the Components entry; it may be omitted when there
 	// is only one.
-	Components string `mapstructure:"components"`
+	Components string `yaml:"components"`
 	// Correct, in the graph form, is the tensor of the ensemble's graph
 	// that W_p corrects: the output of exactly one step, read by at least
 	// one other.
-	Correct string `mapstructure:"correct"`
+	Correct string `yaml:"correct"`
 	// Backbone is the merged backbone (explicit form). The controllable
 	// model's inputs are the backbone's inputs.
-	Backbone Backbone `mapstructure:"backbone"`
+	Backbone Backbone `yaml:"backbone"`
 	// Heads consume the corrected feature, each for one task (explicit
 	// form). With several, one backbone pass fans out to all of them.
-	Heads []Head `mapstructure:"heads"`
+	Heads []Head `yaml:"heads"`
 	// Inputs renames the backbone's inputs (explicit form): backbone input
 	// name to the name clients send it under. An input left out keeps its
 	// name.
-	Inputs map[string]string `mapstructure:"inputs"`
+	Inputs map[string]string `yaml:"inputs"`
 	// Signature says whether the model must answer with the signature of
 	// the Triton model of the same name, when Triton has one: SignatureMatch
 	// (the default, "") checks it when the model is built and refuses a
 	// difference; SignatureDiffers declares the difference intended.
-	Signature string `mapstructure:"signature"`
+	Signature string `yaml:"signature"`
 	// VariantOf is the backbone model the components file was
 	// calibrated on, when the model corrected here is another one known to
 	// be a variant of it (an FP16 copy, a re-export), as calibrate
 	// upgrade's --variant-of. Left out, the model corrected must be the
 	// one the file records.
-	VariantOf string `mapstructure:"variant_of"`
+	VariantOf string `yaml:"variant_of"`
 }
 
 // The values of Model.Signature.
@@ -277,24 +282,24 @@ func (m *Model) Graph() bool { return m.Correct != "" }
 // Backbone names the merged backbone model and the output that is
 // corrected.
 type Backbone struct {
-	Model string `mapstructure:"model"`
+	Model string `yaml:"model"`
 	// Version is a positive integer, or "" for Triton's choice.
-	Version string `mapstructure:"version"`
+	Version string `yaml:"version"`
 	// Output is the backbone output holding the feature (D wide).
-	Output string `mapstructure:"output"`
+	Output string `yaml:"output"`
 }
 
 // Head is a task head fed with the corrected feature.
 type Head struct {
 	// Task is the task of the components file this head serves.
-	Task  string `mapstructure:"task"`
-	Model string `mapstructure:"model"`
+	Task  string `yaml:"task"`
+	Model string `yaml:"model"`
 	// Version is a positive integer, or "" for Triton's choice.
-	Version string `mapstructure:"version"`
+	Version string `yaml:"version"`
 	// Input is the head's input that receives the feature; "" means its
 	// only input.
-	Input string `mapstructure:"input"`
+	Input string `yaml:"input"`
 	// Outputs maps a head output to the name the client sees; empty
 	// returns every output of the head under its own name.
-	Outputs map[string]string `mapstructure:"outputs"`
+	Outputs map[string]string `yaml:"outputs"`
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mergectl/react-triton/problem"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -26,24 +27,12 @@ var (
 	timeType     = reflect.TypeFor[time.Time]()
 )
 
-// fileValues is what the configuration file holds.
+// fileValues is what a configuration file holds.
 type fileValues struct {
-	cfg   Config          // the values, zero where the file has none
+	abs   string          // the file's absolute path
+	root  reflect.Value   // a pointer to the values, zero where the file has none
 	lines map[string]int  // line of every key and list item, by path
-	set   map[string]bool // paths of the scalars the file sets
-}
-
-// decodeFile decodes a YAML configuration file. A syntax error is returned
-// as is; problems with keys and types as an *Error.
-func decodeFile(data []byte) (*fileValues, error) {
-	d := newDecoder()
-	if err := d.document(data, reflect.ValueOf(&d.cfg).Elem()); err != nil {
-		return nil, err
-	}
-	// The values that decoded, with the problems of the others (unknown
-	// keys, wrong types), so that Load can also report what validation
-	// finds elsewhere in the file.
-	return &d.fileValues, d.err()
+	set   map[string]bool // paths of the values the file sets
 }
 
 // newDecoder returns a decoder with nothing decoded yet.
@@ -69,7 +58,7 @@ func (d *decoder) document(data []byte, v reflect.Value) error {
 		if err != nil {
 			return err
 		}
-		return &Error{Errors: []*FieldError{{Msg: "more than one YAML document (---): want one", Line: extra.Line}}}
+		return problem.List{{Msg: "more than one YAML document (---): want one", Line: extra.Line}}
 	}
 	d.value(&doc, v, "")
 	return nil
@@ -78,12 +67,12 @@ func (d *decoder) document(data []byte, v reflect.Value) error {
 // decoder decodes YAML nodes into Config's types, recording problems.
 type decoder struct {
 	fileValues
-	problems
+	errs problem.List
 }
 
 // fail records a problem with the value of node n at path.
 func (d *decoder) fail(n *yaml.Node, path, format string, args ...any) {
-	d.errs = append(d.errs, &FieldError{Path: path, Msg: fmt.Sprintf(format, args...), Line: n.Line})
+	d.errs = append(d.errs, &problem.Problem{Path: path, Msg: fmt.Sprintf(format, args...), Line: n.Line})
 }
 
 // value decodes n into v.
@@ -153,7 +142,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 	}
 }
 
-// structure decodes a mapping into a struct, by the fields' mapstructure
+// structure decodes a mapping into a struct, by the fields' yaml
 // tags; keys are case-sensitive.
 func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind != yaml.MappingNode {
@@ -170,7 +159,7 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 		}
 	}
 	d.entries(n, path, func(key string, kn, vn *yaml.Node) {
-		p := keyPath(path, key)
+		p := problem.Key(path, key)
 		i, ok := fields[key]
 		if !ok {
 			if s := suggest(key, known); s != "" {
@@ -193,7 +182,7 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
 	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
 	d.entries(n, path, func(key string, _, vn *yaml.Node) {
 		e := reflect.New(v.Type().Elem()).Elem()
-		d.value(vn, e, keyPath(path, key))
+		d.value(vn, e, problem.Key(path, key))
 		m.SetMapIndex(reflect.ValueOf(key).Convert(v.Type().Key()), e)
 	})
 	v.Set(m)
@@ -210,7 +199,7 @@ func (d *decoder) entries(n *yaml.Node, path string, f func(key string, kn, vn *
 			continue
 		}
 		key := kn.Value
-		p := keyPath(path, key)
+		p := problem.Key(path, key)
 		if kn.ShortTag() == "!!merge" {
 			d.fail(kn, p, "merge keys (<<) are not supported: write the keys out, or use an alias (*name) for a whole value")
 			continue
@@ -233,11 +222,12 @@ func (d *decoder) list(n *yaml.Node, v reflect.Value, path string) {
 	}
 	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 	for i, item := range n.Content {
-		p := indexPath(path, i)
+		p := problem.Index(path, i)
 		d.lines[p] = item.Line
 		d.value(item, s.Index(i), p)
 	}
 	v.Set(s)
+	d.set[path] = true
 }
 
 // scalar reports whether n is a scalar, recording a problem if not.

@@ -3,6 +3,8 @@ package config
 import (
 	"slices"
 	"time"
+
+	"github.com/mergectl/react-triton/control"
 )
 
 // Defaults of the keys that have one. Every other key defaults to its zero
@@ -20,9 +22,9 @@ const (
 	DefaultMaxOutputs          = 1024
 	DefaultMaxParameters       = 256
 	DefaultMaxBatchSize        = 0
-	DefaultMaxPreferenceLength = 1024
-	DefaultCacheMaxBytes       = 128 * MiB
-	DefaultCacheSize           = 0
+	DefaultMaxPreferenceLength = control.DefaultMaxPreferenceLength
+	DefaultCacheMaxBytes       = control.DefaultCacheMaxBytes
+	DefaultCacheSize           = control.DefaultCacheSize
 	DefaultMaxPendingSolves    = 32
 	DefaultRetryAfter          = time.Second
 	DefaultKeyBurst            = 10

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mergectl/react-triton/config"
+	"github.com/mergectl/react-triton/problem"
 )
 
 // Load reads a YAML file, over the defaults; REACT_* environment variables
@@ -80,9 +81,9 @@ func ExampleConfig_Validate() {
 	cfg.Models = []config.Model{{Name: "classifier"}}
 
 	err := cfg.Validate()
-	var cerr *config.Error
+	var cerr problem.List
 	if errors.As(err, &cerr) {
-		for _, fe := range cerr.Errors {
+		for _, fe := range cerr {
 			fmt.Println(fe.Path, "|", fe.Msg)
 		}
 	}

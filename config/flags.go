@@ -28,13 +28,15 @@ var flagKeys = map[string]string{
 }
 
 // BindFlags registers the sidecar's configuration flags on fs: --config
-// (the file, which Load reads when its path argument is "") and the flags
+// (the file, which Load reads when its path argument is ""),
+// --print-config (Config.YAML, for the command to answer) and the flags
 // that override a key of the file: --triton-grpc, --triton-http,
 // --grpc-listen, --http-listen, --metrics-listen, --log-level and
 // --shutdown-timeout. Load applies only the flags that were set, so the
 // defaults shown in the help are the built-in ones.
 func BindFlags(fs *pflag.FlagSet) {
 	fs.String(FlagConfig, "", "configuration file (YAML); keys it leaves out take their defaults, and REACT_* environment variables override it")
+	fs.Bool(FlagPrintConfig, false, "print the configuration that would run, as YAML (every key, the environment and flags applied), and exit")
 	fs.String(FlagTritonGRPC, "", "upstream Triton's gRPC endpoint, HOST:PORT (key triton.grpc)")
 	fs.String(FlagTritonHTTP, "", "upstream Triton's HTTP endpoint, HOST:PORT (key triton.http)")
 	fs.String(FlagGRPCListen, DefaultGRPCListen, "where to serve gRPC, [HOST]:PORT (key listen.grpc)")

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mergectl/react-triton/problem"
 )
 
 // fixtures are the files stage creates next to a staged configuration:
@@ -80,12 +82,12 @@ func clearEnv(t *testing.T) {
 // test when err is not an *Error.
 func problemLines(t *testing.T, err error) []string {
 	t.Helper()
-	var cerr *Error
+	var cerr problem.List
 	if !errors.As(err, &cerr) {
-		t.Fatalf("error %v (%T) is not a *config.Error", err, err)
+		t.Fatalf("error %v (%T) is not a problem.List", err, err)
 	}
 	var out []string
-	for _, fe := range cerr.Errors {
+	for _, fe := range cerr {
 		out = append(out, fe.Error())
 	}
 	return out

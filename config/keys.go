@@ -2,41 +2,40 @@ package config
 
 import (
 	"reflect"
-	"regexp"
-	"strconv"
 	"strings"
 )
 
-// EnvPrefix prefixes the environment variables that override scalar keys:
-// key triton.grpc is $REACT_TRITON_GRPC, limits.max_request_bytes is
-// $REACT_LIMITS_MAX_REQUEST_BYTES.
+// EnvPrefix prefixes the environment variables that override keys: key
+// triton.grpc is $REACT_TRITON_GRPC, limits.max_request_bytes is
+// $REACT_LIMITS_MAX_REQUEST_BYTES. The sidecar and every calibrate
+// command share it, so a key of the same name means the same everywhere.
 const EnvPrefix = "REACT"
 
-// EnvVar returns the environment variable that overrides key, a scalar key
-// of the triton, listen, limits, cache or log sections such as
-// "triton.tls.ca_file".
+// EnvVar returns the environment variable that overrides key, a dotted
+// key such as "triton.tls.ca_file".
 func EnvVar(key string) string {
 	return EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
 }
 
-// scalarKey is a key of the non-list sections, which defaults, the
-// environment and flags can set.
+// scalarKey is a key that the defaults, the file, the environment and
+// flags can all set: a scalar, or a list of scalars, of a struct section.
 type scalarKey struct {
 	name  string // dotted, as in the file: "triton.tls.ca_file"
-	index []int  // field index in Config
+	index []int  // field index in the configuration's struct
 }
 
-// field returns the key's field of c.
-func (k scalarKey) field(c *Config) reflect.Value {
-	return reflect.ValueOf(c).Elem().FieldByIndex(k.index)
+// field returns the key's field of the struct root points to.
+func (k scalarKey) field(root any) reflect.Value {
+	return reflect.ValueOf(root).Elem().FieldByIndex(k.index)
 }
 
 // scalarKeys are every scalar key of Config, in schema order.
-var scalarKeys = collectScalarKeys()
+var scalarKeys = keysOf(reflect.TypeFor[Config]())
 
-// collectScalarKeys walks Config for the scalar fields of its struct
-// sections, skipping the list sections (components, models).
-func collectScalarKeys() []scalarKey {
+// keysOf walks a configuration's struct type for its scalar keys: the
+// scalars and lists of scalars of its struct sections. Lists of entries
+// (components, models) and maps come from the file only.
+func keysOf(t reflect.Type) []scalarKey {
 	var keys []scalarKey
 	var walk func(t reflect.Type, prefix string, index []int)
 	walk = func(t reflect.Type, prefix string, index []int) {
@@ -47,59 +46,26 @@ func collectScalarKeys() []scalarKey {
 				continue
 			}
 			idx := append(append([]int(nil), index...), i)
-			switch {
-			case f.Type.Kind() == reflect.Struct:
+			switch k := f.Type.Kind(); {
+			case k == reflect.Struct && f.Type != timeType:
 				walk(f.Type, prefix+name+".", idx)
-			case f.Type.Kind() == reflect.Slice || f.Type.Kind() == reflect.Map:
-				// List sections come from the file only.
+			case k == reflect.Map, k == reflect.Pointer:
+			case k == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct:
 			default:
 				keys = append(keys, scalarKey{name: prefix + name, index: idx})
 			}
 		}
 	}
-	walk(reflect.TypeFor[Config](), "", nil)
+	walk(t, "", nil)
 	return keys
 }
 
 // tagName returns the key of a struct field in the file, "" for a field
 // that is not read from it.
 func tagName(f reflect.StructField) string {
-	name, _, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 	if name == "-" || !f.IsExported() {
 		return ""
 	}
 	return name
-}
-
-// plainKey matches map keys that paths write after a dot.
-var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-
-// keyPath is the path of key key under path: "triton.grpc",
-// "components[0].presets.balanced", or with a quoted key when it is not
-// plain: `models[0].heads[0].outputs["scores:0"]`.
-func keyPath(path, key string) string {
-	if !plainKey.MatchString(key) {
-		return path + "[" + strconv.Quote(key) + "]"
-	}
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-// indexPath is the path of the i-th element of the list at path.
-func indexPath(path string, i int) string {
-	return path + "[" + strconv.Itoa(i) + "]"
-}
-
-// parentPaths returns path and its enclosing paths, innermost first:
-// "models[0].backbone.output", "models[0].backbone", "models[0]", "models".
-func parentPaths(path string) []string {
-	out := []string{path}
-	for i := len(path) - 1; i > 0; i-- {
-		if path[i] == '.' || path[i] == '[' {
-			out = append(out, path[:i])
-		}
-	}
-	return out
 }

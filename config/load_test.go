@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/mergectl/react-triton/problem"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -344,6 +346,26 @@ func TestLoadExample(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Load(example.yaml):\ngot  %+v\nwant %+v", got, want)
 	}
+
+	// --print-config writes a file that loads back to the same values from
+	// another directory.
+	printed, err := got.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := filepath.Join(t.TempDir(), "printed.yaml")
+	if err := os.WriteFile(again, printed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	back, err := Load(again, nil)
+	if err != nil {
+		t.Fatalf("Load(printed): %v\n%s", err, printed)
+	}
+	back.File = got.File
+	if !reflect.DeepEqual(back, got) {
+		t.Errorf("Load(printed):\ngot  %#v\nwant %#v\n%s", back.Models, got.Models, printed)
+	}
 }
 
 // TestExampleDocumentsEveryKey checks that example.yaml names every key of
@@ -392,6 +414,7 @@ func TestEnvEveryKey(t *testing.T) {
 		"triton.http":                                 {"env:2", "env:2"},
 		"triton.timeout":                              {"1h", time.Hour},
 		"triton.startup_timeout":                      {"45s", 45 * time.Second},
+		"triton.forward_headers":                      {"x-request-id, authorization", []string{"x-request-id", "authorization"}},
 		"triton.tls.enabled":                          {"true", true},
 		"triton.tls.ca_file":                          {"tls/ca.pem", "tls/ca.pem"},
 		"triton.tls.cert_file":                        {"tls/client.pem", "tls/client.pem"},
@@ -419,6 +442,7 @@ func TestEnvEveryKey(t *testing.T) {
 		"server.tls.client_ca_file":                   {"tls/ca.pem", "tls/ca.pem"},
 		"server.tls.metrics":                          {"false", false},
 		"management.token_file":                       {"other.token", "other.token"},
+		"management.allow":                            {"LogSettings,RepositoryIndex", []string{"LogSettings", "RepositoryIndex"}},
 		"pprof.enabled":                               {"false", false},
 		"pprof.listen":                                {"127.0.0.1:7060", "127.0.0.1:7060"},
 		"pprof.max_seconds":                           {"9", 9},
@@ -652,7 +676,7 @@ log:
 	fs.VisitAll(func(f *pflag.Flag) {
 		key, ok := flagKeys[f.Name]
 		switch {
-		case f.Name == FlagConfig:
+		case f.Name == FlagConfig, f.Name == FlagPrintConfig:
 		case !ok:
 			t.Errorf("flag --%s overrides no key", f.Name)
 		default:
@@ -880,17 +904,17 @@ func TestErrorsAs(t *testing.T) {
 	clearEnv(t)
 	path := stageText(t, "sidecar.yaml", "cache:\n  size: -1\n")
 	_, err := Load(path, nil)
-	var cerr *Error
+	var cerr problem.List
 	if !errors.As(err, &cerr) {
-		t.Fatalf("%v is not a *config.Error", err)
+		t.Fatalf("%v is not a problem.List", err)
 	}
-	want := []FieldError{
+	want := []problem.Problem{
 		{Path: "triton.grpc", Msg: "required: the address of the upstream Triton, host:port"},
 		{Path: "triton.http", Msg: "required: the address of the upstream Triton, host:port"},
 		{Path: "cache.size", Msg: "must be 0 (bounded by max_bytes only) or positive, got -1", Line: 2},
 	}
-	var got []FieldError
-	for _, fe := range cerr.Errors {
+	var got []problem.Problem
+	for _, fe := range cerr {
 		got = append(got, *fe)
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -3,9 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -14,12 +12,15 @@ import (
 	"unicode"
 
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/internal/filecheck"
+	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
 )
 
-// NamePattern is what the name of a components entry and the name of a
-// preset must match.
-var NamePattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$`)
+// NamePattern is what the name of a components entry, an experiment, an
+// arm and a preset must match (control.NamePattern, the rule for presets
+// on every surface).
+var NamePattern = control.NamePattern
 
 // versionPattern is a model version: a positive decimal integer.
 var versionPattern = regexp.MustCompile(`^[1-9][0-9]*$`)
@@ -29,56 +30,49 @@ var versionPattern = regexp.MustCompile(`^[1-9][0-9]*$`)
 // the TLS files must exist and be readable, and relative paths are taken
 // relative to the working directory (Load has made the file's absolute).
 //
-// The preferences (default_preference, presets, experiment arms) are
-// checked against the tasks of their components file, read from its header,
-// so that an unknown task shows beside every other problem; a head's task
-// is checked when the sidecar loads the file.
+// The profiles (the components entries, the arms of the experiments, the
+// W_p cache's bounds, limits.max_preference_length) are checked by the
+// rules every surface shares, control.Settings.Check (see Settings): the
+// preferences against the tasks of their components file, read from its
+// header, so that an unknown task shows beside every other problem; a
+// head's task is checked when the sidecar loads the file.
 func (c *Config) Validate() error {
-	var p problems
+	var p problem.List
+	settings := c.Settings()
+	r := ruled(settings.Check(true).Rename(settingsPath))
 	c.validateTriton(&p)
 	c.validateForwardHeaders(&p)
 	c.validateListen(&p)
 	c.validateServer(&p)
 	c.validateManagement(&p)
 	c.validatePprof(&p)
-	c.validateLimits(&p)
-	c.validateCache(&p)
+	c.validateLimits(&p, &r)
+	r.take(&p, "cache")
 	c.validateAdmission(&p)
 	c.validateLinAlg(&p)
 	c.validateLog(&p)
-	tasks := c.validateComponents(&p)
+	c.validateComponents(&p, &r)
 	c.validateModels(&p)
-	c.validateExperiments(&p, tasks)
-	return p.err()
+	c.validateExperiments(&p, &r)
+	p = append(p, r...)
+	return p.Err()
 }
 
-// checkSpec adds a problem at path if spec is not a preference over tasks
-// (or none); tasks nil, for a components file that could not be read,
-// checks nothing: the file has its own problem.
-func checkSpec(p *problems, path, spec string, tasks []string) {
-	if tasks == nil || strings.TrimSpace(spec) == "" {
-		return
-	}
-	if _, err := control.ParseSpec(spec, tasks); err != nil {
-		p.add(path, "%v", err)
-	}
-}
-
-func (c *Config) validateTriton(p *problems) {
+func (c *Config) validateTriton(p *problem.List) {
 	t := &c.Triton
 	for _, a := range []struct{ path, addr string }{{"triton.grpc", t.GRPC}, {"triton.http", t.HTTP}} {
 		if a.addr == "" {
-			p.add(a.path, "required: the address of the upstream Triton, host:port")
+			p.Add(a.path, "required: the address of the upstream Triton, host:port")
 			continue
 		}
 		if msg := checkAddr(a.addr, false); msg != "" {
-			p.add(a.path, "%s", msg)
+			p.Add(a.path, "%s", msg)
 		}
 	}
 	nonNegative(p, "triton.timeout", t.Timeout)
 	if t.StartupTimeout <= 0 {
 		// Start-up and every reload build within it: 0 could never succeed.
-		p.add("triton.startup_timeout", "must be positive, got %v", t.StartupTimeout)
+		p.Add("triton.startup_timeout", "must be positive, got %v", t.StartupTimeout)
 	}
 
 	tls := &t.TLS
@@ -88,33 +82,33 @@ func (c *Config) validateTriton(p *problems) {
 	if !tls.Enabled {
 		for _, f := range files {
 			if f.path != "" {
-				p.add("triton.tls."+f.key, "set while TLS is off: set triton.tls.enabled: true to use it, or remove it")
+				p.Add("triton.tls."+f.key, "set while TLS is off: set triton.tls.enabled: true to use it, or remove it")
 			}
 		}
 		if tls.ServerName != "" {
-			p.add("triton.tls.server_name", "set while TLS is off: set triton.tls.enabled: true to use it, or remove it")
+			p.Add("triton.tls.server_name", "set while TLS is off: set triton.tls.enabled: true to use it, or remove it")
 		}
 		if tls.InsecureSkipVerify {
-			p.add("triton.tls.insecure_skip_verify", "set while TLS is off: set triton.tls.enabled: true to use it, or remove it")
+			p.Add("triton.tls.insecure_skip_verify", "set while TLS is off: set triton.tls.enabled: true to use it, or remove it")
 		}
 		return
 	}
 	switch {
 	case tls.CertFile != "" && tls.KeyFile == "":
-		p.add("triton.tls.key_file", "required with cert_file: a client certificate needs both")
+		p.Add("triton.tls.key_file", "required with cert_file: a client certificate needs both")
 	case tls.CertFile == "" && tls.KeyFile != "":
-		p.add("triton.tls.cert_file", "required with key_file: a client certificate needs both")
+		p.Add("triton.tls.cert_file", "required with key_file: a client certificate needs both")
 	}
 	for _, f := range files {
 		if f.path != "" {
-			if msg := checkFile(f.path); msg != "" {
-				p.add("triton.tls."+f.key, "%s", msg)
+			if msg := filecheck.Regular(f.path); msg != "" {
+				p.Add("triton.tls."+f.key, "%s", msg)
 			}
 		}
 	}
 }
 
-func (c *Config) validateListen(p *problems) {
+func (c *Config) validateListen(p *problem.List) {
 	l := &c.Listen
 	addrs := []struct{ path, addr string }{
 		{"listen.grpc", l.GRPC}, {"listen.http", l.HTTP}, {"listen.metrics", l.Metrics},
@@ -125,11 +119,11 @@ func (c *Config) validateListen(p *problems) {
 		case a.addr == "" && a.path == "listen.metrics":
 			continue // disabled
 		case a.addr == "":
-			p.add(a.path, "required: where the sidecar listens, [host]:port")
+			p.Add(a.path, "required: where the sidecar listens, [host]:port")
 			continue
 		}
 		if msg := checkAddr(a.addr, true); msg != "" {
-			p.add(a.path, "%s", msg)
+			p.Add(a.path, "%s", msg)
 			continue
 		}
 		ok = append(ok, i)
@@ -139,142 +133,88 @@ func (c *Config) validateListen(p *problems) {
 		a := addrs[i]
 		for _, j := range ok[:n] {
 			if sameSocket(addrs[j].addr, a.addr) {
-				p.add(a.path, "%q is also listen.%s: the listeners need different ports", a.addr, strings.TrimPrefix(addrs[j].path, "listen."))
+				p.Add(a.path, "%q is also listen.%s: the listeners need different ports", a.addr, strings.TrimPrefix(addrs[j].path, "listen."))
 				break
 			}
 		}
 		for _, u := range upstream {
 			if checkAddr(u.addr, false) == "" && loopsBack(a.addr, u.addr) {
-				p.add(a.path, "%q is the port of %s (%q) on this host: the sidecar would call itself; move Triton or the sidecar to another port", a.addr, u.path, u.addr)
+				p.Add(a.path, "%q is the port of %s (%q) on this host: the sidecar would call itself; move Triton or the sidecar to another port", a.addr, u.path, u.addr)
 			}
 		}
 	}
 	if l.ShutdownTimeout <= 0 {
-		p.add("listen.shutdown_timeout", "must be positive, got %v", l.ShutdownTimeout)
+		p.Add("listen.shutdown_timeout", "must be positive, got %v", l.ShutdownTimeout)
 	}
 }
 
-func (c *Config) validateLimits(p *problems) {
+func (c *Config) validateLimits(p *problem.List, r *ruled) {
 	l := &c.Limits
 	if l.MaxRequestBytes < 1 || l.MaxRequestBytes > MaxRequestBytesLimit {
-		p.add("limits.max_request_bytes", "must be between 1 and %d (2GiB-1), got %d", int64(MaxRequestBytesLimit), int64(l.MaxRequestBytes))
+		p.Add("limits.max_request_bytes", "must be between 1 and %d (2GiB-1), got %d", int64(MaxRequestBytesLimit), int64(l.MaxRequestBytes))
 	}
 	if l.MaxInflightBytes < 1 {
-		p.add("limits.max_inflight_bytes", "must be positive, got %d", int64(l.MaxInflightBytes))
+		p.Add("limits.max_inflight_bytes", "must be positive, got %d", int64(l.MaxInflightBytes))
 	}
 	for _, n := range []struct {
 		key string
 		v   int
 	}{{"max_inputs", l.MaxInputs}, {"max_outputs", l.MaxOutputs}, {"max_parameters", l.MaxParameters}} {
 		if n.v < 1 {
-			p.add("limits."+n.key, "must be at least 1, got %d", n.v)
+			p.Add("limits."+n.key, "must be at least 1, got %d", n.v)
 		}
 	}
 	if l.MaxBatchSize < 0 {
-		p.add("limits.max_batch_size", "must be 0 (the models' own limit) or positive, got %d", l.MaxBatchSize)
+		p.Add("limits.max_batch_size", "must be 0 (the models' own limit) or positive, got %d", l.MaxBatchSize)
 	}
-	if l.MaxPreferenceLength < 1 {
-		p.add("limits.max_preference_length", "must be at least 1, got %d", l.MaxPreferenceLength)
-	}
+	r.take(p, "limits.max_preference_length")
 }
 
-func (c *Config) validateCache(p *problems) {
-	if c.Cache.MaxBytes < 1 {
-		p.add("cache.max_bytes", "must be positive, got %d", int64(c.Cache.MaxBytes))
-	}
-	if c.Cache.Size < 0 {
-		p.add("cache.size", "must be 0 (bounded by max_bytes only) or positive, got %d", c.Cache.Size)
-	}
-}
-
-func (c *Config) validateLinAlg(p *problems) {
+func (c *Config) validateLinAlg(p *problem.List) {
 	if _, err := react.ParseBackend(c.LinAlg.Backend); err != nil {
-		p.add("linalg.backend", "%v", err)
+		p.Add("linalg.backend", "%v", err)
 	}
 	if c.LinAlg.Threads < 1 {
-		p.add("linalg.threads", "must be at least 1, got %d", c.LinAlg.Threads)
+		p.Add("linalg.threads", "must be at least 1, got %d", c.LinAlg.Threads)
 	}
 }
 
-func (c *Config) validateLog(p *problems) {
+func (c *Config) validateLog(p *problem.List) {
 	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {
-		p.add("log.level", "%q is not one of debug, info, warn, error", c.Log.Level)
+		p.Add("log.level", "%q is not one of debug, info, warn, error", c.Log.Level)
 	}
 	if !slices.Contains([]string{"text", "json"}, c.Log.Format) {
-		p.add("log.format", "%q is not one of text, json", c.Log.Format)
+		p.Add("log.format", "%q is not one of text, json", c.Log.Format)
 	}
 }
 
-// validateComponents checks the components entries, and returns the tasks
-// of each entry whose file's header reads, by entry name.
-func (c *Config) validateComponents(p *problems) map[string][]string {
-	tasks := map[string][]string{}
+// validateComponents checks the components entries: their names here,
+// the rest by the profile rules (r).
+func (c *Config) validateComponents(p *problem.List, r *ruled) {
 	first := map[string]int{} // name → index of its first entry
 	for i, comp := range c.Components {
-		path := indexPath("components", i)
+		path := problem.Index("components", i)
 		switch {
 		case comp.Name == "":
-			p.add(path+".name", "required: how models refer to this entry")
+			p.Add(path+".name", "required: how models refer to this entry")
 		case !NamePattern.MatchString(comp.Name):
-			p.add(path+".name", "%q: want letters, digits, '_', '.' or '-', at most 64, not starting with '.' or '-'", comp.Name)
+			p.Add(path+".name", "%q: %s", comp.Name, control.NameRule)
 		default:
 			if j, dup := first[comp.Name]; dup {
-				p.add(path+".name", "%q is also the name of components[%d]", comp.Name, j)
+				p.Add(path+".name", "%q is also the name of components[%d]", comp.Name, j)
 			} else {
 				first[comp.Name] = i
 			}
 		}
-		var fileTasks []string
-		if comp.Path == "" {
-			p.add(path+".path", "required: the components file (safetensors) written by calibrate fit")
-		} else if msg := checkFile(comp.Path); msg != "" {
-			p.add(path+".path", "%s", msg)
-		} else if info, err := react.ReadFileInfo(comp.Path); err == nil {
-			// (A file that does not read is the sidecar's problem when it
-			// loads it, with the file's whole check.)
-			fileTasks = info.TaskNames()
-			if _, dup := tasks[comp.Name]; !dup && comp.Name != "" {
-				tasks[comp.Name] = fileTasks
-			}
-		}
-		if comp.Beta != nil {
-			if err := react.ValidateBeta(*comp.Beta); err != nil {
-				p.add(path+".beta", "%v", err)
-			}
-		}
-		if comp.Normalize != "" {
-			if _, err := react.ParseNormalization(comp.Normalize); err != nil {
-				p.add(path+".normalize", "%v", err)
-			}
-		}
-		if comp.DefaultPreference != "" && strings.TrimSpace(comp.DefaultPreference) == "" {
-			p.add(path+".default_preference", "blank: write a preference such as \"cars=0.6,dtd=0.4\", or leave the key out for no correction")
-		}
-		checkSpec(p, path+".default_preference", comp.DefaultPreference, fileTasks)
-		names := make([]string, 0, len(comp.Presets))
-		for name := range comp.Presets {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		for _, name := range names {
-			pp := keyPath(path+".presets", name)
-			if !NamePattern.MatchString(name) {
-				p.add(pp, "preset name %q: want letters, digits, '_', '.' or '-', at most 64, not starting with '.' or '-'", name)
-			}
-			if strings.TrimSpace(comp.Presets[name]) == "" {
-				p.add(pp, "empty preference: write one such as \"cars=0.6,dtd=0.4\"")
-			}
-			checkSpec(p, pp, comp.Presets[name], fileTasks)
-		}
+		r.take(p, path)
 	}
-	return tasks
 }
 
-func (c *Config) validateModels(p *problems) {
+func (c *Config) validateModels(p *problem.List) {
 	// called: model name → the path of its first use as a backbone or head.
 	called := map[string]string{}
 	for i, m := range c.Models {
-		path := indexPath("models", i)
+		path := problem.Index("models", i)
 		if m.Backbone.Model != "" {
 			if _, ok := called[m.Backbone.Model]; !ok {
 				called[m.Backbone.Model] = path + ".backbone.model"
@@ -283,7 +223,7 @@ func (c *Config) validateModels(p *problems) {
 		for j, h := range m.Heads {
 			if h.Model != "" {
 				if _, ok := called[h.Model]; !ok {
-					called[h.Model] = indexPath(path+".heads", j) + ".model"
+					called[h.Model] = problem.Index(path+".heads", j) + ".model"
 				}
 			}
 		}
@@ -291,31 +231,31 @@ func (c *Config) validateModels(p *problems) {
 
 	first := map[string]int{}
 	for i, m := range c.Models {
-		path := indexPath("models", i)
+		path := problem.Index("models", i)
 		switch {
 		case m.Name == "":
-			p.add(path+".name", "required: the model name clients call")
+			p.Add(path+".name", "required: the model name clients call")
 		case strings.Contains(m.Name, "/") || strings.IndexFunc(m.Name, unicode.IsSpace) >= 0:
-			p.add(path+".name", "%q: must not contain '/' or white space", m.Name)
+			p.Add(path+".name", "%q: must not contain '/' or white space", m.Name)
 		default:
 			if j, dup := first[m.Name]; dup {
-				p.add(path+".name", "%q is also the name of models[%d]", m.Name, j)
+				p.Add(path+".name", "%q is also the name of models[%d]", m.Name, j)
 			} else {
 				first[m.Name] = i
 			}
 			if use, ok := called[m.Name]; ok {
-				p.add(path+".name", "%q is also %s: it would shadow a model the sidecar itself calls", m.Name, use)
+				p.Add(path+".name", "%q is also %s: it would shadow a model the sidecar itself calls", m.Name, use)
 			}
 		}
 		c.validateModelComponents(p, path, m.Components)
 		switch m.Signature {
 		case "", SignatureMatch, SignatureDiffers:
 		default:
-			p.add(path+".signature", "%q is not one of %s (the default: the signature of the Triton model of the same name is checked), %s (the difference is intended)",
+			p.Add(path+".signature", "%q is not one of %s (the default: the signature of the Triton model of the same name is checked), %s (the difference is intended)",
 				m.Signature, SignatureMatch, SignatureDiffers)
 		}
 		if m.VariantOf != "" && strings.TrimSpace(m.VariantOf) != m.VariantOf {
-			p.add(path+".variant_of", "%q: white space around a model name", m.VariantOf)
+			p.Add(path+".variant_of", "%q: white space around a model name", m.VariantOf)
 		}
 		if m.Graph() {
 			validateGraphModel(p, path, &m)
@@ -327,46 +267,46 @@ func (c *Config) validateModels(p *problems) {
 
 // validateGraphModel checks a model of the graph form: it names an
 // ensemble and one of its tensors, and nothing of the explicit form.
-func validateGraphModel(p *problems, path string, m *Model) {
+func validateGraphModel(p *problem.List, path string, m *Model) {
 	if strings.TrimSpace(m.Correct) != m.Correct {
-		p.add(path+".correct", "%q: white space around a tensor name", m.Correct)
+		p.Add(path+".correct", "%q: white space around a tensor name", m.Correct)
 	}
 	const why = "not with correct: a model either names the ensemble's tensor to correct (correct) or its backbone and heads, not both"
 	b := m.Backbone
 	if b.Model != "" || b.Version != "" || b.Output != "" {
-		p.add(path+".backbone", why)
+		p.Add(path+".backbone", why)
 	}
 	if len(m.Heads) > 0 {
-		p.add(path+".heads", why)
+		p.Add(path+".heads", why)
 	}
 	if len(m.Inputs) > 0 {
-		p.add(path+".inputs", "not with correct: the graph form serves the ensemble's own input names")
+		p.Add(path+".inputs", "not with correct: the graph form serves the ensemble's own input names")
 	}
 }
 
 // validateExplicitModel checks a model of the explicit form: a backbone,
 // heads, and how inputs and outputs are renamed.
-func validateExplicitModel(p *problems, path string, m *Model) {
+func validateExplicitModel(p *problem.List, path string, m *Model) {
 	b := path + ".backbone"
 	if m.Backbone.Model == "" {
-		p.add(b+".model", "required: the merged backbone model in Triton")
+		p.Add(b+".model", "required: the merged backbone model in Triton")
 	}
 	checkVersion(p, b+".version", m.Backbone.Version)
 	if m.Backbone.Output == "" {
-		p.add(b+".output", "required: the backbone output holding the feature to correct")
+		p.Add(b+".output", "required: the backbone output holding the feature to correct")
 	}
 	served := map[string]string{} // input name clients send → path of its first use
 	for _, in := range sortedKeys(m.Inputs) {
-		ip := keyPath(path+".inputs", in)
+		ip := problem.Key(path+".inputs", in)
 		name := m.Inputs[in]
 		switch {
 		case in == "":
-			p.add(ip, "empty backbone input name")
+			p.Add(ip, "empty backbone input name")
 		case name == "":
-			p.add(ip, "empty name: give the name clients send this input under")
+			p.Add(ip, "empty name: give the name clients send this input under")
 		default:
 			if use, dup := served[name]; dup {
-				p.add(ip, "%q is also the name of %s: inputs of one model need different names", name, use)
+				p.Add(ip, "%q is also the name of %s: inputs of one model need different names", name, use)
 			} else {
 				served[name] = ip
 			}
@@ -374,29 +314,29 @@ func validateExplicitModel(p *problems, path string, m *Model) {
 	}
 
 	if len(m.Heads) == 0 {
-		p.add(path+".heads", "at least one head required")
+		p.Add(path+".heads", "at least one head required")
 	}
 	exposed := map[string]string{} // exposed output name → path of its first use
 	for j, h := range m.Heads {
-		hp := indexPath(path+".heads", j)
+		hp := problem.Index(path+".heads", j)
 		if h.Task == "" {
-			p.add(hp+".task", "required: the task of the components file this head serves")
+			p.Add(hp+".task", "required: the task of the components file this head serves")
 		}
 		if h.Model == "" {
-			p.add(hp+".model", "required: the head model in Triton")
+			p.Add(hp+".model", "required: the head model in Triton")
 		}
 		checkVersion(p, hp+".version", h.Version)
 		for _, out := range sortedKeys(h.Outputs) {
-			op := keyPath(hp+".outputs", out)
+			op := problem.Key(hp+".outputs", out)
 			name := h.Outputs[out]
 			switch {
 			case out == "":
-				p.add(op, "empty head output name")
+				p.Add(op, "empty head output name")
 			case name == "":
-				p.add(op, "empty name: give the name clients see this output under")
+				p.Add(op, "empty name: give the name clients see this output under")
 			default:
 				if use, dup := exposed[name]; dup {
-					p.add(op, "%q is also the name of %s: outputs of one model need different names", name, use)
+					p.Add(op, "%q is also the name of %s: outputs of one model need different names", name, use)
 				} else {
 					exposed[name] = op
 				}
@@ -416,7 +356,7 @@ func sortedKeys(m map[string]string) []string {
 }
 
 // validateModelComponents checks a model's reference to a components entry.
-func (c *Config) validateModelComponents(p *problems, path, name string) {
+func (c *Config) validateModelComponents(p *problem.List, path, name string) {
 	path += ".components"
 	var names []string
 	for _, comp := range c.Components {
@@ -428,34 +368,34 @@ func (c *Config) validateModelComponents(p *problems, path, name string) {
 	case name == "" && len(c.Components) == 1:
 		// Load fills in the only entry.
 	case name == "" && len(c.Components) == 0:
-		p.add(path, "required, and there is no components entry: add one under components")
+		p.Add(path, "required, and there is no components entry: add one under components")
 	case name == "":
-		p.add(path, "required when there are several components entries (%s)", strings.Join(names, ", "))
+		p.Add(path, "required when there are several components entries (%s)", strings.Join(names, ", "))
 	case len(c.Components) == 0:
-		p.add(path, "%q is not the name of a components entry: there is none; add one under components", name)
+		p.Add(path, "%q is not the name of a components entry: there is none; add one under components", name)
 	case !slices.Contains(names, name):
-		p.add(path, "%q is not the name of a components entry (have: %s)", name, strings.Join(names, ", "))
+		p.Add(path, "%q is not the name of a components entry (have: %s)", name, strings.Join(names, ", "))
 	}
 }
 
 // checkVersion checks a model version: "" or a positive integer.
-func checkVersion(p *problems, path, v string) {
+func checkVersion(p *problem.List, path, v string) {
 	if v == "" {
 		return
 	}
 	if !versionPattern.MatchString(v) {
-		p.add(path, "%q: want a positive integer, or leave it out for Triton's choice", v)
+		p.Add(path, "%q: want a positive integer, or leave it out for Triton's choice", v)
 		return
 	}
 	if _, err := strconv.ParseInt(v, 10, 64); err != nil {
-		p.add(path, "%q: too large", v)
+		p.Add(path, "%q: too large", v)
 	}
 }
 
 // nonNegative checks a duration that may be 0 but not negative.
-func nonNegative(p *problems, path string, d time.Duration) {
+func nonNegative(p *problem.List, path string, d time.Duration) {
 	if d < 0 {
-		p.add(path, "must not be negative, got %v", d)
+		p.Add(path, "must not be negative, got %v", d)
 	}
 }
 
@@ -540,26 +480,4 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// checkFile returns what keeps path from being read as a regular file, or
-// "".
-func checkFile(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return fmt.Sprintf("cannot read %s: %v", path, err)
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return fmt.Sprintf("cannot read %s: %v", path, err)
-	}
-	if !info.Mode().IsRegular() {
-		return fmt.Sprintf("%s is not a regular file", path)
-	}
-	return ""
 }

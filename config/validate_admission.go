@@ -1,34 +1,38 @@
 package config
 
-import "math"
+import (
+	"math"
+
+	"github.com/mergectl/react-triton/problem"
+)
 
 // MaxPreferenceGrid is the finest admission.preference_grid: the rounding
 // of every preference's canonical form already keeps six decimals.
 const MaxPreferenceGrid = 1_000_000
 
-func (c *Config) validateAdmission(p *problems) {
+func (c *Config) validateAdmission(p *problem.List) {
 	a := &c.Admission
 	if a.MaxPendingSolves < 0 {
-		p.add("admission.max_pending_solves", "must be 0 (no queue) or positive, got %d", a.MaxPendingSolves)
+		p.Add("admission.max_pending_solves", "must be 0 (no queue) or positive, got %d", a.MaxPendingSolves)
 	}
 	if a.MaxConcurrentSolves < 0 {
-		p.add("admission.max_concurrent_solves", "must be 0 (half the cores) or positive, got %d", a.MaxConcurrentSolves)
+		p.Add("admission.max_concurrent_solves", "must be 0 (half the cores) or positive, got %d", a.MaxConcurrentSolves)
 	}
 	if a.RetryAfter <= 0 {
-		p.add("admission.retry_after", "must be positive, got %v", a.RetryAfter)
+		p.Add("admission.retry_after", "must be positive, got %v", a.RetryAfter)
 	}
 	if a.KeyHeader != "" {
 		if msg := checkKeyHeader(a.KeyHeader); msg != "" {
-			p.add("admission.key_header", "%s", msg)
+			p.Add("admission.key_header", "%s", msg)
 		}
 	}
 	if a.KeyRate < 0 || math.IsNaN(a.KeyRate) || math.IsInf(a.KeyRate, 0) {
-		p.add("admission.key_rate", "must be 0 (no bound) or a positive number of new preferences per second, got %v", a.KeyRate)
+		p.Add("admission.key_rate", "must be 0 (no bound) or a positive number of new preferences per second, got %v", a.KeyRate)
 	}
 	if a.KeyBurst < 1 {
-		p.add("admission.key_burst", "must be at least 1, got %d", a.KeyBurst)
+		p.Add("admission.key_burst", "must be at least 1, got %d", a.KeyBurst)
 	}
 	if a.PreferenceGrid < 0 || a.PreferenceGrid > MaxPreferenceGrid {
-		p.add("admission.preference_grid", "must be 0 (off) or from 1 to %d, got %d", MaxPreferenceGrid, a.PreferenceGrid)
+		p.Add("admission.preference_grid", "must be 0 (off) or from 1 to %d, got %d", MaxPreferenceGrid, a.PreferenceGrid)
 	}
 }

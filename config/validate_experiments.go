@@ -6,7 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/experiment"
+	"github.com/mergectl/react-triton/problem"
 )
 
 // headerName is an HTTP header name (a token), which gRPC metadata keys
@@ -30,52 +32,41 @@ func checkKeyHeader(h string) string {
 // tritonParameters are the request parameters Triton reserves for itself.
 var tritonParameters = []string{"sequence_id", "sequence_start", "sequence_end", "priority", "timeout", "binary_data_output", "headers"}
 
-// validateExperiments checks the experiments; tasks are the tasks of each
-// components entry whose file reads, for the arms' preferences.
-func (c *Config) validateExperiments(p *problems, tasks map[string][]string) {
-	models := map[string]string{} // model name → its components entry
+// validateExperiments checks the experiments; the profile rules (r) check
+// the arms' preferences and presets.
+func (c *Config) validateExperiments(p *problem.List, r *ruled) {
+	models := map[string]bool{} // model names
 	for _, m := range c.Models {
-		if _, dup := models[m.Name]; !dup {
-			models[m.Name] = m.Components
-		}
-	}
-	presets := map[string]map[string]string{} // components name → presets
-	for _, comp := range c.Components {
-		if _, dup := presets[comp.Name]; !dup {
-			presets[comp.Name] = comp.Presets
-			if presets[comp.Name] == nil {
-				presets[comp.Name] = map[string]string{}
-			}
-		}
+		models[m.Name] = true
 	}
 	first := map[string]int{}        // experiment name → index
 	takesPart := map[string]string{} // model name → path of its first mention
 	for i, e := range c.Experiments {
-		path := indexPath("experiments", i)
+		path := problem.Index("experiments", i)
 		switch {
 		case e.Name == "":
-			p.add(path+".name", "required: the experiment's name, in metrics and in every hashed key")
+			p.Add(path+".name", "required: the experiment's name, in metrics and in every hashed key")
 		case !NamePattern.MatchString(e.Name):
-			p.add(path+".name", "%q: want letters, digits, '_', '.' or '-', at most 64, not starting with '.' or '-'", e.Name)
+			p.Add(path+".name", "%q: %s", e.Name, control.NameRule)
 		default:
 			if j, dup := first[e.Name]; dup {
-				p.add(path+".name", "%q is also the name of experiments[%d]", e.Name, j)
+				p.Add(path+".name", "%q is also the name of experiments[%d]", e.Name, j)
 			} else {
 				first[e.Name] = i
 			}
 		}
 
 		if len(e.Models) == 0 {
-			p.add(path+".models", "at least one model required: the controllable models that take part")
+			p.Add(path+".models", "at least one model required: the controllable models that take part")
 		}
 		for j, name := range e.Models {
-			mp := indexPath(path+".models", j)
-			if _, ok := models[name]; !ok {
-				p.add(mp, "%q is not the name of a controllable model (models[].name)", name)
+			mp := problem.Index(path+".models", j)
+			if !models[name] {
+				p.Add(mp, "%q is not the name of a controllable model (models[].name)", name)
 				continue
 			}
 			if use, dup := takesPart[name]; dup {
-				p.add(mp, "model %q is also %s: a model takes part in one experiment at most", name, use)
+				p.Add(mp, "model %q is also %s: a model takes part in one experiment at most", name, use)
 				continue
 			}
 			takesPart[name] = mp
@@ -84,97 +75,70 @@ func (c *Config) validateExperiments(p *problems, tasks map[string][]string) {
 		c.validateExperimentKey(p, path+".key", e.Key)
 
 		if e.Traffic != nil && !(*e.Traffic > 0 && *e.Traffic <= 1) {
-			p.add(path+".traffic", "%v: want the share of keys that take part, a number in (0, 1]", *e.Traffic)
+			p.Add(path+".traffic", "%v: want the share of keys that take part, a number in (0, 1]", *e.Traffic)
 		}
 		if !e.Start.IsZero() && !e.End.IsZero() && !e.Start.Before(e.End) {
-			p.add(path+".end", "%s is not after start %s", e.End.Format(timeLayout), e.Start.Format(timeLayout))
+			p.Add(path+".end", "%s is not after start %s", e.End.Format(timeLayout), e.Start.Format(timeLayout))
 		}
 
 		switch {
 		case len(e.Arms) == 0:
-			p.add(path+".arms", "at least one arm required")
+			p.Add(path+".arms", "at least one arm required")
 		case len(e.Arms) > experiment.MaxArms:
-			p.add(path+".arms", "%d arms: at most %d", len(e.Arms), experiment.MaxArms)
+			p.Add(path+".arms", "%d arms: at most %d", len(e.Arms), experiment.MaxArms)
 		}
 		armNames := map[string]int{}
 		total := 0
 		for j, a := range e.Arms {
-			ap := indexPath(path+".arms", j)
+			ap := problem.Index(path+".arms", j)
 			switch {
 			case a.Name == "":
-				p.add(ap+".name", "required: the arm's name, in metrics and in react-arm")
+				p.Add(ap+".name", "required: the arm's name, in metrics and in react-arm")
 			case !NamePattern.MatchString(a.Name):
-				p.add(ap+".name", "%q: want letters, digits, '_', '.' or '-', at most 64, not starting with '.' or '-'", a.Name)
+				p.Add(ap+".name", "%q: %s", a.Name, control.NameRule)
 			default:
 				if k, dup := armNames[a.Name]; dup {
-					p.add(ap+".name", "%q is also the name of arms[%d]", a.Name, k)
+					p.Add(ap+".name", "%q is also the name of arms[%d]", a.Name, k)
 				} else {
 					armNames[a.Name] = j
 				}
 			}
 			switch {
 			case a.Weight == nil:
-				p.add(ap+".weight", "required: an integer from 0 to %d", experiment.MaxWeight)
+				p.Add(ap+".weight", "required: an integer from 0 to %d", experiment.MaxWeight)
 			case *a.Weight < 0 || *a.Weight > experiment.MaxWeight:
-				p.add(ap+".weight", "%d: want an integer from 0 to %d", *a.Weight, experiment.MaxWeight)
+				p.Add(ap+".weight", "%d: want an integer from 0 to %d", *a.Weight, experiment.MaxWeight)
 			default:
 				total += *a.Weight
 			}
-			switch {
-			case a.Preference == "" && a.Preset == "":
-				p.add(ap, "give the arm a preference (or \"none\") or a preset")
-			case a.Preference != "" && a.Preset != "":
-				p.add(ap+".preset", "set with preference: give one or the other")
-			case a.Preference != "" && strings.TrimSpace(a.Preference) == "":
-				p.add(ap+".preference", "blank: write a preference such as \"cars=0.6,dtd=0.4\", or \"none\"")
-			case a.Preference != "":
-				// Against each components entry the experiment's models use,
-				// once per entry.
-				checked := map[string]bool{}
-				for _, name := range e.Models {
-					if comp := models[name]; !checked[comp] {
-						checked[comp] = true
-						checkSpec(p, ap+".preference", a.Preference, tasks[comp])
-					}
-				}
-			case a.Preset != "":
-				for _, name := range e.Models {
-					// A model or components entry that does not exist has
-					// its own problem.
-					known, ok := presets[models[name]]
-					if _, found := known[a.Preset]; ok && !found {
-						p.add(ap+".preset", "%q is not a preset of components %q, which model %q uses", a.Preset, models[name], name)
-						break
-					}
-				}
-			}
+			r.take(p, ap)
 		}
 		if len(e.Arms) > 0 && total == 0 && !slices.ContainsFunc(e.Arms, func(a Arm) bool { return a.Weight == nil }) {
-			p.add(path+".arms", "the weights sum to 0: give at least one arm a positive weight")
+			p.Add(path+".arms", "the weights sum to 0: give at least one arm a positive weight")
 		}
 	}
 }
 
 // validateExperimentKey checks where an experiment reads its key.
-func (c *Config) validateExperimentKey(p *problems, path string, k ExperimentKey) {
+func (c *Config) validateExperimentKey(p *problem.List, path string, k ExperimentKey) {
 	if k.Header == "" && k.Parameter == "" {
-		p.add(path, "give header, parameter or both: where requests carry their key (such as a user id)")
+		p.Add(path, "give header, parameter or both: where requests carry their key (such as a user id)")
 		return
 	}
 	own := func(s string) bool { return len(s) >= 6 && strings.EqualFold(s[:6], "react-") }
 	if k.Header != "" {
 		if msg := checkKeyHeader(k.Header); msg != "" {
-			p.add(path+".header", "%s", msg)
+			p.Add(path+".header", "%s", msg)
 		}
 	}
 	if k.Parameter != "" {
 		switch {
 		case own(k.Parameter):
-			p.add(path+".parameter", "%q: react-* keys are ReACT's own", k.Parameter)
+			p.Add(path+".parameter", "%q: react-* keys are ReACT's own", k.Parameter)
 		case strings.HasPrefix(k.Parameter, "triton_") || slices.Contains(tritonParameters, k.Parameter):
-			p.add(path+".parameter", "%q is a parameter Triton reserves", k.Parameter)
+			p.Add(path+".parameter", "%q is a parameter Triton reserves", k.Parameter)
 		case strings.TrimSpace(k.Parameter) != k.Parameter:
-			p.add(path+".parameter", "%q has white space around it", k.Parameter)
+			p.Add(path+".parameter", "%q has white space around it", k.Parameter)
 		}
 	}
 }

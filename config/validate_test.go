@@ -14,6 +14,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
 )
 
@@ -365,19 +366,19 @@ func errText(_ any, err error) string { return err.Error() }
 
 // TestErrorFormat checks how one and several problems are printed.
 func TestErrorFormat(t *testing.T) {
-	one := &Error{Errors: []*FieldError{{Path: "cache.size", Msg: "must be at least 1, got 0", Line: 3}}}
+	one := problem.List{{Path: "cache.size", Msg: "must be at least 1, got 0", Line: 3}}
 	if got, want := one.Error(), "cache.size: must be at least 1, got 0 (line 3)"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
-	two := &Error{Errors: []*FieldError{
+	two := problem.List{
 		{Path: "cache.size", Msg: "m1", Source: "$REACT_CACHE_SIZE", Line: 3},
 		{Msg: "m2"},
-	}}
+	}
 	if got, want := two.Error(), "2 problems:\n  cache.size: m1 (from $REACT_CACHE_SIZE)\n  m2"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
-	var fe *FieldError
-	if !errors.As(fmt.Errorf("config: x.yaml: %w", two), &fe) || fe != two.Errors[0] {
+	var fe *problem.Problem
+	if !errors.As(fmt.Errorf("config: x.yaml: %w", two), &fe) || fe != two[0] {
 		t.Errorf("errors.As found %v, want the first problem", fe)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
 )
 
@@ -200,11 +201,11 @@ func TestNewProfileReportsEveryProblem(t *testing.T) {
 	}
 	var fields []string
 	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-		var fe *FieldError
+		var fe *problem.Problem
 		if !errors.As(e, &fe) {
-			t.Fatalf("%v is not a *FieldError", e)
+			t.Fatalf("%v is not a *problem.Problem", e)
 		}
-		fields = append(fields, fe.Field)
+		fields = append(fields, fe.Path)
 	}
 	if got := strings.Join(fields, " "); got != "default_preference presets.bad presets.neg" {
 		t.Errorf("fields = %s, want default_preference presets.bad presets.neg", got)

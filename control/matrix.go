@@ -23,8 +23,12 @@ type Matrix struct {
 	// W holds the D×D entries, row-major; nil while the matrix is only
 	// factored, and for a matrix on a device (Matrix copies it from there).
 	W []float32
-	// Cond is LAPACK's estimate of the condition number of C_p.
+	// Cond is an estimate of the 1-norm condition number of C_p, or with
+	// CondBounded an upper bound of it (react.SolveStats).
 	Cond float64
+	// CondBounded reports that Cond is an upper bound (a W_p solved on the
+	// device, where the bound spares the estimate).
+	CondBounded bool
 
 	// factor is the factored form while W_p is being formed, dropped once
 	// formed: it takes four times W_p's memory.

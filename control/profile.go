@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
 )
 
@@ -49,19 +50,6 @@ type ProfileSpec struct {
 	Observer Observer
 }
 
-// FieldError is a problem with one field of a ProfileSpec: "default" or
-// "presets.<name>".
-type FieldError struct {
-	Field string
-	Err   error
-}
-
-// Error implements error.
-func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
-
-// Unwrap returns the problem.
-func (e *FieldError) Unwrap() error { return e.Err }
-
 // Profile resolves preferences over one components file and hands out
 // their W_p. It is immutable and safe for concurrent use; a reload builds a
 // new one.
@@ -84,14 +72,16 @@ type Profile struct {
 	cache       *Cache
 	part        *partition // the cache's partition of key
 	obs         Observer
+	specs       specMemo // the parses of the specs requests sent
 }
 
 // NewProfile builds a profile: it makes the solver, parses the default and
 // the presets against the components' tasks, resolves the experiments' arms,
 // and solves each of their W_p, which stay pinned for the profile's life.
 // It reports every problem with the default, the presets and the
-// experiments at once, as *FieldError and *ExperimentError values joined by
-// errors.Join. A Profile is either complete or not returned.
+// experiments at once, joined by errors.Join: a *problem.Problem at path
+// "default_preference" or "presets.<name>" (as problem.Key writes it), or
+// an *ExperimentError. A Profile is either complete or not returned.
 func NewProfile(ctx context.Context, spec ProfileSpec) (*Profile, error) {
 	if spec.Cache == nil {
 		return nil, errors.New("profile: no cache")
@@ -149,7 +139,7 @@ func NewProfile(ctx context.Context, spec ProfileSpec) (*Profile, error) {
 	pin := func(field, spec string) Choice {
 		c, err := pinSpec(spec)
 		if err != nil {
-			errs = append(errs, &FieldError{Field: field, Err: err})
+			errs = append(errs, problem.New(field, "%v", err))
 		}
 		return c
 	}
@@ -158,7 +148,7 @@ func NewProfile(ctx context.Context, spec ProfileSpec) (*Profile, error) {
 	}
 	p.def.Source = SourceDefault
 	for _, name := range p.presetNames {
-		c := pin("presets."+name, spec.Presets[name])
+		c := pin(problem.Key("presets", name), spec.Presets[name])
 		c.Source, c.Preset = SourcePreset, name
 		p.presets[name] = c
 	}
@@ -214,6 +204,14 @@ func (p *Profile) Matrix(ctx context.Context, c Choice) (*Matrix, error) {
 	}
 	if m, ok := p.pinned[c.Key]; ok {
 		p.obs.Lookup(p.name, LookupPinned)
+		return m, nil
+	}
+	if m := p.cache.cached(p.part, c.Key); m != nil {
+		// The common case, first: no closure to allocate.
+		p.obs.Lookup(p.name, LookupHit)
+		if !m.Formed() {
+			p.formLater(m)
+		}
 		return m, nil
 	}
 	miss := p.factor
@@ -309,5 +307,5 @@ func (p *Profile) solveOnDevice(c Choice) (*Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Matrix{Key: c.Key, D: p.d, Cond: st.Cond, device: dm}, nil
+	return &Matrix{Key: c.Key, D: p.d, Cond: st.Cond, CondBounded: st.Bounded, device: dm}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -197,4 +198,111 @@ func BenchmarkPeak(b *testing.B) {
 		}
 		b.ReportMetric(2*n*n*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	})
+}
+
+// BenchmarkSolveSteps times each step of W_p = A_p C_p⁻¹ at T = 8 tasks on
+// the backend in use with one thread, and the formulations of the last
+// step side by side, with a DGEMM of the same size as the peer: "sums" (A_p
+// and C_p from the tasks' statistics), "potrf", "pocon", then W_p from U
+// by two triangular solves ("trsm×2", what SolveInto does), by U⁻¹ and two
+// triangular products ("trtri+trmm×2"), or by C_p⁻¹ and a symmetric product
+// ("potri+symm"). Flop counts: D³/3 for potrf, 2D³ for trsm×2 and
+// trtri+trmm×2 (D³/3 more for trtri), 2D³/3 + 2D³ for potri+symm, 2D³ for
+// the DGEMM.
+func BenchmarkSolveSteps(b *testing.B) {
+	SetBackendThreads(1)
+	for _, d := range []int{512, 768} {
+		c := benchComponents(d, 8)
+		s, err := NewSolver(c, DefaultOptions(c))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ws := s.pool.Get().(*workspace)
+		if err := s.weightsInto(ws.w, Uniform(s.Tasks())); err != nil {
+			b.Fatal(err)
+		}
+		ap := blas64.General{Rows: d, Cols: d, Stride: d, Data: make([]float64, d*d)}
+		cp := make([]float64, d*d)
+		anorm := s.weightedSums(ap, cp, ws.w, ws.work[:d])
+		sym := blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: cp}
+		if _, ok := lapack64.Potrf(sym); !ok {
+			b.Fatal("C_p not positive definite")
+		}
+		u := blas64.Triangular{N: d, Stride: d, Uplo: blas.Upper, Diag: blas.NonUnit, Data: cp}
+		fd := float64(d)
+		flops := func(b *testing.B, f float64) {
+			b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/op")
+			b.ReportMetric(f*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		}
+		name := func(step string) string { return fmt.Sprintf("D=%d/%s", d, step) }
+		b.Run(name("sums"), func(b *testing.B) {
+			a := blas64.General{Rows: d, Cols: d, Stride: d, Data: make([]float64, d*d)}
+			c := make([]float64, d*d)
+			for i := 0; i < b.N; i++ {
+				s.weightedSums(a, c, ws.w, ws.work[:d])
+			}
+			b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/op")
+		})
+		b.Run(name("potrf"), func(b *testing.B) {
+			c := make([]float64, d*d)
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				a := blas64.General{Rows: d, Cols: d, Stride: d, Data: make([]float64, d*d)}
+				s.weightedSums(a, c, ws.w, ws.work[:d])
+				b.StartTimer()
+				lapack64.Potrf(blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: c})
+			}
+			flops(b, fd*fd*fd/3)
+		})
+		b.Run(name("pocon"), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				lapack64.Pocon(sym, anorm, ws.work, ws.iwork)
+			}
+			b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/op")
+		})
+		w := blas64.General{Rows: d, Cols: d, Stride: d, Data: make([]float64, d*d)}
+		b.Run(name("trsm×2"), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				copy(w.Data, ap.Data)
+				blas64.Trsm(blas.Right, blas.NoTrans, 1, u, w)
+				blas64.Trsm(blas.Right, blas.Trans, 1, u, w)
+			}
+			flops(b, 2*fd*fd*fd)
+		})
+		b.Run(name("blocked-trsm"), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				copy(w.Data, ap.Data)
+				cholSolveRight(u, w)
+			}
+			flops(b, 2*fd*fd*fd)
+		})
+		b.Run(name("trtri+trmm×2"), func(b *testing.B) {
+			inv := blas64.Triangular{N: d, Stride: d, Uplo: blas.Upper, Diag: blas.NonUnit, Data: make([]float64, d*d)}
+			for i := 0; i < b.N; i++ {
+				copy(inv.Data, cp)
+				lapack64.Trtri(inv)
+				copy(w.Data, ap.Data)
+				// W = A_p U⁻¹ U⁻ᵀ
+				blas64.Trmm(blas.Right, blas.NoTrans, 1, inv, w)
+				blas64.Trmm(blas.Right, blas.Trans, 1, inv, w)
+			}
+			flops(b, 2*fd*fd*fd+fd*fd*fd/3)
+		})
+		b.Run(name("potri+symm"), func(b *testing.B) {
+			inv := make([]float64, d*d)
+			for i := 0; i < b.N; i++ {
+				copy(inv, cp)
+				lapack64.Potri(blas64.Triangular{N: d, Stride: d, Uplo: blas.Upper, Diag: blas.NonUnit, Data: inv})
+				blas64.Symm(blas.Right, 1, blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: inv}, ap, 0, w)
+			}
+			flops(b, 2*fd*fd*fd/3+2*fd*fd*fd)
+		})
+		b.Run(name("dgemm (peer)"), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, ap, ap, 0, w)
+			}
+			flops(b, 2*fd*fd*fd)
+		})
+		s.pool.Put(ws)
+	}
 }

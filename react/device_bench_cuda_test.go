@@ -266,3 +266,59 @@ func BenchmarkDeviceApply(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDeviceSolveParts times the parts of one solve alone, each
+// waited for, at D = 768 and 1280, T = 8: the factorisation (from a copy
+// of C_p), the solve for W_p (DPOTRS with D right-hand sides), one
+// one-vector solve of the ‖C_p⁻¹‖₁ estimate (upload, two DTRSVs,
+// download), the whole ‖C_p⁻¹‖₁ estimate and the ‖C_p‖₁ estimate: which
+// of the two lanes bounds the solve.
+func BenchmarkDeviceSolveParts(b *testing.B) {
+	acc := cudaInUse(b)
+	for _, d := range []int{768, 1280} {
+		c := cachedComponents(d, 8)
+		s := mustSolver(b, c, DefaultOptions(c))
+		dsi, err := acc.Load(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ds := dsi.(*cudaSolver)
+		p := mustPref(b, "task0=1,task1=1,task2=1,task3=1,task4=1,task5=1,task6=1,task7=1", s.Tasks())
+		if _, _, err := ds.Solve(p); err != nil { // leaves the factor in cp, C_p in cn
+			b.Fatal(err)
+		}
+		x, y, sign := make([]float64, d), make([]float64, d), make([]float64, d)
+		for i := range x {
+			x[i] = 1 / float64(d)
+		}
+		dev := acc.dev
+		parts := []struct {
+			name string
+			f    func() error
+		}{
+			{"copy+potrf", func() error {
+				if err := dev.CopyDtoD(ds.cp, ds.cn, f64*d*d); err != nil {
+					return err
+				}
+				return dev.Dpotrf(d, ds.cp, ds.work, ds.lwork, ds.info)
+			}},
+			{"potrs", func() error { return dev.Dpotrs(d, d, ds.cp, ds.ap, ds.info) }},
+			{"one-solve", func() error { return ds.solve(y, x) }},
+			{"inverse-norm", func() error { _, err := estimateOneNorm(d, ds.solve, x, y, sign); return err }},
+			{"norm", func() error { _, err := estimateOneNorm(d, ds.symv, x, y, sign); return err }},
+		}
+		for _, part := range parts {
+			b.Run(fmt.Sprintf("D=%d/T=8/%s", d, part.name), func(b *testing.B) {
+				var wall []float64
+				for b.Loop() {
+					start := time.Now()
+					if err := dev.Do(part.f); err != nil {
+						b.Fatal(err)
+					}
+					wall = append(wall, float64(time.Since(start))/1e6)
+				}
+				b.ReportMetric(median(wall), "wall-p50-ms/op")
+			})
+		}
+	}
+}

@@ -69,10 +69,15 @@ mutants=(
 	"round-no-abs#react/internal/cuda/kernels.go#s/setp\.le\.f32 %p2, %f2,/setp.le.f32 %p2, %f1,/#the rounding kernel does not flag a negative overflow"
 	"round-nan-ok#react/internal/cuda/kernels.go#s/setp\.le\.f32/setp.leu.f32/#the rounding kernel does not flag NaN"
 	"blas-any-driver#react/internal/cuda/shim.c#s/rc_library_names\(1, rc_driver_version\)/rc_library_names(1, 0)/#cuBLAS chosen as for a CUDA 13 driver whatever the driver"
-	"device-cond-dropped#control/profile.go#s/Cond: st\.Cond, device: dm/Cond: 0 * st.Cond, device: dm/#a profile's W_p solved on the device has no condition estimate"
+	"device-cond-dropped#control/profile.go#s/Cond: st\.Cond, CondBounded/Cond: 0 * st.Cond, CondBounded/#a profile's W_p solved on the device has no condition estimate"
 	"device-solve-unobserved#control/profile.go#/dm, st, err := p\.device\.Solve/{n;s/p\.obs\.Solved\(p\.name, time\.Since\(start\), err\)/_ = start/}#a profile's solves on the device are not observed"
 	"ondevice-any-dtype#backend/model/device.go#s/ \&\& m\.cfg\.Input\.Datatype == \"FP32\" \&\& m\.cfg\.Output\.Datatype == \"FP32\"//#OnDevice for a model of any datatype"
 	"batch-unbounded#backend/model/device.go#s/r\.Shape\[0\] > math\.MaxInt32/r.Shape[0] > math.MaxInt64/#ExecuteDevice takes a batch beyond cuBLAS's int"
+	"bound-unproven#react/device_cuda.go#s|return nil // not shown: every solve estimates|// not shown, used anyway|#the condition bound used with a G_t not shown positive semi-definite"
+	"bound-any-size#react/device_cuda.go#s/b <= WarnCondition/b <= MaxCondition/#the condition bound used though above WarnCondition (no estimate where one is due)"
+	"gemv-lda#react/device_cuda.go#s/ds.abuf, d\*d, ds.wa/ds.abuf, d*d+1, ds.wa/#the sums' DGEMV over the A_t with a leading dimension one too long (it reads past the last A_t)"
+	"gemv-g-weights#react/device_cuda.go#s/ds.gbuf, d\*d, ds.wg/ds.gbuf, d*d, ds.wa/#the sums' DGEMV weighs the G_t without their normalisation (w_t instead of w_t s_t)"
+	"gemv-op-t#react/internal/cuda/linalg.go#/func \(d \*Device\) DgemvN\(/,/^}/s/C\.CUBLAS_OP_N/C.CUBLAS_OP_T/#DgemvN multiplies by Aᵀ"
 	"gpucopy-kind#backend/gpucopy.go#s/cuda_memcpy\(dst, src, n, 2\)/cuda_memcpy(dst, src, n, 1)/#the copy of an input from the GPU is made as host to device"
 )
 

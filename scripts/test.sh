@@ -143,7 +143,7 @@ go test -race -count=1 ./control/... ./sidecar/... ./backend/... || status=1
 # EfficientNet-Lite0 against an independent implementation, and its strict
 # weight loading (make setup creates .cache/zoo-venv).
 [ -x .cache/zoo-venv/bin/python ] || { echo "test: no .cache/zoo-venv: run make setup" >&2; status=1; }
-[ ! -x .cache/zoo-venv/bin/python ] || .cache/zoo-venv/bin/python -m pytest -q -p no:cacheprovider tritonmodels/zoo/tests || status=1
+[ ! -x .cache/zoo-venv/bin/python ] || .cache/zoo-venv/bin/python -m pytest -q tritonmodels/zoo/tests || status=1
 
 # (tests/test_sidecar_ops.py and tests/test_sidecar_graph.py start small
 # Tritons of their own beside this one: the latter on a model repository it

@@ -17,21 +17,17 @@ import (
 
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/internal/buildinfo"
+	"github.com/mergectl/react-triton/internal/cli"
 	"github.com/mergectl/react-triton/react"
 )
 
-// Exit codes of the sidecar command.
+// Exit codes of the sidecar command: those of package cli, the same for
+// both binaries.
 const (
-	ExitOK      = 0 // stopped on request (SIGTERM, SIGINT)
-	ExitFailure = 1 // could not start (a bad configuration, models that do not fit), or a listener failed
-	ExitUsage   = 2 // unknown flag or argument
+	ExitOK      = cli.ExitOK      // stopped on request (SIGTERM, SIGINT)
+	ExitFailure = cli.ExitFailure // could not start (a bad configuration, models that do not fit), or a listener failed
+	ExitUsage   = cli.ExitUsage   // unknown flag or argument
 )
-
-// errServe marks a failure of the server itself, as opposed to a usage error.
-type errServe struct{ err error }
-
-func (e *errServe) Error() string { return e.err.Error() }
-func (e *errServe) Unwrap() error { return e.err }
 
 // NewCommand returns the sidecar command. It serves until ctx is done.
 // hup delivers reload requests (SIGHUP); nil disables them.
@@ -72,10 +68,10 @@ configuration, models that do not match Triton), 2 on a usage error.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := run(ctx, cmd.Flags(), hup, stderr); err != nil {
-				return &errServe{err}
+			if ok, _ := cmd.Flags().GetBool(config.FlagPrintConfig); ok {
+				return printConfig(cmd.Flags(), stdout)
 			}
-			return nil
+			return run(ctx, cmd.Flags(), hup, stderr)
 		},
 	}
 	cmd.SetVersionTemplate("{{.Name}} {{.Version}}\n")
@@ -84,6 +80,20 @@ configuration, models that do not match Triton), 2 on a usage error.`,
 	cmd.SetErr(stderr)
 	config.BindFlags(cmd.Flags())
 	return cmd
+}
+
+// printConfig writes the configuration that would run (config.Config.YAML).
+func printConfig(flags *pflag.FlagSet, stdout io.Writer) error {
+	cfg, err := config.Load("", flags)
+	if err != nil {
+		return err
+	}
+	b, err := cfg.YAML()
+	if err != nil {
+		return err
+	}
+	_, err = stdout.Write(b)
+	return err
 }
 
 // run loads the configuration and serves until ctx is done.
@@ -234,7 +244,8 @@ func parseLevel(s string) slog.Level {
 
 // Main runs the sidecar command with args (without the program name) until
 // SIGTERM or SIGINT, reloading on SIGHUP, and returns the process exit
-// code: ExitOK, ExitFailure or ExitUsage. Errors are printed to stderr.
+// code: ExitOK, ExitFailure or ExitUsage, as cli.Main decides for both
+// binaries. Errors are printed to stderr.
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -248,17 +259,5 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	cmd := NewCommand(ctx, hup, stdout, stderr)
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	if err == nil {
-		return ExitOK
-	}
-	fmt.Fprintf(stderr, "sidecar: %v\n", err)
-	var se *errServe
-	if errors.As(err, &se) {
-		return ExitFailure
-	}
-	fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
-	return ExitUsage
+	return cli.Main(NewCommand(ctx, hup, stdout, stderr), args)
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"testing"
@@ -21,6 +20,8 @@ import (
 
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
+
+	"github.com/mergectl/react-triton/internal/testutil"
 )
 
 // These tests put an in-process sidecar in front of the real Triton that
@@ -29,15 +30,8 @@ import (
 
 func realTriton(t *testing.T) (grpcAddr, httpAddr string) {
 	t.Helper()
-	grpcAddr, httpAddr = os.Getenv("TRITON_GRPC_ADDR"), os.Getenv("TRITON_HTTP_ADDR")
-	if grpcAddr == "" || httpAddr == "" {
-		msg := "TRITON_GRPC_ADDR or TRITON_HTTP_ADDR is not set: no real Triton (scripts/test.sh starts one)"
-		if os.Getenv("REACT_E2E") == "1" {
-			t.Fatal(msg + ", and REACT_E2E=1")
-		}
-		t.Skip(msg)
-	}
-	return grpcAddr, httpAddr
+	addrs := testutil.Env(t, "TRITON_GRPC_ADDR", "TRITON_HTTP_ADDR")
+	return addrs[0], addrs[1]
 }
 
 func TestE2EClientThroughSidecar(t *testing.T) {

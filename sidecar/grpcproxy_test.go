@@ -254,17 +254,18 @@ func TestGRPCUpstreamDown(t *testing.T) {
 	}
 }
 
-// fakeTriton answers a few of Triton's RPCs, typed, to show that generated
+// echoUpstream answers two of Triton's RPCs by echoing (not a fake Triton: that
+// is package faketriton), typed, to show that generated
 // clients work through the proxy unchanged.
-type fakeTriton struct {
+type echoUpstream struct {
 	tritonpb.UnimplementedGRPCInferenceServiceServer
 }
 
-func (fakeTriton) ModelInfer(_ context.Context, r *tritonpb.ModelInferRequest) (*tritonpb.ModelInferResponse, error) {
+func (echoUpstream) ModelInfer(_ context.Context, r *tritonpb.ModelInferRequest) (*tritonpb.ModelInferResponse, error) {
 	return &tritonpb.ModelInferResponse{ModelName: r.GetModelName(), Id: r.GetId(), RawOutputContents: r.GetRawInputContents()}, nil
 }
 
-func (fakeTriton) ModelStreamInfer(s grpc.BidiStreamingServer[tritonpb.ModelInferRequest, tritonpb.ModelStreamInferResponse]) error {
+func (echoUpstream) ModelStreamInfer(s grpc.BidiStreamingServer[tritonpb.ModelInferRequest, tritonpb.ModelStreamInferResponse]) error {
 	for {
 		r, err := s.Recv()
 		if errors.Is(err, io.EOF) {
@@ -284,7 +285,7 @@ func (fakeTriton) ModelStreamInfer(s grpc.BidiStreamingServer[tritonpb.ModelInfe
 
 func TestGRPCTypedTritonAndHealth(t *testing.T) {
 	up := startUpstreamGRPC(t, func(s *grpc.Server) {
-		tritonpb.RegisterGRPCInferenceServiceServer(s, fakeTriton{})
+		tritonpb.RegisterGRPCInferenceServiceServer(s, echoUpstream{})
 		hs := health.NewServer()
 		hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 		healthpb.RegisterHealthServer(s, hs)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -191,7 +192,7 @@ func (ms *Models) startAttempt(ctx context.Context) (done bool, err error) {
 		return true, nil
 	}
 	ms.state.Store(ms.newState(st.cfg, nil, err))
-	var be *pipeline.BuildError
+	var be problem.List
 	if !errors.As(err, &be) || !be.Transient() {
 		return true, fmt.Errorf("loading the controllable models:\n%w", err)
 	}

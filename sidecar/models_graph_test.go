@@ -16,8 +16,8 @@ import (
 
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
-	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/triton/tritonhttp"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -207,9 +207,9 @@ func TestReloadRefusesAnotherSignature(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = h.models.Reload(context.Background(), cfg)
-	var be *pipeline.BuildError
+	var be problem.List
 	if !errors.As(err, &be) || be.Transient() {
-		t.Fatalf("Reload: %v, want a permanent *pipeline.BuildError", err)
+		t.Fatalf("Reload: %v, want a permanent problem.List", err)
 	}
 	for _, want := range []string{
 		`models[1].name: input "x" is served, but Triton's "multi" has no such input`,

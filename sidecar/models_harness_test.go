@@ -35,16 +35,6 @@ import (
 // ctlTasks are the scenario's tasks.
 var ctlTasks = []string{"a", "b", "c"}
 
-// knownBug skips a test that shows a bug reported to the developer, unless
-// REACT_TEST_BUGS=1, so that the suite stays green while the bug is open
-// and the test can be run to see it fail.
-func knownBug(t *testing.T, msg string) {
-	t.Helper()
-	if os.Getenv("REACT_TEST_BUGS") != "1" {
-		t.Skip("BUG: " + msg)
-	}
-}
-
 // waitFor polls cond until it holds or timeout passes, and fails the test
 // with what.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {

@@ -19,7 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mergectl/react-triton/config"
-	"github.com/mergectl/react-triton/sidecar/pipeline"
+	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/triton"
 )
 
@@ -330,7 +330,7 @@ func (r *reloader) reload(ctx context.Context, forced bool) (transient bool) {
 	}
 	r.metrics.reloaded(err == nil)
 	if err != nil {
-		var be *pipeline.BuildError
+		var be problem.List
 		transient = errors.As(err, &be) && be.Transient()
 		r.log.Error("reload failed; the previous configuration keeps serving", "error", err, "retry", transient)
 		return transient

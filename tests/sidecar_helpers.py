@@ -18,43 +18,22 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.error
 import urllib.request
 
 import numpy as np
-import pytest
+from export_calib import images as _split_images  # tritonmodels/demo
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-ZOO = ROOT / "tritonmodels" / "zoo"
-ZOO_REPO = ROOT / "tritonmodels" / "repo"
-TEST_REPO = ROOT / "triton" / "testdata" / "repo"
-DATA = pathlib.Path(os.environ.get("ZOO_DATA", ROOT / ".cache" / "zoo-data"))
+from testenv import ROOT, TEST_REPO, ZOO, ZOO_REPO, binary, zoo_data, zoo_split
+
 MANIFEST = json.loads((ZOO / "manifest.json").read_text())
 TASKS = list(MANIFEST["tasks"])
 IMAGE = MANIFEST["backbone"]["input"]["name"]
 FEATURE = MANIFEST["backbone"]["output"]["name"]
 LOGITS = MANIFEST["head"]["output"]
 D = MANIFEST["D"]
-
-sys.path.insert(0, str(ROOT / "tritonmodels" / "demo"))
-from export_calib import images as _split_images  # noqa: E402
-
-
-def missing(message):
-    """Skips, or fails under REACT_E2E=1, when something a test needs is missing."""
-    if os.environ.get("REACT_E2E") == "1":
-        pytest.fail(message)
-    pytest.skip(message)
-
-
-def env(name):
-    value = os.environ.get(name)
-    if not value:
-        missing(f"{name} is not set: run the tests through scripts/test.sh")
-    return value
 
 
 def wait_for(what, probe, timeout=30.0, interval=0.05):
@@ -73,34 +52,6 @@ def wait_for(what, probe, timeout=30.0, interval=0.05):
         if time.monotonic() >= deadline:
             raise AssertionError(f"{what}: not within {timeout:g} s (last: {last!r})")
         time.sleep(interval)
-
-
-# ---------------------------------------------------------------- binaries
-
-
-def _newest_go_source():
-    newest = 0.0
-    for top in ("backend", "cmd", "calibrate", "config", "control", "experiment", "internal", "react", "sidecar", "triton"):
-        for path in (ROOT / top).rglob("*.go"):
-            if not path.name.endswith("_test.go"):
-                newest = max(newest, path.stat().st_mtime)
-    return max(newest, (ROOT / "go.mod").stat().st_mtime, (ROOT / "go.sum").stat().st_mtime)
-
-
-@functools.cache
-def binary(name):
-    """bin/<name>, built by make build (with OpenBLAS) when missing or older
-    than the Go sources (a stale binary would test old code); $SIDECAR_BIN or
-    $CALIBRATE_BIN, when set, names another binary to test."""
-    override = os.environ.get(f"{name.upper()}_BIN")
-    if override:
-        return pathlib.Path(override).resolve()
-    path = ROOT / "bin" / name
-    if not path.is_file() or path.stat().st_mtime < _newest_go_source():
-        run = subprocess.run(["make", "-s", "build"], cwd=ROOT, capture_output=True, text=True, timeout=600)
-        if run.returncode != 0:
-            missing(f"cannot build bin/{name}: {run.stderr[-2000:]}")
-    return path
 
 
 _WP_DIR = tempfile.mkdtemp(prefix="react-wp-")
@@ -126,10 +77,8 @@ def solve_wp(components, preference):
 
 @functools.cache
 def _split(task, split):
-    path = DATA / task / f"{split}.npz"
-    if not path.is_file():
-        missing(f"no zoo data at {path}: run scripts/zoo-data.sh (make setup)")
-    x, _ = _split_images(DATA, task, split)
+    zoo_split(task, split)
+    x, _ = _split_images(zoo_data(), task, split)
     return x
 
 

@@ -29,7 +29,6 @@ readiness false, which the shared server must not be):
   memory flat.
 """
 
-import base64
 import json
 import threading
 
@@ -39,8 +38,9 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from sidecar_helpers import (D, FEATURE, IMAGE, LOGITS, ROOT, TASKS, ZOO, Triton, assert_close, env, grpc_infer,
-                             images, small_repo, solve_wp)
+from sidecar_helpers import (D, FEATURE, IMAGE, LOGITS, TASKS, Triton, assert_close, grpc_infer, images, small_repo,
+                             solve_wp)
+from testenv import ZOO, env
 
 COMPONENTS = ZOO / "components.safetensors"
 REACT = "react_adamerging"

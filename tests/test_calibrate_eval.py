@@ -18,9 +18,6 @@ REACT_E2E=1.
 
 import itertools
 import json
-import os
-import pathlib
-import shutil
 import subprocess
 
 import numpy as np
@@ -30,10 +27,8 @@ import tritonclient.grpc as grpcclient
 from safetensors import safe_open
 from safetensors.numpy import load_file
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-ZOO = ROOT / "tritonmodels" / "zoo"
-DATA = pathlib.Path(os.environ.get("ZOO_DATA", ROOT / ".cache" / "zoo-data"))
-MANIFEST = json.loads((ZOO / "manifest.json").read_text())
+from testenv import ZOO, env, manifest, need_models, zoo_split
+
 COMPONENTS = ZOO / "components.safetensors"
 BACKBONE = "backbone_adamerging"
 TASKS = ["fashion", "mnist", "digits"]
@@ -41,36 +36,11 @@ N = 200
 BATCH = 256
 
 
-def _need(ok, message):
-    if not ok:
-        if os.environ.get("REACT_E2E") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-
-
 @pytest.fixture(scope="module")
-def triton_addr():
-    addr = os.environ.get("TRITON_GRPC_ADDR")
-    _need(addr, "TRITON_GRPC_ADDR is not set: run the tests through scripts/test.sh")
-    client = grpcclient.InferenceServerClient(url=addr)
-    try:
-        models = [BACKBONE] + [f"{k}_{t}" for t in TASKS for k in ("expert", "head")]
-        missing = [m for m in models if not client.is_model_ready(m)]
-    finally:
-        client.close()
-    _need(not missing, f"the Triton at {addr} does not serve {missing}")
-    return addr
-
-
-@pytest.fixture(scope="module")
-def calibrate(tmp_path_factory):
-    go = shutil.which("go")
-    _need(go, "go is not on PATH: cannot build cmd/calibrate")
-    path = tmp_path_factory.mktemp("bin") / "calibrate"
-    build = subprocess.run([go, "build", "-tags", "openblas", "-o", str(path), "./cmd/calibrate"], cwd=ROOT,
-                           capture_output=True, text=True, timeout=600)
-    assert build.returncode == 0, build.stderr
-    return path
+def triton_addr(triton_addr):
+    """The Triton of scripts/test.sh, serving the backbone, experts and heads."""
+    need_models(triton_addr, [BACKBONE] + [f"{k}_{t}" for t in TASKS for k in ("expert", "head")])
+    return triton_addr
 
 
 def _infer(client, model, x, inp, out):
@@ -85,7 +55,7 @@ def _infer(client, model, x, inp, out):
 def _head(task, z):
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
-    sess = ort.InferenceSession(str(ZOO / MANIFEST["files"][f"head_{task}"]["path"]), opts,
+    sess = ort.InferenceSession(str(ZOO / manifest()["files"][f"head_{task}"]["path"]), opts,
                                 providers=["CPUExecutionProvider"])
     return sess.run(None, {sess.get_inputs()[0].name: z.astype(np.float32)})[0]
 
@@ -114,8 +84,7 @@ def test_eval_matches_an_independent_computation(triton_addr, calibrate, tmp_pat
     data.mkdir()
     images, labels = {}, {}
     for task in TASKS:
-        path = DATA / task / "test.npz"
-        _need(path.is_file(), f"{path} is missing: run scripts/zoo-data.sh")
+        path = zoo_split(task, "test")
         with np.load(path) as f:
             pick = np.sort(np.random.default_rng(1).choice(len(f["y"]), size=N, replace=False))
             images[task] = (f["x"][pick].astype(np.float32) / 255)[:, None]
@@ -209,13 +178,11 @@ def test_eval_through_the_sidecar_matches_the_evaluation(triton_addr, calibrate,
     each preference in the react-preference header, give the logits and
     accuracies evaluated in process; and a sidecar model that is not the
     task's fails the check."""
-    sidecar = os.environ.get("SIDECAR_GRPC_ADDR")
-    _need(sidecar, "SIDECAR_GRPC_ADDR is not set: run the tests through scripts/test.sh")
+    sidecar = env("SIDECAR_GRPC_ADDR")
     data = tmp_path / "data"
     data.mkdir()
     for task in TASKS:
-        path = DATA / task / "test.npz"
-        _need(path.is_file(), f"{path} is missing: run scripts/zoo-data.sh")
+        path = zoo_split(task, "test")
         with np.load(path) as f:
             pick = np.sort(np.random.default_rng(2).choice(len(f["y"]), size=SIDECAR_N, replace=False))
             np.save(data / f"{task}.npy", (f["x"][pick].astype(np.float32) / 255)[:, None])

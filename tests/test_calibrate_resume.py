@@ -19,7 +19,6 @@ zoo data (.cache/zoo-data, or ZOO_DATA) and go; without them the tests
 skip, or fail when REACT_E2E=1.
 """
 
-import os
 import pathlib
 import signal
 import subprocess
@@ -29,10 +28,25 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from test_calibrate_triton import BACKBONE, ROOT, _images, _need, calibrate, triton_addr  # noqa: F401 (fixtures)
+from sidecar_helpers import free_ports
+from testenv import ROOT, ZOO_REPO, calib_images, need, need_models
 
+BACKBONE = "backbone_adamerging"
 TASKS = ["fashion", "mnist", "digits"]
 CHUNK = 8
+# Samples per task, as tests/test_calibrate_triton.py takes them.
+N = 301
+
+
+@pytest.fixture(scope="module")
+def triton_addr(triton_addr):
+    """The Triton of scripts/test.sh, serving the backbone and the experts."""
+    need_models(triton_addr, [BACKBONE] + [f"expert_{t}" for t in TASKS])
+    return triton_addr
+
+
+def _images(task):
+    return calib_images(task, N)
 
 
 def _inputs(tmp_path):
@@ -69,7 +83,7 @@ def _wait_for_checkpoint(ckpt, proc, count=1, timeout=120):
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(triton_addr, calibrate, tmp_path_factory):  # noqa: F811
+def uninterrupted(triton_addr, calibrate, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("uninterrupted")
     inputs = _inputs(tmp)
     out = tmp / "components.safetensors"
@@ -77,7 +91,7 @@ def uninterrupted(triton_addr, calibrate, tmp_path_factory):  # noqa: F811
     return inputs, out.read_bytes()
 
 
-def test_sigkill_then_resume_is_bit_identical(triton_addr, calibrate, uninterrupted, tmp_path):  # noqa: F811
+def test_sigkill_then_resume_is_bit_identical(triton_addr, calibrate, uninterrupted, tmp_path):
     inputs, want = uninterrupted
     out = tmp_path / "components.safetensors"
     cmd = _fit(calibrate, triton_addr, inputs, out)
@@ -94,26 +108,20 @@ def test_sigkill_then_resume_is_bit_identical(triton_addr, calibrate, uninterrup
     assert not pathlib.Path(str(out) + ".ckpt").exists()
 
 
-def test_triton_restart_mid_fit(calibrate, uninterrupted, tmp_path):  # noqa: F811
+def test_triton_restart_mid_fit(calibrate, uninterrupted, tmp_path):
     """A Triton of our own, with only the models the fit needs, stopped and
     started again on the same ports while the fit runs."""
     inputs, want = uninterrupted
     models = [BACKBONE] + [f"expert_{t}" for t in TASKS]
-    ports = subprocess.run(["/usr/bin/python3.11", "-c", """
-import socket
-socks = [socket.socket() for _ in range(3)]
-for s in socks:
-    s.bind(("127.0.0.1", 0))
-print(*(s.getsockname()[1] for s in socks))
-"""], capture_output=True, text=True, check=True).stdout.split()
+    ports = [str(p) for p in free_ports(3)]
     pid = tmp_path / "triton.pid"
-    up = [str(ROOT / "scripts" / "triton-up"), "--repo", str(ROOT / "tritonmodels" / "repo"),
+    up = [str(ROOT / "scripts" / "triton-up"), "--repo", str(ZOO_REPO),
           "--grpc-port", ports[0], "--http-port", ports[1], "--metrics-port", ports[2],
           "--log", str(tmp_path / "triton.log"), "--pid", str(pid), "--timeout", "300",
           "--", "--model-control-mode=explicit", *[f"--load-model={m}" for m in models]]
     down = [str(ROOT / "scripts" / "triton-down"), "--pid", str(pid), "--grace", "10"]
     started = subprocess.run(up, capture_output=True, text=True, timeout=400)
-    _need(started.returncode == 0, f"scripts/triton-up failed:\n{started.stdout}\n{started.stderr}")
+    need(started.returncode == 0, f"scripts/triton-up failed:\n{started.stdout}\n{started.stderr}")
     try:
         out = tmp_path / "components.safetensors"
         addr = f"127.0.0.1:{ports[0]}"
@@ -132,7 +140,7 @@ print(*(s.getsockname()[1] for s in socks))
         subprocess.run(down, capture_output=True, text=True, timeout=120)
 
 
-def test_only_into_task_by_task(triton_addr, calibrate, uninterrupted, tmp_path):  # noqa: F811
+def test_only_into_task_by_task(triton_addr, calibrate, uninterrupted, tmp_path):
     inputs, want = uninterrupted
     out = tmp_path / "components.safetensors"
     first = _fit(calibrate, triton_addr, inputs, out, "--quiet")
@@ -147,7 +155,7 @@ def test_only_into_task_by_task(triton_addr, calibrate, uninterrupted, tmp_path)
     assert out.read_bytes() == want, "the file built with --only task by task differs from one fit of every task"
 
 
-def test_shards_merged_equal_one_fit(triton_addr, calibrate, uninterrupted, tmp_path):  # noqa: F811
+def test_shards_merged_equal_one_fit(triton_addr, calibrate, uninterrupted, tmp_path):
     inputs, want_bytes = uninterrupted
     whole = tmp_path / "whole.safetensors"
     whole.write_bytes(want_bytes)

@@ -19,25 +19,17 @@ in that Triton, the zoo data (.cache/zoo-data, or ZOO_DATA) and go. Without
 them the test skips, or fails when REACT_E2E=1.
 """
 
-import json
-import os
-import pathlib
-import shutil
 import subprocess
 
 import numpy as np
 import onnxruntime as ort
 import pytest
 import tritonclient.grpc as grpcclient
-from tritonclient.utils import InferenceServerException
 from safetensors import safe_open
 from safetensors.numpy import load_file
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-ZOO = ROOT / "tritonmodels" / "zoo"
-DATA = pathlib.Path(os.environ.get("ZOO_DATA", ROOT / ".cache" / "zoo-data"))
-MANIFEST_PATH = ZOO / "manifest.json"
-MANIFEST = json.loads(MANIFEST_PATH.read_text()) if MANIFEST_PATH.is_file() else None
+from testenv import ROOT, VENV_PYTHON, ZOO, calib_images, manifest, need, need_models, zoo_data, zoo_split
+
 BACKBONE = "backbone_adamerging"
 TASKS = ["fashion", "mnist", "digits"]
 # Samples per task (digits has only 297, so it takes all): with the chunk
@@ -51,59 +43,21 @@ CHUNK = 64
 RTOL = 1e-5
 
 
-def _need(ok, message):
-    if not ok:
-        if os.environ.get("REACT_E2E") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-
-
 @pytest.fixture(scope="module")
-def triton_addr():
-    _need(MANIFEST is not None, f"{MANIFEST_PATH} is missing: the zoo is not built (make zoo)")
-    addr = os.environ.get("TRITON_GRPC_ADDR")
-    _need(addr, "TRITON_GRPC_ADDR is not set: run the tests through scripts/test.sh")
-    models = [BACKBONE] + [f"expert_{t}" for t in TASKS]
-    client = grpcclient.InferenceServerClient(url=addr)
-    try:
-        missing = [m for m in models if not client.is_model_ready(m)]
-    except InferenceServerException as err:
-        missing, problem = models, f"cannot reach the Triton at {addr}: {err}"
-    else:
-        problem = f"the Triton at {addr} does not serve the zoo models {missing}"
-    finally:
-        client.close()
-    _need(not missing, problem)
-    return addr
-
-
-@pytest.fixture(scope="module")
-def calibrate(tmp_path_factory):
-    """bin/calibrate as the work tree builds it now (a stale bin/ would test old code)."""
-    go = shutil.which("go")
-    _need(go, "go is not on PATH: cannot build cmd/calibrate")
-    path = tmp_path_factory.mktemp("bin") / "calibrate"
-    build = subprocess.run([go, "build", "-tags", "openblas", "-o", str(path), "./cmd/calibrate"], cwd=ROOT,
-                           capture_output=True, text=True, timeout=600)
-    assert build.returncode == 0, f"go build -tags openblas ./cmd/calibrate failed:\n{build.stderr}"
-    return path
+def triton_addr(triton_addr):
+    """The Triton of scripts/test.sh, serving the backbone and the experts."""
+    need_models(triton_addr, [BACKBONE] + [f"expert_{t}" for t in TASKS])
+    return triton_addr
 
 
 def _images(task):
-    path = DATA / task / "calib.npz"
-    _need(path.is_file(), f"{path} is missing: run scripts/zoo-data.sh")
-    with np.load(path) as f:
-        x = f["x"]
-    # The splits are stored in source order (mnist's is grouped by digit), so
-    # take a seeded random subset rather than the first N.
-    x = x[np.sort(np.random.default_rng(0).choice(len(x), size=min(N, len(x)), replace=False))]
-    return (x.astype(np.float32) / 255)[:, None, :, :]  # [N,1,28,28] in [0,1]
+    return calib_images(task, N)
 
 
 def _features(model, x):
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
-    session = ort.InferenceSession(str(ZOO / MANIFEST["files"][model]["path"]), options,
+    session = ort.InferenceSession(str(ZOO / manifest()["files"][model]["path"]), options,
                                    providers=["CPUExecutionProvider"])
     name = session.get_inputs()[0].name
     return session.run(None, {name: x})[0].astype(np.float64)
@@ -133,7 +87,7 @@ def test_fit_from_triton_matches_onnxruntime(triton_addr, calibrate, tmp_path):
     tensors = load_file(str(out))
     with safe_open(str(out), framework="numpy") as f:
         meta = f.metadata()
-    D = MANIFEST["D"]
+    D = manifest()["D"]
     assert meta["tasks"] == ",".join(TASKS)
     assert meta["d"] == str(D)
     assert (meta["backbone.model"], meta["backbone.version"], meta["backbone.output"]) == (BACKBONE, "1", "feature")
@@ -183,16 +137,15 @@ def _export_png(tmp_path):
     """Each task's calibration split as PNG files (scripts/zoo-png.py, its own
     encoder) under tmp_path/png, and as the float32 tensor x / 255 under
     tmp_path/npy; the number of images per task."""
-    for task in TASKS:
-        _need((DATA / task / "calib.npz").is_file(), f"{DATA / task / 'calib.npz'} is missing: run scripts/zoo-data.sh")
+    paths = {task: zoo_split(task, "calib") for task in TASKS}
     png, npy = tmp_path / "png", tmp_path / "npy"
-    export = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), str(ROOT / "scripts" / "zoo-png.py"),
-                             "--out", str(png), "--npy", str(npy), "--tasks", ",".join(TASKS), "--data", str(DATA)],
+    export = subprocess.run([str(VENV_PYTHON), str(ROOT / "scripts" / "zoo-png.py"),
+                             "--out", str(png), "--npy", str(npy), "--tasks", ",".join(TASKS), "--data", str(zoo_data())],
                             capture_output=True, text=True, timeout=300)
     assert export.returncode == 0, f"zoo-png.py failed:\n{export.stdout}\n{export.stderr}"
     counts = {}
     for task in TASKS:
-        with np.load(DATA / task / "calib.npz") as f:
+        with np.load(paths[task]) as f:
             counts[task] = len(f["x"])
         assert len(list((png / task).glob("*.png"))) == counts[task]
     return png, npy, counts
@@ -275,16 +228,15 @@ INTS_MODEL = "feature_ints"
 
 
 @pytest.fixture(scope="module")
-def ints_triton():
+def ints_triton(triton_addr):
     """The Triton of scripts/test.sh, serving feature_ints versions 1 and 2."""
-    addr = os.environ.get("TRITON_GRPC_ADDR")
-    _need(addr, "TRITON_GRPC_ADDR is not set: run the tests through scripts/test.sh")
+    addr = triton_addr
     client = grpcclient.InferenceServerClient(addr)
     try:
         ready = client.is_model_ready(INTS_MODEL, "1") and client.is_model_ready(INTS_MODEL, "2")
     finally:
         client.close()
-    _need(ready, f"{INTS_MODEL} versions 1 and 2 are not loaded in the Triton at {addr}")
+    need(ready, f"{INTS_MODEL} versions 1 and 2 are not loaded in the Triton at {addr}")
     return addr
 
 

@@ -33,9 +33,10 @@ import numpy as np
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
-from sidecar_helpers import (IMAGE, LOGITS, ZOO, Sidecar, assert_close, binary, config_text, env, images, metric,
-                             reference_logits, scrape, sidecar_config, wait_for)
-from test_sidecar_experiment import assign
+from assign import assign  # experiment/assign.py
+from sidecar_helpers import (IMAGE, LOGITS, Sidecar, assert_close, config_text, images, metric, reference_logits,
+                             scrape, sidecar_config, wait_for)
+from testenv import ZOO, binary, env
 
 EXPERIMENT = "deploy-ab"
 OLD_ARMS = [("merged", 50), ("react", 50)]

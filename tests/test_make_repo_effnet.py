@@ -15,9 +15,8 @@ import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tritonmodels"))
-import make_repo  # noqa: E402
+import make_repo  # tritonmodels/make_repo.py
+from testenv import ROOT
 
 D = 1280
 TASKS = {"fashion": 10, "mnist": 10, "digits": 10, "letters": 26, "greek": 24, "fontdigits": 10}
@@ -115,7 +114,7 @@ def test_model_py_loads_the_shared_runner(tmp_path, monkeypatch):
     runner = tmp_path / "tritonmodels" / "repo" / "onnx_runner.py"
     runner.parent.mkdir(parents=True)
     runner.write_text("class TritonPythonModel:\n    WHERE = __file__\n")
-    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(sys, "path", list(sys.path))  # model.py adds its runner's directory
     monkeypatch.delitem(sys.modules, "onnx_runner", raising=False)
     for name in ("backbone_base", "head_greek"):
         loaded = runpy.run_path(str(repo / name / "1" / "model.py"))

@@ -34,12 +34,11 @@ import tritonclient.http as httpclient
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 from tritonclient.utils import InferenceServerException
 
-from sidecar_helpers import (IMAGE, LOGITS, MANIFEST, ROOT, TASKS, ZOO_REPO, assert_close, env, grpc_infer,
-                             http_ready, http_request, images, json_infer_body, metric, missing,
-                             reference_logits, scrape)
+from sidecar_helpers import (IMAGE, LOGITS, MANIFEST, TASKS, assert_close, grpc_infer, http_ready, http_request,
+                             images, json_infer_body, metric, reference_logits, scrape)
+from testenv import PERF_ANALYZER, ZOO_REPO, env, missing
 
 PROTOCOLS = ["grpc", "http"]
-PERF_ANALYZER = ROOT / ".venv" / "bin" / "perf_analyzer"
 PRESETS = ["digits-first", "scripts", "uniform"]
 # The canonical forms the sidecar must echo, written out here (not computed
 # by the code under test): weights rounded to 1e-6, summing to exactly 1,

@@ -6,31 +6,16 @@ configuration tritonmodels/zoo/sidecar.yaml): TRITON_GRPC_ADDR and
 SIDECAR_GRPC_ADDR. Without them they skip, or fail when REACT_E2E=1.
 """
 import json
-import os
-import pathlib
 import re
-import shutil
 import subprocess
 import sys
 
 import numpy as np
-import pytest
 from safetensors.numpy import load_file
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-ZOO = ROOT / "tritonmodels" / "zoo"
-DATA = pathlib.Path(os.environ.get("ZOO_DATA", ROOT / ".cache" / "zoo-data"))
+from testenv import ROOT, ZOO, env, zoo_data
+
 PY = sys.executable
-
-
-def _addr(name):
-    value = os.environ.get(name)
-    if not value:
-        message = f"{name} is not set: run the tests through scripts/test.sh"
-        if os.environ.get("REACT_E2E") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    return value
 
 
 def test_shipped_components_match_a_fresh_calibration(tmp_path):
@@ -39,7 +24,7 @@ def test_shipped_components_match_a_fresh_calibration(tmp_path):
     tasks, N_t and metadata, and the same statistics to float tolerance (the
     features are computed in float32 by onnxruntime, whose kernels may round
     differently on another CPU)."""
-    triton = _addr("TRITON_GRPC_ADDR")
+    triton = env("TRITON_GRPC_ADDR")
     subprocess.run(["scripts/zoo-components.sh", "--triton", triton, "--out", str(tmp_path)],
                    cwd=ROOT, check=True, capture_output=True)
     for name in ("components.safetensors", "components_ta.safetensors"):
@@ -55,7 +40,7 @@ def test_shipped_components_match_a_fresh_calibration(tmp_path):
         meta_shipped = _metadata(ZOO / name)
         meta_fresh = _metadata(tmp_path / name)
         for key in meta_shipped:
-            if key in ("sha256", "metadata_sha256"):
+            if key in ("sha256", "crc32c", "metadata_sha256"):
                 continue
             assert meta_fresh[key] == meta_shipped[key], f"{name} metadata {key}"
 
@@ -64,20 +49,6 @@ def _metadata(path):
     from safetensors import safe_open
     with safe_open(path, "np") as f:
         return f.metadata()
-
-
-@pytest.fixture(scope="module")
-def calibrate(tmp_path_factory):
-    go = shutil.which("go")
-    if not go:
-        if os.environ.get("REACT_E2E") == "1":
-            pytest.fail("go is not on PATH: cannot build cmd/calibrate")
-        pytest.skip("go is not on PATH: cannot build cmd/calibrate")
-    path = tmp_path_factory.mktemp("bin") / "calibrate"
-    build = subprocess.run([go, "build", "-tags", "openblas", "-o", str(path), "./cmd/calibrate"], cwd=ROOT,
-                           capture_output=True, text=True, timeout=600)
-    assert build.returncode == 0, build.stderr
-    return path
 
 
 def test_accuracy_through_the_sidecar(calibrate, tmp_path):
@@ -92,9 +63,9 @@ def test_accuracy_through_the_sidecar(calibrate, tmp_path):
     fashion=0.5 does, docs/demo-results.md); eval's "beats merged" counts
     agree. And the tables recorded in docs/demo-results.md are this
     evaluation's."""
-    sidecar, triton = _addr("SIDECAR_GRPC_ADDR"), _addr("TRITON_GRPC_ADDR")
+    sidecar, triton = env("SIDECAR_GRPC_ADDR"), env("TRITON_GRPC_ADDR")
     data = tmp_path / "test"
-    export = subprocess.run([PY, "tritonmodels/demo/export_calib.py", "--split", "test", "--data", str(DATA),
+    export = subprocess.run([PY, "tritonmodels/demo/export_calib.py", "--split", "test", "--data", str(zoo_data()),
                              "--out", str(data)], cwd=ROOT, capture_output=True, text=True)
     assert export.returncode == 0, export.stdout + export.stderr
     md, out = tmp_path / "results.md", tmp_path / "results.json"

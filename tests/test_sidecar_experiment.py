@@ -22,9 +22,7 @@ import collections
 import json
 import pathlib
 import subprocess
-import sys
 import threading
-import time
 import types
 
 import numpy as np
@@ -33,13 +31,10 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.grpc import _utils as grpc_utils
 
-from sidecar_helpers import (
-    IMAGE, LOGITS, ROOT, Sidecar, assert_close, atomic_write, binary, config_text, env, images, metric,
-    reference_logits, scrape, sidecar_config, wait_for,
-)
-
-sys.path.insert(0, str(ROOT / "experiment"))
-from assign import assign, murmur3_32  # noqa: E402  (experiment/assign.py)
+from assign import assign, murmur3_32  # experiment/assign.py
+from sidecar_helpers import (IMAGE, LOGITS, Sidecar, assert_close, atomic_write, config_text, images, metric,
+                             reference_logits, scrape, sidecar_config, wait_for)
+from testenv import ROOT, binary, env
 
 ASSIGN_PY = ROOT / "experiment" / "assign.py"
 VECTORS = ROOT / "experiment" / "testdata" / "vectors.tsv"

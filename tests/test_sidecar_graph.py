@@ -29,9 +29,7 @@ numpy, starts its own Triton and a sidecar in front of it, and checks that
 """
 
 import csv
-import pathlib
 import subprocess
-import sys
 import types
 
 import numpy as np
@@ -39,12 +37,11 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "graph_models"))
-import graph_math as gm  # noqa: E402
-import graph_repo  # noqa: E402
-from sidecar_helpers import ROOT, Sidecar, Triton, binary, config_text, missing  # noqa: E402
+import graph_math as gm  # tests/graph_models/graph_math.py
+import graph_repo
+from sidecar_helpers import Sidecar, Triton, config_text
+from testenv import PERF_ANALYZER, ROOT, binary, missing
 
-PERF_ANALYZER = ROOT / ".venv" / "bin" / "perf_analyzer"
 PREF = "a=0.3,b=0.7"
 PROTOCOLS = ["grpc", "http-binary", "http-json"]
 GRAPHS = ["pet_classifier", "pet_classifier_nb"]

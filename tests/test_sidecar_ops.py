@@ -40,9 +40,10 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from sidecar_helpers import (IMAGE, LOGITS, ROOT, ZOO, Sidecar, Triton, assert_close, atomic_write, binary,
-                             config_text, free_ports, http_request, images, metric,
-                             port_open, reference_logits, scrape, sidecar_config, small_repo, wait_for)
+from sidecar_helpers import (IMAGE, LOGITS, Sidecar, Triton, assert_close, atomic_write, config_text, free_ports,
+                             http_request, images, metric, port_open, reference_logits, scrape, sidecar_config,
+                             small_repo, wait_for)
+from testenv import ROOT, ZOO, binary
 
 COMPONENTS = ZOO / "components.safetensors"
 FASHION = {"name": "fashion", "components": "zoo", "backbone": {"model": "backbone_adamerging", "output": "feature"},
@@ -602,7 +603,10 @@ def test_serve_script(tmp_path, cleanup):
     proc = subprocess.Popen([str(ROOT / "scripts" / "serve"), "--grpc-port", str(grpc_port), "--http-port", str(http_port),
                              "--metrics-port", str(metrics_port), "--repo", str(repo), "--config", str(config),
                              "--logs", str(logs)], stdout=subprocess.PIPE, stderr=open(tmp_path / "serve.err", "wb"),
-                            stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+                            stdin=subprocess.DEVNULL, text=True, start_new_session=True,
+                            # Ctrl-C as at a terminal: a run started in the background (nohup, &)
+                            # hands its children SIGINT ignored, and bash cannot trap an ignored signal.
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
     def stop():
         if proc.poll() is None:

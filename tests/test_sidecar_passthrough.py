@@ -23,15 +23,14 @@ REACT_E2E=1.
 import json
 import queue
 import signal
-import struct
 import time
 
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 
-from sidecar_helpers import (TEST_REPO, Sidecar, Triton, config_text, env, http_request, sidecar_config,
-                             wait_for)
+from sidecar_helpers import Sidecar, Triton, config_text, http_request, sidecar_config, wait_for
+from testenv import TEST_REPO, env
 
 ICL = "Inference-Header-Content-Length"
 # The headers whose values must agree (Date differs, and the sidecar's

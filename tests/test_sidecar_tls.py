@@ -27,13 +27,13 @@ import subprocess
 import threading
 import time
 
-import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
-from sidecar_helpers import (FEATURE, IMAGE, LOGITS, ZOO, Sidecar, assert_close, config_text, env, images, metric,
-                             missing, reference_logits, scrape, wait_for)
+from sidecar_helpers import (FEATURE, IMAGE, LOGITS, Sidecar, assert_close, config_text, images, metric,
+                             reference_logits, scrape, wait_for)
+from testenv import ZOO, env, missing
 
 COMPONENTS = ZOO / "components.safetensors"
 FASHION = {"name": "fashion", "components": "zoo", "backbone": {"model": "backbone_adamerging", "output": FEATURE},

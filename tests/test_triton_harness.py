@@ -10,7 +10,6 @@ REACT_E2E=1.
 """
 
 import json
-import os
 import pathlib
 import urllib.request
 
@@ -21,7 +20,8 @@ import tritonclient.http as httpclient
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 from tritonclient.utils import InferenceServerException
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from testenv import ROOT, env
+
 TRITON_VERSION = "2.51.0"
 AFFINE = {"affine_fp32": ("FP32", np.float32), "affine_fp16": ("FP16", np.float16)}
 MODELS = [*AFFINE, "identity_bf16", "runtime_info", "echo_parameters"]
@@ -30,21 +30,11 @@ PROTOCOLS = ["grpc", "http"]
 TARGETS = {"triton": ("TRITON_GRPC_ADDR", "TRITON_HTTP_ADDR"), "sidecar": ("SIDECAR_GRPC_ADDR", "SIDECAR_HTTP_ADDR")}
 
 
-def _addr(name):
-    value = os.environ.get(name)
-    if not value:
-        message = f"{name} is not set: run the tests through scripts/test.sh"
-        if os.environ.get("REACT_E2E") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    return value
-
-
 @pytest.fixture(scope="module", params=list(TARGETS))
 def target(request):
     """The gRPC and HTTP addresses of Triton, or of the sidecar in front of it."""
     grpc_var, http_var = TARGETS[request.param]
-    return {"grpc": _addr(grpc_var), "http": _addr(http_var)}
+    return {"grpc": env(grpc_var), "http": env(http_var)}
 
 
 @pytest.fixture(scope="module")
@@ -275,7 +265,7 @@ def test_metrics_and_statistics(clients):
     inp = httpclient.InferInput("INPUT0", [1, 4], "FP32")
     inp.set_data_from_numpy(np.ones((1, 4), dtype=np.float32))
     clients["http"].infer("affine_fp32", [inp])
-    with urllib.request.urlopen(f"http://{_addr('TRITON_METRICS_ADDR')}/metrics", timeout=10) as response:
+    with urllib.request.urlopen(f"http://{env('TRITON_METRICS_ADDR')}/metrics", timeout=10) as response:
         text = response.read().decode()
     success = [line for line in text.splitlines() if line.startswith('nv_inference_request_success{model="affine_fp32"')]
     assert success and float(success[0].rsplit(" ", 1)[1]) > 0

@@ -29,10 +29,6 @@ Needs the venv's Triton, go, and bin/backends/react/libtriton_react.so
 """
 
 import json
-import os
-import pathlib
-import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -42,7 +38,9 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from sidecar_helpers import Triton
+from testenv import ROOT, VENV_PYTHON, need
+
 BACKEND = ROOT / "bin" / "backends" / "react" / "libtriton_react.so"
 TASKS = ["cats", "dogs"]
 D, IN, CLASSES = 4, 3, 5
@@ -78,13 +76,6 @@ class TritonPythonModel:
             responses.append(pb_utils.InferenceResponse([pb_utils.Tensor(self.out, y)]))
         return responses
 '''
-
-
-def _need(ok, message):
-    if not ok:
-        if os.environ.get("REACT_E2E") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
 
 
 def _matrix(seed, rows, cols):
@@ -160,50 +151,14 @@ def _repository(repo):
     (repo / "cat_classifier" / "config.pbtxt").write_text(ENSEMBLE)
 
 
-def _free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
-@pytest.fixture(scope="module")
-def calibrate(tmp_path_factory):
-    go = shutil.which("go")
-    _need(go, "go is not on PATH")
-    path = tmp_path_factory.mktemp("bin") / "calibrate"
-    build = subprocess.run([go, "build", "-o", str(path), "./cmd/calibrate"], cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert build.returncode == 0, build.stderr
-    return path
-
-
-class Triton:
-    """A Triton of the venv serving repo, in a model control mode."""
-
-    def __init__(self, repo, mode, tmp):
-        _need((ROOT / ".venv" / "bin" / "python").is_file(), "no .venv: run make setup")
-        _need(BACKEND.is_file(), f"{BACKEND} is missing: run make build")
-        self.grpc_port, self.http_port, self.metrics_port = _free_ports(3)
-        self.pid = tmp / "triton.pid"
-        self.log = tmp / "triton.log"
-        extra = ["--model-control-mode=" + mode, "--strict-readiness=true"]
-        if mode == "explicit":
-            extra.append("--load-model=*")
-        else:
-            extra.append("--repository-poll-secs=1")
-        up = subprocess.run([str(ROOT / "scripts" / "triton-up"), "--repo", str(repo), "--grpc-port", str(self.grpc_port),
-                             "--http-port", str(self.http_port), "--metrics-port", str(self.metrics_port),
-                             "--log", str(self.log), "--pid", str(self.pid), "--timeout", "180", "--", *extra],
-                            capture_output=True, text=True, timeout=240)
-        assert up.returncode == 0, f"triton-up failed:\n{up.stdout}\n{up.stderr}"
-        self.grpc = f"127.0.0.1:{self.grpc_port}"
-        self.http = f"127.0.0.1:{self.http_port}"
-
-    def stop(self):
-        subprocess.run([str(ROOT / "scripts" / "triton-down"), "--pid", str(self.pid)], capture_output=True, timeout=120)
+def _triton(repo, mode, tmp):
+    """A Triton of the venv serving repo in a model control mode, strict
+    about readiness (a model that is loading is not ready)."""
+    need(VENV_PYTHON.is_file(), "no .venv: run make setup")
+    need(BACKEND.is_file(), f"{BACKEND} is missing: run make build")
+    extra = ["--model-control-mode=" + mode, "--strict-readiness=true"]
+    extra.append("--load-model=*" if mode == "explicit" else "--repository-poll-secs=1")
+    return Triton(repo, tmp, extra).start()
 
 
 def _infer(client, images, preference=None):
@@ -222,7 +177,7 @@ def _softmax(x):
 def test_upgrade_rolls_out_in_a_live_triton(calibrate, tmp_path, mode):
     repo = tmp_path / "models"
     _repository(repo)
-    triton = Triton(repo, mode, tmp_path)
+    triton = _triton(repo, mode, tmp_path)
     try:
         client = grpcclient.InferenceServerClient(triton.grpc)
         rng = np.random.default_rng(7)
@@ -297,4 +252,4 @@ def test_upgrade_rolls_out_in_a_live_triton(calibrate, tmp_path, mode):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
         assert np.abs(got - before).max() > 1e-3, "the preference changed nothing"
     finally:
-        triton.stop()
+        triton.down()

@@ -43,11 +43,11 @@ from google.protobuf import text_format
 from PIL import Image
 from tritonclient.grpc import model_config_pb2
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-ZOO = ROOT / "tritonmodels" / "zoo"
-REPO = ROOT / "tritonmodels" / "repo"
+import make_repo  # tritonmodels/make_repo.py
+from testenv import ROOT, ZOO, missing, zoo_split
+from testenv import ZOO_REPO as REPO
+
 TEMPLATES = ROOT / "tritonmodels" / "templates"
-DATA = pathlib.Path(os.environ.get("ZOO_DATA", ROOT / ".cache" / "zoo-data"))
 MANIFEST = json.loads((ZOO / "manifest.json").read_text())
 RESULTS = json.loads((ZOO / "results.json").read_text())
 TASKS = list(MANIFEST["tasks"])
@@ -67,9 +67,6 @@ TARGETS = {"triton": ("TRITON_GRPC_ADDR", "TRITON_HTTP_ADDR"), "sidecar": ("SIDE
 # results.json's row for each backbone a deployment can use.
 RESULTS_ROW = {"backbone_base": "Base", "backbone_ta": "TA", "backbone_ties": "TIES", "backbone_adamerging": "AdaMerging"}
 
-sys.path.insert(0, str(ROOT / "tritonmodels"))
-import make_repo  # noqa: E402
-
 DEPLOYED = f"backbone_{make_repo.DEPLOYMENT_BACKBONE}"
 ZOO_MODELS.append(make_repo.FP16_BACKBONE)
 # Backend mode: the react models, each task's <task>_react ensemble, and the
@@ -82,12 +79,6 @@ ZOO_MODELS += REACT_MODELS + REACT_ENSEMBLES + [FP16_HEAD]
 # included), the ensemble preprocess_<backbone> in front of it.
 PREPROCESS_ENSEMBLES = [f"{make_repo.PREPROCESS}_{b}" for b in BACKBONES]
 ZOO_MODELS += [make_repo.PREPROCESS] + PREPROCESS_ENSEMBLES
-
-
-def _missing(message):
-    if os.environ.get("REACT_E2E") == "1":
-        pytest.fail(message)
-    pytest.skip(message)
 
 
 def _module(protocol):
@@ -103,9 +94,9 @@ def clients(request):
     env = {name: os.environ.get(name) for name in names}
     unset = [name for name, value in env.items() if not value]
     if unset:
-        _missing(f"{', '.join(unset)} not set: run the tests through scripts/test.sh")
+        missing(f"{', '.join(unset)} not set: run the tests through scripts/test.sh")
     if pathlib.Path(env["ZOO_MODEL_REPOSITORY"]).resolve() != REPO:
-        _missing(f"ZOO_MODEL_REPOSITORY={env['ZOO_MODEL_REPOSITORY']} is not this checkout's {REPO}")
+        missing(f"ZOO_MODEL_REPOSITORY={env['ZOO_MODEL_REPOSITORY']} is not this checkout's {REPO}")
     grpc = grpcclient.InferenceServerClient(url=env[grpc_var])
     http = httpclient.InferenceServerClient(url=env[http_var])
     yield {"grpc": grpc, "http": http}
@@ -117,10 +108,7 @@ def clients(request):
 def _split(task, split="test", n=N_TEST):
     """n images of a split, always the same ones (seed 0, in file order), as
     float32 [n,1,28,28] in [0,1], and their labels."""
-    path = DATA / task / f"{split}.npz"
-    if not path.is_file():
-        _missing(f"no zoo data at {path}: run scripts/zoo-data.sh (make setup)")
-    with np.load(path) as f:
+    with np.load(zoo_split(task, split)) as f:
         rows = np.sort(np.random.default_rng(0).choice(len(f["x"]), size=min(n, len(f["x"])), replace=False))
         x = f["x"][rows].astype(np.float32)[:, None] / 255
         y = f["y"][rows] if "y" in f else None
@@ -181,8 +169,7 @@ def test_onnx_files_match_manifest():
 def test_accuracy_table_is_current():
     """The README table and results.json are what evaluate.py computes from
     the committed ONNX files on the regenerated test splits (not typed in)."""
-    if not (DATA / "fashion" / "test.npz").is_file():
-        _missing(f"no zoo data at {DATA}: run scripts/zoo-data.sh (make setup)")
+    zoo_split("fashion", "test")
     run = subprocess.run([sys.executable, str(ZOO / "evaluate.py"), "--check"],
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr

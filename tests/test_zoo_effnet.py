@@ -37,7 +37,9 @@ import onnxruntime as ort
 import pytest
 import tritonclient.grpc as grpcclient
 
-from sidecar_helpers import DATA, ROOT, Sidecar, Triton, assert_close, binary, grpc_infer
+import make_repo  # tritonmodels/make_repo.py
+from sidecar_helpers import Sidecar, Triton, assert_close, grpc_infer
+from testenv import ROOT, binary, zoo_split
 
 ZOO = ROOT / "tritonmodels" / "zoo-effnet"
 REPO = ROOT / "tritonmodels" / "repo-effnet"
@@ -47,10 +49,6 @@ TASKS = list(MANIFEST["tasks"])
 D = MANIFEST["D"]
 SLICE = 150  # test images per task, a seeded random choice
 SEED = 20261124
-
-
-sys.path.insert(0, str(ROOT / "tritonmodels"))
-import make_repo  # noqa: E402
 
 
 def test_onnx_files_match_manifest():
@@ -109,7 +107,7 @@ def _session(name):
 def _slice(task):
     """The slice: SLICE seeded random test images ([N,1,28,28] in [0,1]) and
     their labels."""
-    with np.load(DATA / task / "test.npz") as f:
+    with np.load(zoo_split(task, "test")) as f:
         x, y = f["x"], f["y"]
     rows = np.sort(np.random.default_rng(SEED + TASKS.index(task)).choice(len(y), size=SLICE, replace=False))
     return np.ascontiguousarray(x[rows, None].astype(np.float32) / 255), y[rows]

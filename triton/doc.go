@@ -27,6 +27,16 @@
 // INVALID_ARGUMENT for a request that does not fit the model, NOT_FOUND for
 // an unknown model, UNAVAILABLE when the server cannot be reached.
 //
+// ResolveModel asks about a model once (ready, metadata, configuration)
+// and returns a ModelInfo, whose methods are the one set of rules every
+// caller applies to a model: the input or output picked by name, by
+// fallback or as the only one, batched inputs, a feature's datatype (FP32,
+// FP16 or BF16: IsFeatureDatatype) and size, each problem worded once and
+// starting with the model (DescribeModel). RunBatched runs a resolved
+// model on many samples, in requests of BatchOptions' size (DefaultBatch,
+// capped by max_batch_size), DefaultInFlight of them at once. calibrate
+// fit, calibrate eval and the sidecar use them.
+//
 // Metadata, health and configuration calls are retried on UNAVAILABLE with
 // bounded, jittered backoff within the caller's deadline. Infer is never
 // retried: a request that may have reached the server is not sent twice.

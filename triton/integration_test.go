@@ -20,6 +20,8 @@ import (
 
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
+
+	"github.com/mergectl/react-triton/internal/testutil"
 )
 
 // These tests run against the real Triton that scripts/test.sh starts with
@@ -28,14 +30,7 @@ import (
 
 func tritonAddr(t *testing.T) string {
 	t.Helper()
-	addr := os.Getenv("TRITON_GRPC_ADDR")
-	if addr == "" {
-		if os.Getenv("REACT_E2E") == "1" {
-			t.Fatal("TRITON_GRPC_ADDR is not set and REACT_E2E=1: run through scripts/test.sh, which starts Triton")
-		}
-		t.Skip("TRITON_GRPC_ADDR is not set: no real Triton to test against (scripts/test.sh starts one)")
-	}
-	return addr
+	return testutil.Env(t, "TRITON_GRPC_ADDR")[0]
 }
 
 // inferCounter is a client-side hook: it counts the ModelInfer RPCs that

@@ -2,7 +2,6 @@ package model
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -12,12 +11,17 @@ import (
 	"strings"
 
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/internal/bytesize"
+	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/triton"
 )
 
 // The model configuration parameters the backend reads (config.pbtxt
 // `parameters`, string values). Any other key is refused, so that a typo
-// fails the load instead of being ignored.
+// fails the load instead of being ignored. What they may hold is the rule
+// of every surface, control.Settings.Check; this file translates the
+// parameters' syntax.
 const (
 	// ParamComponents names the components file: absolute, or relative to
 	// the directory of the model version being loaded (<model>/<version>/).
@@ -31,23 +35,36 @@ const (
 	ParamDefaultPreference = "default_preference"
 	// ParamPresetPrefix starts a preset's key: preset.<name>.
 	ParamPresetPrefix = "preset."
-	// ParamCacheSize bounds the number of per-request W_p kept (default
-	// DefaultCacheSize).
+	// ParamCacheMaxBytes bounds the memory of the per-request W_p kept, an
+	// integer or a size with a unit ("64MiB"; default
+	// DefaultCacheMaxBytes).
+	ParamCacheMaxBytes = "cache_max_bytes"
+	// ParamCacheSize, when positive, also bounds their number (default
+	// DefaultCacheSize, 0: no bound beyond the bytes).
 	ParamCacheSize = "cache_size"
 	// ParamMaxPreferenceLength bounds a request's preference or preset
 	// value, in bytes (default DefaultMaxPreferenceLength).
 	ParamMaxPreferenceLength = "max_preference_length"
 )
 
-// Defaults of the optional parameters.
+// Defaults of the optional parameters: those of every surface (package
+// control).
 const (
-	DefaultCacheSize           = 64
-	DefaultMaxPreferenceLength = 4096
+	DefaultCacheMaxBytes       = int64(control.DefaultCacheMaxBytes)
+	DefaultCacheSize           = control.DefaultCacheSize
+	DefaultMaxPreferenceLength = control.DefaultMaxPreferenceLength
 )
 
-// floatTypes are the datatypes an embedding may have, as Triton names them
-// in a model configuration.
-var floatTypes = map[string]string{"TYPE_FP32": "FP32", "TYPE_FP16": "FP16", "TYPE_BF16": "BF16"}
+// featureDatatype returns the protocol datatype of a model configuration's
+// data_type ("TYPE_FP16" -> "FP16") when an embedding may have it
+// (triton.IsFeatureDatatype: the sidecar's and calibrate's rule too).
+// It returns "", false for any other.
+func featureDatatype(configType string) (string, bool) {
+	if dt, ok := strings.CutPrefix(configType, "TYPE_"); ok && triton.IsFeatureDatatype(dt) {
+		return dt, true
+	}
+	return "", false
+}
 
 // Tensor is one input or output of the model's configuration.
 type Tensor struct {
@@ -79,8 +96,9 @@ type Config struct {
 	DefaultPreference string
 	// Presets maps preset names to preference specs.
 	Presets map[string]string
-	// CacheSize and MaxPreferenceLength bound the W_p cache and a request's
-	// preference.
+	// CacheMaxBytes and CacheSize bound the W_p cache (bytes, and entries
+	// when positive), MaxPreferenceLength a request's preference.
+	CacheMaxBytes       int64
 	CacheSize           int
 	MaxPreferenceLength int
 }
@@ -104,42 +122,67 @@ type wireTensor struct {
 }
 
 // ParseConfig reads a react model's configuration from Triton's JSON form
-// and checks it. It reports every problem at once, each prefixed with where
-// it is ("parameters.beta: ...", "input[0]: ..."), joined by errors.Join:
-// with versionDir (the version directory, against which a relative
-// components path is read; "" for none), the default preference and the
-// presets are checked against the tasks in the components file's header
-// too, so that an unknown task shows beside every other problem (the file's
-// whole check is Load's).
+// and checks it. It reports every problem at once, as a problem.List
+// (formatted one per line, problem.List.Lines), each at its place
+// ("parameters.beta", "input[0]"): with versionDir (the version directory,
+// against which a relative components path is read; "" for none), the
+// components file must be readable and the default preference and the
+// presets are checked against the tasks in its header too, so that an
+// unknown task shows beside every other problem (the file's whole check is
+// Load's).
 func ParseConfig(data []byte, versionDir string) (*Config, error) {
 	var w wireConfig
 	if err := json.Unmarshal(data, &w); err != nil {
 		return nil, fmt.Errorf("model configuration: %w", err)
 	}
 	c := &Config{Name: w.Name, MaxBatchSize: w.MaxBatchSize, Presets: map[string]string{},
-		CacheSize: DefaultCacheSize, MaxPreferenceLength: DefaultMaxPreferenceLength}
-	var errs []error
-	fail := func(where, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", where, fmt.Sprintf(format, args...)))
+		CacheMaxBytes: DefaultCacheMaxBytes, CacheSize: DefaultCacheSize, MaxPreferenceLength: DefaultMaxPreferenceLength}
+	var l problem.List
+	c.parseTensors(&w, &l)
+	params := c.parseParameters(w.Parameters)
+	s := c.Settings()
+	if versionDir != "" && c.Components != "" {
+		s.Profiles[0].Components = c.componentsPath(versionDir)
 	}
+	params = append(params, s.Check(versionDir != "").Rename(parameterPath)...)
+	// The parameters in the order of their keys, a missing or unreadable
+	// components file last.
+	slices.SortStableFunc(params, func(a, b *problem.Problem) int {
+		ac, bc := a.Path == "parameters."+ParamComponents, b.Path == "parameters."+ParamComponents
+		switch {
+		case ac != bc && ac:
+			return 1
+		case ac != bc:
+			return -1
+		}
+		return strings.Compare(a.Path, b.Path)
+	})
+	l = append(l, params...)
+	if len(l) > 0 {
+		return nil, l.Lines()
+	}
+	return c, nil
+}
 
+// parseTensors reads the input and output tensors and checks them.
+func (c *Config) parseTensors(w *wireConfig, l *problem.List) {
 	tensor := func(kind string, ts []wireTensor) Tensor {
 		if len(ts) != 1 {
-			fail(kind, "a react model has exactly one %s (the embedding), not %d", kind, len(ts))
+			l.Add(kind, "a react model has exactly one %s (the embedding), not %d", kind, len(ts))
 			return Tensor{}
 		}
 		where := kind + "[0]"
 		t := Tensor{Name: ts[0].Name}
-		dt, ok := floatTypes[ts[0].DataType]
+		dt, ok := featureDatatype(ts[0].DataType)
 		if !ok {
-			fail(where, "data_type %s: an embedding is TYPE_FP32, TYPE_FP16 or TYPE_BF16", ts[0].DataType)
+			l.Add(where, "data_type %s: an embedding is TYPE_FP32, TYPE_FP16 or TYPE_BF16", ts[0].DataType)
 		}
 		t.Datatype = dt
 		for _, d := range ts[0].Dims {
 			text := strings.Trim(string(d), `"`)
 			n, err := strconv.ParseInt(text, 10, 64)
 			if err != nil {
-				fail(where, "dims: %s is not an integer", d)
+				l.Add(where, "dims: %s is not an integer", d)
 				return Tensor{Name: t.Name} // no further checks of its type and dims
 			}
 			t.Dims = append(t.Dims, n)
@@ -149,13 +192,13 @@ func ParseConfig(data []byte, versionDir string) (*Config, error) {
 	c.Input = tensor("input", w.Input)
 	c.Output = tensor("output", w.Output)
 	if c.Input.Datatype != "" && c.Output.Datatype != "" && c.Input.Datatype != c.Output.Datatype {
-		fail("output[0]", "data_type %s differs from the input's %s: the corrected embedding keeps its datatype", c.Output.Datatype, c.Input.Datatype)
+		l.Add("output[0]", "data_type %s differs from the input's %s: the corrected embedding keeps its datatype", c.Output.Datatype, c.Input.Datatype)
 	}
 	if c.Input.Name != "" && c.Input.Name == c.Output.Name {
-		fail("output[0]", "name %q is the input's name", c.Output.Name)
+		l.Add("output[0]", "name %q is the input's name", c.Output.Name)
 	}
 	if w.MaxBatchSize < 0 {
-		fail("max_batch_size", "%d is negative", w.MaxBatchSize)
+		l.Add("max_batch_size", "%d is negative", w.MaxBatchSize)
 	}
 	for _, t := range []struct {
 		kind string
@@ -163,90 +206,110 @@ func ParseConfig(data []byte, versionDir string) (*Config, error) {
 	}{{"input[0]", c.Input}, {"output[0]", c.Output}} {
 		if t.t.Datatype != "" && !dimsFit(t.t.Dims, w.MaxBatchSize) {
 			if w.MaxBatchSize > 0 {
-				fail(t.kind, "dims %v: with max_batch_size > 0 an embedding's dims are [D]", t.t.Dims)
+				l.Add(t.kind, "dims %v: with max_batch_size > 0 an embedding's dims are [D]", t.t.Dims)
 			} else {
-				fail(t.kind, "dims %v: with max_batch_size 0 an embedding's dims are [-1, D] or [B, D]", t.t.Dims)
+				l.Add(t.kind, "dims %v: with max_batch_size 0 an embedding's dims are [-1, D] or [B, D]", t.t.Dims)
 			}
 		}
 	}
+}
 
-	keys := make([]string, 0, len(w.Parameters))
-	for k := range w.Parameters {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		v := w.Parameters[k].StringValue
+// parseParameters translates the parameters' strings into c, and returns
+// the problems of their syntax: what they hold is checked by the rules.
+func (c *Config) parseParameters(params map[string]struct {
+	StringValue string `json:"string_value"`
+}) problem.List {
+	var out problem.List
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		v := params[k].StringValue
 		where := "parameters." + k
 		switch {
 		case k == ParamComponents:
 			c.Components = v
 		case k == ParamBeta:
 			b, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err == nil {
-				err = react.ValidateBeta(b)
-			} else {
-				err = fmt.Errorf("%q is not a number", v)
-			}
 			if err != nil {
-				fail(where, "%v", err)
+				out.Add(where, "%q is not a number", v)
 				continue
 			}
 			c.Beta = &b
 		case k == ParamNormalization:
-			n, err := react.ParseNormalization(v)
-			if err != nil {
-				fail(where, "%v", err)
-				continue
-			}
-			c.Normalization = n
+			c.Normalization = react.Normalization(v)
 		case k == ParamDefaultPreference:
 			c.DefaultPreference = v
 		case strings.HasPrefix(k, ParamPresetPrefix):
 			name := strings.TrimPrefix(k, ParamPresetPrefix)
 			if name == "" {
-				fail(where, "a preset needs a name: preset.<name>")
+				out.Add(where, "a preset needs a name: preset.<name>")
 				continue
 			}
 			c.Presets[name] = v
-		case k == ParamCacheSize, k == ParamMaxPreferenceLength:
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			if err != nil || n < 1 {
-				fail(where, "%q: want a positive integer", v)
+		case k == ParamCacheMaxBytes:
+			n, err := bytesize.Parse(v)
+			if err != nil {
+				out.Add(where, "%v", err)
 				continue
 			}
-			if k == ParamCacheSize {
-				c.CacheSize = n
-			} else {
-				c.MaxPreferenceLength = n
+			c.CacheMaxBytes = int64(n)
+		case k == ParamCacheSize:
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				out.Add(where, "%q: want an integer ≥ 0", v)
+				continue
 			}
+			c.CacheSize = n
+		case k == ParamMaxPreferenceLength:
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				out.Add(where, "%q: want a positive integer", v)
+				continue
+			}
+			c.MaxPreferenceLength = n
 		default:
-			fail(where, "unknown parameter (known: %s, %s, %s, %s, %s<name>, %s, %s)", ParamComponents, ParamBeta,
-				ParamNormalization, ParamDefaultPreference, ParamPresetPrefix, ParamCacheSize, ParamMaxPreferenceLength)
+			out.Add(where, "unknown parameter (known: %s, %s, %s, %s, %s<name>, %s, %s, %s)", ParamComponents, ParamBeta,
+				ParamNormalization, ParamDefaultPreference, ParamPresetPrefix, ParamCacheMaxBytes, ParamCacheSize, ParamMaxPreferenceLength)
 		}
 	}
-	if c.Components == "" {
-		fail("parameters."+ParamComponents, "missing: name the components file (absolute, or relative to the version directory)")
-	} else if versionDir != "" {
-		if info, err := react.ReadFileInfo(c.componentsPath(versionDir)); err == nil {
-			tasks := info.TaskNames()
-			check := func(where, spec string) {
-				if _, err := control.ParseSpec(spec, tasks); err != nil {
-					fail(where, "%v", err)
-				}
-			}
-			if c.DefaultPreference != "" {
-				check("parameters."+ParamDefaultPreference, c.DefaultPreference)
-			}
-			for _, name := range slices.Sorted(maps.Keys(c.Presets)) {
-				check("parameters."+ParamPresetPrefix+name, c.Presets[name])
-			}
-		}
+	return out
+}
+
+// Settings returns what the configuration says about its profile, in the
+// terms of control.Settings, whose Check holds the rules every surface
+// shares.
+func (c *Config) Settings() control.Settings {
+	return control.Settings{
+		Profiles: []control.ProfileSettings{{
+			Name: c.Name, Components: c.Components, Beta: c.Beta, Normalize: string(c.Normalization),
+			DefaultPreference: c.DefaultPreference, Presets: c.Presets,
+		}},
+		CacheMaxBytes:       c.CacheMaxBytes,
+		CacheSize:           c.CacheSize,
+		MaxPreferenceLength: c.MaxPreferenceLength,
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+}
+
+// parameterPath renames a path of control.Settings.Check to the parameter
+// that holds the value: profiles[0].presets.<name> is parameters.preset.<name>,
+// cache.max_bytes parameters.cache_max_bytes.
+func parameterPath(path string) string {
+	const profile = "profiles[0]"
+	if name, rest, ok := problem.CutKey(path, profile+".presets"); ok {
+		return "parameters." + ParamPresetPrefix + name + rest
 	}
-	return c, nil
+	switch path {
+	case profile + ".components":
+		return "parameters." + ParamComponents
+	case profile + ".normalize":
+		return "parameters." + ParamNormalization
+	case "cache.max_bytes":
+		return "parameters." + ParamCacheMaxBytes
+	case "cache.size":
+		return "parameters." + ParamCacheSize
+	}
+	if rest, ok := strings.CutPrefix(path, profile+"."); ok {
+		return "parameters." + rest
+	}
+	return "parameters." + path
 }
 
 // dimsFit reports whether dims describe an embedding: [D] under batching,

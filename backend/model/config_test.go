@@ -45,7 +45,7 @@ func TestParseConfig(t *testing.T) {
 		json: config(8, "TYPE_FP32", `["64"]`, `"components": {"string_value": "c.safetensors"}`),
 		want: Config{Name: "react_test", MaxBatchSize: 8, Input: Tensor{"feature", "FP32", []int64{64}},
 			Output: Tensor{"corrected", "FP32", []int64{64}}, Components: "c.safetensors", Presets: map[string]string{},
-			CacheSize: DefaultCacheSize, MaxPreferenceLength: DefaultMaxPreferenceLength},
+			CacheMaxBytes: DefaultCacheMaxBytes, CacheSize: DefaultCacheSize, MaxPreferenceLength: DefaultMaxPreferenceLength},
 	}, {
 		name: "everything, unbatched FP16 with numeric dims",
 		json: config(0, "TYPE_FP16", `[-1, 768]`, `"components": {"string_value": "/abs/c.safetensors"},
@@ -56,13 +56,13 @@ func TestParseConfig(t *testing.T) {
 		want: Config{Name: "react_test", MaxBatchSize: 0, Input: Tensor{"feature", "FP16", []int64{-1, 768}},
 			Output: Tensor{"corrected", "FP16", []int64{-1, 768}}, Components: "/abs/c.safetensors", Beta: &beta,
 			Normalization: react.NormMean, DefaultPreference: "a=1",
-			Presets: map[string]string{"ab": "a=1,b=1", "b": "b=1"}, CacheSize: 5, MaxPreferenceLength: 100},
+			Presets: map[string]string{"ab": "a=1,b=1", "b": "b=1"}, CacheMaxBytes: DefaultCacheMaxBytes, CacheSize: 5, MaxPreferenceLength: 100},
 	}, {
 		name: "BF16",
 		json: config(4, "TYPE_BF16", `["16"]`, `"components": {"string_value": "c"}`),
 		want: Config{Name: "react_test", MaxBatchSize: 4, Input: Tensor{"feature", "BF16", []int64{16}},
 			Output: Tensor{"corrected", "BF16", []int64{16}}, Components: "c", Presets: map[string]string{},
-			CacheSize: DefaultCacheSize, MaxPreferenceLength: DefaultMaxPreferenceLength},
+			CacheMaxBytes: DefaultCacheMaxBytes, CacheSize: DefaultCacheSize, MaxPreferenceLength: DefaultMaxPreferenceLength},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ParseConfig(tc.json, "")

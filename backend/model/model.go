@@ -3,11 +3,10 @@ package model
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
-	"strings"
 
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
 )
 
@@ -27,21 +26,23 @@ type Model struct {
 // Load resolves the configuration's components file against versionDir
 // (the directory of the model version being loaded), reads and verifies
 // it, checks it against the configured tensors, and solves the default and
-// preset preferences. It fails with every problem it finds; a Model is
-// either complete or not returned.
+// preset preferences. It fails with every problem it finds, as a
+// problem.List (formatted one per line); a Model is either complete or not
+// returned.
 func Load(ctx context.Context, cfg *Config, versionDir string) (*Model, error) {
 	path := cfg.componentsPath(versionDir)
 	comps, sum, err := control.LoadComponents(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("parameters.%s: no components file at %s: calibrate one against the running backbone "+
+		return nil, problem.List{problem.New("parameters."+ParamComponents, "no components file at %s: calibrate one against the running backbone "+
 			"and experts (calibrate fit --triton ...), then put it there (calibrate upgrade writes it as a new "+
-			"version of this model): docs/upgrade.md", ParamComponents, path)
+			"version of this model): docs/upgrade.md", path)}.Lines()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("parameters.%s: %w; calibrate it again (calibrate fit) if the file is damaged: docs/upgrade.md", ParamComponents, err)
+		return nil, problem.List{problem.New("parameters."+ParamComponents,
+			"%v; calibrate it again (calibrate fit) if the file is damaged: docs/upgrade.md", err)}.Lines()
 	}
 	if d := cfg.D(); d != comps.D {
-		return nil, fmt.Errorf("input[0]: dims %v: the components file %s has D = %d", cfg.Input.Dims, path, comps.D)
+		return nil, problem.List{problem.New("input[0]", "dims %v: the components file %s has D = %d", cfg.Input.Dims, path, comps.D)}.Lines()
 	}
 	opts := react.DefaultOptions(comps)
 	if cfg.Beta != nil {
@@ -50,10 +51,7 @@ func Load(ctx context.Context, cfg *Config, versionDir string) (*Model, error) {
 	if cfg.Normalization != "" {
 		opts.Normalization = cfg.Normalization
 	}
-	cache, err := control.NewCache(cfg.CacheSize)
-	if err != nil {
-		return nil, fmt.Errorf("parameters.%s: %w", ParamCacheSize, err)
-	}
+	cache := control.NewCacheWith(control.CacheOptions{MaxBytes: cfg.CacheMaxBytes, MaxEntries: cfg.CacheSize, MaxPendingSolves: -1})
 	profile, err := control.NewProfile(ctx, control.ProfileSpec{
 		Name:                cfg.Name,
 		Components:          comps,
@@ -78,20 +76,17 @@ func profileError(err error) error {
 	} else {
 		errs = []error{err}
 	}
-	out := make([]error, 0, len(errs))
+	var l problem.List
 	for _, e := range errs {
-		var fe *control.FieldError
-		if !errors.As(e, &fe) {
-			out = append(out, e)
-			continue
+		var p *problem.Problem
+		if errors.As(e, &p) {
+			p.Path = parameterPath("profiles[0]." + p.Path)
+		} else {
+			p = problem.New("", "%v", e)
 		}
-		key := fe.Field
-		if name, ok := strings.CutPrefix(fe.Field, "presets."); ok {
-			key = ParamPresetPrefix + name
-		}
-		out = append(out, fmt.Errorf("parameters.%s: %w", key, fe.Err))
+		l = append(l, p)
 	}
-	return errors.Join(out...)
+	return l.Lines()
 }
 
 // elemSize is the size in bytes of one element of an embedding datatype.

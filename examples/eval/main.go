@@ -15,7 +15,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/mergectl/react-triton/calibrate"
+	"github.com/mergectl/react-triton/calibrate/embeddings"
 	"github.com/mergectl/react-triton/internal/npyfile"
 )
 
@@ -34,7 +34,7 @@ func main() {
 		log.Fatalf("%s: W is %d×%d, want square", *wPath, rows, cols)
 	}
 	d := rows
-	tasks, err := calibrate.DiscoverTasks(*heldout)
+	tasks, err := embeddings.DiscoverTasks(*heldout)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -44,11 +44,11 @@ func main() {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 8, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "task\tN\tMSE uncorrected\tMSE corrected\tchange\t")
 	for _, task := range tasks {
-		n, dm, mtl, err := npyfile.ReadFile(filepath.Join(*heldout, task+calibrate.MergedSuffix))
+		n, dm, mtl, err := npyfile.ReadFile(filepath.Join(*heldout, task+embeddings.MergedSuffix))
 		if err != nil {
 			log.Fatal(err)
 		}
-		n2, di, ind, err := npyfile.ReadFile(filepath.Join(*heldout, task+calibrate.ExpertSuffix))
+		n2, di, ind, err := npyfile.ReadFile(filepath.Join(*heldout, task+embeddings.ExpertSuffix))
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -2,7 +2,10 @@ package npyfile
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -161,18 +164,65 @@ func TestRefuses(t *testing.T) {
 	}
 }
 
+// FuzzReadHeader feeds arbitrary bytes to NewReader with the file's size:
+// what it accepts must hold exactly the data its header declares, and
+// reading it must give every row, the values the bytes at the end of the
+// file hold (decoded here on their own), and then io.EOF.
 func FuzzReadHeader(f *testing.F) {
 	f.Add(rawNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }\n", make([]byte, 16)))
+	f.Add(rawNpy("{'descr': '>f8', 'fortran_order': False, 'shape': (1, 3), }\n", make([]byte, 24)))
+	f.Add(rawNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 5), }\n", nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := NewReader(bytes.NewReader(b), int64(len(b)))
 		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("an error without a message")
+			}
 			return
 		}
-		dst := make([]float64, 4*max(1, r.Cols()))
+		rows, cols := r.Rows(), r.Cols()
+		elem, order := 8, binary.ByteOrder(binary.LittleEndian)
+		if r.DType() == "float32" {
+			elem = 4
+		}
+		if strings.HasPrefix(r.Header().Descr, ">") {
+			order = binary.BigEndian
+		}
+		if rows < 0 || cols < 0 || (rows > 0 && cols == 0) {
+			t.Fatalf("accepted shape %d×%d", rows, cols)
+		}
+		size := int64(rows) * int64(cols) * int64(elem)
+		if r.Header().DataOffset+size != int64(len(b)) {
+			t.Fatalf("accepted %d bytes whose header (data at %d) declares %d×%d %s: %d bytes of data",
+				len(b), r.Header().DataOffset, rows, cols, r.DType(), size)
+		}
+		data := b[r.Header().DataOffset:]
+		dst := make([]float64, 3*max(1, cols))
+		read := 0
 		for {
-			if _, err := r.ReadRows(dst); err != nil {
-				return
+			n, err := r.ReadRows(dst)
+			if errors.Is(err, io.EOF) {
+				break
 			}
+			if err != nil {
+				t.Fatalf("row %d of %d: %v", read, rows, err)
+			}
+			for i := range n * cols {
+				off := (read*cols + i) * elem
+				var want float64
+				if elem == 4 {
+					want = float64(math.Float32frombits(order.Uint32(data[off:])))
+				} else {
+					want = math.Float64frombits(order.Uint64(data[off:]))
+				}
+				if got := dst[i]; got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
+					t.Fatalf("row %d column %d: %v, the bytes hold %v", read+i/cols, i%cols, got, want)
+				}
+			}
+			read += n
+		}
+		if read != rows {
+			t.Fatalf("read %d rows of %d before io.EOF", read, rows)
 		}
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -63,49 +63,13 @@ func (s *Set) Model(name string) *Model {
 	return s.Models[name]
 }
 
-// Problem is one reason a configuration cannot be served.
-type Problem struct {
-	// Path locates the problem in the configuration, for example
-	// "models[1].heads[0].model".
-	Path string
-	Msg  string
-	// Transient problems may go away by themselves: Triton unreachable, a
-	// model not loaded or not ready yet.
-	Transient bool
-}
-
-// BuildError lists every problem Build found.
-type BuildError struct {
-	Problems []Problem
-}
-
-// Error implements error: one "path: message" line per problem.
-func (e *BuildError) Error() string {
-	lines := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		lines[i] = p.Path + ": " + p.Msg
-	}
-	return strings.Join(lines, "\n")
-}
-
-// Transient reports whether every problem is transient, so that trying
-// again later may succeed.
-func (e *BuildError) Transient() bool {
-	for _, p := range e.Problems {
-		if !p.Transient {
-			return false
-		}
-	}
-	return len(e.Problems) > 0
-}
-
 // builder collects the problems of one Build.
 type builder struct {
 	ctx      context.Context
 	cfg      *config.Config
 	up       *Upstream
 	opt      Options
-	problems []Problem
+	problems problem.List
 	// models caches Triton's answers about each model version, and shadows
 	// about the models controllable models shadow.
 	models, shadows map[ref]*tritonModel
@@ -113,11 +77,12 @@ type builder struct {
 	index *repositoryIndex
 }
 
-// tritonModel is what Triton says about one model version.
+// tritonModel is what Triton says about one model version: its metadata
+// and configuration, whose inputs and outputs triton.ModelInfo's rules
+// pick, or why it could not say.
 type tritonModel struct {
-	meta *tritonpb.ModelMetadataResponse
-	cfg  *tritonpb.ModelConfig
-	err  error
+	triton.ModelInfo
+	err error
 	// transient reports whether err may go away by itself, unreachable
 	// whether Triton itself could not be reached, and notFound whether
 	// Triton has no such model.
@@ -125,7 +90,7 @@ type tritonModel struct {
 }
 
 func (b *builder) problem(path string, transient bool, format string, args ...any) {
-	b.problems = append(b.problems, Problem{Path: path, Msg: fmt.Sprintf(format, args...), Transient: transient})
+	b.problems = append(b.problems, &problem.Problem{Path: path, Msg: fmt.Sprintf(format, args...), Transient: transient})
 }
 
 // Build loads the components files of cfg, makes a control.Profile per
@@ -149,8 +114,9 @@ func (b *builder) problem(path string, transient bool, format string, args ...an
 // step that produces the tensor) must be the one the components file
 // records, or a variant the configuration names (variant_of).
 //
-// Build reports every problem at once, as a *BuildError, and returns a Set
-// only when there are none.
+// Build reports every problem at once, as a problem.List (whose Transient
+// says whether trying again later may succeed), and returns a Set only
+// when there are none.
 func Build(ctx context.Context, cfg *config.Config, up *Upstream, opt Options) (*Set, error) {
 	if opt.Cache == nil || opt.Stats == nil {
 		return nil, errors.New("pipeline: Build needs a cache and a stats registry")
@@ -164,7 +130,7 @@ func Build(ctx context.Context, cfg *config.Config, up *Upstream, opt Options) (
 		}
 	}
 	if len(b.problems) > 0 {
-		return nil, &BuildError{Problems: b.problems}
+		return nil, b.problems
 	}
 	return set, nil
 }
@@ -246,12 +212,12 @@ func (b *builder) profileProblems(path, components string, err error) {
 		errs = []error{err}
 	}
 	for _, e := range errs {
-		var fe *control.FieldError
+		var fe *problem.Problem
 		if b.experimentProblem(components, e) {
 			continue
 		}
 		if errors.As(e, &fe) {
-			b.problem(path+"."+fe.Field, false, "%v", fe.Err)
+			b.problem(path+"."+fe.Path, false, "%s", fe.Msg)
 		} else {
 			b.problem(path, false, "%v", e)
 		}
@@ -264,7 +230,7 @@ func (b *builder) triton(r ref) *tritonModel {
 	if tm, ok := b.models[r]; ok {
 		return tm
 	}
-	tm := &tritonModel{}
+	tm := &tritonModel{ModelInfo: triton.ModelInfo{Name: r.model, Version: r.version}}
 	b.models[r] = tm
 	ctx, cancel := b.up.callCtx(b.ctx)
 	defer cancel()
@@ -277,16 +243,16 @@ func (b *builder) triton(r ref) *tritonModel {
 		}
 	}
 	if err == nil && !ready.GetReady() {
-		tm.err, tm.transient = fmt.Errorf("%s is not ready on Triton %s", describe(r), b.up.Addr), true
+		tm.err, tm.transient = &triton.NotReadyError{Model: r.model, Version: r.version, Addr: b.up.Addr}, true
 		return tm
 	}
 	if err == nil {
-		tm.meta, err = b.up.RPC.ModelMetadata(ctx, &tritonpb.ModelMetadataRequest{Name: r.model, Version: r.version})
+		tm.Metadata, err = b.up.RPC.ModelMetadata(ctx, &tritonpb.ModelMetadataRequest{Name: r.model, Version: r.version})
 	}
 	if err == nil {
 		var resp *tritonpb.ModelConfigResponse
 		resp, err = b.up.RPC.ModelConfig(ctx, &tritonpb.ModelConfigRequest{Name: r.model, Version: r.version})
-		tm.cfg = resp.GetConfig()
+		tm.Config = resp.GetConfig()
 	}
 	if err != nil {
 		code := status.Code(err)
@@ -308,16 +274,16 @@ func (b *builder) shadow(name string) (*tritonModel, *tritonModel) {
 	if tm, ok := b.shadows[r]; ok {
 		return shadowResult(tm)
 	}
-	tm := &tritonModel{}
+	tm := &tritonModel{ModelInfo: triton.ModelInfo{Name: name}}
 	b.shadows[r] = tm
 	ctx, cancel := b.up.callCtx(b.ctx)
 	defer cancel()
 	var err error
-	tm.meta, err = b.up.RPC.ModelMetadata(ctx, &tritonpb.ModelMetadataRequest{Name: name})
+	tm.Metadata, err = b.up.RPC.ModelMetadata(ctx, &tritonpb.ModelMetadataRequest{Name: name})
 	if err == nil {
 		var resp *tritonpb.ModelConfigResponse
 		resp, err = b.up.RPC.ModelConfig(ctx, &tritonpb.ModelConfigRequest{Name: name})
-		tm.cfg = resp.GetConfig()
+		tm.Config = resp.GetConfig()
 	}
 	if err != nil {
 		code := status.Code(err)
@@ -340,16 +306,8 @@ func shadowResult(tm *tritonModel) (found, failed *tritonModel) {
 	return nil, tm
 }
 
-// describe names a model version in messages.
-func describe(r ref) string {
-	if r.version == "" {
-		return fmt.Sprintf("model %q", r.model)
-	}
-	return fmt.Sprintf("model %q version %s", r.model, r.version)
-}
-
-// floatTypes are the datatypes a feature may have.
-var floatTypes = [...]string{triton.FP32, triton.FP16, triton.BF16}
+// describe names a model version in messages (triton.DescribeModel).
+func describe(r ref) string { return triton.DescribeModel(r.model, r.version) }
 
 // shapesCompatible reports whether two metadata shapes can describe the
 // same tensor: the same rank, and each dimension equal or -1 on either side.
@@ -372,15 +330,6 @@ func isOptional(cfg *tritonpb.ModelConfig, input string) bool {
 		}
 	}
 	return false
-}
-
-// names lists tensor names for messages.
-func names(ts []*tritonpb.ModelMetadataResponse_TensorMetadata) string {
-	out := make([]string, len(ts))
-	for i, t := range ts {
-		out[i] = t.GetName()
-	}
-	return strings.Join(out, ", ")
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -46,24 +46,23 @@ func (b *builder) explicitModel(i int, prof *control.Profile) *Model {
 	}
 	b.checkCalibration(path+".backbone.model", path, mc, prof, m.backbone, m.feature)
 	var featureShape []int64
-	for _, o := range bb.meta.GetOutputs() {
-		if o.GetName() == m.feature {
-			m.featureType, featureShape = o.GetDatatype(), o.GetShape()
+	if bbOK {
+		out, err := bb.Output(m.feature, "")
+		if err == nil {
+			m.featureType, featureShape = out.GetDatatype(), out.GetShape()
+			err = bb.CheckFeature("output", out)
+		}
+		if err == nil && (len(featureShape) == 0 || (featureShape[len(featureShape)-1] != int64(prof.D()) && featureShape[len(featureShape)-1] != -1)) {
+			err = fmt.Errorf("%s output %q has shape %s, but the components file has D=%d (want the last dimension %d)",
+				describe(m.backbone), m.feature, triton.FormatShape(featureShape), prof.D(), prof.D())
+		}
+		if err != nil {
+			b.problem(path+".backbone.output", false, "%v", err)
 		}
 	}
-	switch {
-	case !bbOK:
-	case featureShape == nil:
-		b.problem(path+".backbone.output", false, "%s has no output %q (outputs: %s)", describe(m.backbone), m.feature, names(bb.meta.GetOutputs()))
-	case !slices.Contains(floatTypes[:], m.featureType):
-		b.problem(path+".backbone.output", false, "%s output %q is %s; a feature must be FP32, FP16 or BF16", describe(m.backbone), m.feature, m.featureType)
-	case len(featureShape) == 0 || (featureShape[len(featureShape)-1] != int64(prof.D()) && featureShape[len(featureShape)-1] != -1):
-		b.problem(path+".backbone.output", false, "%s output %q has shape %s, but the components file has D=%d (want the last dimension %d)",
-			describe(m.backbone), m.feature, triton.FormatShape(featureShape), prof.D(), prof.D())
-	}
 	inputs := b.renameInputs(path, mc, m, bb)
-	m.batching = bb.cfg.GetMaxBatchSize() > 0
-	m.maxBatch = int(bb.cfg.GetMaxBatchSize())
+	m.batching = bb.Config.GetMaxBatchSize() > 0
+	m.maxBatch = int(bb.Config.GetMaxBatchSize())
 
 	tasks := prof.Tasks()
 	var outMeta []*tritonpb.ModelMetadataResponse_TensorMetadata
@@ -80,64 +79,47 @@ func (b *builder) explicitModel(i int, prof *control.Profile) *Model {
 			continue
 		}
 		// The input that takes the feature.
-		ins := hm.meta.GetInputs()
-		var in *tritonpb.ModelMetadataResponse_TensorMetadata
-		switch {
-		case hc.Input != "":
-			for _, x := range ins {
-				if x.GetName() == hc.Input {
-					in = x
-				}
-			}
-			if in == nil {
-				b.problem(hpath+".input", false, "%s has no input %q (inputs: %s)", describe(h.ref), hc.Input, names(ins))
-				continue
-			}
-		case len(ins) == 1:
-			in = ins[0]
-		default:
-			b.problem(hpath+".input", false, "%s has %d inputs (%s): name the one that takes the feature", describe(h.ref), len(ins), names(ins))
+		in, err := hm.Input(hc.Input)
+		if err != nil {
+			b.problem(hpath+".input", false, "%v", err)
 			continue
 		}
+		ins := hm.Metadata.GetInputs()
 		h.input, h.inputType = in.GetName(), in.GetDatatype()
-		if !slices.Contains(floatTypes[:], h.inputType) {
-			b.problem(hpath+".model", false, "%s input %q is %s; it must be FP32, FP16 or BF16 to take the feature", describe(h.ref), h.input, h.inputType)
+		if err := hm.CheckFeature("input", in); err != nil {
+			b.problem(hpath+".model", false, "%v", err)
 		}
 		if bbOK && featureShape != nil && !shapesCompatible(featureShape, in.GetShape()) {
 			b.problem(hpath+".model", false, "%s input %q has shape %s, which does not take the backbone's %q of shape %s",
 				describe(h.ref), h.input, triton.FormatShape(in.GetShape()), m.feature, triton.FormatShape(featureShape))
 		}
 		for _, other := range ins {
-			if other != in && !isOptional(hm.cfg, other.GetName()) {
+			if other != in && !isOptional(hm.Config, other.GetName()) {
 				b.problem(hpath+".model", false, "%s needs input %q besides the feature; a head may only need the feature", describe(h.ref), other.GetName())
 			}
 		}
-		if headBatching := hm.cfg.GetMaxBatchSize() > 0; !bbOK {
+		if headBatching := hm.Config.GetMaxBatchSize() > 0; !bbOK {
 			// The batching rule needs the backbone's configuration.
 		} else if headBatching != m.batching {
 			b.problem(hpath+".model", false, "%s has max_batch_size %d and the backbone %d: both must batch or neither",
-				describe(h.ref), hm.cfg.GetMaxBatchSize(), bb.cfg.GetMaxBatchSize())
-		} else if m.batching && int(hm.cfg.GetMaxBatchSize()) < m.maxBatch {
-			m.maxBatch = int(hm.cfg.GetMaxBatchSize())
+				describe(h.ref), hm.Config.GetMaxBatchSize(), bb.Config.GetMaxBatchSize())
+		} else if m.batching && int(hm.Config.GetMaxBatchSize()) < m.maxBatch {
+			m.maxBatch = int(hm.Config.GetMaxBatchSize())
 		}
 		// The outputs, renamed.
-		metaByName := make(map[string]*tritonpb.ModelMetadataResponse_TensorMetadata)
-		for _, o := range hm.meta.GetOutputs() {
-			metaByName[o.GetName()] = o
-		}
 		cfgByName := make(map[string]*tritonpb.ModelOutput)
-		for _, o := range hm.cfg.GetOutput() {
+		for _, o := range hm.Config.GetOutput() {
 			cfgByName[o.GetName()] = o
 		}
 		var mapping []outputName
 		if len(hc.Outputs) == 0 {
-			for _, o := range hm.meta.GetOutputs() {
+			for _, o := range hm.Metadata.GetOutputs() {
 				mapping = append(mapping, outputName{head: o.GetName(), client: o.GetName()})
 			}
 		} else {
 			for _, k := range sortedKeys(hc.Outputs) {
-				if metaByName[k] == nil {
-					b.problem(fmt.Sprintf("%s.outputs.%s", hpath, k), false, "%s has no output %q (outputs: %s)", describe(h.ref), k, names(hm.meta.GetOutputs()))
+				if _, err := hm.Output(k, ""); err != nil {
+					b.problem(fmt.Sprintf("%s.outputs.%s", hpath, k), false, "%v", err)
 					continue
 				}
 				mapping = append(mapping, outputName{head: k, client: hc.Outputs[k]})
@@ -150,7 +132,7 @@ func (b *builder) explicitModel(i int, prof *control.Profile) *Model {
 			}
 			m.outputs[on.client] = output{head: len(m.heads), name: on.head}
 			m.order = append(m.order, on.client)
-			om := metaByName[on.head]
+			om := triton.FindTensor(hm.Metadata.GetOutputs(), on.head)
 			outMeta = append(outMeta, &tritonpb.ModelMetadataResponse_TensorMetadata{Name: on.client, Datatype: om.GetDatatype(), Shape: om.GetShape()})
 			oc := &tritonpb.ModelOutput{Name: on.client, DataType: triton.DatatypeToConfig(om.GetDatatype())}
 			if c := cfgByName[on.head]; c != nil {
@@ -185,7 +167,7 @@ func (b *builder) explicitModel(i int, prof *control.Profile) *Model {
 	// not take this one for an ensemble.
 	platform := Platform
 	if shadow != nil {
-		platform = shadow.meta.GetPlatform()
+		platform = shadow.Metadata.GetPlatform()
 	}
 	m.metadata = &tritonpb.ModelMetadataResponse{
 		Name:     m.name,
@@ -217,12 +199,8 @@ func (b *builder) explicitModel(i int, prof *control.Profile) *Model {
 // model's configuration, renamed alike.
 func (b *builder) renameInputs(path string, mc config.Model, m *Model, bb *tritonModel) []*tritonpb.ModelInput {
 	for _, k := range sortedKeys(mc.Inputs) {
-		found := false
-		for _, in := range bb.meta.GetInputs() {
-			found = found || in.GetName() == k
-		}
-		if bb.err == nil && !found {
-			b.problem(fmt.Sprintf("%s.inputs.%s", path, k), false, "%s has no input %q (inputs: %s)", describe(m.backbone), k, names(bb.meta.GetInputs()))
+		if _, err := bb.Input(k); bb.err == nil && err != nil {
+			b.problem(fmt.Sprintf("%s.inputs.%s", path, k), false, "%v", err)
 		}
 	}
 	served := func(name string) string {
@@ -231,7 +209,7 @@ func (b *builder) renameInputs(path string, mc config.Model, m *Model, bb *trito
 		}
 		return name
 	}
-	for _, in := range bb.meta.GetInputs() {
+	for _, in := range bb.Metadata.GetInputs() {
 		name := served(in.GetName())
 		if name != in.GetName() {
 			if m.backboneInput == nil {
@@ -242,7 +220,7 @@ func (b *builder) renameInputs(path string, mc config.Model, m *Model, bb *trito
 		m.inputs = append(m.inputs, &tritonpb.ModelMetadataResponse_TensorMetadata{Name: name, Datatype: in.GetDatatype(), Shape: in.GetShape()})
 	}
 	var cfg []*tritonpb.ModelInput
-	for _, in := range bb.cfg.GetInput() {
+	for _, in := range bb.Config.GetInput() {
 		if in.GetOptional() {
 			m.optional[served(in.GetName())] = true
 		}

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 
 	"github.com/mergectl/react-triton/control"
@@ -25,12 +24,12 @@ func (b *builder) graphModel(i int, prof *control.Profile) *Model {
 		b.problem(path+".name", ens.transient, "the graph form runs Triton's ensemble of this name: %v", ens.err)
 		return nil
 	}
-	if ens.cfg.GetPlatform() != "ensemble" || ens.cfg.GetEnsembleScheduling() == nil {
+	if ens.Config.GetPlatform() != "ensemble" || ens.Config.GetEnsembleScheduling() == nil {
 		b.problem(path+".name", false, "Triton's model %q is not an ensemble (platform %q): the graph form (correct:) runs an ensemble's steps; "+
-			"for another model, name its backbone and heads instead", mc.Name, ens.cfg.GetPlatform())
+			"for another model, name its backbone and heads instead", mc.Name, ens.Config.GetPlatform())
 		return nil
 	}
-	g, err := ensemble.New(ens.cfg)
+	g, err := ensemble.New(ens.Config)
 	if err != nil {
 		b.problem(path+".name", false, "%v", err)
 		return nil
@@ -48,25 +47,25 @@ func (b *builder) graphModel(i int, prof *control.Profile) *Model {
 	m := &Model{
 		name:     mc.Name,
 		path:     path,
-		version:  latestVersion(ens.meta.GetVersions()),
+		version:  latestVersion(ens.Metadata.GetVersions()),
 		profile:  prof,
 		graph:    g,
 		ensemble: mc.Name,
 		site:     site,
-		inputs:   ens.meta.GetInputs(),
+		inputs:   ens.Metadata.GetInputs(),
 		optional: make(map[string]bool),
-		batching: ens.cfg.GetMaxBatchSize() > 0,
-		maxBatch: int(ens.cfg.GetMaxBatchSize()),
-		metadata: ens.meta,
-		config:   ens.cfg,
+		batching: ens.Config.GetMaxBatchSize() > 0,
+		maxBatch: int(ens.Config.GetMaxBatchSize()),
+		metadata: ens.Metadata,
+		config:   ens.Config,
 		stats:    b.opt.Stats.For(mc.Name),
 	}
-	for _, in := range ens.cfg.GetInput() {
+	for _, in := range ens.Config.GetInput() {
 		if in.GetOptional() {
 			m.optional[in.GetName()] = true
 		}
 	}
-	for _, out := range ens.meta.GetOutputs() {
+	for _, out := range ens.Metadata.GetOutputs() {
 		m.order = append(m.order, out.GetName())
 	}
 	if limit := b.cfg.Limits.MaxBatchSize; m.batching && limit > 0 && limit < m.maxBatch {
@@ -81,23 +80,20 @@ func (b *builder) graphModel(i int, prof *control.Profile) *Model {
 		b.problem(path+".correct", producer.transient, "%s, whose output %q is the tensor %q: %v", g.Describe(site.Step), m.feature, site.Tensor, producer.err)
 		return nil
 	}
-	var shape []int64
-	for _, o := range producer.meta.GetOutputs() {
-		if o.GetName() == m.feature {
-			m.featureType, shape = o.GetDatatype(), o.GetShape()
-		}
-	}
 	d := int64(prof.D())
-	switch {
-	case shape == nil:
-		b.problem(path+".correct", false, "%s has no output %q (outputs: %s), which the ensemble maps to %q",
-			g.Describe(site.Step), m.feature, names(producer.meta.GetOutputs()), site.Tensor)
-	case !slices.Contains(floatTypes[:], m.featureType):
-		b.problem(path+".correct", false, "tensor %q (output %q of %s) is %s; the tensor corrected must be FP32, FP16 or BF16",
-			site.Tensor, m.feature, g.Describe(site.Step), m.featureType)
-	case len(shape) == 0 || (shape[len(shape)-1] != d && shape[len(shape)-1] != -1):
-		b.problem(path+".correct", false, "tensor %q (output %q of %s) has shape %s, but the components file has D=%d (want the last dimension %d)",
-			site.Tensor, m.feature, g.Describe(site.Step), triton.FormatShape(shape), d, d)
+	out, err := producer.Output(m.feature, "")
+	if err != nil {
+		b.problem(path+".correct", false, "%s, whose output %q is the tensor %q: %v", g.Describe(site.Step), m.feature, site.Tensor, err)
+		return nil
+	}
+	m.featureType = out.GetDatatype()
+	shape := out.GetShape()
+	what := fmt.Sprintf("tensor %q (output %q of %s)", site.Tensor, m.feature, g.Describe(site.Step))
+	if err := triton.CheckFeatureDatatype(what, m.featureType); err != nil {
+		b.problem(path+".correct", false, "%v", err)
+	} else if len(shape) == 0 || (shape[len(shape)-1] != d && shape[len(shape)-1] != -1) {
+		b.problem(path+".correct", false, "%s has shape %s, but the components file has D=%d (want the last dimension %d)",
+			what, triton.FormatShape(shape), d, d)
 	}
 	if len(b.problems) > before {
 		return nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
@@ -64,17 +65,17 @@ type wantProblem struct {
 	transient bool
 }
 
-// checkProblems checks that err is a *BuildError with exactly the problems
+// checkProblems checks that err is a problem.List with exactly the problems
 // wanted, in any order.
 func checkProblems(t *testing.T, err error, want []wantProblem) {
 	t.Helper()
-	var be *pipeline.BuildError
+	var be problem.List
 	if !errors.As(err, &be) {
-		t.Fatalf("Build error %v (%T), want a *BuildError with %d problems", err, err, len(want))
+		t.Fatalf("Build error %v (%T), want a problem.List with %d problems", err, err, len(want))
 	}
-	left := slices.Clone(be.Problems)
+	left := slices.Clone(be)
 	for _, w := range want {
-		i := slices.IndexFunc(left, func(p pipeline.Problem) bool { return p.Path == w.path && strings.Contains(p.Msg, w.msg) })
+		i := slices.IndexFunc(left, func(p *problem.Problem) bool { return p.Path == w.path && strings.Contains(p.Msg, w.msg) })
 		if i < 0 {
 			t.Errorf("no problem at %s containing %q", w.path, w.msg)
 			continue

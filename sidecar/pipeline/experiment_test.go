@@ -13,6 +13,7 @@ import (
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/experiment"
+	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -177,11 +178,11 @@ func TestExperimentBuildProblems(t *testing.T) {
 	cfg := e.experimentConfig()
 	cfg.Experiments[0].Arms[2].Preference = "a=1,zz=1"
 	_, err := e.build(cfg)
-	var be *pipeline.BuildError
-	if !errors.As(err, &be) || len(be.Problems) != 1 {
+	var be problem.List
+	if !errors.As(err, &be) || len(be) != 1 {
 		t.Fatalf("Build: %v, want one problem", err)
 	}
-	p := be.Problems[0]
+	p := be[0]
 	if p.Path != "experiments[0].arms[2].preference" || p.Transient {
 		t.Errorf("problem %+v", p)
 	}

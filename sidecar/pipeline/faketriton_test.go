@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"math"
 	"net"
-	"os"
 	"testing"
 	"time"
 
@@ -26,16 +25,6 @@ import (
 
 // tasks are the scenario's tasks.
 var tasks = []string{"a", "b", "c"}
-
-// knownBug skips a test that shows a bug reported to the developer, unless
-// REACT_TEST_BUGS=1, so that the suite stays green while the bug is open
-// and the test can be run to see it fail.
-func knownBug(t *testing.T, msg string) {
-	t.Helper()
-	if os.Getenv("REACT_TEST_BUGS") != "1" {
-		t.Skip("BUG: " + msg)
-	}
-}
 
 // env is one fake Triton with the scenario's models, and what Build needs.
 type env struct {

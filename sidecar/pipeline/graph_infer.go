@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -231,7 +230,7 @@ func (c *corrector) correct(step int, x ensemble.Tensor) (ensemble.Tensor, error
 	if err := c.w.Apply(b.zhat, b.z); err != nil {
 		return x, status.Errorf(codes.Internal, "model %q: %v", m.name, err)
 	}
-	k := slices.Index(floatTypes[:], x.Datatype)
+	k := triton.FeatureIndex(x.Datatype)
 	if b.enc[k], err = triton.EncodeFloat32(b.enc[k][:0], x.Datatype, b.zhat); err != nil {
 		return x, status.Errorf(codes.Internal, "model %q: encoding %q as %s: %v", m.name, m.site.Tensor, x.Datatype, err)
 	}

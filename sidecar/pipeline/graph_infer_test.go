@@ -235,13 +235,35 @@ func TestGraphInferStepError(t *testing.T) {
 	m := e.mustBuild(t, e.graphConfig()).Models["cls"]
 	release := e.fake.Hold("head_a")
 	defer release()
+	// head_b fails once both heads' calls are in flight, so that head_a's
+	// is there to be cancelled (on a loaded machine head_b could otherwise
+	// fail before head_a's call is sent).
+	releaseB := e.fake.Hold("head_b")
+	defer releaseB()
 	e.fake.Fail("head_b", status.Error(codes.ResourceExhausted, "out of memory"))
-	_, err := m.Infer(context.Background(), e.up, withPreference(graphRequest("cls", true, graphImages, graphMasks), "a=1"))
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Infer(context.Background(), e.up, withPreference(graphRequest("cls", true, graphImages, graphMasks), "a=1"))
+		done <- err
+	}()
+	inFlight := time.Now().Add(10 * time.Second)
+	for (e.fake.Calls("head_a") == 0 || e.fake.Calls("head_b") == 0) && time.Now().Before(inFlight) {
+		time.Sleep(time.Millisecond)
+	}
+	releaseB()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(5 * time.Second): // half the calls' own timeout
+		t.Fatal("Infer did not return after head_b failed: head_a's call was left to its timeout")
+	}
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), `model "cls": ensemble step 3 model "head_b": out of memory`) ||
 		!strings.Contains(err.Error(), "out of memory") {
 		t.Errorf("error %v, want RESOURCE_EXHAUSTED naming step 3 and Triton's message", err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	// Cancelled by the failure, not by the call's own timeout (10 s): the
+	// fake sees the client's cancellation a moment after Infer returns.
+	deadline := time.Now().Add(2 * time.Second)
 	for e.fake.Cancelled("head_a") == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -66,7 +66,7 @@ func TestBuildGraphProblems(t *testing.T) {
 		{"not D wide", one(config.Model{Name: "cls", Components: "zoo", Correct: "scores_a", VariantOf: "backbone"}),
 			[]wantProblem{{path: "models[0].correct", msg: `tensor "scores_a" (output "logits" of step 2 ("head_a")) has shape [-1 2], but the components file has D=4`}}},
 		{"not a floating-point tensor", one(config.Model{Name: "cls_int", Components: "zoo", Correct: "ids", VariantOf: "backbone"}),
-			[]wantProblem{{path: "models[0].correct", msg: `tensor "ids" (output "ids" of step 0 ("tokenize")) is INT32; the tensor corrected must be FP32, FP16 or BF16`}}},
+			[]wantProblem{{path: "models[0].correct", msg: `tensor "ids" (output "ids" of step 0 ("tokenize")) is INT32; a feature must be FP32, FP16 or BF16`}}},
 		{"a variant named wrongly", one(config.Model{Name: "cls_nb", Components: "zoo", Correct: "emb", VariantOf: "backbone_fp16"}),
 			[]wantProblem{{path: "models[0].variant_of", msg: `the components of "zoo" were calibrated on model "backbone", not "backbone_fp16"`}}},
 		{"a variant not declared", one(config.Model{Name: "cls_nb", Components: "zoo", Correct: "emb"}),

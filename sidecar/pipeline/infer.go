@@ -171,7 +171,7 @@ func (m *Model) checkInputs(in *tritonpb.ModelInferRequest) (int, error) {
 			}
 		}
 		if want == nil {
-			return 0, fmt.Errorf("unknown input %q (inputs: %s)", t.GetName(), names(m.inputs))
+			return 0, fmt.Errorf("unknown input %q (inputs: %s)", t.GetName(), triton.TensorList(m.inputs))
 		}
 		if seen[t.GetName()] {
 			return 0, fmt.Errorf("input %q given more than once", t.GetName())
@@ -375,8 +375,8 @@ func outputTensor(resp *tritonpb.ModelInferResponse, name string) (triton.Tensor
 // that the steady state does not allocate.
 type buffers struct {
 	z, zhat []float32
-	// enc holds the corrected feature encoded in each of floatTypes.
-	enc [len(floatTypes)][]byte
+	// enc holds the corrected feature encoded in each of the feature datatypes.
+	enc [triton.NumFeatureDatatypes][]byte
 }
 
 var bufferPool = sync.Pool{New: func() any { return new(buffers) }}
@@ -384,11 +384,11 @@ var bufferPool = sync.Pool{New: func() any { return new(buffers) }}
 func getBuffers() *buffers  { return bufferPool.Get().(*buffers) }
 func putBuffers(b *buffers) { bufferPool.Put(b) }
 
-// encoded is the feature ready for the heads, by index in floatTypes.
-type encoded [len(floatTypes)][]byte
+// encoded is the feature ready for the heads, by triton.FeatureIndex.
+type encoded [triton.NumFeatureDatatypes][]byte
 
 // of returns the feature encoded as dt.
-func (e *encoded) of(dt string) []byte { return e[slices.Index(floatTypes[:], dt)] }
+func (e *encoded) of(dt string) []byte { return e[triton.FeatureIndex(dt)] }
 
 // correct decodes the feature, applies W (nil: no correction), and encodes
 // the result in each datatype a head takes. The result aliases b (and f,
@@ -398,7 +398,7 @@ func (m *Model) correct(b *buffers, f feature, w *control.Matrix) (encoded, erro
 	if w == nil && !m.needsConversion(f.datatype) {
 		// No correction, and every head takes the backbone's datatype:
 		// the feature goes on as it came.
-		out[slices.Index(floatTypes[:], f.datatype)] = f.raw
+		out[triton.FeatureIndex(f.datatype)] = f.raw
 		return out, nil
 	}
 	var err error
@@ -413,7 +413,7 @@ func (m *Model) correct(b *buffers, f feature, w *control.Matrix) (encoded, erro
 		}
 		v = b.zhat
 	}
-	for i, dt := range floatTypes {
+	for i, dt := range triton.FeatureDatatypes() {
 		if !m.takes(dt) {
 			continue
 		}

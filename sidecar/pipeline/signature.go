@@ -56,7 +56,7 @@ func tensorDifferences(kind string, served, theirs []*tritonpb.ModelMetadataResp
 		t := find(theirs, s.GetName())
 		switch {
 		case t == nil:
-			out = append(out, fmt.Sprintf("%s %q is served, but Triton's %q has no such %s (its %ss: %s)", kind, s.GetName(), name, kind, kind, names(theirs)))
+			out = append(out, fmt.Sprintf("%s %q is served, but Triton's %q has no such %s (its %ss: %s)", kind, s.GetName(), name, kind, kind, triton.TensorList(theirs)))
 		case s.GetDatatype() != t.GetDatatype() || !slices.Equal(s.GetShape(), t.GetShape()):
 			out = append(out, fmt.Sprintf("%s %q is served as %s %s, where Triton's %q has %s %s", kind, s.GetName(),
 				s.GetDatatype(), triton.FormatShape(s.GetShape()), name, t.GetDatatype(), triton.FormatShape(t.GetShape())))
@@ -80,7 +80,7 @@ func tensorDifferences(kind string, served, theirs []*tritonpb.ModelMetadataResp
 // the address must see the same model.
 func (b *builder) checkSignature(path string, m *Model, shadow *tritonModel) {
 	served := signatureOf(m.metadata, m.config)
-	for _, d := range served.differences(signatureOf(shadow.meta, shadow.cfg), m.name) {
+	for _, d := range served.differences(signatureOf(shadow.Metadata, shadow.Config), m.name) {
 		b.problem(path+".name", false, "%s (rename inputs and outputs to match, or set signature: differs if the change is intended)", d)
 	}
 }

@@ -1,14 +1,13 @@
 package modelconfig
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files of testdata")
+	"github.com/mergectl/react-triton/internal/testutil"
+)
 
 // TestInsertStep inserts a react step on the embedding of an ensemble in
 // each layout (a list of steps, repeated step fields) and compares the
@@ -30,19 +29,7 @@ func TestInsertStep(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", strings.TrimSuffix(tc.file, ".pbtxt")+".inserted.pbtxt")
-			if *update {
-				if err := os.WriteFile(golden, out, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (go test -update writes it)", err)
-			}
-			if string(out) != string(want) {
-				t.Errorf("got:\n%s\nwant (%s):\n%s", out, golden, want)
-			}
+			testutil.Golden(t, filepath.Join("testdata", strings.TrimSuffix(tc.file, ".pbtxt")+".inserted.pbtxt"), out)
 			// Only the additions differ: every line of the original is there,
 			// the rewired values aside.
 			for _, l := range strings.Split(string(data), "\n") {
@@ -76,16 +63,49 @@ func TestInsertStepRefuses(t *testing.T) {
 	}
 }
 
+// FuzzParseText feeds arbitrary text to the parser and to InsertStep: no
+// panic, and an edit that succeeds only adds to the text (the original is a
+// subsequence of the result, since the replacement extends the tensor's
+// name), parses, and has one step more.
 func FuzzParseText(f *testing.F) {
 	for _, name := range []string{"list_form.pbtxt", "repeated_form.pbtxt"} {
 		data, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(data)
+		f.Add(data, "feature")
+		f.Add(data, "emb")
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
+	f.Fuzz(func(t *testing.T, data []byte, tensor string) {
 		parseText(data) // no panic, whatever the input
-		InsertStep(data, "feature", Step{Model: "r", Version: -1, Input: "i", Output: "o"}, "new")
+		out, err := InsertStep(data, tensor, Step{Model: "r", Version: -1, Input: "i", Output: "o"}, tensor+"_x")
+		if err != nil {
+			return
+		}
+		if !isSubsequence(data, out) {
+			t.Fatalf("the edit changed the text, not only added to it:\n%s\n---\n%s", data, out)
+		}
+		before, err := Parse(data)
+		if err != nil {
+			t.Fatalf("InsertStep accepted a text that does not parse: %v", err)
+		}
+		after, err := Parse(out)
+		if err != nil {
+			t.Fatalf("the edited text does not parse: %v", err)
+		}
+		if n, m := len(before.GetEnsembleScheduling().GetStep()), len(after.GetEnsembleScheduling().GetStep()); m != n+1 {
+			t.Fatalf("%d steps after the edit, want %d", m, n+1)
+		}
 	})
+}
+
+// isSubsequence reports whether a's bytes appear in b in order.
+func isSubsequence(a, b []byte) bool {
+	i := 0
+	for _, c := range b {
+		if i < len(a) && a[i] == c {
+			i++
+		}
+	}
+	return i == len(a)
 }

@@ -19,6 +19,8 @@ import (
 
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
+
+	"github.com/mergectl/react-triton/internal/testutil"
 )
 
 // These tests run against a real Triton serving triton/testdata/repo, at
@@ -28,15 +30,8 @@ import (
 
 func realTriton(t *testing.T) (grpcAddr, httpAddr string) {
 	t.Helper()
-	grpcAddr, httpAddr = os.Getenv("TRITON_GRPC_ADDR"), os.Getenv("TRITON_HTTP_ADDR")
-	if grpcAddr == "" || httpAddr == "" {
-		msg := "TRITON_GRPC_ADDR or TRITON_HTTP_ADDR is not set: no real Triton (scripts/test.sh starts one)"
-		if os.Getenv("REACT_E2E") == "1" {
-			t.Fatal(msg + ", and REACT_E2E=1")
-		}
-		t.Skip(msg)
-	}
-	return grpcAddr, httpAddr
+	addrs := testutil.Env(t, "TRITON_GRPC_ADDR", "TRITON_HTTP_ADDR")
+	return addrs[0], addrs[1]
 }
 
 // tritonPair holds the two ends of one real Triton.

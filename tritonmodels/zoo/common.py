@@ -9,34 +9,25 @@ import numpy as np
 import torch
 
 import effnet
+import zooenv
 import vit
 from vit import CosineHead
 
 TASKS = ["fashion", "mnist", "digits", "letters", "greek", "fontdigits"]
 MERGES = ["ta", "ties", "adamerging"]
 
-# Which zoo the stages build (scripts/zoo-build.sh sets it from `make zoo
-# ZOO=<name>`): "vit", the small one CI and `make demo` use, or "effnet",
-# the ImageNet-pretrained EfficientNet-Lite0 of tritonmodels/zoo-effnet.
-ZOO_NAME = os.environ.get("ZOO_NAME", "vit")
-if ZOO_NAME not in ("vit", "effnet"):
-    raise SystemExit(f"zoo: unknown ZOO_NAME {ZOO_NAME!r} (want vit or effnet)")
-# The backbone's module: its CONFIG and layer_groups.
-MODEL = vit if ZOO_NAME == "vit" else effnet
-CONFIG = MODEL.CONFIG
-SUFFIX = "" if ZOO_NAME == "vit" else "-" + ZOO_NAME
+# Where the stages read and write: zooenv.py, from the environment.
+settings = zooenv.settings
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-DATA = os.environ.get("ZOO_DATA", os.path.join(ROOT, ".cache", "zoo-data"))
-WORK = os.environ.get("ZOO_WORK", os.path.join(ROOT, ".cache", "zoo-models" + SUFFIX))
-# Where the committed artefacts go: onnx/, manifest.json, results.json.
-ZOO_DEFAULT = os.path.join(ROOT, "tritonmodels", "zoo" + SUFFIX)
-ZOO = os.environ.get("ZOO_OUT", ZOO_DEFAULT)
+
+def architecture():
+    """The backbone's module for the zoo being built: its CONFIG and layer_groups."""
+    return vit if settings().name == "vit" else effnet
 
 
 def setup(seed=0):
     """ZOO_THREADS threads (default one: the machine is shared) and fixed seeds."""
-    torch.set_num_threads(int(os.environ.get("ZOO_THREADS", "1")))
+    torch.set_num_threads(settings().threads)
     torch.manual_seed(seed)
     np.random.seed(seed)
     random.seed(seed)
@@ -48,7 +39,7 @@ def load_split(task, split):
     prefix is a fair sample) with the permutation as `order`, which this
     undoes, so that every build stage sees the rows in the order the
     committed models were built from."""
-    with np.load(os.path.join(DATA, task, f"{split}.npz")) as f:
+    with np.load(os.path.join(settings().data, task, f"{split}.npz")) as f:
         x, y = f["x"], (f["y"] if "y" in f else None)
         if "order" in f:
             source = np.empty_like(x)
@@ -73,21 +64,21 @@ def subset(n, limit, name):
 
 
 def classes(task):
-    with open(os.path.join(DATA, task, "classes.json")) as f:
+    with open(os.path.join(settings().data, task, "classes.json")) as f:
         return json.load(f)["classes"]
 
 
 def new_backbone():
     """An untrained backbone of the zoo's architecture."""
-    if ZOO_NAME == "vit":
-        return vit.ViT(**CONFIG)
-    return effnet.EfficientNetLite0(image=CONFIG["image"])
+    if settings().name == "vit":
+        return vit.ViT(**vit.CONFIG)
+    return effnet.EfficientNetLite0(image=effnet.CONFIG["image"])
 
 
 def load_backbone(name):
     """name: 'base', 'expert/<task>' or 'merged/<method>'."""
     model = new_backbone()
-    model.load_state_dict(torch.load(os.path.join(WORK, name + ".pt")))
+    model.load_state_dict(torch.load(os.path.join(settings().work, name + ".pt")))
     return model.eval()
 
 
@@ -104,13 +95,13 @@ def train_mode(model):
 
 
 def save_backbone(model, name):
-    path = os.path.join(WORK, name + ".pt")
+    path = os.path.join(settings().work, name + ".pt")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     torch.save(model.state_dict(), path)
 
 
 def load_head(task):
-    weight = torch.load(os.path.join(WORK, "head", task + ".pt"))
+    weight = torch.load(os.path.join(settings().work, "head", task + ".pt"))
     head = CosineHead(weight.shape[1], weight.shape[0])
     head.weight.data.copy_(weight)
     head.requires_grad_(False)
@@ -118,7 +109,7 @@ def load_head(task):
 
 
 def save_head(head, task):
-    path = os.path.join(WORK, "head", task + ".pt")
+    path = os.path.join(settings().work, "head", task + ".pt")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     torch.save(head.weight.detach().clone(), path)
 
@@ -149,13 +140,14 @@ class Timer:
 
     def __exit__(self, *exc):
         dt = time.time() - self.t0
-        path = os.path.join(WORK, "timings.json")
+        work = settings().work
+        path = os.path.join(work, "timings.json")
         timings = {}
         if os.path.exists(path):
             with open(path) as f:
                 timings = json.load(f)
         timings[self.stage] = round(dt, 1)
-        os.makedirs(WORK, exist_ok=True)
+        os.makedirs(work, exist_ok=True)
         with open(path, "w") as f:
             json.dump(timings, f, indent=1)
         print(f"{self.stage}: {dt:.1f} s", flush=True)

@@ -23,41 +23,34 @@ import time
 import numpy as np
 import onnxruntime as ort
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-# The same variables as common.py: ZOO_NAME picks the zoo (vit or effnet).
-ZOO_NAME = os.environ.get("ZOO_NAME", "vit")
-SUFFIX = "" if ZOO_NAME == "vit" else "-" + ZOO_NAME
-ZOO_DEFAULT = os.path.join(ROOT, "tritonmodels", "zoo" + SUFFIX)
-ZOO = os.environ.get("ZOO_OUT", ZOO_DEFAULT)
-DATA = os.environ.get("ZOO_DATA", os.path.join(ROOT, ".cache", "zoo-data"))
-# The README whose table evaluate.py keeps current.
-README = os.path.join(ROOT, "tritonmodels", "README.md") if ZOO_NAME == "vit" else os.path.join(ZOO_DEFAULT, "README.md")
+from zooenv import ROOT, settings
+
 BEGIN, END = "<!-- zoo-table:begin -->", "<!-- zoo-table:end -->"
 ROWS = [("Individual", "expert_{task}"), ("Base", "backbone_base"), ("TA", "backbone_ta"),
         ("TIES", "backbone_ties"), ("AdaMerging", "backbone_adamerging")]
 
 
-def check_hashes(manifest):
+def check_hashes(manifest, zoo):
     bad = []
     for name, entry in manifest["files"].items():
-        with open(os.path.join(ZOO, entry["path"]), "rb") as f:
+        with open(os.path.join(zoo, entry["path"]), "rb") as f:
             if hashlib.sha256(f.read()).hexdigest() != entry["sha256"]:
                 bad.append(name)
     if bad:
         raise SystemExit(f"evaluate: sha256 differs from manifest.json: {', '.join(bad)}")
 
 
-def session(manifest, name):
+def session(manifest, name, zoo):
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
     opts.inter_op_num_threads = 1
-    path = os.path.join(ZOO, manifest["files"][name]["path"])
+    path = os.path.join(zoo, manifest["files"][name]["path"])
     return ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
 
 
-def load_test(task):
+def load_test(task, data):
     """Test images as float32 [N,1,28,28] in [0,1] (as the backbones expect), labels."""
-    with np.load(os.path.join(DATA, task, "test.npz")) as f:
+    with np.load(os.path.join(data, task, "test.npz")) as f:
         return (f["x"].astype(np.float32) / 255)[:, None], f["y"]
 
 
@@ -77,17 +70,17 @@ def table(acc, tasks):
     return "\n".join(lines)
 
 
-def evaluate(manifest):
+def evaluate(manifest, cfg):
     """Test accuracy per row and task."""
     tasks = list(manifest["tasks"])
     acc = {row: {} for row, _ in ROWS}
     sizes = {}
     for task in tasks:
-        x, y = load_test(task)
+        x, y = load_test(task, cfg.data)
         sizes[task] = len(y)
-        head = session(manifest, f"head_{task}")
+        head = session(manifest, f"head_{task}", cfg.zoo)
         for row, model in ROWS:
-            z = run(session(manifest, model.format(task=task)), x)
+            z = run(session(manifest, model.format(task=task), cfg.zoo), x)
             pred = run(head, z).argmax(1)
             acc[row][task] = float((pred == y).mean())
     merges = manifest["merges"]
@@ -98,12 +91,12 @@ def evaluate(manifest):
                                       for k in ("init", "steps", "batch_per_task", "lr")}}}
 
 
-def readme_with_table(results, md):
+def readme_with_table(results, md, readme):
     """README.md's text with the table between the markers replaced."""
-    with open(README) as f:
+    with open(readme) as f:
         text = f.read()
     if BEGIN not in text or END not in text:
-        raise SystemExit(f"evaluate: {README} lacks the {BEGIN} ... {END} markers")
+        raise SystemExit(f"evaluate: {readme} lacks the {BEGIN} ... {END} markers")
     m = results["merges"]
     note = (f"Test accuracy (%) per task, from `tritonmodels/zoo/evaluate.py` running the ONNX files "
             f"with onnxruntime. Normalised = mean of accuracy / Individual accuracy. "
@@ -114,16 +107,16 @@ def readme_with_table(results, md):
     return pre + BEGIN + "\n" + note + "\n\n" + md + "\n" + END + post
 
 
-def check(results, md):
+def check(results, md, cfg):
     """Fail unless results.json and README.md hold exactly this evaluation."""
-    with open(os.path.join(ZOO, "results.json")) as f:
+    with open(os.path.join(cfg.zoo, "results.json")) as f:
         committed = json.load(f)
     problems = []
     if committed != results:
-        problems.append(f"{os.path.relpath(ZOO, ROOT)}/results.json differs from a fresh evaluation")
-    with open(README) as f:
-        if f.read() != readme_with_table(results, md):
-            problems.append(f"the table in {os.path.relpath(README, ROOT)} differs from a fresh evaluation")
+        problems.append(f"{os.path.relpath(cfg.zoo, ROOT)}/results.json differs from a fresh evaluation")
+    with open(cfg.readme) as f:
+        if f.read() != readme_with_table(results, md, cfg.readme):
+            problems.append(f"the table in {os.path.relpath(cfg.readme, ROOT)} differs from a fresh evaluation")
     if problems:
         raise SystemExit("evaluate --check: " + "; ".join(problems) +
                          " (run tritonmodels/zoo/evaluate.py and commit the result)")
@@ -136,25 +129,26 @@ def main():
     ap.add_argument("--check", action="store_true",
                     help="evaluate, write nothing, and fail if results.json or the README table differ")
     args = ap.parse_args()
-    with open(os.path.join(ZOO, "manifest.json")) as f:
+    cfg = settings()
+    with open(os.path.join(cfg.zoo, "manifest.json")) as f:
         manifest = json.load(f)
-    check_hashes(manifest)
+    check_hashes(manifest, cfg.zoo)
     if args.check_only:
         print(f"evaluate: {len(manifest['files'])} files match manifest.json")
         return
 
     t0 = time.time()
-    results = evaluate(manifest)
+    results = evaluate(manifest, cfg)
     md = table(results["accuracy"], list(manifest["tasks"]))
     if args.check:
-        check(results, md)
+        check(results, md, cfg)
         return
     print(md)
-    with open(os.path.join(ZOO, "results.json"), "w") as f:
+    with open(os.path.join(cfg.zoo, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
-    if os.path.abspath(ZOO) == os.path.abspath(ZOO_DEFAULT):  # not an experiment
-        text = readme_with_table(results, md)
-        with open(README, "w") as f:
+    if os.path.abspath(cfg.zoo) == os.path.abspath(cfg.zoo_default):  # not an experiment
+        text = readme_with_table(results, md, cfg.readme)
+        with open(cfg.readme, "w") as f:
             f.write(text)
     print(f"evaluate: {time.time() - t0:.1f} s", flush=True)
 

@@ -99,7 +99,7 @@ def export(module, example, path, in_name, out_name, fp16_weights=False):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default=os.path.join(common.ZOO, "onnx"))
+    ap.add_argument("--out", default=os.path.join(common.settings().zoo, "onnx"))
     ap.add_argument("--fp16-weights", action="store_true",
                     help="store the backbones' large weights in FP16 (computing in FP32)")
     args = ap.parse_args()
@@ -132,15 +132,15 @@ def main():
             entry["sha256"] = sha256(path)
             entry["bytes"] = os.path.getsize(path)
 
-        with open(os.path.join(common.WORK, "merged", "settings.json")) as f:
+        with open(os.path.join(common.settings().work, "merged", "settings.json")) as f:
             merges = json.load(f)
         task_info = {}
         for t in tasks:
-            with open(os.path.join(common.DATA, t, "classes.json")) as f:
+            with open(os.path.join(common.settings().data, t, "classes.json")) as f:
                 meta = json.load(f)
             task_info[t] = {"classes": meta["classes"], "num_classes": len(meta["classes"]),
                             "source": meta["source"], "sizes": meta["sizes"]}
-        config = common.CONFIG
+        config = common.architecture().CONFIG
         manifest = {
             "format": 1,
             "D": config["dim"],

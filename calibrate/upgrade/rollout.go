@@ -1,4 +1,4 @@
-package calibrate
+package upgrade
 
 import (
 	"context"
@@ -19,10 +19,10 @@ const (
 	ControlPoll     = "poll"
 )
 
-// rollout brings a written upgrade into a running Triton over its HTTP
+// Rollout brings a written upgrade into a running Triton over its HTTP
 // endpoint, in the order that keeps it serving: the react model's new
 // version first, then the ensemble that uses it.
-type rollout struct {
+type Rollout struct {
 	base    string // http://host:port
 	mode    string // ControlExplicit or ControlPoll
 	timeout time.Duration
@@ -30,9 +30,9 @@ type rollout struct {
 	out     io.Writer
 }
 
-// run loads (explicit) or waits for (poll) the react model's version, then
+// Run loads (explicit) or waits for (poll) the react model's version, then
 // the ensemble with its react step, each until ready.
-func (r *rollout) run(ctx context.Context, react string, version int, ens string) error {
+func (r *Rollout) Run(ctx context.Context, react string, version int, ens string) error {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	if err := r.ready(ctx, "/v2/health/ready"); err != nil {
@@ -67,7 +67,7 @@ func (r *rollout) run(ctx context.Context, react string, version int, ens string
 }
 
 // wait polls path until it answers 200 and done (if any) agrees.
-func (r *rollout) wait(ctx context.Context, path string, done func(context.Context) error) error {
+func (r *Rollout) wait(ctx context.Context, path string, done func(context.Context) error) error {
 	for {
 		err := r.ready(ctx, path)
 		if err == nil && done != nil {
@@ -85,7 +85,7 @@ func (r *rollout) wait(ctx context.Context, path string, done func(context.Conte
 }
 
 // ready asks path (a readiness endpoint) and wants 200.
-func (r *rollout) ready(ctx context.Context, path string) error {
+func (r *Rollout) ready(ctx context.Context, path string) error {
 	resp, err := r.do(ctx, http.MethodGet, path)
 	if err != nil {
 		return err
@@ -98,7 +98,7 @@ func (r *rollout) ready(ctx context.Context, path string) error {
 }
 
 // post posts an empty JSON body to path and wants 200.
-func (r *rollout) post(ctx context.Context, path string) error {
+func (r *Rollout) post(ctx context.Context, path string) error {
 	resp, err := r.do(ctx, http.MethodPost, path)
 	if err != nil {
 		return err
@@ -113,7 +113,7 @@ func (r *rollout) post(ctx context.Context, path string) error {
 
 // hasStep checks that the ensemble's served configuration has a step of
 // model react.
-func (r *rollout) hasStep(ctx context.Context, ens, react string) error {
+func (r *Rollout) hasStep(ctx context.Context, ens, react string) error {
 	resp, err := r.do(ctx, http.MethodGet, fmt.Sprintf("/v2/models/%s/config", url.PathEscape(ens)))
 	if err != nil {
 		return err
@@ -137,7 +137,7 @@ func (r *rollout) hasStep(ctx context.Context, ens, react string) error {
 	return fmt.Errorf("%s is served without its step of %s (yet)", ens, react)
 }
 
-func (r *rollout) do(ctx context.Context, method, path string) (*http.Response, error) {
+func (r *Rollout) do(ctx context.Context, method, path string) (*http.Response, error) {
 	var body io.Reader
 	if method == http.MethodPost {
 		body = strings.NewReader("{}")
@@ -152,20 +152,21 @@ func (r *rollout) do(ctx context.Context, method, path string) (*http.Response, 
 	return r.client.Do(req)
 }
 
-// parseRollout checks --rollout's address and --control's mode.
-func parseRollout(addr, mode string, timeout time.Duration, out io.Writer) (*rollout, error) {
+// ParseRollout checks --rollout's address and --control's mode (the
+// command's usage errors).
+func ParseRollout(addr, mode string, timeout time.Duration, out io.Writer) (*Rollout, error) {
 	if mode != ControlExplicit && mode != ControlPoll {
-		return nil, usagef("--control %q: want %s or %s, as Triton's --model-control-mode", mode, ControlExplicit, ControlPoll)
+		return nil, fmt.Errorf("--control %q: want %s or %s, as Triton's --model-control-mode", mode, ControlExplicit, ControlPoll)
 	}
 	if !strings.Contains(addr, "://") {
 		addr = "http://" + addr
 	}
 	u, err := url.Parse(addr)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, usagef("--rollout %q: want Triton's HTTP address, HOST:PORT or http://HOST:PORT", addr)
+		return nil, fmt.Errorf("--rollout %q: want Triton's HTTP address, HOST:PORT or http://HOST:PORT", addr)
 	}
 	if _, err := strconv.Atoi(u.Port()); err != nil {
-		return nil, usagef("--rollout %q: want a port", addr)
+		return nil, fmt.Errorf("--rollout %q: want a port", addr)
 	}
-	return &rollout{base: u.Scheme + "://" + u.Host, mode: mode, timeout: timeout, client: &http.Client{Timeout: 10 * time.Second}, out: out}, nil
+	return &Rollout{base: u.Scheme + "://" + u.Host, mode: mode, timeout: timeout, client: &http.Client{Timeout: 10 * time.Second}, out: out}, nil
 }

@@ -1,4 +1,4 @@
-package calibrate
+package tritonpairs
 
 import (
 	"context"
@@ -19,18 +19,8 @@ import (
 	"github.com/mergectl/react-triton/triton"
 )
 
-// Defaults of a Triton-backed fit.
-const (
-	// DefaultInFlight is the number of chunks of a task whose requests are
-	// in flight at once.
-	DefaultInFlight = 4
-	// DefaultTritonBatch is the number of samples per request when neither
-	// the caller nor the models ask for fewer.
-	DefaultTritonBatch = 256
-)
-
-// TritonConfig says what a Triton-backed fit runs, and on which inputs.
-type TritonConfig struct {
+// Config says what a Triton-backed fit runs, and on which inputs.
+type Config struct {
 	// Inputs is the directory of each task's unlabeled calibration inputs:
 	// DIR/<task>.npy, float32, samples along the first axis, then the
 	// shape of one model input without its batch dimension; or DIR/<task>/,
@@ -41,8 +31,8 @@ type TritonConfig struct {
 	// becomes a sample.
 	Images images.Options
 	// SkipBadImages leaves out the image files whose header does not
-	// decode (TritonPair.Skipped), and with SendEncoded those the models
-	// refuse (TritonPair.TakeSkipped), rather than failing.
+	// decode (Pair.Skipped), and with SendEncoded those the models
+	// refuse (Pair.TakeSkipped), rather than failing.
 	SkipBadImages bool
 	// SendEncoded sends each image file's bytes as they are, one element of
 	// a BYTES tensor [n,1], to models that take encoded images (such as
@@ -60,11 +50,11 @@ type TritonConfig struct {
 	// Experts maps every task to its expert. An empty Output picks the
 	// expert's only output, or else the one named like the backbone's.
 	Experts map[string]react.ModelRef
-	// Batch caps the samples per request (default DefaultTritonBatch); each
+	// Batch caps the samples per request (0: triton.DefaultBatch); each
 	// model's max_batch_size caps it further.
 	Batch int
-	// InFlight is the number of chunks in flight per task (default
-	// DefaultInFlight).
+	// InFlight is the number of chunks of a task in flight at once (0:
+	// triton.DefaultInFlight).
 	InFlight int
 	// RetryMaxWait bounds how long one request is retried after transient
 	// failures (UNAVAILABLE, DEADLINE_EXCEEDED, NOT_FOUND of a model
@@ -82,13 +72,13 @@ const (
 	retryMaxBackoff     = 5 * time.Second
 )
 
-// TritonPair is the PairSource of one task whose features a Triton server
+// Pair is the pairs.Source of one task whose features a Triton server
 // computes: each chunk of the task's calibration inputs is sent to the
 // merged backbone and to the task's expert at the same time, and the two
-// feature outputs, decoded to float32 whatever their datatype (FP32, FP16,
-// BF16 or FP64), are the pairs. A few chunks are in flight at once; pairs
-// come out in input order.
-type TritonPair struct {
+// feature outputs, decoded to float32 from their datatype (FP32, FP16 or
+// BF16: triton.IsFeatureDatatype), are the pairs. A few chunks are in
+// flight at once; pairs come out in input order.
+type Pair struct {
 	task     string
 	client   *triton.Client
 	in       sampleInput
@@ -123,7 +113,7 @@ type chunkResult struct {
 	skipped []images.Problem
 }
 
-// OpenTritonPairs checks everything a Triton-backed fit needs before any
+// Open checks everything a Triton-backed fit needs before any
 // sample is sent, and returns one source per task, in order:
 //   - each task's input file is a float32 array in C order, with samples,
 //     of the size its header says;
@@ -136,15 +126,15 @@ type chunkResult struct {
 // ctx bounds these checks only; a source sends its requests from its first
 // Next until its end or Close. The sources share c, which the caller closes
 // after them.
-func OpenTritonPairs(ctx context.Context, c *triton.Client, cfg TritonConfig) (pairs []*TritonPair, err error) {
+func Open(ctx context.Context, c *triton.Client, cfg Config) (pairs []*Pair, err error) {
 	tasks := cfg.Tasks
 	if len(tasks) == 0 {
-		if tasks, err = discoverInputs(cfg.Inputs); err != nil {
+		if tasks, err = DiscoverInputs(cfg.Inputs); err != nil {
 			return nil, err
 		}
 	}
-	if err := checkExperts(tasks, cfg.Experts); err != nil {
-		return nil, asUsage(err)
+	if err := CheckExperts(tasks, cfg.Experts); err != nil {
+		return nil, err
 	}
 
 	var files []sampleInput
@@ -174,14 +164,7 @@ func OpenTritonPairs(ctx context.Context, c *triton.Client, cfg TritonConfig) (p
 	if err != nil {
 		return nil, err
 	}
-	batch := cfg.Batch
-	if batch <= 0 {
-		batch = DefaultTritonBatch
-	}
-	inFlight := cfg.InFlight
-	if inFlight <= 0 {
-		inFlight = DefaultInFlight
-	}
+	batching := triton.BatchOptions{Batch: cfg.Batch, InFlight: cfg.InFlight}
 	for i, task := range tasks {
 		expert, err := checkModel(ctx, c, "expert of task "+task, cfg.Experts[task], backbone.ref.Output)
 		if err != nil {
@@ -212,31 +195,26 @@ func OpenTritonPairs(ctx context.Context, c *triton.Client, cfg TritonConfig) (p
 			return nil, fmt.Errorf("task %s: expert %s gives features of D=%d (output %q) but backbone %s gives D=%d (output %q): they must match",
 				task, describe(expert.ref), expert.dim, expert.ref.Output, describe(backbone.ref), backbone.dim, backbone.ref.Output)
 		}
-		b := batch
-		for _, m := range []*tritonModel{backbone, expert} {
-			if m.maxBatch > 0 {
-				b = min(b, m.maxBatch)
-			}
-		}
-		pairs = append(pairs, &TritonPair{task: task, client: c, in: files[i], backbone: backbone, expert: expert, bound: bound, batch: b, inFlight: inFlight,
+		b := batching.BatchSize(backbone.maxBatch, expert.maxBatch)
+		pairs = append(pairs, &Pair{task: task, client: c, in: files[i], backbone: backbone, expert: expert, bound: bound, batch: b, inFlight: batching.Parallel(),
 			retryMax: cfg.RetryMaxWait, onRetry: cfg.OnRetry, skipBad: cfg.SkipBadImages})
 	}
 	return pairs, nil
 }
 
 // Skipped returns the image files of the task left out because their
-// header did not decode (TritonConfig.SkipBadImages); none for a .npy
+// header did not decode (Config.SkipBadImages); none for a .npy
 // input.
-func (p *TritonPair) Skipped() []images.Problem {
+func (p *Pair) Skipped() []images.Problem {
 	if im, ok := p.in.(interface{ skipped() []images.Problem }); ok {
 		return im.skipped()
 	}
 	return nil
 }
 
-// checkExperts checks that experts names an expert for each task and for
+// CheckExperts checks that experts names an expert for each task and for
 // no other.
-func checkExperts(tasks []string, experts map[string]react.ModelRef) error {
+func CheckExperts(tasks []string, experts map[string]react.ModelRef) error {
 	known := make(map[string]bool, len(tasks))
 	var missing []string
 	for _, t := range tasks {
@@ -261,54 +239,59 @@ func checkExperts(tasks []string, experts map[string]react.ModelRef) error {
 	return nil
 }
 
-// Task implements PairSource.
-func (p *TritonPair) Task() string { return p.task }
+// Task implements pairs.Source.
+func (p *Pair) Task() string { return p.task }
 
-// Dim implements PairSource.
-func (p *TritonPair) Dim() int { return p.backbone.dim }
+// Dim implements pairs.Source.
+func (p *Pair) Dim() int { return p.backbone.dim }
 
-// Len implements PairSource: the number of samples used (see Use).
-func (p *TritonPair) Len() int64 { return int64(p.in.count()) }
+// Len implements pairs.Source: the number of samples used (see Use).
+func (p *Pair) Len() int64 { return int64(p.in.count()) }
 
 // Use restricts the samples sent to idx, ascending indices of the task's
 // input samples (nil: all of them), and starts at position skip among
 // them. Call it before the first Next.
-func (p *TritonPair) Use(idx []int, skip int) { p.in.use(idx, skip) }
+func (p *Pair) Use(idx []int, skip int) { p.in.use(idx, skip) }
 
 // SetContext makes ctx the parent of the requests: when it ends, those in
 // flight are cancelled and Next fails. Call it before the first Next.
-func (p *TritonPair) SetContext(ctx context.Context) { p.parent = ctx }
+func (p *Pair) SetContext(ctx context.Context) { p.parent = ctx }
 
 // Models returns the names of the backbone and the expert, for messages.
-func (p *TritonPair) Models() string {
+func (p *Pair) Models() string {
 	return fmt.Sprintf("backbone %s, expert %s", describe(p.backbone.ref), describe(p.expert.ref))
 }
 
 // PinVersions makes the versions recorded earlier (by a checkpoint) the
 // ones every further answer must come from; "" leaves a model free.
-func (p *TritonPair) PinVersions(backbone, expert string) {
+func (p *Pair) PinVersions(backbone, expert string) {
 	p.version = [2]string{backbone, expert}
 }
 
 // Backbone returns the backbone as it was used: its output resolved and,
 // once a request was answered, the version that answered if none was asked.
-func (p *TritonPair) Backbone() react.ModelRef { return p.used(p.backbone.ref, p.version[0]) }
+func (p *Pair) Backbone() react.ModelRef { return p.used(p.backbone.ref, p.version[0]) }
 
 // Expert returns the task's expert as it was used; see Backbone.
-func (p *TritonPair) Expert() react.ModelRef { return p.used(p.expert.ref, p.version[1]) }
+func (p *Pair) Expert() react.ModelRef { return p.used(p.expert.ref, p.version[1]) }
 
-func (p *TritonPair) used(ref react.ModelRef, version string) react.ModelRef {
+func (p *Pair) used(ref react.ModelRef, version string) react.ModelRef {
 	if ref.Version == "" {
 		ref.Version = version
 	}
 	return ref
 }
 
-// BatchSize returns the number of samples per request.
-func (p *TritonPair) BatchSize() int { return p.batch }
+// Inputs says what the task's calibration inputs hold and, for images,
+// how they become samples: a part of a checkpoint's description of its
+// run.
+func (p *Pair) Inputs() string { return p.in.describe() }
 
-// Next implements PairSource. The first call starts the requests.
-func (p *TritonPair) Next(mtl, ind []float64) (int, error) {
+// BatchSize returns the number of samples per request.
+func (p *Pair) BatchSize() int { return p.batch }
+
+// Next implements pairs.Source. The first call starts the requests.
+func (p *Pair) Next(mtl, ind []float64) (int, error) {
 	if len(mtl) != len(ind) {
 		return 0, errors.New("Next: batches of different lengths")
 	}
@@ -351,7 +334,7 @@ func (p *TritonPair) Next(mtl, ind []float64) (int, error) {
 }
 
 // checkVersions checks that the same model versions answered every chunk.
-func (p *TritonPair) checkVersions(v [2]string) error {
+func (p *Pair) checkVersions(v [2]string) error {
 	for i, m := range []*tritonModel{p.backbone, p.expert} {
 		switch {
 		case p.version[i] == "":
@@ -367,7 +350,7 @@ func (p *TritonPair) checkVersions(v [2]string) error {
 // start reads the inputs chunk by chunk in a goroutine and sends each chunk
 // to both models, keeping at most inFlight chunks in flight. The results
 // channel holds one future per chunk, in input order.
-func (p *TritonPair) start() {
+func (p *Pair) start() {
 	p.started = true
 	parent := p.parent
 	if parent == nil {
@@ -402,7 +385,7 @@ func (p *TritonPair) start() {
 // infer runs one chunk through both models at the same time; when they
 // refuse a chunk of encoded images, it finds the files they refuse
 // (isolate).
-func (p *TritonPair) infer(ctx context.Context, c chunk, first int) chunkResult {
+func (p *Pair) infer(ctx context.Context, c chunk, first int) chunkResult {
 	r, errs := p.inferBoth(ctx, c, first)
 	if r.err == nil || c.files == nil {
 		return r
@@ -421,7 +404,7 @@ func (p *TritonPair) infer(ctx context.Context, c chunk, first int) chunkResult 
 
 // inferBoth runs one chunk through both models at the same time; errs are
 // each model's error.
-func (p *TritonPair) inferBoth(ctx context.Context, c chunk, first int) (chunkResult, [2]error) {
+func (p *Pair) inferBoth(ctx context.Context, c chunk, first int) (chunkResult, [2]error) {
 	r := chunkResult{first: first, rows: c.n}
 	var wg sync.WaitGroup
 	var errs [2]error
@@ -441,7 +424,7 @@ func (p *TritonPair) inferBoth(ctx context.Context, c chunk, first int) (chunkRe
 // run sends the chunk's samples to model m (0: the backbone, 1: the
 // expert) and returns their features as float32 and the version that
 // answered.
-func (p *TritonPair) run(ctx context.Context, which int, c chunk, first int) ([]float32, string, error) {
+func (p *Pair) run(ctx context.Context, which int, c chunk, first int) ([]float32, string, error) {
 	m := [2]*tritonModel{p.backbone, p.expert}[which]
 	n := c.n
 	fail := func(err error) ([]float32, string, error) {
@@ -456,16 +439,13 @@ func (p *TritonPair) run(ctx context.Context, which int, c chunk, first int) ([]
 	if err != nil {
 		return fail(err)
 	}
-	out, ok := resp.Output(m.ref.Output)
-	if !ok {
-		return fail(fmt.Errorf("the response has no output %q", m.ref.Output))
+	v, cols, err := resp.Rows(m.ref.Output, n)
+	if err == nil && cols != m.dim {
+		out, _ := resp.Output(m.ref.Output)
+		err = fmt.Errorf("output %q has shape %s: want %d samples of D=%d", m.ref.Output, triton.FormatShape(out.Shape), n, m.dim)
 	}
-	v, err := out.AsFloat32()
 	if err != nil {
-		return fail(fmt.Errorf("output %q: %w", m.ref.Output, err))
-	}
-	if len(v) != n*m.dim {
-		return fail(fmt.Errorf("output %q has shape %s: want %d samples of D=%d", m.ref.Output, triton.FormatShape(out.Shape), n, m.dim))
+		return fail(err)
 	}
 	return v, resp.Version, nil
 }
@@ -473,7 +453,7 @@ func (p *TritonPair) run(ctx context.Context, which int, c chunk, first int) ([]
 // send sends req, retrying transient failures (UNAVAILABLE,
 // DEADLINE_EXCEEDED) with exponential backoff for at most retryMax from the
 // first failure.
-func (p *TritonPair) send(ctx context.Context, req *triton.InferRequest) (*triton.InferResponse, error) {
+func (p *Pair) send(ctx context.Context, req *triton.InferRequest) (*triton.InferResponse, error) {
 	var first time.Time
 	backoff := retryInitialBackoff
 	for {
@@ -519,9 +499,9 @@ func transient(err error) bool {
 	return false
 }
 
-// Close implements PairSource: it cancels the requests in flight and closes
+// Close implements pairs.Source: it cancels the requests in flight and closes
 // the input file.
-func (p *TritonPair) Close() error {
+func (p *Pair) Close() error {
 	if p.started {
 		p.cancel()
 		for range p.results {

@@ -1,4 +1,4 @@
-package calibrate
+package pairs
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ const DefaultChunkRows = 4096
 // new accumulator. Its memory is O(D² + chunkRows·D), whatever the number of
 // pairs. progress, if not nil, is called with the number of pairs of each
 // chunk once it is accumulated.
-func Accumulate(src PairSource, chunkRows int, progress func(pairs int)) (*react.Accumulator, error) {
+func Accumulate(src Source, chunkRows int, progress func(pairs int)) (*react.Accumulator, error) {
 	d := src.Dim()
 	if d <= 0 {
 		return nil, fmt.Errorf("task %s: invalid feature dimension %d", src.Task(), d)

@@ -1,4 +1,4 @@
-package config
+package bytesize
 
 import (
 	"math"
@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-func TestParseByteSize(t *testing.T) {
+func TestParse(t *testing.T) {
 	tests := []struct {
 		in   string
-		want ByteSize
+		want Size
 		err  string
 	}{
 		{in: "0", want: 0},
@@ -37,21 +37,21 @@ func TestParseByteSize(t *testing.T) {
 		{in: "9000000000GiB", err: `invalid size "9000000000GiB": too large`},
 	}
 	for _, tt := range tests {
-		got, err := ParseByteSize(tt.in)
+		got, err := Parse(tt.in)
 		switch {
 		case tt.err != "":
 			if err == nil || err.Error() != tt.err {
-				t.Errorf("ParseByteSize(%q) = %d, %v; want error %q", tt.in, got, err, tt.err)
+				t.Errorf("Parse(%q) = %d, %v; want error %q", tt.in, got, err, tt.err)
 			}
 		case err != nil || got != tt.want:
-			t.Errorf("ParseByteSize(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
+			t.Errorf("Parse(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
 		}
 	}
 }
 
-func TestByteSizeString(t *testing.T) {
+func TestSizeString(t *testing.T) {
 	tests := []struct {
-		in   ByteSize
+		in   Size
 		want string
 	}{
 		{0, "0B"},
@@ -60,7 +60,7 @@ func TestByteSizeString(t *testing.T) {
 		{1000, "1KB"},
 		{1024, "1KiB"},
 		{64 * MiB, "64MiB"},
-		{MaxRequestBytesLimit, "2147483647B"},
+		{1<<31 - 1, "2147483647B"},
 		{2 * GB, "2GB"},
 		{3 * GiB, "3GiB"},
 		{2048000, "2000KiB"},
@@ -68,17 +68,17 @@ func TestByteSizeString(t *testing.T) {
 	}
 	for _, tt := range tests {
 		if got := tt.in.String(); got != tt.want {
-			t.Errorf("ByteSize(%d).String() = %q, want %q", int64(tt.in), got, tt.want)
+			t.Errorf("Size(%d).String() = %q, want %q", int64(tt.in), got, tt.want)
 		}
-		back, err := ParseByteSize(tt.want)
+		back, err := Parse(tt.want)
 		if err != nil || back != tt.in {
-			t.Errorf("ParseByteSize(%q) = %d, %v; want %d", tt.want, back, err, int64(tt.in))
+			t.Errorf("Parse(%q) = %d, %v; want %d", tt.want, back, err, int64(tt.in))
 		}
 	}
 }
 
-func TestByteSizeText(t *testing.T) {
-	var b ByteSize
+func TestSizeText(t *testing.T) {
+	var b Size
 	if err := b.UnmarshalText([]byte("5KiB")); err != nil || b != 5*KiB {
 		t.Errorf("UnmarshalText(5KiB): %d, %v", b, err)
 	}

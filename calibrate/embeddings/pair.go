@@ -1,4 +1,4 @@
-package calibrate
+package embeddings
 
 import (
 	"errors"
@@ -22,8 +22,8 @@ const (
 	ExpertSuffix = ".expert.npy"
 )
 
-// NPYPair is the PairSource of one task's two .npy files.
-type NPYPair struct {
+// Pair is the pairs.Source of one task's two .npy files.
+type Pair struct {
 	task       string
 	merged     *npyfile.Reader
 	expert     *npyfile.Reader
@@ -32,11 +32,11 @@ type NPYPair struct {
 	read       int
 }
 
-// OpenNPYPair opens a task's two embedding files in dir and checks, before
+// Open opens a task's two embedding files in dir and checks, before
 // reading any data, that both are N×D float32 or float64 arrays in C order
 // with the same N and D and with the size their headers describe.
-func OpenNPYPair(dir, task string) (*NPYPair, error) {
-	p := &NPYPair{
+func Open(dir, task string) (*Pair, error) {
+	p := &Pair{
 		task:       task,
 		mergedPath: filepath.Join(dir, task+MergedSuffix),
 		expertPath: filepath.Join(dir, task+ExpertSuffix),
@@ -65,24 +65,24 @@ func OpenNPYPair(dir, task string) (*NPYPair, error) {
 	return p, nil
 }
 
-// Task implements PairSource.
-func (p *NPYPair) Task() string { return p.task }
+// Task implements pairs.Source.
+func (p *Pair) Task() string { return p.task }
 
-// Dim implements PairSource.
-func (p *NPYPair) Dim() int { return p.merged.Cols() }
+// Dim implements pairs.Source.
+func (p *Pair) Dim() int { return p.merged.Cols() }
 
-// Len implements PairSource.
-func (p *NPYPair) Len() int64 { return int64(p.merged.Rows()) }
+// Len implements pairs.Source.
+func (p *Pair) Len() int64 { return int64(p.merged.Rows()) }
 
 // MergedPath returns the path of the merged backbone's features.
-func (p *NPYPair) MergedPath() string { return p.mergedPath }
+func (p *Pair) MergedPath() string { return p.mergedPath }
 
 // ExpertPath returns the path of the expert's features.
-func (p *NPYPair) ExpertPath() string { return p.expertPath }
+func (p *Pair) ExpertPath() string { return p.expertPath }
 
-// Next implements PairSource. A NaN or infinite value is an error that
+// Next implements pairs.Source. A NaN or infinite value is an error that
 // names the file, the row within it and the column.
-func (p *NPYPair) Next(mtl, ind []float64) (int, error) {
+func (p *Pair) Next(mtl, ind []float64) (int, error) {
 	if len(mtl) != len(ind) {
 		return 0, errors.New("Next: batches of different lengths")
 	}
@@ -122,8 +122,8 @@ func checkFinite(path string, first, d int, z []float64) error {
 	return nil
 }
 
-// Close implements PairSource.
-func (p *NPYPair) Close() error {
+// Close implements pairs.Source.
+func (p *Pair) Close() error {
 	err1 := p.merged.Close()
 	err2 := p.expert.Close()
 	return errors.Join(err1, err2)
@@ -179,24 +179,24 @@ func DiscoverTasks(dir string) ([]string, error) {
 	return tasks, nil
 }
 
-// OpenNPYPairs opens the embeddings of tasks in dir (all tasks found there
+// OpenAll opens the embeddings of tasks in dir (all tasks found there
 // if tasks is empty) and checks them all, including that every task has the
 // same D, before any data is read.
-func OpenNPYPairs(dir string, tasks []string) ([]*NPYPair, error) {
+func OpenAll(dir string, tasks []string) ([]*Pair, error) {
 	if len(tasks) == 0 {
 		var err error
 		if tasks, err = DiscoverTasks(dir); err != nil {
 			return nil, err
 		}
 	}
-	var pairs []*NPYPair
+	var pairs []*Pair
 	closeAll := func() {
 		for _, p := range pairs {
 			p.Close()
 		}
 	}
 	for _, task := range tasks {
-		p, err := OpenNPYPair(dir, task)
+		p, err := Open(dir, task)
 		if err != nil {
 			closeAll()
 			return nil, err

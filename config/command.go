@@ -1,0 +1,321 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/mergectl/react-triton/problem"
+)
+
+// CommandFlags describes a command whose configuration is its flags, such
+// as calibrate eval, solve and upgrade: each flag is a key of a YAML file
+// given with --config and of a REACT_* environment variable, layered by
+// viper like the sidecar's and calibrate fit's files.
+type CommandFlags struct {
+	// Keys maps a flag to its key where the two differ by more than '-'
+	// and '_': a flag another command shares, such as "triton" for key
+	// "triton.grpc" (its meaning everywhere: Triton's gRPC address).
+	Keys map[string]string
+	// Paths are the flags whose values are file or directory paths: a
+	// file's relative paths are read against its directory, and
+	// --print-config writes them absolute.
+	Paths []string
+	// Labelled are the paths written [LABEL=]PATH.
+	Labelled []string
+}
+
+// key returns the key of flag name.
+func (c CommandFlags) key(name string) string {
+	if k, ok := c.Keys[name]; ok {
+		return k
+	}
+	return strings.ReplaceAll(name, "-", "_")
+}
+
+// Bind registers --config FILE and --print-config on fs. Call it after the
+// command's own flags.
+func (c CommandFlags) Bind(fs *pflag.FlagSet) {
+	fs.String(FlagConfig, "", "configuration `FILE` (YAML, every flag a key: what --print-config writes); REACT_* variables beat it, flags beat both")
+	fs.Bool(FlagPrintConfig, false, "print the configuration that would run, as YAML (every key, flags applied), and exit")
+}
+
+// keyed reports whether flag f is a key: every flag but --config,
+// --print-config and --help.
+func keyed(f *pflag.Flag) bool {
+	return f.Name != FlagConfig && f.Name != FlagPrintConfig && f.Name != "help"
+}
+
+// Load layers the file of --config, the REACT_* environment and the
+// command line over the flags' defaults, through viper, and sets every
+// flag the command line left out to the value that wins, so that the
+// command reads its own flags as before. Every problem (an unknown key, a
+// value that does not parse) is returned at once, with its line or
+// variable.
+func (c CommandFlags) Load(fs *pflag.FlagSet) error {
+	path, _ := fs.GetString(FlagConfig)
+	v := viper.New()
+	var (
+		p     problem.List
+		lines map[string]int
+		dir   string
+	)
+	if path != "" {
+		m, l, err := c.readFile(fs, path, &p)
+		if err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+		if err := v.MergeConfigMap(m); err != nil {
+			return fmt.Errorf("config: %s: %w", path, err)
+		}
+		lines = l
+		abs, _ := filepath.Abs(path)
+		dir = filepath.Dir(abs)
+	}
+	v.SetEnvPrefix(EnvPrefix)
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	v.AllowEmptyEnv(true)
+	v.AutomaticEnv()
+	fs.VisitAll(func(f *pflag.Flag) {
+		if !keyed(f) {
+			return
+		}
+		key := c.key(f.Name)
+		if err := v.BindPFlag(key, f); err != nil {
+			p.Add(key, "%v", err)
+			return
+		}
+		if f.Changed {
+			return // the command line wins
+		}
+		_, fromEnv := os.LookupEnv(EnvVar(key))
+		if !fromEnv && !v.InConfig(key) {
+			return
+		}
+		where := &problem.Problem{Path: key, Line: lines[key]}
+		if fromEnv {
+			where.Line, where.Source = 0, "$"+EnvVar(key)
+		}
+		for _, s := range values(v.Get(key), fromEnv && isList(f)) {
+			if !fromEnv {
+				s = c.resolve(f.Name, dir, s)
+			}
+			if err := fs.Set(f.Name, s); err != nil {
+				where.Msg = fmt.Sprintf("%q: want %s", s, want(f))
+				p = append(p, where)
+				return
+			}
+		}
+	})
+	p.SortByLine()
+	if err := p.Err(); err != nil {
+		if path != "" {
+			return fmt.Errorf("config: %s: %w", path, err)
+		}
+		return fmt.Errorf("config: %w", err)
+	}
+	return nil
+}
+
+// readFile reads a command's YAML file: a mapping of keys (dotted, or
+// nested) to scalars or lists of scalars, each key one of the flags'.
+// Unknown keys and values of the wrong shape are problems.
+func (c CommandFlags) readFile(fs *pflag.FlagSet, path string, p *problem.List) (map[string]any, map[string]int, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w %s: %w", errReading, path, err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	known := map[string]bool{}
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		if keyed(f) {
+			known[c.key(f.Name)] = true
+			names = append(names, c.key(f.Name))
+		}
+	})
+	m, lines := map[string]any{}, map[string]int{}
+	var walk func(n *yaml.Node, prefix string)
+	walk = func(n *yaml.Node, prefix string) {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			kn, vn := n.Content[i], n.Content[i+1]
+			key := prefix + kn.Value
+			switch {
+			case vn.Kind == yaml.MappingNode && !known[key]:
+				walk(vn, key+".")
+			case !known[key]:
+				if s := suggest(key, names); s != "" {
+					*p = append(*p, &problem.Problem{Path: key, Msg: fmt.Sprintf("unknown key, did you mean %q?", s), Line: kn.Line})
+				} else {
+					*p = append(*p, &problem.Problem{Path: key, Msg: "unknown key (want one of: " + strings.Join(names, ", ") + ")", Line: kn.Line})
+				}
+			case vn.Kind == yaml.ScalarNode:
+				m[key], lines[key] = vn.Value, kn.Line
+			case vn.Kind == yaml.SequenceNode && slices.ContainsFunc(vn.Content, func(n *yaml.Node) bool { return n.Kind != yaml.ScalarNode }):
+				*p = append(*p, &problem.Problem{Path: key, Msg: "want a list of values", Line: vn.Line})
+			case vn.Kind == yaml.SequenceNode:
+				list := make([]string, len(vn.Content))
+				for j, item := range vn.Content {
+					list[j] = item.Value
+				}
+				m[key], lines[key] = list, kn.Line
+			default:
+				*p = append(*p, &problem.Problem{Path: key, Msg: "want a value or a list of values, got " + describe(vn), Line: vn.Line})
+			}
+		}
+	}
+	for _, n := range doc.Content {
+		if n.Kind != yaml.MappingNode {
+			return nil, nil, fmt.Errorf("%s: want a mapping of keys, got %s", path, describe(n))
+		}
+		walk(n, "")
+	}
+	// viper splits a dotted key of MergeConfigMap's map into sections.
+	nested := map[string]any{}
+	for key, val := range m {
+		parts := strings.Split(key, ".")
+		cur := nested
+		for _, part := range parts[:len(parts)-1] {
+			next, ok := cur[part].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				cur[part] = next
+			}
+			cur = next
+		}
+		cur[parts[len(parts)-1]] = val
+	}
+	return nested, lines, nil
+}
+
+// values returns what to give a flag's Set for a value viper found: each
+// item of a list, or a variable's value split at commas for a list flag.
+func values(raw any, split bool) []string {
+	switch x := raw.(type) {
+	case []string:
+		return x
+	case []any:
+		out := make([]string, len(x))
+		for i, item := range x {
+			out[i] = fmt.Sprint(item)
+		}
+		return out
+	case string:
+		if split {
+			return strings.Split(x, ",")
+		}
+		return []string{x}
+	}
+	return []string{fmt.Sprint(raw)}
+}
+
+// want says what a flag takes, for a value that does not parse.
+func want(f *pflag.Flag) string {
+	t := strings.TrimSuffix(strings.TrimSuffix(f.Value.Type(), "Slice"), "Array")
+	switch {
+	case t == "bool":
+		return "true or false"
+	case t == "duration":
+		return `a duration with a unit, like "30s" or "2m"`
+	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
+		return "an integer"
+	case strings.HasPrefix(t, "float"):
+		return "a number"
+	}
+	return "a value of type " + t
+}
+
+// isList reports whether f takes a list.
+func isList(f *pflag.Flag) bool {
+	_, ok := f.Value.(pflag.SliceValue)
+	return ok
+}
+
+// resolve makes a path flag's relative value absolute against dir.
+func (c CommandFlags) resolve(name, dir, s string) string {
+	if !slices.Contains(c.Paths, name) || s == "" || dir == "" {
+		return s
+	}
+	label, path := "", s
+	if slices.Contains(c.Labelled, name) {
+		if l, rest, ok := strings.Cut(s, "="); ok {
+			label, path = l+"=", rest
+		}
+	}
+	if filepath.IsAbs(path) {
+		return s
+	}
+	return label + filepath.Join(dir, path)
+}
+
+// Print writes every key's value as YAML that Load reads back to the same
+// values from any directory (paths made absolute), when --print-config
+// was given; it reports whether it did.
+func (c CommandFlags) Print(w io.Writer, fs *pflag.FlagSet) (bool, error) {
+	if ok, _ := fs.GetBool(FlagPrintConfig); !ok {
+		return false, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return true, fmt.Errorf("--print-config: %w", err)
+	}
+	root := &yaml.Node{Kind: yaml.MappingNode}
+	fs.VisitAll(func(f *pflag.Flag) {
+		if !keyed(f) {
+			return
+		}
+		var val *yaml.Node
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			val = &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+			for _, s := range sv.GetSlice() {
+				val.Content = append(val.Content, scalarNode(f, c.resolve(f.Name, wd, s)))
+			}
+		} else {
+			val = scalarNode(f, c.resolve(f.Name, wd, f.Value.String()))
+		}
+		root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: c.key(f.Name)}, val)
+	})
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(root); err != nil {
+		return true, err
+	}
+	if err := enc.Close(); err != nil {
+		return true, err
+	}
+	_, err = w.Write(b.Bytes())
+	return true, err
+}
+
+// scalarNode writes one value of flag f: numbers and booleans as such,
+// everything else as a string.
+func scalarNode(f *pflag.Flag, s string) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+	t := strings.TrimSuffix(f.Value.Type(), "Slice")
+	switch {
+	case t == "bool":
+		n.Tag = "!!bool"
+	case strings.HasPrefix(t, "int") || strings.HasPrefix(t, "uint"):
+		if _, err := strconv.ParseInt(s, 10, 64); err == nil {
+			n.Tag = "!!int"
+		}
+	case strings.HasPrefix(t, "float"):
+		if _, err := strconv.ParseFloat(s, 64); err == nil {
+			n.Tag = "!!float"
+		}
+	}
+	return n
+}

@@ -1,0 +1,144 @@
+package config
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// commandFlags is a command of CommandFlags, with a flag of each kind.
+var commandFlags = CommandFlags{
+	Keys:     map[string]string{"triton": "triton.grpc"},
+	Paths:    []string{"data", "components"},
+	Labelled: []string{"components"},
+}
+
+func newCommandFlags(t *testing.T, args ...string) *pflag.FlagSet {
+	t.Helper()
+	fs := pflag.NewFlagSet("cmd", pflag.ContinueOnError)
+	fs.String("triton", "", "")
+	fs.String("data", "", "")
+	fs.StringArray("components", nil, "")
+	fs.StringSlice("tasks", nil, "")
+	fs.Int("limit", 0, "")
+	fs.Float64("tolerance", 1e-4, "")
+	fs.Duration("timeout", time.Minute, "")
+	fs.Bool("oracle", false, "")
+	commandFlags.Bind(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+// TestCommandFlagsLayers checks the precedence (defaults, file,
+// environment, command line) and the problems, each with its line or
+// variable, all at once.
+func TestCommandFlagsLayers(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "eval.yaml")
+	if err := os.WriteFile(file, []byte("triton:\n  grpc: file:1\ndata: test\ncomponents: [A=a.safetensors, /abs.safetensors]\nlimit: 7\ntasks: [x, y]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want map[string]string // flag → its value after Load
+		err  string
+	}{
+		{name: "file", want: map[string]string{"triton": "file:1", "data": filepath.Join(dir, "test"), "limit": "7",
+			"components": "[A=" + filepath.Join(dir, "a.safetensors") + ",/abs.safetensors]", "tasks": "[x,y]", "timeout": "1m0s"}},
+		{name: "environment beats the file", env: map[string]string{"REACT_TRITON_GRPC": "env:1", "REACT_TASKS": "p,q", "REACT_TIMEOUT": "5s"},
+			want: map[string]string{"triton": "env:1", "tasks": "[p,q]", "timeout": "5s", "limit": "7"}},
+		{name: "flags beat both", env: map[string]string{"REACT_LIMIT": "3"}, args: []string{"--limit", "9", "--triton", "flag:1"},
+			want: map[string]string{"triton": "flag:1", "limit": "9"}},
+		{name: "problems at once", env: map[string]string{"REACT_LIMIT": "many", "REACT_ORACLE": "maybe"},
+			err: `limit: "many": want an integer (from $REACT_LIMIT)` + "\n  " + `oracle: "maybe": want true or false (from $REACT_ORACLE)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, v := range []string{"REACT_TRITON_GRPC", "REACT_TASKS", "REACT_TIMEOUT", "REACT_LIMIT", "REACT_ORACLE"} {
+				t.Setenv(v, "")
+				os.Unsetenv(v)
+			}
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			fs := newCommandFlags(t, append([]string{"--config", file}, tt.args...)...)
+			err := commandFlags.Load(fs)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("Load: %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, want := range tt.want {
+				if got := fs.Lookup(name).Value.String(); got != want {
+					t.Errorf("--%s = %q, want %q", name, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestCommandFlagsFileProblems checks that every problem of a file is
+// reported at once, with its line.
+func TestCommandFlagsFileProblems(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "eval.yaml")
+	if err := os.WriteFile(file, []byte("limt: 3\ntriton:\n  grcp: x\ntolerance: [[1]]\nlimit: three\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := commandFlags.Load(newCommandFlags(t, "--config", file))
+	want := `config: ` + file + `: 4 problems:
+  limt: unknown key, did you mean "limit"? (line 1)
+  triton.grcp: unknown key, did you mean "triton.grpc"? (line 3)
+  tolerance: want a list of values (line 4)
+  limit: "three": want an integer (line 5)`
+	if err == nil || err.Error() != want {
+		t.Fatalf("Load:\n%v\nwant:\n%s", err, want)
+	}
+}
+
+// TestCommandFlagsPrint checks that --print-config writes every key, and
+// that the file it writes loads back to the same values from another
+// directory.
+func TestCommandFlagsPrint(t *testing.T) {
+	wd := t.TempDir()
+	t.Chdir(wd)
+	fs := newCommandFlags(t, "--triton", "h:1", "--data", "rel/data", "--components", "L=c.safetensors",
+		"--tasks", "a,b", "--limit", "5", "--tolerance", "0.5", "--oracle", "--print-config")
+	if err := commandFlags.Load(fs); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if done, err := commandFlags.Print(&b, fs); !done || err != nil {
+		t.Fatalf("Print: %v, %v", done, err)
+	}
+	file := filepath.Join(t.TempDir(), "printed.yaml")
+	if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	back := newCommandFlags(t, "--config", file)
+	if err := commandFlags.Load(back); err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	fs.VisitAll(func(f *pflag.Flag) {
+		if keyed(f) {
+			want := strings.ReplaceAll(f.Value.String(), "rel/data", filepath.Join(wd, "rel/data"))
+			want = strings.ReplaceAll(want, "L=c.safetensors", "L="+filepath.Join(wd, "c.safetensors"))
+			if got := back.Lookup(f.Name).Value.String(); got != want {
+				t.Errorf("--%s: read back %q, want %q\n%s", f.Name, got, want, b.String())
+			}
+		}
+	})
+}

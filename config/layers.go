@@ -1,0 +1,310 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+
+	"github.com/mergectl/react-triton/problem"
+)
+
+// The one layering engine of every command is viper: for each scalar key
+// of a configuration, the default (SetDefault), the file (MergeConfigMap),
+// the REACT_* environment (AutomaticEnv) and the flag that was set
+// (BindPFlag), in rising precedence, and Get for the value that wins.
+//
+// The file itself is read by the strict decoder of decode.go, not by
+// viper's ReadInConfig: viper lower-cases every map key, also inside
+// lists (preset names, Triton tensor names would change), has no line
+// numbers for a problem, and accepts unknown keys. The decoder hands
+// viper the scalar keys it typed; lists of entries and maps go from the
+// file to the configuration directly, as nothing else can set them.
+
+// layers is one configuration's values from the defaults, the file, the
+// environment and the flags.
+type layers struct {
+	v    *viper.Viper
+	keys []scalarKey
+	file *fileValues // nil without a file
+	// sources name the flag that set a key ("--triton"), for the keys
+	// set by the flags bound to viper and by the command's own adapters
+	// (calibrate fit's --expert).
+	sources map[string]string
+}
+
+// errReading prefixes the error of a file that cannot be read.
+var errReading = errors.New("reading")
+
+// readFile reads the YAML file at path and decodes it strictly into a new
+// value of root's type. Problems with keys and types are returned with
+// the file's values as a problem.List; a file that cannot be read or
+// parsed as YAML is an error.
+func readFile(path string, root any) (*fileValues, problem.List, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is in the caller's prefix
+		}
+		return nil, nil, fmt.Errorf("%w %s: %w", errReading, path, err)
+	}
+	d := newDecoder()
+	d.abs = abs
+	d.root = reflect.New(reflect.TypeOf(root).Elem())
+	if err := d.document(data, d.root.Elem()); err != nil {
+		return nil, nil, err
+	}
+	return &d.fileValues, d.errs, nil
+}
+
+// newLayers feeds viper the keys' defaults (their values in defaults, a
+// pointer to the configuration's struct), the file's values, the
+// environment and the flags of fs that were set, each bound to the key
+// flagKeys names for it.
+func newLayers(keys []scalarKey, defaults any, file *fileValues, fs *pflag.FlagSet, flagKeys map[string]string) (*layers, error) {
+	l := &layers{v: viper.New(), keys: keys, file: file, sources: map[string]string{}}
+	for _, k := range keys {
+		l.v.SetDefault(k.name, k.field(defaults).Interface())
+	}
+	if file != nil {
+		if err := l.v.MergeConfigMap(file.scalarMap(keys)); err != nil {
+			return nil, err
+		}
+	}
+	l.v.SetEnvPrefix(EnvPrefix)
+	l.v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	l.v.AllowEmptyEnv(true)
+	l.v.AutomaticEnv()
+	if fs != nil {
+		for name, key := range flagKeys {
+			f := fs.Lookup(name)
+			if f == nil || !f.Changed {
+				continue
+			}
+			if err := l.v.BindPFlag(key, f); err != nil {
+				return nil, fmt.Errorf("binding --%s: %w", name, err)
+			}
+			l.sources[key] = "--" + name
+		}
+	}
+	return l, nil
+}
+
+// apply sets every key of the configuration root points to to the value
+// viper found for it, recording a problem for a value that does not
+// parse. It reports variables named after a section first.
+func (l *layers) apply(root any, p *problem.List) {
+	l.checkSectionEnv(p)
+	for _, k := range l.keys {
+		raw := l.v.Get(k.name)
+		if raw == nil {
+			continue // hidden by a section's variable: reported above
+		}
+		if err := assign(k.field(root), raw); err != nil {
+			*p = append(*p, &problem.Problem{Path: k.name, Msg: err.Error(), Source: l.source(k.name)})
+		}
+	}
+}
+
+// resolvePaths makes the relative paths that came from the file absolute,
+// against the file's directory; a flag's or a variable's stay relative to
+// the working directory.
+func (l *layers) resolvePaths(paths map[string]*string) {
+	if l.file == nil {
+		return
+	}
+	for key, p := range paths {
+		if l.source(key) == "" && l.file.set[key] {
+			l.file.resolve(p)
+		}
+	}
+}
+
+// resolve makes a relative path from the file absolute, against the
+// file's directory.
+func (fv *fileValues) resolve(p *string) {
+	if *p != "" && !filepath.IsAbs(*p) {
+		*p = filepath.Join(filepath.Dir(fv.abs), *p)
+	}
+}
+
+// checkSectionEnv reports variables named after a section, such as
+// $REACT_TRITON: viper would let them hide every key of the section.
+func (l *layers) checkSectionEnv(p *problem.List) {
+	seen := map[string]bool{}
+	for _, k := range l.keys {
+		for _, section := range problem.Parents(k.name)[1:] {
+			if seen[section] {
+				continue
+			}
+			seen[section] = true
+			if _, ok := os.LookupEnv(EnvVar(section)); ok {
+				*p = append(*p, &problem.Problem{
+					Path:   section,
+					Msg:    fmt.Sprintf("a section cannot be set from the environment, only its keys (such as $%s): unset $%s", EnvVar(k.name), EnvVar(section)),
+					Source: "$" + EnvVar(section),
+				})
+			}
+		}
+	}
+}
+
+// source names the flag or environment variable that set the value at
+// path, or one of its enclosing keys, "" when it comes from the file or
+// the defaults. It follows the precedence viper applies.
+func (l *layers) source(path string) string {
+	for _, key := range problem.Parents(path) {
+		if src, ok := l.sources[key]; ok {
+			return src
+		}
+		if _, ok := os.LookupEnv(EnvVar(key)); ok && l.isKey(key) {
+			return "$" + EnvVar(key)
+		}
+	}
+	return ""
+}
+
+// isKey reports whether key is one of the configuration's scalar keys.
+func (l *layers) isKey(key string) bool {
+	for _, k := range l.keys {
+		if k.name == key {
+			return true
+		}
+	}
+	return false
+}
+
+// locate fills in where the value of a problem came from: its flag or
+// environment variable, or its line in the file (for a value missing from
+// the file, the line of the closest enclosing key).
+func (l *layers) locate(p *problem.Problem) {
+	if p.Line != 0 || p.Source != "" {
+		return
+	}
+	if p.Source = l.source(p.Path); p.Source != "" || l.file == nil {
+		return
+	}
+	for _, pp := range problem.Parents(p.Path) {
+		if line, ok := l.file.lines[pp]; ok {
+			p.Line = line
+			return
+		}
+	}
+}
+
+// finish returns the problems of a load, each located and in the order of
+// the file, or nil.
+func (l *layers) finish(p problem.List) error {
+	if len(p) == 0 {
+		return nil
+	}
+	for _, fe := range p {
+		l.locate(fe)
+	}
+	p.SortByLine()
+	return p.Err()
+}
+
+// scalarMap returns the keys the file sets, as the nested map viper
+// takes: {"triton": {"grpc": "…", "tls": {"enabled": true}}}.
+func (fv *fileValues) scalarMap(keys []scalarKey) map[string]any {
+	m := map[string]any{}
+	for _, k := range keys {
+		if !fv.set[k.name] {
+			continue
+		}
+		parts := strings.Split(k.name, ".")
+		cur := m
+		for _, part := range parts[:len(parts)-1] {
+			next, ok := cur[part].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				cur[part] = next
+			}
+			cur = next
+		}
+		cur[parts[len(parts)-1]] = k.field(fv.root.Interface()).Interface()
+	}
+	return m
+}
+
+// assign sets field f to the value viper found for it: a value of f's own
+// type (a default, a value the file decoder already typed, a list flag),
+// or a string from the environment or a flag, parsed here. A list from
+// the environment is separated by commas.
+func assign(f reflect.Value, raw any) error {
+	rv := reflect.ValueOf(raw)
+	if rv.IsValid() && rv.Type() == f.Type() {
+		f.Set(rv)
+		return nil
+	}
+	s, ok := raw.(string)
+	if !ok {
+		return fmt.Errorf("unexpected value %v of type %T", raw, raw)
+	}
+	switch f.Type() {
+	case durationType:
+		d, err := parseDuration(s)
+		if err != nil {
+			return err
+		}
+		f.SetInt(int64(d))
+		return nil
+	case byteSizeType:
+		b, err := ParseByteSize(s)
+		if err != nil {
+			return err
+		}
+		f.SetInt(int64(b))
+		return nil
+	}
+	switch f.Kind() {
+	case reflect.String:
+		f.SetString(s)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("want true or false, got %q", s)
+		}
+		f.SetBool(b)
+	case reflect.Int:
+		i, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("want an integer, got %q", s)
+		}
+		f.SetInt(int64(i))
+	case reflect.Float64:
+		x, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil {
+			return fmt.Errorf("want a number, got %q", s)
+		}
+		f.SetFloat(x)
+	case reflect.Slice:
+		var items []string
+		if strings.TrimSpace(s) != "" {
+			items = strings.Split(s, ",")
+		}
+		list := reflect.MakeSlice(f.Type(), len(items), len(items))
+		for i, item := range items {
+			if err := assign(list.Index(i), strings.TrimSpace(item)); err != nil {
+				return fmt.Errorf("item %d: %w", i+1, err)
+			}
+		}
+		f.Set(list)
+	default:
+		return fmt.Errorf("no parsing for %v", f.Type())
+	}
+	return nil
+}

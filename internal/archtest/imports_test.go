@@ -1,0 +1,269 @@
+package archtest
+
+import (
+	"go/build"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// module is this repository's module path.
+const module = "github.com/mergectl/react-triton"
+
+// policy is, for each package of the module (its path inside the module),
+// the module's packages it may import, in the order of the table in
+// docs/architecture.md. Every package must be listed: a new one is added
+// here with its arrows, as it is to the document.
+var policy = map[string][]string{
+	// The bottom: no imports of ours, or the smallest helpers.
+	"internal/atomicfile": nil,
+	"internal/buildinfo":  nil,
+	"internal/testutil":   nil,
+	"internal/archtest":   nil,
+	// internal/cli: the exit codes, usage errors and Main of both binaries.
+	"internal/cli":       nil,
+	"internal/npyfile":   {"internal/atomicfile"},
+	"internal/bytesize":  nil,
+	"internal/filecheck": nil,
+	// problem: how every configuration surface reports a problem.
+	"problem": nil,
+	// internal/samples reads .npy/.npz inputs into Triton's datatypes.
+	"internal/samples": {"internal/npyfile", "triton"},
+
+	// The method.
+	"react/safetensors":   {"internal/atomicfile"},
+	"react/internal/cuda": nil,
+	"react/devicetest":    {"react/internal/cuda"},
+	"react":               {"react/safetensors", "react/internal/cuda", "internal/atomicfile"},
+
+	// Triton's protocol never imports the method.
+	"triton/tritonpb":    nil,
+	"triton":             {"triton/tritonpb"},
+	"triton/tritonhttp":  {"triton", "triton/tritonpb"},
+	"triton/ensemble":    {"triton", "triton/tritonpb"},
+	"triton/modelconfig": {"triton/tritonpb"},
+
+	"experiment": nil,
+	// experiment/sequential: the statistics that decide an experiment.
+	"experiment/sequential": nil,
+
+	// What both serving modes share: no server, no configuration file.
+	"control": {"react", "experiment", "problem", "internal/bytesize", "internal/filecheck"},
+	"config":  {"react", "experiment", "control", "triton", "problem", "internal/bytesize", "internal/filecheck"},
+
+	"evaluate":         {"react", "control", "triton", "internal/npyfile", "internal/samples"},
+	"evaluate/figures": {"evaluate"},
+
+	"calibrate/partial": {"react", "react/safetensors"},
+	"calibrate/images":  nil,
+	// The library under the command: the pair sources, the accumulation
+	// and the choice of samples, importable without the command.
+	"calibrate/pairs":       {"react"},
+	"calibrate/embeddings":  {"internal/npyfile", "react"},
+	"calibrate/tritonpairs": {"calibrate/images", "internal/samples", "react", "triton", "triton/tritonpb"},
+	// calibrate/upgrade checks the react model it writes with the backend's
+	// own parser (backend/model).
+	"calibrate/upgrade": {"react", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile", "backend/model"},
+	// The command: everything offline.
+	"calibrate": {"react", "triton", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile",
+		"internal/buildinfo", "internal/npyfile", "internal/samples", "experiment", "config", "control", "evaluate",
+		"evaluate/figures", "calibrate/partial", "calibrate/images", "calibrate/pairs", "calibrate/embeddings",
+		"calibrate/tritonpairs", "calibrate/upgrade", "internal/cli"},
+
+	"sidecar/pipeline":            {"control", "config", "problem", "react", "triton", "triton/tritonpb", "triton/ensemble"},
+	"sidecar/internal/faketriton": {"react", "triton", "triton/tritonpb", "triton/tritonhttp"},
+	"sidecar": {"sidecar/pipeline", "control", "config", "problem", "react", "triton", "triton/tritonpb", "triton/tritonhttp",
+		"internal/buildinfo", "internal/cli"},
+
+	// The Triton backend: never the sidecar or its configuration.
+	"backend/model": {"control", "problem", "react", "triton", "internal/bytesize"},
+	"backend":       {"backend/model", "control", "react"},
+
+	// Thin mains.
+	"cmd/calibrate": {"calibrate"},
+	"cmd/sidecar":   {"sidecar"},
+
+	// Examples and benchmark tools: clients of the module's public surface.
+	"examples/eval":       {"calibrate/embeddings", "internal/npyfile"},
+	"examples/gen":        {"internal/npyfile"},
+	"bench/abuse":         {"triton/tritonpb"},
+	"bench/abuse-surface": {"config"},
+	"bench/loadgen":       {"triton/tritonpb"},
+}
+
+// forbidden lists, for packages (a path, or a prefix ending in "/"),
+// libraries they must not import directly: the method and the shared
+// serving logic stay free of transports, command-line and configuration
+// frameworks and metrics, so that the backend inside tritonserver carries
+// none of them.
+var forbidden = map[string][]string{
+	"react/":                {"google.golang.org/grpc", "github.com/spf13/", "github.com/prometheus/", "net/http"},
+	"react":                 {"google.golang.org/grpc", "github.com/spf13/", "github.com/prometheus/", "net/http"},
+	"control":               {"google.golang.org/grpc", "github.com/spf13/", "github.com/prometheus/", "net/http"},
+	"experiment":            {"google.golang.org/grpc", "github.com/spf13/", "github.com/prometheus/"},
+	"experiment/sequential": {"google.golang.org/grpc", "github.com/spf13/", "github.com/prometheus/"},
+	"backend/":              {"github.com/spf13/", "github.com/prometheus/"},
+	"backend":               {"github.com/spf13/", "github.com/prometheus/"},
+	"triton/tritonpb":       {"github.com/spf13/"},
+}
+
+// tagSets are the build configurations whose imports count: the default,
+// OpenBLAS, and the cuda build.
+var tagSets = [][]string{nil, {"openblas"}, {"openblas", "cuda"}}
+
+// imports returns, for each package of the module under root, its non-test
+// imports in any of tagSets.
+func imports(t *testing.T, root string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		name := d.Name()
+		if path != root && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+			return filepath.SkipDir
+		}
+		if path != root {
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+				return filepath.SkipDir // another module (docker/deploytest)
+			}
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		found := false
+		for _, tags := range tagSets {
+			ctx := build.Default
+			ctx.BuildTags = tags
+			ctx.CgoEnabled = true
+			p, err := ctx.ImportDir(path, 0)
+			if err != nil {
+				if _, ok := err.(*build.NoGoError); ok {
+					continue
+				}
+				return err
+			}
+			found = true
+			for _, imp := range p.Imports {
+				seen[imp] = true
+			}
+		}
+		if found {
+			list := make([]string, 0, len(seen))
+			for imp := range seen {
+				list = append(list, imp)
+			}
+			sort.Strings(list)
+			out[filepath.ToSlash(rel)] = list
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// moduleRoot is the directory of this module's go.mod.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = parent
+	}
+}
+
+// violations checks pkgs against policy and forbidden and returns every
+// problem, one line each.
+func violations(pkgs map[string][]string) []string {
+	var bad []string
+	for pkg, imps := range pkgs {
+		allowed, listed := policy[pkg]
+		if !listed {
+			bad = append(bad, pkg+": not in the import policy (add it, with its arrows, here and to docs/architecture.md)")
+			continue
+		}
+		for _, imp := range imps {
+			if rel, ok := strings.CutPrefix(imp, module+"/"); ok {
+				if !slices.Contains(allowed, rel) {
+					bad = append(bad, pkg+" imports "+rel+": not an arrow of the policy")
+				}
+				continue
+			}
+			for scope, libs := range forbidden {
+				if scope != pkg && !(strings.HasSuffix(scope, "/") && strings.HasPrefix(pkg, scope)) {
+					continue
+				}
+				for _, lib := range libs {
+					if imp == lib || strings.HasPrefix(imp, strings.TrimSuffix(lib, "/")+"/") {
+						bad = append(bad, pkg+" imports "+imp+": forbidden there")
+					}
+				}
+			}
+		}
+	}
+	for pkg := range policy {
+		if _, ok := pkgs[pkg]; !ok {
+			bad = append(bad, pkg+": in the policy but not in the module (remove it here and from docs/architecture.md)")
+		}
+	}
+	sort.Strings(bad)
+	return bad
+}
+
+// TestImportPolicy fails on an import between the module's packages that
+// the policy does not allow, on a forbidden library, and on a package the
+// policy does not know.
+func TestImportPolicy(t *testing.T) {
+	for _, v := range violations(imports(t, moduleRoot(t))) {
+		t.Error(v)
+	}
+}
+
+// TestPolicyCatches shows that the check can fail: an arrow backwards, a
+// forbidden library, and an unknown package are each reported.
+func TestPolicyCatches(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pkgs map[string][]string
+		want string
+	}{
+		{"triton imports react", map[string][]string{"triton": {module + "/react"}}, "triton imports react: not an arrow"},
+		{"backend imports config", map[string][]string{"backend": {module + "/config"}}, "backend imports config"},
+		{"react imports grpc", map[string][]string{"react": {"google.golang.org/grpc"}}, "react imports google.golang.org/grpc: forbidden"},
+		{"react/internal/cuda imports viper", map[string][]string{"react/internal/cuda": {"github.com/spf13/viper"}}, "forbidden there"},
+		{"a new package", map[string][]string{"newpkg": nil}, "newpkg: not in the import policy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			found := false
+			for _, v := range violations(tc.pkgs) {
+				if strings.Contains(v, tc.want) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("no violation containing %q in %q", tc.want, violations(tc.pkgs))
+			}
+		})
+	}
+}

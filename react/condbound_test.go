@@ -1,0 +1,143 @@
+package react
+
+import (
+	"math"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// refCond is κ₁(C_p) of C_p = Σ w_t s_t G_t + β Σ w I, formed and inverted
+// in float64 by gonum from the components: the reference for condBound.
+func refCond(t *testing.T, c *Components, opt Options, w []float64) float64 {
+	t.Helper()
+	d := c.D
+	cp := mat.NewDense(d, d, nil)
+	total := 0.0
+	for k, task := range c.Tasks {
+		sc := 1.0
+		if opt.Normalization == NormMean {
+			sc = 1 / float64(task.N)
+		}
+		var g mat.Dense
+		g.Scale(w[k]*sc, task.G)
+		cp.Add(cp, &g)
+		total += w[k]
+	}
+	for i := range d {
+		cp.Set(i, i, cp.At(i, i)+opt.Beta*total)
+	}
+	var inv mat.Dense
+	if err := inv.Inverse(cp); err != nil {
+		t.Fatalf("reference inverse: %v", err)
+	}
+	return mat.Norm(cp, 1) * mat.Norm(&inv, 1)
+}
+
+// flatComponents has one task whose G = m (I − u uᵀ) is a projection
+// scaled by m, u = (a, b, …, b) chosen so that ‖u uᵀ‖₁ ≈ √D/2: the
+// eigenvector of C_p's smallest eigenvalue is as far from a unit vector
+// as the bound's √D allows, so a bound without it falls below κ₁.
+func flatComponents(d int, m float64) *Components {
+	c := syntheticComponents(d, 1)
+	a, b := math.Sqrt(0.5), math.Sqrt(0.5/float64(d-1))
+	u := make([]float64, d)
+	u[0] = a
+	for i := 1; i < d; i++ {
+		u[i] = b
+	}
+	g := mat.NewSymDense(d, nil)
+	for i := range d {
+		for j := i; j < d; j++ {
+			v := -m * u[i] * u[j]
+			if i == j {
+				v += m
+			}
+			g.SetSym(i, j, v)
+		}
+	}
+	c.Tasks[0].G = g
+	return c
+}
+
+// TestCondBound: the bound is at least the true κ₁(C_p) computed by gonum
+// in float64, and finite and below WarnCondition where β makes C_p well
+// conditioned; on the flat case within 4× of it.
+func TestCondBound(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		c     *Components
+		opt   Options
+		w     []float64
+		tight float64 // when > 0, bound ≤ tight·κ₁
+	}{
+		{"synthetic", syntheticComponents(48, 3), Options{Beta: 0.1, Normalization: NormSum}, []float64{0.6, 0, 0.4}, 0},
+		{"samples, sum", components(t, 0.1, NormSum, threeTasks(5, 24, 60, 90, 40)...), Options{Beta: 0.1, Normalization: NormSum}, []float64{1, 2, 3}, 0},
+		{"samples, mean", components(t, 0.01, NormMean, threeTasks(6, 24, 30, 90, 40)...), Options{Beta: 0.01, Normalization: NormMean}, []float64{0.2, 0.5, 0.3}, 0},
+		{"fewer samples than D", components(t, 0.5, NormSum, threeTasks(7, 32, 10, 12, 20)...), Options{Beta: 0.5, Normalization: NormSum}, []float64{1, 0, 0}, 0},
+		{"flat eigenvector", flatComponents(64, 100), Options{Beta: 0.1, Normalization: NormSum}, []float64{1}, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := NewSolver(tc.c, tc.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := newGramBounds(s).condBound(s, tc.w)
+			want := refCond(t, tc.c, tc.opt, tc.w)
+			if !(got >= want) {
+				t.Errorf("bound %.6g below κ₁ %.6g", got, want)
+			}
+			if !(got <= WarnCondition) {
+				t.Errorf("bound %.6g, want at most WarnCondition (κ₁ %.6g)", got, want)
+			}
+			if tc.tight > 0 && !(got <= tc.tight*want) {
+				t.Errorf("bound %.6g more than %g× κ₁ %.6g", got, tc.tight, want)
+			}
+		})
+	}
+}
+
+// TestCondBoundNone: no bound (+Inf) where the argument does not hold.
+func TestCondBoundNone(t *testing.T) {
+	c := syntheticComponents(16, 2)
+	for _, tc := range []struct {
+		name string
+		beta float64
+		w    []float64
+	}{
+		{"β = 0", 0, []float64{1, 1}},
+		{"negative weight", 0.1, []float64{1, -0.5}},
+		{"β within the rounding slack", 1e-300, []float64{1, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := NewSolver(c, Options{Beta: tc.beta, Normalization: NormSum})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := newGramBounds(s).condBound(s, tc.w); !math.IsInf(got, 1) {
+				t.Errorf("bound %g, want +Inf", got)
+			}
+		})
+	}
+}
+
+// TestGramBoundsNorm: ‖G_t‖₁ read from the upper triangle is gonum's 1-norm
+// of the full symmetric matrix, and the slack is 8 D² ε of it.
+func TestGramBoundsNorm(t *testing.T) {
+	c := syntheticComponents(20, 3)
+	c.Tasks[1].G.SetSym(3, 17, -5) // a column whose sum comes from both triangles
+	s, err := NewSolver(c, Options{Beta: 0.1, Normalization: NormSum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newGramBounds(s)
+	for k, task := range c.Tasks {
+		want := mat.Norm(task.G, 1)
+		if math.Abs(b.norm[k]-want) > 1e-12*want {
+			t.Errorf("task %d: ‖G‖₁ %.15g, gonum's %.15g", k, b.norm[k], want)
+		}
+		if want := 8 * 20 * 20 * epsilon * b.norm[k]; b.slack[k] != want {
+			t.Errorf("task %d: slack %g, want %g", k, b.slack[k], want)
+		}
+	}
+}
