@@ -64,7 +64,7 @@ func keyed(f *pflag.Flag) bool {
 	case FlagConfig, FlagPrintConfig, FlagQuiet, "help":
 		return false
 	}
-	return f.Deprecated == ""
+	return f.Deprecated == "" && !isAlias(f)
 }
 
 // Load layers the file of --config, the REACT_* environment and the

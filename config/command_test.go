@@ -2,7 +2,6 @@ package config
 
 import (
 	"bytes"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -208,15 +207,12 @@ func TestCommandFlagsKeys(t *testing.T) {
 	t.Setenv("REACT_BETA", "0.5,1")
 	c := CommandFlags{Keys: map[string]string{"triton": "triton.grpc", "timeout": "triton.timeout"}}
 	fs := pflag.NewFlagSet("eval", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard) // the deprecation notice
 	fs.String("triton", "", "")
 	fs.Duration("timeout", time.Minute, "")
 	var betas []float64
 	Float64ListVar(fs, &betas, "betas", nil, "")
-	fs.Var(fs.Lookup("betas").Value, "beta", "")
-	if err := fs.MarkDeprecated("beta", "use --betas"); err != nil {
-		t.Fatal(err)
-	}
+	var notice bytes.Buffer
+	DeprecatedAlias(fs, "beta", "betas", &notice, "--beta is deprecated: use --betas")
 	BindProgressFlags(fs)
 	c.Bind(fs)
 	if err := fs.Parse([]string{"--triton", "h:1", "--beta", "2e-7", "--quiet", "--print-config"}); err != nil {
@@ -227,6 +223,9 @@ func TestCommandFlagsKeys(t *testing.T) {
 	}
 	if len(betas) != 1 || betas[0] != 2e-7 {
 		t.Errorf("--beta 2e-7 gave betas %v", betas)
+	}
+	if notice.String() != "--beta is deprecated: use --betas\n" {
+		t.Errorf("notice %q", notice.String())
 	}
 	var b bytes.Buffer
 	if _, err := c.Print(&b, fs); err != nil {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -81,4 +82,41 @@ func parseFloats(ss []string) ([]float64, error) {
 		out[i] = x
 	}
 	return out, nil
+}
+
+// aliasAnnotation marks a flag of DeprecatedAlias.
+const aliasAnnotation = "react-deprecated-alias"
+
+// DeprecatedAlias registers old on fs as the deprecated spelling of the
+// flag name, registered already: hidden from the help, it sets the same
+// value, is no key of a file or of the environment (the engine knows the
+// flag by its one name), and each use writes notice to w, the command's
+// standard error. pflag's MarkDeprecated would have cobra print its notice
+// on the command's standard output, among the results.
+func DeprecatedAlias(fs *pflag.FlagSet, old, name string, w io.Writer, notice string) {
+	f := fs.Lookup(name)
+	fs.Var(&aliasValue{Value: f.Value, w: w, notice: notice}, old, "")
+	a := fs.Lookup(old)
+	a.Hidden = true
+	a.NoOptDefVal = f.NoOptDefVal
+	a.Annotations = map[string][]string{aliasAnnotation: {name}}
+}
+
+// aliasValue is the value of a deprecated flag: the other flag's, with a
+// notice when set.
+type aliasValue struct {
+	pflag.Value
+	w      io.Writer
+	notice string
+}
+
+func (a *aliasValue) Set(s string) error {
+	fmt.Fprintln(a.w, a.notice)
+	return a.Value.Set(s)
+}
+
+// isAlias reports whether f is a flag of DeprecatedAlias.
+func isAlias(f *pflag.Flag) bool {
+	_, ok := f.Annotations[aliasAnnotation]
+	return ok
 }
