@@ -51,13 +51,15 @@ What it writes, in this order:
                                      the original is kept as config.pbtxt.orig;
                                      its text is edited in place, comments
                                      and all)
-REACT is --react-model, by default react_<backbone model>. The react
-model's profile (--preset, --default-preference, --beta, --normalize,
---cache-max-bytes, --cache-size, --max-preference-length: the backend's
-model parameters of those names) is checked by the rules of a sidecar's
-components entry, every problem at once, and each value given is written. Files are
+REACT is --react-model, by default react_<backbone model>. Files are
 written atomically. --dry-run writes nothing and prints the plan and the
 ensemble's diff.
+
+The react model's profile (--preset, --default-preference, --beta,
+--normalize, --cache-max-bytes, --cache-size, --max-preference-length,
+the backend's model parameters of those names) is checked by the rules
+of a sidecar's components entry, every problem at once, and each value
+given is written.
 
 --rollout HOST:PORT then brings the upgrade into the Triton that serves DIR,
 over its HTTP endpoint, in the order that keeps it serving: the react

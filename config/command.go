@@ -38,6 +38,10 @@ type CommandFlags struct {
 	// layer sets them, --print-config writes them as null, and a null in
 	// the file leaves a flag unset.
 	Unset []string
+	// Program are the flags of the whole program rather than the command,
+	// such as calibrate's --linalg and --threads, which take effect before
+	// the command reads its configuration: they are no keys.
+	Program []string
 }
 
 // key returns the key of flag name.
@@ -57,14 +61,15 @@ func (c CommandFlags) Bind(fs *pflag.FlagSet) {
 
 // keyed reports whether flag f is a key: every flag but --config,
 // --print-config, --help, --quiet (the shorthand for progress: never,
-// which Load applies) and a deprecated flag, the old spelling of a key's
-// flag, which the file and the environment do not know.
-func keyed(f *pflag.Flag) bool {
+// which Load applies), the Program flags and a deprecated flag, the old
+// spelling of a key's flag, which the file and the environment do not
+// know.
+func (c CommandFlags) keyed(f *pflag.Flag) bool {
 	switch f.Name {
 	case FlagConfig, FlagPrintConfig, FlagQuiet, "help":
 		return false
 	}
-	return f.Deprecated == "" && !isAlias(f)
+	return f.Deprecated == "" && !isAlias(f) && !slices.Contains(c.Program, f.Name)
 }
 
 // Load layers the file of --config, the REACT_* environment and the
@@ -100,7 +105,7 @@ func (c CommandFlags) Load(fs *pflag.FlagSet) error {
 	v.AllowEmptyEnv(true)
 	v.AutomaticEnv()
 	fs.VisitAll(func(f *pflag.Flag) {
-		if !keyed(f) {
+		if !c.keyed(f) {
 			return
 		}
 		key := c.key(f.Name)
@@ -163,7 +168,7 @@ func (c CommandFlags) readFile(fs *pflag.FlagSet, path string, p *problem.List) 
 	known := map[string]bool{}
 	var names []string
 	fs.VisitAll(func(f *pflag.Flag) {
-		if keyed(f) {
+		if c.keyed(f) {
 			known[c.key(f.Name)] = true
 			names = append(names, c.key(f.Name))
 		}
@@ -298,7 +303,7 @@ func (c CommandFlags) Print(w io.Writer, fs *pflag.FlagSet) (bool, error) {
 	}
 	values := map[string]*yaml.Node{}
 	fs.VisitAll(func(f *pflag.Flag) {
-		if !keyed(f) {
+		if !c.keyed(f) {
 			return
 		}
 		var val *yaml.Node

@@ -133,7 +133,7 @@ func TestCommandFlagsPrint(t *testing.T) {
 		t.Fatalf("%v\n%s", err, b.String())
 	}
 	fs.VisitAll(func(f *pflag.Flag) {
-		if keyed(f) {
+		if commandFlags.keyed(f) {
 			want := strings.ReplaceAll(f.Value.String(), "rel/data", filepath.Join(wd, "rel/data"))
 			want = strings.ReplaceAll(want, "L=c.safetensors", "L="+filepath.Join(wd, "c.safetensors"))
 			if got := back.Lookup(f.Name).Value.String(); got != want {
@@ -189,7 +189,7 @@ func TestCommandFlagsUnset(t *testing.T) {
 			back := parse("--config", file)
 			var changed []string
 			back.Visit(func(f *pflag.Flag) {
-				if keyed(f) {
+				if c.keyed(f) {
 					changed = append(changed, f.Name)
 				}
 			})
