@@ -65,9 +65,10 @@ var policy = map[string][]string{
 	"calibrate/pairs":       {"react"},
 	"calibrate/embeddings":  {"internal/npyfile", "react"},
 	"calibrate/tritonpairs": {"calibrate/images", "internal/samples", "react", "triton", "triton/tritonpb"},
-	// calibrate/upgrade checks the react model it writes with the backend's
-	// own parser (backend/model).
-	"calibrate/upgrade": {"react", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile", "backend/model"},
+	// calibrate/upgrade writes a profile (control's settings) as a react
+	// model's parameters and checks the model with the backend's own
+	// parser (backend/model).
+	"calibrate/upgrade": {"react", "control", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile", "backend/model"},
 	// The command: everything offline.
 	"calibrate": {"react", "triton", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile",
 		"internal/buildinfo", "internal/npyfile", "internal/samples", "experiment", "config", "control", "evaluate",
