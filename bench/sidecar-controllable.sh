@@ -551,10 +551,12 @@ for pair in pairs:
               f"| {fmt(statistics.median(r['p99_ms'] - e['p99_ms'] for r, e in paired), 3)} "
               f"| {fmt(statistics.median(r['throughput'] / e['throughput'] for r, e in paired))} "
               f"| {fmt(statistics.median(vs_sc) if vs_sc else None)} |")
-print("\n| pair | concurrency | react Δp50 ms vs ensemble | pystep Δp50 ms vs ensemble "
-      "| react added ÷ pystep added (target ≤ 0.33) | pybls Δp50 ms vs ensemble | react p50 ÷ pystep p50 "
-      "| react p50 ÷ pybls p50 | react infer/s ÷ pystep | react infer/s ÷ pybls |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+peer_rows = any(w in ("pystep", "pybls") for (_, _, w) in runs)
+if peer_rows:
+    print("\n| pair | concurrency | react Δp50 ms vs ensemble | pystep Δp50 ms vs ensemble "
+          "| react added ÷ pystep added (target ≤ 0.33) | pybls Δp50 ms vs ensemble | react p50 ÷ pystep p50 "
+          "| react p50 ÷ pybls p50 | react infer/s ÷ pystep | react infer/s ÷ pybls |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 
 def paired(a, b, f):
     vals = [f(r, b[k]) for k, r in a.items() if k in b and ok(r) and ok(b[k])]
@@ -573,8 +575,9 @@ for pair in pairs:
               f"| {fmt(paired(rs, pb, lambda r, b: r['p50_ms'] / b['p50_ms']), 3)} "
               f"| {fmt(paired(rs, ps, lambda r, b: r['throughput'] / b['throughput']))} "
               f"| {fmt(paired(rs, pb, lambda r, b: r['throughput'] / b['throughput']))} |")
-print("\n(react added ÷ pystep added: the median over the rounds of the react step's added p50 over the plain "
-      "ensemble, divided by the median of the numpy step's; — where the numpy step added nothing measurable)")
+if peer_rows:
+    print("\n(react added ÷ pystep added: the median over the rounds of the react step's added p50 over the plain "
+          "ensemble, divided by the median of the numpy step's; — where the numpy step added nothing measurable)")
 n = max((len(v) for v in runs.values()), default=0)
 print(f"\n(medians over {n} rounds; Δ and ÷ are medians of the per-round differences and ratios against "
       "two-call in the same round; a round with any error is left out)")
