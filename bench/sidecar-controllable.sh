@@ -69,7 +69,8 @@
 # (make build) and, for synth, the synthetic components file.
 #
 # A sidecar that does not build or start, or whose calls fail, is reported
-# and the other ways still run; --skip-sidecar runs only those.
+# and the other ways still run; --skip-sidecar runs only those. The sidecar
+# is started only when --ways has sidecar or graph.
 # --pprof FILE saves a CPU profile of the sidecar (its metrics listener's
 # /debug/pprof/profile) taken during the first concurrency-32 round of synth.
 set -euo pipefail
@@ -146,6 +147,7 @@ trap 'exit 130' INT TERM
 # sidecar_ok[PAIR]=1 while the sidecar way of PAIR can run; why_not[PAIR]
 # says why not otherwise.
 declare -A sidecar_ok=() why_not=()
+has_way() { case " $ways " in *" $1 "*) return 0 ;; esac; return 1; }
 no_sidecar() { # no_sidecar REASON [PAIR...]: the sidecar way of PAIR (default all) will not run
 	local reason=$1 p
 	shift
@@ -160,6 +162,10 @@ for p in "${pairs[@]}"; do
 	if [ -n "$skip_sidecar" ]; then
 		sidecar_ok[$p]=0
 		why_not[$p]=--skip-sidecar
+	elif ! has_way sidecar && ! has_way graph; then
+		# Not started at all.
+		sidecar_ok[$p]=0
+		why_not[$p]="not in --ways"
 	else
 		sidecar_ok[$p]=1
 	fi
@@ -169,7 +175,6 @@ any_sidecar() { local p; for p in "${pairs[@]}"; do [ "${sidecar_ok[$p]}" = 1 ] 
 # peer_ok[PAIR]=1 while the Python peers (pystep, pybls) of PAIR can run;
 # why_peer[PAIR] says why not otherwise.
 declare -A peer_ok=() why_peer=()
-has_way() { case " $ways " in *" $1 "*) return 0 ;; esac; return 1; }
 no_peers() { # no_peers REASON PAIR...: the pystep and pybls ways of PAIR will not run
 	local reason=$1 p
 	shift
@@ -399,12 +404,38 @@ measure() {
 	pystep) args+=(-addr "$triton" -model "${pystep_ensemble[$p]}" -param "react-preference=${preference[$p]}") ;;
 	pybls) args+=(-addr "$triton" -model "${pybls_model[$p]}" -param "react-preference=${preference[$p]}") ;;
 	esac
+	# The step's own time as Triton counts it (its statistics before and
+	# after the run, warmup included): react and the numpy step.
+	local step= before=
+	case $way in
+	react) step=${react_model[$p]} ;;
+	pystep) step=${pystep_model[$p]} ;;
+	esac
+	[ -z "$step" ] || before=$(curl -s --max-time 5 "http://127.0.0.1:$http_port/v2/models/$step/stats" || true)
 	out=$run_dir/loadgen.out
 	if ! "$loadgen" "${args[@]}" >"$out" 2>"$run_dir/loadgen.err"; then
 		echo "bench:   $p $way c=$c: LOADGEN FAILED: $(tail -n 3 "$run_dir/loadgen.err")" >&2
 		return 0
 	fi
 	line=$(cat "$out")
+	if [ -n "$step" ]; then
+		line=$(.venv/bin/python -c '
+import json, sys
+line, model = json.loads(sys.argv[1]), sys.argv[2]
+try:
+    b, a = (json.loads(s)["model_stats"][0] for s in sys.argv[3:5])
+except (ValueError, KeyError, IndexError):
+    print(json.dumps(line)); sys.exit()
+d = lambda k: a["inference_stats"][k]["ns"] - b["inference_stats"][k]["ns"]
+n = a["inference_stats"]["success"]["count"] - b["inference_stats"]["success"]["count"]
+if n > 0:
+    line["step"] = {"model": model, "requests": n,
+                    "executions": a["execution_count"] - b["execution_count"],
+                    "queue_us": d("queue") / n / 1e3,
+                    "compute_us": (d("compute_input") + d("compute_infer") + d("compute_output")) / n / 1e3}
+print(json.dumps(line))
+' "$line" "$step" "$before" "$(curl -s --max-time 5 "http://127.0.0.1:$http_port/v2/models/$step/stats" || true)")
+	fi
 	echo "$line" >>"$results"
 	.venv/bin/python -c '
 import json, sys
@@ -413,6 +444,8 @@ pair, way, c = sys.argv[2:]
 msg = "%9.1f infer/s  p50 %s ms  p99 %s ms  (%d requests)" % (r["throughput"], r["p50_ms"], r["p99_ms"], r["requests"])
 if r["errors"] or r["warmup_errors"]:
     msg += "  ERRORS %d (+%d in warmup), first: %s" % (r["errors"], r["warmup_errors"], r.get("first_error", "")[:300])
+if "step" in r:
+    msg += "  (%s: %.0f µs compute, %.0f µs queue per request)" % (r["step"]["model"], r["step"]["compute_us"], r["step"]["queue_us"])
 print("bench:   %-8s %-8s c=%-3s %s" % (pair, way, c, msg), file=sys.stderr)
 ' "$line" "$p" "$way" "$c"
 }
@@ -501,7 +534,7 @@ for pair in pairs:
         for way in ("sidecar", "graph", "twocall", "ensemble", "react", "pystep", "pybls"):
             rs = runs.get((pair, c, way), {})
             if not rs:
-                if way == "sidecar" and why.get(pair):
+                if way == "sidecar" and why.get(pair) and why[pair] != "not in --ways":
                     print(f"| {pair} | {c} | sidecar | not run: {why[pair]} | | | | | | |")
                 if way == "pystep" and peer_why.get(pair) and peer_why[pair] != "not in --ways":
                     print(f"| {pair} | {c} | pystep, pybls | not run: {peer_why[pair]} | | | | | | |")
@@ -555,11 +588,17 @@ peer_rows = any(w in ("pystep", "pybls") for (_, _, w) in runs)
 if peer_rows:
     print("\n| pair | concurrency | react Δp50 ms vs ensemble | pystep Δp50 ms vs ensemble "
           "| react added ÷ pystep added (target ≤ 0.33) | pybls Δp50 ms vs ensemble | react p50 ÷ pystep p50 "
-          "| react p50 ÷ pybls p50 | react infer/s ÷ pystep | react infer/s ÷ pybls |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| react p50 ÷ pybls p50 | react infer/s ÷ pystep | react infer/s ÷ pybls "
+          "| react step µs | numpy step µs | react ÷ numpy step |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 
 def paired(a, b, f):
     vals = [f(r, b[k]) for k, r in a.items() if k in b and ok(r) and ok(b[k])]
+    vals = [v for v in vals if v is not None]
+    return statistics.median(vals) if vals else None
+
+def step_us(rs):
+    vals = [r["step"]["compute_us"] for r in rs.values() if ok(r) and "step" in r]
     return statistics.median(vals) if vals else None
 
 for pair in pairs:
@@ -574,10 +613,14 @@ for pair in pairs:
               f"| {fmt(paired(rs, ps, lambda r, b: r['p50_ms'] / b['p50_ms']), 3)} "
               f"| {fmt(paired(rs, pb, lambda r, b: r['p50_ms'] / b['p50_ms']), 3)} "
               f"| {fmt(paired(rs, ps, lambda r, b: r['throughput'] / b['throughput']))} "
-              f"| {fmt(paired(rs, pb, lambda r, b: r['throughput'] / b['throughput']))} |")
+              f"| {fmt(paired(rs, pb, lambda r, b: r['throughput'] / b['throughput']))} "
+              f"| {fmt(step_us(rs), 0)} | {fmt(step_us(ps), 0)} "
+              f"| {fmt(paired(rs, ps, lambda r, b: r['step']['compute_us'] / b['step']['compute_us'] if 'step' in r and 'step' in b else None))} |")
 if peer_rows:
     print("\n(react added ÷ pystep added: the median over the rounds of the react step's added p50 over the plain "
-          "ensemble, divided by the median of the numpy step's; — where the numpy step added nothing measurable)")
+          "ensemble, divided by the median of the numpy step's; — where the numpy step added nothing measurable. "
+          "react step µs, numpy step µs: the step model's compute time per request (input, execute, output) from "
+          "Triton's statistics over the run, warmup included: its own work, without the queue and the client's noise)")
 n = max((len(v) for v in runs.values()), default=0)
 print(f"\n(medians over {n} rounds; Δ and ÷ are medians of the per-round differences and ratios against "
       "two-call in the same round; a round with any error is left out)")
