@@ -80,10 +80,13 @@ size() {
 prepare() {
 	bash scripts/setup.d/50-cuda.sh
 	mkdir -p .gpu
-	# Stripped (-s -w): what travels to the GPU machine is limited.
+	# Stripped (-s -w) and gzipped: what travels to the GPU machine is
+	# limited (run unpacks them).
 	local b
+	rm -f .gpu/*.test .gpu/*.test.gz
 	for b in "${BINARIES[@]}"; do
 		go test -c -tags cuda -ldflags='-s -w' -o ".gpu/${b%% *}" "./${b#* }"
+		gzip -9 -f ".gpu/${b%% *}"
 	done
 	# The emulator's conformance probe (docs/gpu.md, "The emulator"): the
 	# same calls against NVIDIA's libraries there, to compare.
@@ -140,12 +143,14 @@ step() {
 }
 
 run() {
-	local out=${OUT:-.gpu/out} root=$PWD status=0 bin libdir work
-	work=$(mktemp -d)
+	local out=${OUT:-.gpu/out} status=0 bin bins libdir work
+	work=$(mktemp -d) bins=$(mktemp -d)
 	mkdir -p "$out"
 	for b in "${BINARIES[@]}"; do
 		bin=${b%% *}
-		[ -x ".gpu/$bin" ] || { echo "gpu: .gpu/$bin missing: run bench/gpu.sh prepare and carry .gpu" >&2; exit 1; }
+		[ -f ".gpu/$bin.gz" ] || { echo "gpu: .gpu/$bin.gz missing: run bench/gpu.sh prepare and carry .gpu" >&2; exit 1; }
+		gunzip -c ".gpu/$bin.gz" >"$bins/$bin"
+		chmod +x "$bins/$bin"
 	done
 	libdir=$(cuda_libdir)
 	[ -n "$libdir" ] || { echo "gpu: no libcublas.so.13 and libcusolver.so.12 found" >&2; exit 1; }
@@ -165,12 +170,12 @@ run() {
 	local limits=(120 40 60 60 60) i=0
 	for b in "${BINARIES[@]}"; do
 		bin=${b%% *}
-		step "test-${bin%.test}" "${limits[i]}" "${b#* }" "$root/.gpu/$bin" -test.count=1 -test.v
+		step "test-${bin%.test}" "${limits[i]}" "${b#* }" "$bins/$bin" -test.count=1 -test.v
 		i=$((i + 1))
 	done
 
 	# The benchmarks: ours, then PyTorch's on the same GPU, then the table.
-	step bench-go 120 react "$root/.gpu/react.test" -test.run '^$' -test.bench 'Device' -test.benchtime 20x -test.count 2
+	step bench-go 120 react "$bins/react.test" -test.run '^$' -test.bench 'Device' -test.benchtime 20x -test.count 2
 	step bench-torch 90 . python3 bench/gpu_torch.py --out "$work/bench-torch.json"
 	python3 bench/gpu_table.py "$work/bench-go.log" "$work/bench-torch.json" "$work/machine.txt" >"$work/gpu-bench.md" 2>&1 || status=1
 	cat "$work/gpu-bench.md"
@@ -182,9 +187,9 @@ run() {
 	export REACT_DEVICE_LARGE=0
 	local sanitize=(compute-sanitizer --error-exitcode 9 --report-api-errors no --print-limit 20)
 	local small='TestDevice(SolveMatchesCPU|ApplyAllocatedMemory|ApplyResident|RefusesLikeCPU|RefusesBeyondFloat32|Concurrent)|TestOneNorm'
-	step memcheck-react 50 react "${sanitize[@]}" --tool memcheck "$root/.gpu/react.test" -test.run "$small" -test.v
-	step memcheck-model 40 backend/model "${sanitize[@]}" --tool memcheck "$root/.gpu/model.test" -test.run 'TestExecuteDevice' -test.v
-	step initcheck-react 50 react "${sanitize[@]}" --tool initcheck "$root/.gpu/react.test" -test.run "$small" -test.v
+	step memcheck-react 50 react "${sanitize[@]}" --tool memcheck "$bins/react.test" -test.run "$small" -test.v
+	step memcheck-model 40 backend/model "${sanitize[@]}" --tool memcheck "$bins/model.test" -test.run 'TestExecuteDevice' -test.v
+	step initcheck-react 50 react "${sanitize[@]}" --tool initcheck "$bins/react.test" -test.run "$small" -test.v
 
 	# The conformance probe: NVIDIA's answers to the calls the emulator
 	# imitates (compare with REACT_EMU_ABORT=0 .cache/cudaemu/probe here).

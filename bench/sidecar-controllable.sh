@@ -11,8 +11,9 @@
 # (bench/models: synth_backbone -> synth_head, ensemble synth, x [768],
 # D=768), or effnet alone (the second zoo, tritonmodels/repo-effnet: the same
 # model names as fashion, EfficientNet-Lite0, D=1280; its components file is
-# built by make zoo ZOO=effnet or tests/test_zoo_effnet.py), it measures five ways of getting the head's answer for an input,
-# with the closed-loop load generator bench/loadgen over gRPC:
+# built by make zoo ZOO=effnet or tests/test_zoo_effnet.py), it measures
+# seven ways of getting the head's answer for an input, with the closed-loop
+# load generator bench/loadgen over gRPC:
 #   sidecar   the sidecar's controllable model in the explicit form
 #             (explicit_<ensemble>: backbone, W_p correction, head), with a
 #             two-task preference in the gRPC metadata react-preference;
@@ -27,15 +28,34 @@
 #   react     the ensemble with the react backend's step between backbone and
 #             head (fashion_react, synth_react: backbone -> react -> head
 #             inside Triton), with the same preference as a request
-#             parameter: backend mode.
+#             parameter: backend mode;
+#   pystep    the peer of react, what a Triton user writes without this
+#             product: the same ensemble with a Python-backend step that
+#             multiplies the feature by W_p with numpy in place of the react
+#             step (fashion_pystep, synth_pystep: backbone -> pystep_* ->
+#             head; bench/models/numpy_peer.py), same preference parameter;
+#   pybls     the other peer: one Python model that calls the backbone and
+#             the head itself with BLS (pb_utils.InferenceRequest(...).exec())
+#             and corrects with numpy in between (fashion_pybls,
+#             synth_pybls), same preference parameter.
+# The peers do not solve W_p: the W_p of the benchmark's preference is
+# written by `calibrate solve` into .cache/bench/<pair>/wp/ before Triton
+# starts and loaded at initialize. Before measuring them, bench/peer_check.py
+# checks on the running Triton that the react step's and the numpy step's
+# corrected features are within float32's error bound of a float64
+# W_p z, and that the react, numpy-step and BLS pipelines give the head's
+# answer for it; a pair that fails does not measure its peers. The peers
+# exist for fashion and synth, not effnet.
 # For each concurrency (default 1, 8 and 32) it runs --rounds rounds (default
-# 3); each round runs every pair's ways (--ways, default all five) in turn, -d seconds each
+# 3); each round runs every pair's ways (--ways, default all seven) in turn, -d seconds each
 # (default 10) after --warmup seconds (default 2), so that all see the same
 # machine load. It prints a markdown table of the medians over the rounds and,
 # against two-call, the added p50/p99 latency and the throughput ratio
 # (medians of the per-round differences and ratios), then the graph form
 # against the explicit form, then the react step against the plain ensemble
-# and against the sidecar. Every loadgen line goes to
+# and against the sidecar, then the react step against the Python peers
+# (the step's added p50 over the plain ensemble against the numpy step's;
+# the target of issue 28 is at most a third). Every loadgen line goes to
 # --out, by default bench/results/sidecar-controllable-DATE.jsonl (with
 # -skip-sidecar in the name for --skip-sidecar, and -2, -3... rather than
 # overwrite a file).
@@ -49,14 +69,15 @@
 # (make build) and, for synth, the synthetic components file.
 #
 # A sidecar that does not build or start, or whose calls fail, is reported
-# and the other ways still run; --skip-sidecar runs only those.
+# and the other ways still run; --skip-sidecar runs only those. The sidecar
+# is started only when --ways has sidecar or graph.
 # --pprof FILE saves a CPU profile of the sidecar (its metrics listener's
 # /debug/pprof/profile) taken during the first concurrency-32 round of synth.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
-pair=all rounds=3 seconds=10 warmup=2 concurrencies="1 8 32" ways="sidecar graph twocall ensemble react" skip_sidecar= pprof= results=
+pair=all rounds=3 seconds=10 warmup=2 concurrencies="1 8 32" ways="sidecar graph twocall ensemble react pystep pybls" skip_sidecar= pprof= results=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--pair) pair=$2; shift 2 ;;
@@ -83,7 +104,7 @@ done
 [ "$rounds" -ge 1 ] && [ "$seconds" -ge 1 ] || { echo "bench: --rounds and -d must be at least 1" >&2; exit 2; }
 [ -n "$concurrencies" ] || { echo "bench: --concurrency is empty" >&2; exit 2; }
 for w in $ways; do
-	case $w in sidecar | graph | twocall | ensemble | react) ;; *) echo "bench: --ways: unknown way $w" >&2; exit 2 ;; esac
+	case $w in sidecar | graph | twocall | ensemble | react | pystep | pybls) ;; *) echo "bench: --ways: unknown way $w" >&2; exit 2 ;; esac
 done
 [ -n "$ways" ] || { echo "bench: --ways is empty" >&2; exit 2; }
 [ -x .venv/bin/python ] || { echo "bench: no .venv: run make setup" >&2; exit 1; }
@@ -97,6 +118,10 @@ declare -A task=([fashion]=fashion [synth]=t0 [effnet]=fashion)
 declare -A ensemble=([fashion]=fashion [synth]=synth [effnet]=fashion)
 declare -A react_ensemble=([fashion]=fashion_react [synth]=synth_react [effnet]=fashion_react)
 declare -A react_model=([fashion]=react_adamerging [synth]=react_synth [effnet]=react_adamerging)
+# The Python peers of the react step (bench/models; none for effnet).
+declare -A pystep_ensemble=([fashion]=fashion_pystep [synth]=synth_pystep)
+declare -A pystep_model=([fashion]=pystep_adamerging [synth]=pystep_synth)
+declare -A pybls_model=([fashion]=fashion_pybls [synth]=synth_pybls)
 declare -A preference=([fashion]=fashion=0.6,mnist=0.4 [synth]=t0=0.6,t1=0.4 [effnet]=fashion=0.6,mnist=0.4)
 declare -A components=([fashion]=$PWD/tritonmodels/zoo/components.safetensors [synth]=$PWD/.cache/bench/synth/components.safetensors
 	[effnet]=$PWD/tritonmodels/zoo-effnet/components.safetensors)
@@ -122,6 +147,7 @@ trap 'exit 130' INT TERM
 # sidecar_ok[PAIR]=1 while the sidecar way of PAIR can run; why_not[PAIR]
 # says why not otherwise.
 declare -A sidecar_ok=() why_not=()
+has_way() { case " $ways " in *" $1 "*) return 0 ;; esac; return 1; }
 no_sidecar() { # no_sidecar REASON [PAIR...]: the sidecar way of PAIR (default all) will not run
 	local reason=$1 p
 	shift
@@ -136,11 +162,40 @@ for p in "${pairs[@]}"; do
 	if [ -n "$skip_sidecar" ]; then
 		sidecar_ok[$p]=0
 		why_not[$p]=--skip-sidecar
+	elif ! has_way sidecar && ! has_way graph; then
+		# Not started at all.
+		sidecar_ok[$p]=0
+		why_not[$p]="not in --ways"
 	else
 		sidecar_ok[$p]=1
 	fi
 done
 any_sidecar() { local p; for p in "${pairs[@]}"; do [ "${sidecar_ok[$p]}" = 1 ] && return 0; done; return 1; }
+
+# peer_ok[PAIR]=1 while the Python peers (pystep, pybls) of PAIR can run;
+# why_peer[PAIR] says why not otherwise.
+declare -A peer_ok=() why_peer=()
+no_peers() { # no_peers REASON PAIR...: the pystep and pybls ways of PAIR will not run
+	local reason=$1 p
+	shift
+	for p in "$@"; do
+		[ "${peer_ok[$p]}" = 1 ] || continue
+		echo "bench: PYTHON PEERS NOT RUN ($p): $reason" >&2
+		peer_ok[$p]=0
+		why_peer[$p]=$reason
+	done
+}
+for p in "${pairs[@]}"; do
+	peer_ok[$p]=0
+	if ! has_way pystep && ! has_way pybls; then
+		why_peer[$p]="not in --ways"
+	elif [ -z "${pystep_model[$p]-}" ]; then
+		why_peer[$p]="no Python peer models for $p"
+		echo "bench: PYTHON PEERS NOT RUN ($p): ${why_peer[$p]}" >&2
+	else
+		peer_ok[$p]=1
+	fi
+done
 
 echo "bench: building" >&2
 go build -o .cache/bench/loadgen ./bench/loadgen
@@ -150,6 +205,7 @@ react_ok=1
 if ! make -s build >"$run_dir/build.log" 2>&1; then
 	cat "$run_dir/build.log" >&2
 	no_sidecar "bin/sidecar or bin/calibrate does not build"
+	no_peers "bin/calibrate does not build" "${pairs[@]}"
 	react_ok=0
 fi
 
@@ -178,10 +234,29 @@ if [ "$synth_ok" = 1 ]; then
 		else
 			tail -n 20 "$run_dir/calibrate.log" >&2 || true
 			no_sidecar "the synthetic components could not be made" synth
+			no_peers "the synthetic components could not be made" synth
 			synth_ok=0
 		fi
 	fi
 fi
+
+# The Python peers' W_p, precomputed as their users would: calibrate solve
+# for the benchmark's preference, into the directory their config.pbtxt
+# names (.cache/bench/<pair>/wp/SPEC.npy), remade on every run.
+for p in "${pairs[@]}"; do
+	[ "${peer_ok[$p]}" = 1 ] || continue
+	if [ ! -f "${components[$p]}" ]; then
+		no_peers "no components file ${components[$p]}" "$p"
+		continue
+	fi
+	wp_dir=.cache/bench/$p/wp
+	rm -rf "$wp_dir" && mkdir -p "$wp_dir"
+	if ! bin/calibrate solve --components "${components[$p]}" --preference "${preference[$p]}" \
+		--out "$wp_dir/${preference[$p]}.npy" >"$run_dir/solve-$p.log" 2>&1; then
+		tail -n 5 "$run_dir/solve-$p.log" >&2
+		no_peers "calibrate solve failed" "$p"
+	fi
+done
 
 # One Triton with the models used (explicit loading: only those).
 . scripts/lib/ports.sh
@@ -190,6 +265,10 @@ for p in "${pairs[@]}"; do
 	load+=(--load-model="${backbone[$p]}" --load-model="${head[$p]}" --load-model="${ensemble[$p]}")
 	if [ "$react_ok" = 1 ] && { [ "$p" != synth ] || [ "$synth_ok" = 1 ]; }; then
 		load+=(--load-model="${react_model[$p]}" --load-model="${react_ensemble[$p]}")
+	fi
+	if [ "${peer_ok[$p]}" = 1 ]; then
+		! has_way pystep || load+=(--load-model="${pystep_model[$p]}" --load-model="${pystep_ensemble[$p]}")
+		! has_way pybls || load+=(--load-model="${pybls_model[$p]}")
 	fi
 done
 for attempt in 1 2 3; do
@@ -201,6 +280,27 @@ for attempt in 1 2 3; do
 	echo "bench: retrying Triton on other ports" >&2
 done
 triton=127.0.0.1:$grpc_port
+
+# The peers checked against the react step and a float64 W_p z, once
+# (bench/peer_check.py); the result goes into the results file below.
+peer_checks=()
+for p in "${pairs[@]}"; do
+	[ "${peer_ok[$p]}" = 1 ] || continue
+	check=(--triton "$triton" --input "${input[$p]}" --backbone "${backbone[$p]}" --head "${head[$p]}"
+		--ensemble "${ensemble[$p]}" --preference "${preference[$p]}" --wp ".cache/bench/$p/wp/${preference[$p]}.npy")
+	if [ "$react_ok" = 1 ]; then
+		check+=(--react-model "${react_model[$p]}" --react-ensemble "${react_ensemble[$p]}")
+	fi
+	! has_way pystep || check+=(--pystep-model "${pystep_model[$p]}" --pystep-ensemble "${pystep_ensemble[$p]}")
+	! has_way pybls || check+=(--pybls "${pybls_model[$p]}")
+	if .venv/bin/python bench/peer_check.py "${check[@]}" >"$run_dir/peer-check-$p.log" 2>&1; then
+		peer_checks+=("$p:ok")
+	else
+		peer_checks+=("$p:failed")
+		no_peers "the numerical check failed (bench/peer_check.py; log below)" "$p"
+	fi
+	sed 's/^/bench:   /' "$run_dir/peer-check-$p.log" >&2
+done
 
 # The sidecar, configured with the controllable models whose way can run.
 if any_sidecar; then
@@ -269,10 +369,17 @@ if [ -z "$results" ]; then
 	while [ -e "$results" ]; do results=$base-$n.jsonl n=$((n + 1)); done
 fi
 mkdir -p "$(dirname "$results")"
-printf '{"run":{"date":"%s","nproc":%d,"loadavg":"%s","pairs":"%s","concurrency":"%s","rounds":%d,"duration_s":%d,"warmup_s":%d,"skip_sidecar":%s,"go":"%s","commit":"%s"}}\n' \
-	"$(date -Is)" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "${pairs[*]}" "$concurrencies" "$rounds" \
+printf '{"run":{"date":"%s","nproc":%d,"loadavg":"%s","pairs":"%s","concurrency":"%s","ways":"%s","rounds":%d,"duration_s":%d,"warmup_s":%d,"skip_sidecar":%s,"go":"%s","commit":"%s"}}\n' \
+	"$(date -Is)" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "${pairs[*]}" "$concurrencies" "$ways" "$rounds" \
 	"$seconds" "$warmup" "$([ -n "$skip_sidecar" ] && echo true || echo false)" "$(go env GOVERSION)" \
 	"$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" >"$results"
+for pc in ${peer_checks[@]+"${peer_checks[@]}"}; do
+	.venv/bin/python -c '
+import json, sys
+pair, ok = sys.argv[1].split(":")
+print(json.dumps({"peer_check": {"pair": pair, "result": ok, "lines": open(sys.argv[2]).read().splitlines()}}))
+' "$pc" "$run_dir/peer-check-${pc%%:*}.log" >>"$results"
+done
 echo "bench: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); results in $results" >&2
 
 # measure PAIR WAY CONCURRENCY ROUND: one loadgen run, its line appended to
@@ -294,13 +401,41 @@ measure() {
 	twocall) args+=(-addr "$triton" -mode twocall -backbone "${backbone[$p]}" -feature "$feature" -head "${head[$p]}") ;;
 	ensemble) args+=(-addr "$triton" -model "${ensemble[$p]}") ;;
 	react) args+=(-addr "$triton" -model "${react_ensemble[$p]}" -param "react-preference=${preference[$p]}") ;;
+	pystep) args+=(-addr "$triton" -model "${pystep_ensemble[$p]}" -param "react-preference=${preference[$p]}") ;;
+	pybls) args+=(-addr "$triton" -model "${pybls_model[$p]}" -param "react-preference=${preference[$p]}") ;;
 	esac
+	# The step's own time as Triton counts it (its statistics before and
+	# after the run, warmup included): react and the numpy step.
+	local step= before=
+	case $way in
+	react) step=${react_model[$p]} ;;
+	pystep) step=${pystep_model[$p]} ;;
+	esac
+	[ -z "$step" ] || before=$(curl -s --max-time 5 "http://127.0.0.1:$http_port/v2/models/$step/stats" || true)
 	out=$run_dir/loadgen.out
 	if ! "$loadgen" "${args[@]}" >"$out" 2>"$run_dir/loadgen.err"; then
 		echo "bench:   $p $way c=$c: LOADGEN FAILED: $(tail -n 3 "$run_dir/loadgen.err")" >&2
 		return 0
 	fi
 	line=$(cat "$out")
+	if [ -n "$step" ]; then
+		line=$(.venv/bin/python -c '
+import json, sys
+line, model = json.loads(sys.argv[1]), sys.argv[2]
+try:
+    b, a = (json.loads(s)["model_stats"][0] for s in sys.argv[3:5])
+except (ValueError, KeyError, IndexError):
+    print(json.dumps(line)); sys.exit()
+d = lambda k: a["inference_stats"][k]["ns"] - b["inference_stats"][k]["ns"]
+n = a["inference_stats"]["success"]["count"] - b["inference_stats"]["success"]["count"]
+if n > 0:
+    line["step"] = {"model": model, "requests": n,
+                    "executions": a["execution_count"] - b["execution_count"],
+                    "queue_us": d("queue") / n / 1e3,
+                    "compute_us": (d("compute_input") + d("compute_infer") + d("compute_output")) / n / 1e3}
+print(json.dumps(line))
+' "$line" "$step" "$before" "$(curl -s --max-time 5 "http://127.0.0.1:$http_port/v2/models/$step/stats" || true)")
+	fi
 	echo "$line" >>"$results"
 	.venv/bin/python -c '
 import json, sys
@@ -309,6 +444,8 @@ pair, way, c = sys.argv[2:]
 msg = "%9.1f infer/s  p50 %s ms  p99 %s ms  (%d requests)" % (r["throughput"], r["p50_ms"], r["p99_ms"], r["requests"])
 if r["errors"] or r["warmup_errors"]:
     msg += "  ERRORS %d (+%d in warmup), first: %s" % (r["errors"], r["warmup_errors"], r.get("first_error", "")[:300])
+if "step" in r:
+    msg += "  (%s: %.0f µs compute, %.0f µs queue per request)" % (r["step"]["model"], r["step"]["compute_us"], r["step"]["queue_us"])
 print("bench:   %-8s %-8s c=%-3s %s" % (pair, way, c, msg), file=sys.stderr)
 ' "$line" "$p" "$way" "$c"
 }
@@ -323,6 +460,9 @@ for c in $concurrencies; do
 					continue
 				fi
 				if [ "$way" = react ] && { [ "$react_ok" != 1 ] || { [ "$p" = synth ] && [ "$synth_ok" != 1 ]; }; }; then
+					continue
+				fi
+				if { [ "$way" = pystep ] || [ "$way" = pybls ]; } && [ "${peer_ok[$p]}" != 1 ]; then
 					continue
 				fi
 				prof_pid=
@@ -354,14 +494,16 @@ fi
 echo "bench: load average after $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 printf '{"end":{"date":"%s","loadavg":"%s"}}\n' "$(date -Is)" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$results"
 
-why_lines=
+why_lines= peer_why_lines=
 for p in "${pairs[@]}"; do
 	[ "${sidecar_ok[$p]}" = 1 ] || why_lines+="$p=${why_not[$p]}"$'\n'
+	[ "${peer_ok[$p]}" = 1 ] || peer_why_lines+="$p=${why_peer[$p]}"$'\n'
 done
-.venv/bin/python - "$results" "$why_lines" <<'PY'
+.venv/bin/python - "$results" "$why_lines" "$peer_why_lines" <<'PY'
 import collections, json, statistics, sys
 
 path, why = sys.argv[1], dict(l.split("=", 1) for l in sys.argv[2].splitlines() if l)
+peer_why = dict(l.split("=", 1) for l in sys.argv[3].splitlines() if l)
 runs, pairs, concs = collections.defaultdict(dict), [], []
 for line in open(path):
     r = json.loads(line)
@@ -389,11 +531,13 @@ notes = []
 for pair in pairs:
     for c in sorted(concs):
         base = runs.get((pair, c, "twocall"), {})
-        for way in ("sidecar", "graph", "twocall", "ensemble", "react"):
+        for way in ("sidecar", "graph", "twocall", "ensemble", "react", "pystep", "pybls"):
             rs = runs.get((pair, c, way), {})
             if not rs:
-                if way in ("sidecar", "graph") and why.get(pair):
-                    print(f"| {pair} | {c} | sidecar | not run: {why.get(pair, 'no results')} | | | | | | |")
+                if way == "sidecar" and why.get(pair) and why[pair] != "not in --ways":
+                    print(f"| {pair} | {c} | sidecar | not run: {why[pair]} | | | | | | |")
+                if way == "pystep" and peer_why.get(pair) and peer_why[pair] != "not in --ways":
+                    print(f"| {pair} | {c} | pystep, pybls | not run: {peer_why[pair]} | | | | | | |")
                 continue
             errors = sum(r["errors"] for r in rs.values())
             d50 = d99 = ratio = None
@@ -440,6 +584,43 @@ for pair in pairs:
               f"| {fmt(statistics.median(r['p99_ms'] - e['p99_ms'] for r, e in paired), 3)} "
               f"| {fmt(statistics.median(r['throughput'] / e['throughput'] for r, e in paired))} "
               f"| {fmt(statistics.median(vs_sc) if vs_sc else None)} |")
+peer_rows = any(w in ("pystep", "pybls") for (_, _, w) in runs)
+if peer_rows:
+    print("\n| pair | concurrency | react Δp50 ms vs ensemble | pystep Δp50 ms vs ensemble "
+          "| react added ÷ pystep added (target ≤ 0.33) | pybls Δp50 ms vs ensemble | react p50 ÷ pystep p50 "
+          "| react p50 ÷ pybls p50 | react infer/s ÷ pystep | react infer/s ÷ pybls "
+          "| react step µs | numpy step µs | react ÷ numpy step |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+
+def paired(a, b, f):
+    vals = [f(r, b[k]) for k, r in a.items() if k in b and ok(r) and ok(b[k])]
+    vals = [v for v in vals if v is not None]
+    return statistics.median(vals) if vals else None
+
+def step_us(rs):
+    vals = [r["step"]["compute_us"] for r in rs.values() if ok(r) and "step" in r]
+    return statistics.median(vals) if vals else None
+
+for pair in pairs:
+    for c in sorted(concs):
+        rs, ens, ps, pb = (runs.get((pair, c, w), {}) for w in ("react", "ensemble", "pystep", "pybls"))
+        if not ps and not pb:
+            continue
+        dlat = lambda r, e: r["p50_ms"] - e["p50_ms"]
+        r_add, p_add, b_add = paired(rs, ens, dlat), paired(ps, ens, dlat), paired(pb, ens, dlat)
+        share = r_add / p_add if r_add is not None and p_add is not None and p_add > 0 else None
+        print(f"| {pair} | {c} | {fmt(r_add, 3)} | {fmt(p_add, 3)} | {fmt(share)} | {fmt(b_add, 3)} "
+              f"| {fmt(paired(rs, ps, lambda r, b: r['p50_ms'] / b['p50_ms']), 3)} "
+              f"| {fmt(paired(rs, pb, lambda r, b: r['p50_ms'] / b['p50_ms']), 3)} "
+              f"| {fmt(paired(rs, ps, lambda r, b: r['throughput'] / b['throughput']))} "
+              f"| {fmt(paired(rs, pb, lambda r, b: r['throughput'] / b['throughput']))} "
+              f"| {fmt(step_us(rs), 0)} | {fmt(step_us(ps), 0)} "
+              f"| {fmt(paired(rs, ps, lambda r, b: r['step']['compute_us'] / b['step']['compute_us'] if 'step' in r and 'step' in b else None))} |")
+if peer_rows:
+    print("\n(react added ÷ pystep added: the median over the rounds of the react step's added p50 over the plain "
+          "ensemble, divided by the median of the numpy step's; — where the numpy step added nothing measurable. "
+          "react step µs, numpy step µs: the step model's compute time per request (input, execute, output) from "
+          "Triton's statistics over the run, warmup included: its own work, without the queue and the client's noise)")
 n = max((len(v) for v in runs.values()), default=0)
 print(f"\n(medians over {n} rounds; Δ and ÷ are medians of the per-round differences and ratios against "
       "two-call in the same round; a round with any error is left out)")

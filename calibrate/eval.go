@@ -78,8 +78,9 @@ task) run on Triton in batches.
 Preference sets (--set, repeatable; default equal, priority, one-hot):
 ` + indent(evaluate.SetHelp) + `
 
-Ablations: --aggregation react,naive,polar; --beta and --normalize take
-lists and override each file's defaults (every combination is evaluated);
+Ablations: --aggregation react,naive,polar; --betas and --normalizations
+take lists and override each file's defaults (every combination is
+evaluated);
 --oracle adds ReACT fitted on the evaluation data's own features, the
 ceiling of a linear correction no user can reach.
 
@@ -115,8 +116,13 @@ by more than --sidecar-tolerance times the largest logit.`,
 	f.StringVar(&o.head, "head", "head_{task}", "the head model of each task; {task} is replaced by the task")
 	f.StringArrayVar(&o.sets, "set", nil, "a preference set (repeatable; default equal, priority and one-hot)")
 	f.StringSliceVar(&o.aggregations, "aggregation", []string{evaluate.AggReACT}, "aggregations to compare: react, naive, polar")
-	f.Float64SliceVar(&o.betas, "beta", nil, "β values to evaluate (default: each file's)")
-	f.StringSliceVar(&o.norms, "normalize", nil, "normalisations to evaluate, sum and/or mean (default: each file's)")
+	config.Float64ListVar(f, &o.betas, "betas", nil, "β values to evaluate, comma-separated or repeated (default: each file's)")
+	f.StringSliceVar(&o.norms, "normalizations", nil, "normalisations to evaluate, sum and/or mean (default: each file's)")
+	// The spellings before --betas and --normalizations, for the
+	// command line alone: --beta and --normalize are one value in fit,
+	// solve and upgrade, and so are the keys beta and normalize.
+	config.DeprecatedAlias(f, "beta", "betas", stderr, "calibrate: eval --beta is deprecated: use --betas (--beta is one β in fit, solve and upgrade)")
+	config.DeprecatedAlias(f, "normalize", "normalizations", stderr, "calibrate: eval --normalize is deprecated: use --normalizations (--normalize is one normalisation in fit, solve and upgrade)")
 	f.BoolVar(&o.oracle, "oracle", false, "add ReACT fitted on the evaluation features themselves (the linear ceiling)")
 	f.IntVar(&o.limit, "limit", 0, "at most N samples per task, a seeded random subset (0: all)")
 	f.Uint64Var(&o.seed, "seed", 0, "seed of --limit's subset")
@@ -186,7 +192,7 @@ func (o *evalOptions) config() (*evaluate.Config, error) {
 	for _, n := range o.norms {
 		norm, err := react.ParseNormalization(n)
 		if err != nil {
-			return nil, usagef("--normalize: %v", err)
+			return nil, usagef("--normalizations: %v", err)
 		}
 		cfg.Norms = append(cfg.Norms, norm)
 	}
@@ -196,8 +202,8 @@ func (o *evalOptions) config() (*evaluate.Config, error) {
 		}
 	}
 	for _, b := range o.betas {
-		if err := checkBeta(b); err != nil {
-			return nil, asUsage(err)
+		if err := react.ValidateBeta(b); err != nil {
+			return nil, usagef("--betas: %v", err)
 		}
 	}
 	for _, spec := range o.components {

@@ -103,14 +103,20 @@ experiments:
 			in.WriteString(v.key + "\r\n") // a carriage return is dropped
 		}
 	}
-	fromConfig := runIn(t, in.String(), "experiment", "assign", "--config", cfg, "--experiment", "homepage")
+	fromConfig := runIn(t, in.String(), "experiment", "assign", "--sidecar-config", cfg, "--experiment", "homepage")
 	inline := runIn(t, strings.ReplaceAll(in.String(), "\r", ""), "experiment", "assign", "--name", "homepage", "--arms", "A=50,B=30,C=20")
 	if fromConfig.code != ExitOK || fromConfig.stdout != inline.stdout || !strings.Contains(inline.stdout, "alice\tB\n") {
-		t.Errorf("--config: exit %d %q\n%s\n--arms:\n%s", fromConfig.code, fromConfig.stderr, fromConfig.stdout, inline.stdout)
+		t.Errorf("--sidecar-config: exit %d %q\n%s\n--arms:\n%s", fromConfig.code, fromConfig.stderr, fromConfig.stdout, inline.stdout)
 	}
-	if r := runIn(t, "", "experiment", "assign", "--config", cfg, "--experiment", "other"); r.code != ExitFailure ||
+	if r := runIn(t, "", "experiment", "assign", "--sidecar-config", cfg, "--experiment", "other"); r.code != ExitFailure ||
 		!strings.Contains(r.stderr, `has no experiment "other" (experiments: homepage)`) {
 		t.Errorf("unknown experiment: exit %d, %q", r.code, r.stderr)
+	}
+	// --config was the sidecar's configuration before --sidecar-config:
+	// given one, it says so.
+	if r := runIn(t, "", "experiment", "assign", "--config", cfg, "--experiment", "homepage"); r.code != ExitUsage ||
+		!strings.Contains(r.stderr, "--config "+cfg+" is a sidecar configuration: give it with --sidecar-config") {
+		t.Errorf("--config with a sidecar configuration: exit %d, %q", r.code, r.stderr)
 	}
 }
 
@@ -123,9 +129,9 @@ func TestExperimentAssignUsage(t *testing.T) {
 		{[]string{"--name", "x", "--arms", "A"}, `--arms: arms "A": entry "A": want name=weight`},
 		{[]string{"--name", "x", "--arms", "A=0"}, "the weights sum to 0"},
 		{[]string{"--name", "x", "--arms", "A=1", "--traffic", "2"}, "traffic share 2: want a number in (0, 1]"},
-		{[]string{"--name", "x", "--arms", "A=1", "--config", "f"}, "not both"},
-		{[]string{"--config", "f"}, "--config and --experiment go together"},
-		{[]string{"--config", "f", "--experiment", "e", "--traffic", "0.5"}, "--traffic goes with --arms"},
+		{[]string{"--name", "x", "--arms", "A=1", "--sidecar-config", "f"}, "not both"},
+		{[]string{"--sidecar-config", "f"}, "--sidecar-config and --experiment go together"},
+		{[]string{"--sidecar-config", "f", "--experiment", "e", "--traffic", "0.5"}, "--traffic goes with --arms"},
 	} {
 		r := runIn(t, "", append([]string{"experiment", "assign"}, tc.args...)...)
 		if r.code != ExitUsage || !strings.Contains(r.stderr, tc.want) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/mergectl/react-triton/config"
 )
@@ -18,6 +19,9 @@ func layered(cmd *cobra.Command, c config.CommandFlags, stdout io.Writer, requir
 	c.Bind(cmd.Flags())
 	return func(cmd *cobra.Command, args []string) error {
 		fs := cmd.Flags()
+		// The root's --linalg and --threads took effect already.
+		c.Program = nil
+		cmd.InheritedFlags().VisitAll(func(f *pflag.Flag) { c.Program = append(c.Program, f.Name) })
 		if err := c.Load(fs); err != nil {
 			return asUsage(err)
 		}

@@ -77,12 +77,16 @@ writes W_p but warns on stderr that β is too small for the data.`,
 	f.StringVar(&o.normalize, "normalize", "", "normalisation `sum|mean` (default: the file's)")
 	f.StringVar(&o.method, "method", MethodReact, "aggregation `METHOD`: react, naive, polar or single")
 	f.StringVar(&o.out, "out", "", "write W_p to `W.npy`, which may not be the components file (required)")
-	cmd.RunE = layered(cmd, config.CommandFlags{Paths: []string{"components", "out"}}, stdout,
+	cmd.RunE = layered(cmd, solveFlags, stdout,
 		[]string{"components", "preference", "out"}, func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd, stdout, stderr)
 		})
 	return cmd
 }
+
+// solveFlags are solve's keys: --beta and --normalize, left out, keep the
+// file's, which --print-config writes as null.
+var solveFlags = config.CommandFlags{Paths: []string{"components", "out"}, Unset: []string{"beta", "normalize"}}
 
 func (o *solveOptions) run(cmd *cobra.Command, stdout, stderr io.Writer) error {
 	// Check the flags, then the preference against the file's header, before

@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/mergectl/react-triton/calibrate/upgrade"
 	"github.com/mergectl/react-triton/config"
@@ -56,6 +55,12 @@ REACT is --react-model, by default react_<backbone model>. Files are
 written atomically. --dry-run writes nothing and prints the plan and the
 ensemble's diff.
 
+The react model's profile (--preset, --default-preference, --beta,
+--normalize, --cache-max-bytes, --cache-size, --max-preference-length,
+the backend's model parameters of those names) is checked by the rules
+of a sidecar's components entry, every problem at once, and each value
+given is written.
+
 --rollout HOST:PORT then brings the upgrade into the Triton that serves DIR,
 over its HTTP endpoint, in the order that keeps it serving: the react
 model's new version, then the ensemble with its react step, each loaded
@@ -69,31 +74,26 @@ it is ready; the server's readiness is checked before and after.`,
 	f.StringVar(&o.Repository, "repository", "", "the model repository `DIR` (required)")
 	f.StringVar(&o.Model, "model", "", "the `ENSEMBLE` to upgrade (required)")
 	f.StringVar(&o.Correct, "correct", "", "the ensemble's `TENSOR` to correct, the backbone's embedding (required)")
-	f.StringVar(&o.Components, "components", "", "the components `FILE` written by calibrate fit (required)")
 	f.StringVar(&o.ReactModel, "react-model", "", "the react model's `NAME` (default: react_<backbone model>)")
-	f.StringArrayVar(&o.Presets, "preset", nil, "a preset `NAME=SPEC` of the react model (repeatable)")
-	f.StringVar(&o.DefaultPreference, "default-preference", "", "the react model's default preference `SPEC` (default: none, no correction)")
+	config.BindProfileFlags(f) // the react model's parameters, as the sidecar's components entry
 	f.StringVar(&o.VariantOf, "variant-of", "", "accept a components file calibrated on `MODEL` rather than the backbone itself")
 	f.BoolVar(&o.dryRun, "dry-run", false, "write nothing: print the plan and the ensemble's diff")
 	f.StringVar(&o.rollout, "rollout", "", "then bring it into the Triton serving DIR at this HTTP `ADDRESS` (host:port), react model first")
 	f.StringVar(&o.control, "control", upgrade.ControlExplicit, "with --rollout, the server's model control `MODE`: explicit (load the two models) or poll (wait for them)")
 	f.DurationVar(&o.wait, "wait", 2*time.Minute, "with --rollout, how long to wait for the models to be ready")
-	cmd.RunE = layered(cmd, config.CommandFlags{Paths: []string{"repository", "components"}}, stdout, nil,
-		func(*cobra.Command, []string) error { return o.run(stdout) })
+	cmd.RunE = layered(cmd, config.CommandFlags{Paths: []string{"repository"}}.WithProfile(), stdout,
+		[]string{"repository", "model", "correct", config.FlagComponents},
+		func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Flags(), stdout) })
 	return cmd
 }
 
-func (o *upgradeOptions) run(stdout io.Writer) error {
-	var missing []string
-	for flag, v := range map[string]string{"--repository": o.Repository, "--model": o.Model, "--correct": o.Correct, "--components": o.Components} {
-		if v == "" {
-			missing = append(missing, flag)
-		}
+func (o *upgradeOptions) run(fs *pflag.FlagSet, stdout io.Writer) error {
+	profile, problems := config.ProfileFlags(fs)
+	if err := problems.Err(); err != nil {
+		return asUsage(err)
 	}
-	if len(missing) > 0 {
-		slices.Sort(missing)
-		return usagef("%s required", strings.Join(missing, ", "))
-	}
+	o.Profile = profile
+	o.Components, _ = fs.GetString(config.FlagComponents)
 	var ro *upgrade.Rollout
 	if o.rollout != "" {
 		var err error

@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,7 +137,12 @@ func TestUpgradeRefuses(t *testing.T) {
 	}{
 		{"another backbone", "vit_fp16", 4, nil, []string{`was calibrated on model "vit_fp16", but "vit" produces tensor "emb"`, "--variant-of vit_fp16"}},
 		{"another D", "vit", 6, nil, []string{`tensor "emb" is vit output "embeddings" of dims [4], but`, "has D = 6"}},
-		{"unknown task in a preset", "vit", 4, []string{"--preset", "p=cats=1,birds=1"}, []string{`parameters.preset.p: preference "cats=1,birds=1": unknown task "birds"`}},
+		// The profile's problems, all at once, named by their flags (the
+		// rules of the sidecar's components entry and the backend's
+		// parameters: control/surfaces_test.go).
+		{"unknown task in a preset", "vit", 4, []string{"--preset", "p=cats=1,birds=1"}, []string{`--preset p: preference "cats=1,birds=1": unknown task "birds"`}},
+		{"a bad profile", "vit", 4, []string{"--beta", "-1", "--default-preference", " ", "--preset", "my preset=cats=1", "--cache-size", "-1"},
+			[]string{"4 problems:", "--beta: invalid beta -1", "--default-preference: blank", `--preset "my preset": preset name "my preset"`, "--cache-size: must be 0"}},
 		{"a tensor no step takes", "vit", 4, []string{"--correct", "scores"}, []string{`no step takes tensor "scores"`}},
 		{"a name taken", "vit", 4, []string{"--react-model", "head_a"}, []string{`a model "head_a" exists and is not a react model`}},
 	} {
@@ -157,4 +163,33 @@ func TestUpgradeRefuses(t *testing.T) {
 	// A variant is accepted when named.
 	repo, comps := upgradeRepo(t, "vit_fp16", 4)
 	mustRun(t, "upgrade", "--repository", repo, "--model", "cat_classifier", "--correct", "emb", "--components", comps, "--variant-of", "vit_fp16")
+}
+
+// TestUpgradeProfile checks that the profile's flags become the react
+// model's parameters of the same names, each when given.
+func TestUpgradeProfile(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want map[string]string
+	}{
+		{nil, map[string]string{"components": "components.safetensors"}},
+		{[]string{"--beta", "0", "--normalize", "mean", "--default-preference", "cats=1", "--preset", "a=dogs=1",
+			"--cache-max-bytes", "64MiB", "--cache-size", "8", "--max-preference-length", "100"},
+			map[string]string{"components": "components.safetensors", "beta": "0", "normalization": "mean", "default_preference": "cats=1",
+				"preset.a": "dogs=1", "cache_max_bytes": "67108864", "cache_size": "8", "max_preference_length": "100"}},
+	} {
+		repo, comps := upgradeRepo(t, "vit", 4)
+		mustRun(t, append([]string{"upgrade", "--repository", repo, "--model", "cat_classifier", "--correct", "emb", "--components", comps}, tc.args...)...)
+		cfg, _, err := modelconfig.ReadFile(filepath.Join(repo, "react_vit", "config.pbtxt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for k, v := range cfg.GetParameters() {
+			got[k] = v.GetStringValue()
+		}
+		if !maps.Equal(got, tc.want) {
+			t.Errorf("%v: parameters %v, want %v", tc.args, got, tc.want)
+		}
+	}
 }

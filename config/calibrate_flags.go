@@ -178,7 +178,8 @@ func BindProgressFlags(fs *pflag.FlagSet) {
 }
 
 // ProgressFlag returns the progress mode the flags of BindProgressFlags
-// give, checked.
+// give, checked. CommandFlags.Load has applied --quiet already, as
+// --progress never.
 func ProgressFlag(fs *pflag.FlagSet) (string, error) {
 	mode, err := fs.GetString(FlagProgress)
 	if err != nil {
@@ -189,7 +190,7 @@ func ProgressFlag(fs *pflag.FlagSet) (string, error) {
 		return "", err
 	}
 	switch {
-	case quiet && fs.Changed(FlagProgress):
+	case quiet && fs.Changed(FlagProgress) && mode != ProgressNever:
 		return "", fmt.Errorf("--progress and --quiet exclude each other")
 	case quiet:
 		return ProgressNever, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,6 +34,15 @@ type CommandFlags struct {
 	Paths []string
 	// Labelled are the paths written [LABEL=]PATH.
 	Labelled []string
+	// Unset are the flags whose default means "not given" rather than a
+	// value, such as solve's --beta (the components file's β): when no
+	// layer sets them, --print-config writes them as null, and a null in
+	// the file leaves a flag unset.
+	Unset []string
+	// Program are the flags of the whole program rather than the command,
+	// such as calibrate's --linalg and --threads, which take effect before
+	// the command reads its configuration: they are no keys.
+	Program []string
 }
 
 // key returns the key of flag name.
@@ -51,19 +61,28 @@ func (c CommandFlags) Bind(fs *pflag.FlagSet) {
 }
 
 // keyed reports whether flag f is a key: every flag but --config,
-// --print-config and --help.
-func keyed(f *pflag.Flag) bool {
-	return f.Name != FlagConfig && f.Name != FlagPrintConfig && f.Name != "help"
+// --print-config, --help, --quiet (the shorthand for progress: never,
+// which Load applies), the Program flags and a deprecated flag, the old
+// spelling of a key's flag, which the file and the environment do not
+// know.
+func (c CommandFlags) keyed(f *pflag.Flag) bool {
+	switch f.Name {
+	case FlagConfig, FlagPrintConfig, FlagQuiet, "help":
+		return false
+	}
+	return f.Deprecated == "" && !isAlias(f) && !slices.Contains(c.Program, f.Name)
 }
 
 // Load layers the file of --config, the REACT_* environment and the
 // command line over the flags' defaults, through viper, and sets every
 // flag the command line left out to the value that wins, so that the
-// command reads its own flags as before. Every problem (an unknown key, a
-// value that does not parse) is returned at once, with its line or
-// variable.
+// command reads its own flags as before. --quiet, where the command has
+// BindProgressFlags', sets --progress to never over every layer. Every
+// problem (an unknown key, a value that does not parse) is returned at
+// once, with its line, flag or variable.
 func (c CommandFlags) Load(fs *pflag.FlagSet) error {
 	path, _ := fs.GetString(FlagConfig)
+	progressGiven := fs.Changed(FlagProgress)
 	v := viper.New()
 	var (
 		p     problem.List
@@ -87,7 +106,7 @@ func (c CommandFlags) Load(fs *pflag.FlagSet) error {
 	v.AllowEmptyEnv(true)
 	v.AutomaticEnv()
 	fs.VisitAll(func(f *pflag.Flag) {
-		if !keyed(f) {
+		if !c.keyed(f) {
 			return
 		}
 		key := c.key(f.Name)
@@ -117,6 +136,13 @@ func (c CommandFlags) Load(fs *pflag.FlagSet) error {
 			}
 		}
 	})
+	if quiet, _ := fs.GetBool(FlagQuiet); quiet && fs.Lookup(FlagProgress) != nil {
+		if progressGiven {
+			p = append(p, &problem.Problem{Path: FlagProgress, Msg: "--progress and --quiet exclude each other", Source: "--" + FlagQuiet})
+		} else if err := fs.Set(FlagProgress, ProgressNever); err != nil {
+			p.Add(FlagProgress, "%v", err)
+		}
+	}
 	p.SortByLine()
 	if err := p.Err(); err != nil {
 		if path != "" {
@@ -128,8 +154,9 @@ func (c CommandFlags) Load(fs *pflag.FlagSet) error {
 }
 
 // readFile reads a command's YAML file: a mapping of keys (dotted, or
-// nested) to scalars or lists of scalars, each key one of the flags'.
-// Unknown keys and values of the wrong shape are problems.
+// nested) to scalars or lists of scalars, each key one of the flags'; a
+// null leaves its key out. Unknown keys and values of the wrong shape are
+// problems.
 func (c CommandFlags) readFile(fs *pflag.FlagSet, path string, p *problem.List) (map[string]any, map[string]int, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -142,7 +169,7 @@ func (c CommandFlags) readFile(fs *pflag.FlagSet, path string, p *problem.List) 
 	known := map[string]bool{}
 	var names []string
 	fs.VisitAll(func(f *pflag.Flag) {
-		if keyed(f) {
+		if c.keyed(f) {
 			known[c.key(f.Name)] = true
 			names = append(names, c.key(f.Name))
 		}
@@ -162,6 +189,8 @@ func (c CommandFlags) readFile(fs *pflag.FlagSet, path string, p *problem.List) 
 				} else {
 					*p = append(*p, &problem.Problem{Path: key, Msg: "unknown key (want one of: " + strings.Join(names, ", ") + ")", Line: kn.Line})
 				}
+			case vn.Kind == yaml.ScalarNode && vn.ShortTag() == "!!null":
+				// not given: the flag keeps its default
 			case vn.Kind == yaml.ScalarNode:
 				m[key], lines[key] = vn.Value, kn.Line
 			case vn.Kind == yaml.SequenceNode && slices.ContainsFunc(vn.Content, func(n *yaml.Node) bool { return n.Kind != yaml.ScalarNode }):
@@ -262,8 +291,9 @@ func (c CommandFlags) resolve(name, dir, s string) string {
 }
 
 // Print writes every key's value as YAML that Load reads back to the same
-// values from any directory (paths made absolute), when --print-config
-// was given; it reports whether it did.
+// values from any directory (paths made absolute, a dotted key nested
+// under its section, an Unset flag that no layer set as null), when
+// --print-config was given; it reports whether it did.
 func (c CommandFlags) Print(w io.Writer, fs *pflag.FlagSet) (bool, error) {
 	if ok, _ := fs.GetBool(FlagPrintConfig); !ok {
 		return false, nil
@@ -272,22 +302,29 @@ func (c CommandFlags) Print(w io.Writer, fs *pflag.FlagSet) (bool, error) {
 	if err != nil {
 		return true, fmt.Errorf("--print-config: %w", err)
 	}
-	root := &yaml.Node{Kind: yaml.MappingNode}
+	values := map[string]*yaml.Node{}
 	fs.VisitAll(func(f *pflag.Flag) {
-		if !keyed(f) {
+		if !c.keyed(f) {
 			return
 		}
 		var val *yaml.Node
-		if sv, ok := f.Value.(pflag.SliceValue); ok {
+		switch sv, ok := f.Value.(pflag.SliceValue); {
+		case !f.Changed && slices.Contains(c.Unset, f.Name):
+			val = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
+		case ok:
 			val = &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
 			for _, s := range sv.GetSlice() {
 				val.Content = append(val.Content, scalarNode(f, c.resolve(f.Name, wd, s)))
 			}
-		} else {
+		default:
 			val = scalarNode(f, c.resolve(f.Name, wd, f.Value.String()))
 		}
-		root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: c.key(f.Name)}, val)
+		values[c.key(f.Name)] = val
 	})
+	root := &yaml.Node{Kind: yaml.MappingNode}
+	for _, key := range slices.Sorted(maps.Keys(values)) {
+		nest(root, strings.Split(key, "."), values[key])
+	}
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
@@ -299,6 +336,24 @@ func (c CommandFlags) Print(w io.Writer, fs *pflag.FlagSet) (bool, error) {
 	}
 	_, err = w.Write(b.Bytes())
 	return true, err
+}
+
+// nest adds the value of a key, split at its dots, to the mapping m, under
+// the sections its first parts name (added once, where first met).
+func nest(m *yaml.Node, parts []string, val *yaml.Node) {
+	if len(parts) == 1 {
+		m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: parts[0]}, val)
+		return
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == parts[0] && m.Content[i+1].Kind == yaml.MappingNode {
+			nest(m.Content[i+1], parts[1:], val)
+			return
+		}
+	}
+	section := &yaml.Node{Kind: yaml.MappingNode}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: parts[0]}, section)
+	nest(section, parts[1:], val)
 }
 
 // scalarNode writes one value of flag f: numbers and booleans as such,

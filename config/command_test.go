@@ -133,7 +133,7 @@ func TestCommandFlagsPrint(t *testing.T) {
 		t.Fatalf("%v\n%s", err, b.String())
 	}
 	fs.VisitAll(func(f *pflag.Flag) {
-		if keyed(f) {
+		if commandFlags.keyed(f) {
 			want := strings.ReplaceAll(f.Value.String(), "rel/data", filepath.Join(wd, "rel/data"))
 			want = strings.ReplaceAll(want, "L=c.safetensors", "L="+filepath.Join(wd, "c.safetensors"))
 			if got := back.Lookup(f.Name).Value.String(); got != want {
@@ -141,4 +141,145 @@ func TestCommandFlagsPrint(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestCommandFlagsUnset checks that a flag whose default means "not
+// given" prints as null while no layer sets it, that a null in the file
+// leaves a flag unset, and that the printed file loads back to the same
+// flags set and unset.
+func TestCommandFlagsUnset(t *testing.T) {
+	c := CommandFlags{Unset: []string{"beta", "normalize"}}
+	parse := func(args ...string) *pflag.FlagSet {
+		fs := pflag.NewFlagSet("solve", pflag.ContinueOnError)
+		fs.Float64("beta", 0, "")
+		fs.String("normalize", "", "")
+		fs.Int("limit", 0, "")
+		c.Bind(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Load(fs); err != nil {
+			t.Fatal(err)
+		}
+		return fs
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		printed string
+		changed []string // the flags set after loading the printed file back
+	}{
+		{name: "none given", printed: "beta: null\nlimit: 0\nnormalize: null\n", changed: []string{"limit"}},
+		{name: "zero given", args: []string{"--beta", "0", "--normalize", "mean"},
+			printed: "beta: !!float 0\nlimit: 0\nnormalize: mean\n", changed: []string{"beta", "limit", "normalize"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if _, err := c.Print(&b, parse(append(tt.args, "--print-config")...)); err != nil {
+				t.Fatal(err)
+			}
+			if b.String() != tt.printed {
+				t.Fatalf("printed:\n%s\nwant:\n%s", b.String(), tt.printed)
+			}
+			file := filepath.Join(t.TempDir(), "printed.yaml")
+			if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			back := parse("--config", file)
+			var changed []string
+			back.Visit(func(f *pflag.Flag) {
+				if c.keyed(f) {
+					changed = append(changed, f.Name)
+				}
+			})
+			if strings.Join(changed, ",") != strings.Join(tt.changed, ",") {
+				t.Errorf("loaded back, set: %v, want %v", changed, tt.changed)
+			}
+		})
+	}
+}
+
+// TestCommandFlagsKeys checks which flags are keys, and that a key
+// shared by sections prints nested: --quiet and a deprecated flag are
+// not keys, and neither the file nor the environment reaches them.
+func TestCommandFlagsKeys(t *testing.T) {
+	t.Setenv("REACT_BETA", "0.5,1")
+	c := CommandFlags{Keys: map[string]string{"triton": "triton.grpc", "timeout": "triton.timeout"}}
+	fs := pflag.NewFlagSet("eval", pflag.ContinueOnError)
+	fs.String("triton", "", "")
+	fs.Duration("timeout", time.Minute, "")
+	var betas []float64
+	Float64ListVar(fs, &betas, "betas", nil, "")
+	var notice bytes.Buffer
+	DeprecatedAlias(fs, "beta", "betas", &notice, "--beta is deprecated: use --betas")
+	BindProgressFlags(fs)
+	c.Bind(fs)
+	if err := fs.Parse([]string{"--triton", "h:1", "--beta", "2e-7", "--quiet", "--print-config"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Load(fs); err != nil {
+		t.Fatal(err)
+	}
+	if len(betas) != 1 || betas[0] != 2e-7 {
+		t.Errorf("--beta 2e-7 gave betas %v", betas)
+	}
+	if notice.String() != "--beta is deprecated: use --betas\n" {
+		t.Errorf("notice %q", notice.String())
+	}
+	var b bytes.Buffer
+	if _, err := c.Print(&b, fs); err != nil {
+		t.Fatal(err)
+	}
+	want := "betas: [2e-07]\nprogress: never\ntriton:\n  grpc: h:1\n  timeout: 1m0s\n"
+	if b.String() != want {
+		t.Errorf("printed:\n%s\nwant:\n%s", b.String(), want)
+	}
+	file := filepath.Join(t.TempDir(), "eval.yaml")
+	if err := os.WriteFile(file, []byte("beta: [1]\nquiet: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs.Set(FlagConfig, file)
+	err := c.Load(fs)
+	for _, want := range []string{`beta: unknown key, did you mean "betas"? (line 1)`, `quiet: unknown key`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Load: %v, want %q", err, want)
+		}
+	}
+}
+
+// TestCommandFlagsQuiet checks that --quiet sets progress: never over the
+// file and the environment, and excludes a --progress of the command
+// line.
+func TestCommandFlagsQuiet(t *testing.T) {
+	t.Setenv("REACT_PROGRESS", "always")
+	for _, tt := range []struct {
+		args []string
+		want string
+		err  string
+	}{
+		{args: nil, want: ProgressAlways},
+		{args: []string{"--quiet"}, want: ProgressNever},
+		{args: []string{"--quiet", "--progress", "log"}, err: "progress: --progress and --quiet exclude each other (from --quiet)"},
+	} {
+		fs := pflag.NewFlagSet("eval", pflag.ContinueOnError)
+		BindProgressFlags(fs)
+		CommandFlags{}.Bind(fs)
+		if err := fs.Parse(tt.args); err != nil {
+			t.Fatal(err)
+		}
+		err := CommandFlags{}.Load(fs)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%v: Load: %v, want %q", tt.args, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := ProgressFlag(fs); got != tt.want || err != nil {
+			t.Errorf("%v: ProgressFlag = %q, %v; want %q", tt.args, got, err, tt.want)
+		}
+	}
 }

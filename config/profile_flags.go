@@ -1,7 +1,10 @@
 package config
 
 import (
+	"maps"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -38,6 +41,25 @@ func BindProfileFlags(fs *pflag.FlagSet) {
 	fs.String(FlagCacheMaxBytes, control.DefaultCacheMaxBytes.String(), "most memory of the W_p kept for per-request preferences, `SIZE` (an integer or with a unit: 64MiB)")
 	fs.Int(FlagCacheSize, control.DefaultCacheSize, "when positive, most `N` of them kept")
 	fs.Int(FlagMaxPreferenceLength, control.DefaultMaxPreferenceLength, "longest preference or preset name a request may send, in `BYTES`")
+}
+
+// WithProfile returns c with the keys of BindProfileFlags' flags: the
+// bounds under the sidecar's keys (--cache-max-bytes is cache.max_bytes,
+// --cache-size cache.size, --max-preference-length
+// limits.max_preference_length), so that a file's key or a variable such
+// as $REACT_CACHE_MAX_BYTES means one thing to both; --components a path;
+// --beta and --normalize, left out, the file's (null in --print-config).
+func (c CommandFlags) WithProfile() CommandFlags {
+	keys := map[string]string{
+		FlagCacheMaxBytes:       "cache.max_bytes",
+		FlagCacheSize:           "cache.size",
+		FlagMaxPreferenceLength: "limits.max_preference_length",
+	}
+	maps.Copy(keys, c.Keys)
+	c.Keys = keys
+	c.Paths = append(slices.Clone(c.Paths), FlagComponents)
+	c.Unset = append(slices.Clone(c.Unset), FlagBeta, FlagNormalize)
+	return c
 }
 
 // ProfileFlags reads the flags of BindProfileFlags into the settings of
@@ -91,11 +113,15 @@ func ProfileFlags(fs *pflag.FlagSet) (control.Settings, problem.List) {
 }
 
 // flagPath renames a path of control.Settings.Check to the flag that sets
-// the value: profiles[0].presets.NAME is "--preset NAME", cache.max_bytes
+// the value: profiles[0].presets.NAME is "--preset NAME" (a name that is
+// not a preset name quoted, as a shell would take it), cache.max_bytes
 // "--cache-max-bytes".
 func flagPath(path string) string {
 	const profile = "profiles[0]"
 	if name, _, ok := problem.CutKey(path, profile+".presets"); ok {
+		if !control.NamePattern.MatchString(name) {
+			name = strconv.Quote(name)
+		}
 		return "--" + FlagPreset + " " + name
 	}
 	path = strings.TrimPrefix(path, profile+".")

@@ -306,6 +306,14 @@ func (c *Cache) Get(ctx context.Context, key Key, solve func(context.Context) (*
 // context is cancelled: a solve still queued never starts, one running
 // sees it, and a result that comes anyway is kept. hit reports whether the
 // matrix was already held.
+// cached returns the matrix of pref when p holds it (marking it the most
+// recently used), or nil: get's hit, without a solve function to build.
+func (c *Cache) cached(p *partition, pref string) *Matrix {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return p.lookup(pref)
+}
+
 func (c *Cache) get(ctx context.Context, p *partition, pref string, solve func(context.Context) (*Matrix, error)) (m *Matrix, hit bool, err error) {
 	c.mu.Lock()
 	if m := p.lookup(pref); m != nil {

@@ -72,6 +72,7 @@ type Profile struct {
 	cache       *Cache
 	part        *partition // the cache's partition of key
 	obs         Observer
+	specs       specMemo // the parses of the specs requests sent
 }
 
 // NewProfile builds a profile: it makes the solver, parses the default and
@@ -203,6 +204,14 @@ func (p *Profile) Matrix(ctx context.Context, c Choice) (*Matrix, error) {
 	}
 	if m, ok := p.pinned[c.Key]; ok {
 		p.obs.Lookup(p.name, LookupPinned)
+		return m, nil
+	}
+	if m := p.cache.cached(p.part, c.Key); m != nil {
+		// The common case, first: no closure to allocate.
+		p.obs.Lookup(p.name, LookupHit)
+		if !m.Formed() {
+			p.formLater(m)
+		}
 		return m, nil
 	}
 	miss := p.factor

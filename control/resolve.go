@@ -235,8 +235,18 @@ func (p *Profile) parse(spec string, src Source) (Choice, error) {
 // profile that serves presets only (ProfileSpec.PresetsOnly).
 var ErrPresetsOnly = errors.New("only presets, experiment arms, the default and none are served here, not preferences of their own: name a preset with react-preset")
 
-// parseSpec parses a spec or None into a Choice without a source.
-func (p *Profile) parseSpec(spec string) (Choice, error) { return ParseSpec(spec, p.tasks) }
+// parseSpec parses a spec or None into a Choice without a source, once
+// per distinct spec (specMemo).
+func (p *Profile) parseSpec(spec string) (Choice, error) {
+	if c, ok := p.specs.get(spec); ok {
+		return c, nil
+	}
+	c, err := ParseSpec(spec, p.tasks)
+	if err == nil {
+		p.specs.put(spec, c)
+	}
+	return c, err
+}
 
 // ParseSpec parses a preference spec as a configuration or a request
 // gives it, against a components file's tasks: None for no correction, or

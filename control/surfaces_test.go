@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mergectl/react-triton/backend/model"
+	"github.com/mergectl/react-triton/calibrate/upgrade"
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/problem"
@@ -45,7 +46,8 @@ type surface struct {
 
 // TestSurfacesAgree feeds the same profile through each surface (the
 // sidecar's YAML, the react backend's model parameters, calibrate's
-// flags) and checks that they accept the same values or report the same
+// flags, and those flags as calibrate upgrade writes them into a react
+// model's parameters) and checks that they accept the same values or report the same
 // problems, each at its own path.
 func TestSurfacesAgree(t *testing.T) {
 	ptr := func(v float64) *float64 { return &v }
@@ -261,81 +263,115 @@ var surfaces = []surface{
 		if p.maxLength != nil {
 			params["max_preference_length"] = strconv.Itoa(*p.maxLength)
 		}
-		wire := map[string]any{"name": "react_c", "max_batch_size": 8,
-			"input":  []any{map[string]any{"name": "embedding", "data_type": "TYPE_FP32", "dims": []string{"2"}}},
-			"output": []any{map[string]any{"name": "corrected", "data_type": "TYPE_FP32", "dims": []string{"2"}}},
-		}
-		wp := map[string]any{}
-		for k, v := range params {
-			wp[k] = map[string]string{"string_value": v}
-		}
-		wire["parameters"] = wp
-		data, err := json.Marshal(wire)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := model.ParseConfig(data, dir)
-		if err != nil {
-			return control.Settings{}, renamed(t, err, func(path string) (string, bool) {
-				if name, ok := strings.CutPrefix(path, "parameters.preset."); ok {
-					return problem.Key("profiles[0].presets", name), true
-				}
-				canonical, ok := map[string]string{
-					"parameters.components": "profiles[0].components", "parameters.beta": "profiles[0].beta",
-					"parameters.normalization": "profiles[0].normalize", "parameters.default_preference": "profiles[0].default_preference",
-					"parameters.cache_max_bytes": "cache.max_bytes", "parameters.cache_size": "cache.size",
-					"parameters.max_preference_length": "max_preference_length",
-				}[path]
-				return canonical, ok
-			})
-		}
-		s := cfg.Settings()
-		s.Profiles[0].Components = filepath.Join(dir, s.Profiles[0].Components)
-		return s, nil
+		return readParameters(t, dir, params)
 	}},
-	{name: "calibrate flags", read: func(t *testing.T, dir, comps string, p profile) (control.Settings, []string) {
-		args := []string{"--components", comps}
-		if p.beta != nil {
-			args = append(args, "--beta", strconv.FormatFloat(*p.beta, 'g', -1, 64))
-		}
-		if p.normalize != "" {
-			args = append(args, "--normalize", p.normalize)
-		}
-		if p.defaultPref != "" {
-			args = append(args, "--default-preference", p.defaultPref)
-		}
-		for _, name := range slices.Sorted(maps.Keys(p.presets)) {
-			args = append(args, "--preset", name+"="+p.presets[name])
-		}
-		if p.cacheMaxBytes != "" {
-			args = append(args, "--cache-max-bytes", p.cacheMaxBytes)
-		}
-		if p.cacheSize != nil {
-			args = append(args, "--cache-size", strconv.Itoa(*p.cacheSize))
-		}
-		if p.maxLength != nil {
-			args = append(args, "--max-preference-length", strconv.Itoa(*p.maxLength))
-		}
-		fs := pflag.NewFlagSet("upgrade", pflag.ContinueOnError)
-		config.BindProfileFlags(fs)
-		if err := fs.Parse(args); err != nil {
-			t.Fatal(err)
-		}
-		s, l := config.ProfileFlags(fs)
-		if len(l) > 0 {
-			return control.Settings{}, renamed(t, l, func(path string) (string, bool) {
-				if name, ok := strings.CutPrefix(path, "--preset "); ok {
-					return problem.Key("profiles[0].presets", name), true
-				}
-				canonical, ok := map[string]string{
-					"--components": "profiles[0].components", "--beta": "profiles[0].beta",
-					"--normalize": "profiles[0].normalize", "--default-preference": "profiles[0].default_preference",
-					"--cache-max-bytes": "cache.max_bytes", "--cache-size": "cache.size",
-					"--max-preference-length": "max_preference_length",
-				}[path]
-				return canonical, ok
-			})
-		}
-		return s, nil
+	{name: "calibrate flags", read: func(t *testing.T, _, comps string, p profile) (control.Settings, []string) {
+		return readFlags(t, p.flags(comps))
 	}},
+	{name: "calibrate upgrade", read: func(t *testing.T, dir, comps string, p profile) (control.Settings, []string) {
+		// The flags as above, written by upgrade as the react model's
+		// parameters, read back by the backend.
+		s, problems := readFlags(t, p.flags(comps))
+		if len(problems) > 0 {
+			return s, problems
+		}
+		o := upgrade.Options{Profile: s}
+		params := o.Parameters()
+		params["components"] = filepath.Base(comps)
+		return readParameters(t, dir, params)
+	}},
+}
+
+// flags writes p as calibrate upgrade's flags (config.BindProfileFlags).
+func (p profile) flags(comps string) []string {
+	args := []string{"--components", comps}
+	if p.beta != nil {
+		args = append(args, "--beta", strconv.FormatFloat(*p.beta, 'g', -1, 64))
+	}
+	if p.normalize != "" {
+		args = append(args, "--normalize", p.normalize)
+	}
+	if p.defaultPref != "" {
+		args = append(args, "--default-preference", p.defaultPref)
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.presets)) {
+		args = append(args, "--preset", name+"="+p.presets[name])
+	}
+	if p.cacheMaxBytes != "" {
+		args = append(args, "--cache-max-bytes", p.cacheMaxBytes)
+	}
+	if p.cacheSize != nil {
+		args = append(args, "--cache-size", strconv.Itoa(*p.cacheSize))
+	}
+	if p.maxLength != nil {
+		args = append(args, "--max-preference-length", strconv.Itoa(*p.maxLength))
+	}
+	return args
+}
+
+// readFlags reads a profile from the command line of calibrate upgrade
+// (config.BindProfileFlags), and returns the settings it accepted or its
+// problems at the rules' paths.
+func readFlags(t *testing.T, args []string) (control.Settings, []string) {
+	fs := pflag.NewFlagSet("upgrade", pflag.ContinueOnError)
+	config.BindProfileFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	s, l := config.ProfileFlags(fs)
+	if len(l) > 0 {
+		return control.Settings{}, renamed(t, l, func(path string) (string, bool) {
+			if name, ok := strings.CutPrefix(path, "--preset "); ok {
+				if unquoted, err := strconv.Unquote(name); err == nil {
+					name = unquoted
+				}
+				return problem.Key("profiles[0].presets", name), true
+			}
+			canonical, ok := map[string]string{
+				"--components": "profiles[0].components", "--beta": "profiles[0].beta",
+				"--normalize": "profiles[0].normalize", "--default-preference": "profiles[0].default_preference",
+				"--cache-max-bytes": "cache.max_bytes", "--cache-size": "cache.size",
+				"--max-preference-length": "max_preference_length",
+			}[path]
+			return canonical, ok
+		})
+	}
+	return s, nil
+}
+
+// readParameters reads a react model's parameters as the backend does
+// (model.ParseConfig), the components file read against dir, and returns
+// the settings it accepted or its problems at the rules' paths.
+func readParameters(t *testing.T, dir string, params map[string]string) (control.Settings, []string) {
+	wire := map[string]any{"name": "react_c", "max_batch_size": 8,
+		"input":  []any{map[string]any{"name": "embedding", "data_type": "TYPE_FP32", "dims": []string{"2"}}},
+		"output": []any{map[string]any{"name": "corrected", "data_type": "TYPE_FP32", "dims": []string{"2"}}},
+	}
+	wp := map[string]any{}
+	for k, v := range params {
+		wp[k] = map[string]string{"string_value": v}
+	}
+	wire["parameters"] = wp
+	data, err := json.Marshal(wire)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := model.ParseConfig(data, dir)
+	if err != nil {
+		return control.Settings{}, renamed(t, err, func(path string) (string, bool) {
+			if name, ok := strings.CutPrefix(path, "parameters.preset."); ok {
+				return problem.Key("profiles[0].presets", name), true
+			}
+			canonical, ok := map[string]string{
+				"parameters.components": "profiles[0].components", "parameters.beta": "profiles[0].beta",
+				"parameters.normalization": "profiles[0].normalize", "parameters.default_preference": "profiles[0].default_preference",
+				"parameters.cache_max_bytes": "cache.max_bytes", "parameters.cache_size": "cache.size",
+				"parameters.max_preference_length": "max_preference_length",
+			}[path]
+			return canonical, ok
+		})
+	}
+	s := cfg.Settings()
+	s.Profiles[0].Components = filepath.Join(dir, s.Profiles[0].Components)
+	return s, nil
 }

@@ -269,6 +269,13 @@ func BenchmarkSolveSteps(b *testing.B) {
 			}
 			flops(b, 2*fd*fd*fd)
 		})
+		b.Run(name("blocked-trsm"), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				copy(w.Data, ap.Data)
+				cholSolveRight(u, w)
+			}
+			flops(b, 2*fd*fd*fd)
+		})
 		b.Run(name("trtri+trmm×2"), func(b *testing.B) {
 			inv := blas64.Triangular{N: d, Stride: d, Uplo: blas.Upper, Diag: blas.NonUnit, Data: make([]float64, d*d)}
 			for i := 0; i < b.N; i++ {

@@ -131,6 +131,19 @@ func (a *cudaAccelerator) Load(s *Solver) (DeviceSolver, error) {
 				return err
 			}
 		}
+		// Every task's A_t, then every task's G_t, one after the other: the
+		// columns of two D²×T matrices for the sums' DGEMVs.
+		t := len(s.stats)
+		for _, p := range []*cuda.Ptr{&ds.abuf, &ds.gbuf} {
+			if *p, err = a.dev.Alloc(f64 * d * d * t); err != nil {
+				return err
+			}
+		}
+		for _, p := range []*cuda.Ptr{&ds.wa, &ds.wg} {
+			if *p, err = a.dev.Alloc(f64 * t); err != nil {
+				return err
+			}
+		}
 		ones := make([]float64, d)
 		for i := range ones {
 			ones[i] = 1
@@ -146,12 +159,7 @@ func (a *cudaAccelerator) Load(s *Solver) (DeviceSolver, error) {
 		}
 		for k := range s.stats {
 			t := &s.stats[k]
-			if ds.a[k], err = a.dev.Alloc(f64 * d * d); err != nil {
-				return err
-			}
-			if ds.g[k], err = a.dev.Alloc(f64 * d * d); err != nil {
-				return err
-			}
+			ds.a[k], ds.g[k] = ds.abuf.Add(f64*d*d*k), ds.gbuf.Add(f64*d*d*k)
 			// A_t row-major (packed), then G_t's rows (their upper
 			// triangles are what cuSOLVER reads as a lower triangle).
 			for i := range d {
@@ -208,7 +216,10 @@ func freeAll(m deviceMemory) {
 type cudaSolver struct {
 	acc  *cudaAccelerator
 	s    *Solver
-	a, g []cuda.Ptr // per task: A_t and G_t, D×D row-major float64
+	a, g []cuda.Ptr // per task: A_t and G_t, D×D row-major float64, in abuf and gbuf
+	// abuf and gbuf hold every task's A_t and G_t, T·D² float64 each; wa
+	// and wg the sums' weights, T float64 each.
+	abuf, gbuf, wa, wg cuda.Ptr
 	// ap and cp receive A_p (then W_p) and C_p (then its factor), cn a
 	// copy of C_p for its norm; ones, x and y are D long (x and y the aux
 	// lane's), info and flag one int32 each, work lwork
@@ -238,12 +249,12 @@ func (ds *cudaSolver) mark(step string) error {
 }
 
 func (ds *cudaSolver) memory() []cuda.Ptr {
-	return append(append([]cuda.Ptr{ds.ap, ds.cp, ds.cn, ds.ones, ds.x, ds.y, ds.info, ds.flag, ds.work}, ds.a...), ds.g...)
+	return []cuda.Ptr{ds.ap, ds.cp, ds.cn, ds.ones, ds.x, ds.y, ds.info, ds.flag, ds.work, ds.abuf, ds.gbuf, ds.wa, ds.wg}
 }
 
 // hostScratch is the host memory of one solve.
 type hostScratch struct {
-	w, x, y, sign []float64
+	w, wg, x, y, sign []float64 // wg: the weights of the G_t in C_p
 }
 
 // Solve implements DeviceSolver. In the device's column-major view the
@@ -254,8 +265,8 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 	s, dev, d := ds.s, ds.acc.dev, ds.s.d
 	hs, _ := ds.pool.Get().(*hostScratch)
 	if hs == nil {
-		hs = &hostScratch{w: make([]float64, len(s.tasks)), x: make([]float64, d), y: make([]float64, d),
-			sign: make([]float64, d)}
+		hs = &hostScratch{w: make([]float64, len(s.tasks)), wg: make([]float64, len(s.tasks)), x: make([]float64, d),
+			y: make([]float64, d), sign: make([]float64, d)}
 	}
 	defer ds.pool.Put(hs)
 	if err := s.weightsInto(hs.w, p); err != nil {
@@ -272,23 +283,12 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 	var m *cudaMatrix
 	err := dev.Do(func() error {
 		total := 0.0
-		if err := dev.Zero(ds.ap, f64*d*d); err != nil {
-			return err
-		}
-		if err := dev.Zero(ds.cp, f64*d*d); err != nil {
-			return err
-		}
 		for k, wk := range hs.w {
-			if wk == 0 {
-				continue
-			}
 			total += wk
-			if err := dev.Daxpy(d*d, wk, ds.a[k], 1, ds.ap, 1); err != nil {
-				return err
-			}
-			if err := dev.Daxpy(d*d, wk*s.stats[k].scale, ds.g[k], 1, ds.cp, 1); err != nil {
-				return err
-			}
+			hs.wg[k] = wk * s.stats[k].scale
+		}
+		if err := ds.sums(hs); err != nil {
+			return err
 		}
 		if err := dev.Daxpy(d, total*s.opt.Beta, ds.ones, 1, ds.cp, d+1); err != nil { // + β Σp I
 			return err
@@ -406,6 +406,52 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 		return nil, st, refused
 	}
 	return m, st, nil
+}
+
+// sums stores A_p = Σ w_t A_t in ap and Σ w_t s_t G_t in cp, the weights
+// in hs.w and hs.wg. When more than a third of the tasks weigh, as two
+// DGEMVs over the D²×T matrices of every A_t and every G_t (each read
+// once, A_p and C_p written once); otherwise as one DAXPY per weighing
+// task and matrix, which reads only those (and A_p and C_p once each).
+// Call it inside Do.
+func (ds *cudaSolver) sums(hs *hostScratch) error {
+	dev, d, t := ds.acc.dev, ds.s.d, len(hs.w)
+	nnz := 0
+	for _, wk := range hs.w {
+		if wk != 0 {
+			nnz++
+		}
+	}
+	if 3*nnz > t {
+		if err := dev.Upload64(ds.wa, hs.w); err != nil {
+			return err
+		}
+		if err := dev.Upload64(ds.wg, hs.wg); err != nil {
+			return err
+		}
+		if err := dev.DgemvN(d*d, t, 1, ds.abuf, d*d, ds.wa, 0, ds.ap); err != nil {
+			return err
+		}
+		return dev.DgemvN(d*d, t, 1, ds.gbuf, d*d, ds.wg, 0, ds.cp)
+	}
+	if err := dev.Zero(ds.ap, f64*d*d); err != nil {
+		return err
+	}
+	if err := dev.Zero(ds.cp, f64*d*d); err != nil {
+		return err
+	}
+	for k, wk := range hs.w {
+		if wk == 0 {
+			continue
+		}
+		if err := dev.Daxpy(d*d, wk, ds.a[k], 1, ds.ap, 1); err != nil {
+			return err
+		}
+		if err := dev.Daxpy(d*d, hs.wg[k], ds.g[k], 1, ds.cp, 1); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // proveBounds sets bounds when every G_t is shown positive semi-definite

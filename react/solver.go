@@ -471,13 +471,13 @@ func maxNorm(col []float64) float64 {
 const minRowsPerWorker = 64
 
 // solveRows overwrites b with the solution W of W UᵀU = b, by the triangular
-// solves Y U = b and then W Uᵀ = Y. Both act on each row of b on its own, so
+// solves Y U = b and then W Uᵀ = Y (cholSolveRight). Both act on each row
+// of b on its own, so
 // blocks of rows are solved in parallel when GOMAXPROCS allows.
 func solveRows(u blas64.Triangular, b blas64.General) {
 	workers := min(runtime.GOMAXPROCS(0), b.Rows/minRowsPerWorker)
 	if workers <= 1 {
-		blas64.Trsm(blas.Right, blas.NoTrans, 1, u, b)
-		blas64.Trsm(blas.Right, blas.Trans, 1, u, b)
+		cholSolveRight(u, b)
 		return
 	}
 	var wg sync.WaitGroup
@@ -487,8 +487,7 @@ func solveRows(u blas64.Triangular, b blas64.General) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			blas64.Trsm(blas.Right, blas.NoTrans, 1, u, block)
-			blas64.Trsm(blas.Right, blas.Trans, 1, u, block)
+			cholSolveRight(u, block)
 		}()
 	}
 	wg.Wait()

@@ -75,6 +75,9 @@ mutants=(
 	"batch-unbounded#backend/model/device.go#s/r\.Shape\[0\] > math\.MaxInt32/r.Shape[0] > math.MaxInt64/#ExecuteDevice takes a batch beyond cuBLAS's int"
 	"bound-unproven#react/device_cuda.go#s|return nil // not shown: every solve estimates|// not shown, used anyway|#the condition bound used with a G_t not shown positive semi-definite"
 	"bound-any-size#react/device_cuda.go#s/b <= WarnCondition/b <= MaxCondition/#the condition bound used though above WarnCondition (no estimate where one is due)"
+	"gemv-lda#react/device_cuda.go#s/ds.abuf, d\*d, ds.wa/ds.abuf, d*d+1, ds.wa/#the sums' DGEMV over the A_t with a leading dimension one too long (it reads past the last A_t)"
+	"gemv-g-weights#react/device_cuda.go#s/ds.gbuf, d\*d, ds.wg/ds.gbuf, d*d, ds.wa/#the sums' DGEMV weighs the G_t without their normalisation (w_t instead of w_t s_t)"
+	"gemv-op-t#react/internal/cuda/linalg.go#/func \(d \*Device\) DgemvN\(/,/^}/s/C\.CUBLAS_OP_N/C.CUBLAS_OP_T/#DgemvN multiplies by Aᵀ"
 	"gpucopy-kind#backend/gpucopy.go#s/cuda_memcpy\(dst, src, n, 2\)/cuda_memcpy(dst, src, n, 1)/#the copy of an input from the GPU is made as host to device"
 )
 

@@ -149,13 +149,13 @@ done
 	--components "TIES=$res/effnet_ties_1.safetensors" --components "AdaMerging=$res/effnet_adamerging_1.safetensors" \
 	--components "TA 10%=$res/effnet_ta_0.1.safetensors" --components "TIES 10%=$res/effnet_ties_0.1.safetensors" \
 	--components "AdaMerging 10%=$res/effnet_adamerging_0.1.safetensors" \
-	--set equal --set priority --set one-hot --oracle --beta 0.1 --normalize sum 2>>"$res/eval.log"
+	--set equal --set priority --set one-hot --oracle --betas 0.1 --normalizations sum 2>>"$res/eval.log"
 cp "$res/effnet_table1.json" tritonmodels/zoo-effnet/eval.json
 # β at D=1280 (AdaMerging), and what the label-free choice (--beta auto,
 # the calibrate default grid) picks for it.
 "$CAL" eval --triton "$eff" --data "$work/test" --progress never --json "$res/effnet_beta.json" \
 	--markdown "$res/effnet_beta.md" --components "AdaMerging=$res/effnet_adamerging_1.safetensors" \
-	--set equal --set one-hot --normalize sum,mean --beta 0.1,1,10,100,1000 2>>"$res/eval.log"
+	--set equal --set one-hot --normalizations sum,mean --betas 0.1,1,10,100,1000 2>>"$res/eval.log"
 "$CAL" fit --triton "$eff" --inputs "$work/calib" --tasks "$tasks" --backbone-model backbone_adamerging \
 	--backbone-output feature "${experts[@]}" --beta auto --beta-report "$res/effnet_auto.beta.json" --quiet \
 	--out "$work/effnet_auto.safetensors" >"$res/effnet_auto.fit.txt"

@@ -44,6 +44,17 @@ type reactReaders struct {
 
 	mu    sync.Mutex
 	known map[modelRef]readerEntry
+	// now is the clock of the entries' age; nil is time.Now (tests age
+	// entries with their own).
+	now func() time.Time
+}
+
+// clock returns the time by r's clock.
+func (r *reactReaders) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
 }
 
 // modelRef names a model version ("" for Triton's choice).
@@ -66,7 +77,7 @@ func (r *reactReaders) reads(ctx context.Context, model, version string) (bool, 
 	r.mu.Lock()
 	e, ok := r.known[key]
 	r.mu.Unlock()
-	if ok && time.Since(e.at) < readersTTL {
+	if ok && r.clock().Sub(e.at) < readersTTL {
 		return e.reads, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -79,7 +90,7 @@ func (r *reactReaders) reads(ctx context.Context, model, version string) (bool, 
 	if r.known == nil {
 		r.known = make(map[modelRef]readerEntry)
 	}
-	r.known[key] = readerEntry{reads: reads, at: time.Now()}
+	r.known[key] = readerEntry{reads: reads, at: r.clock()}
 	r.mu.Unlock()
 	return reads, nil
 }

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+
+	"github.com/mergectl/react-triton/sidecar/config"
 )
 
 func TestMainUsageAndVersion(t *testing.T) {
@@ -84,5 +87,49 @@ func TestShutdownEndsCallsInFlight(t *testing.T) {
 	case <-u.cancelled:
 	case <-time.After(time.Minute):
 		t.Fatal("the upstream call was not cancelled")
+	}
+}
+
+// TestCommandPprofSwitch: the sidecar serves Go's profiles only when
+// pprof.enabled is set, and then where pprof.listen says.
+func TestCommandPprofSwitch(t *testing.T) {
+	for _, tt := range []struct {
+		enabled bool
+	}{{false}, {true}} {
+		if tt.enabled {
+			t.Setenv(config.EnvVar("pprof.enabled"), "true")
+			t.Setenv(config.EnvVar("pprof.listen"), "127.0.0.1:0")
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var out syncBuffer
+		cmd := NewCommand(ctx, nil, &out, &out)
+		cmd.SetArgs([]string{"--triton-grpc", closedAddr(t), "--triton-http", closedAddr(t),
+			"--grpc-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--metrics-listen", ""})
+		done := make(chan error, 1)
+		go func() { done <- cmd.Execute() }()
+		waitFor(t, 10*time.Second, "the sidecar listening", func() bool { return strings.Contains(out.String(), "sidecar listening") })
+		var line string
+		for l := range strings.Lines(out.String()) {
+			if strings.Contains(l, "sidecar listening") {
+				line = l
+			}
+		}
+		_, addr, served := strings.Cut(line, " pprof=")
+		if served != tt.enabled {
+			t.Errorf("pprof.enabled %v: %q, want profiles served: %v", tt.enabled, line, tt.enabled)
+		}
+		if served {
+			addr, _, _ = strings.Cut(addr, " ")
+			resp, err := http.Get("http://" + addr + "/debug/pprof/")
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Errorf("profiles at %s: %v %v", addr, resp, err)
+			} else {
+				resp.Body.Close()
+			}
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("pprof.enabled %v: %v; output %s", tt.enabled, err, out.String())
+		}
 	}
 }

@@ -178,6 +178,8 @@ func TestGRPCKeepaliveEnforcement(t *testing.T) {
 		{"pings without a call", time.Millisecond, false, true},
 		{"pings too often", time.Minute, true, true},
 		{"pings allowed", time.Millisecond, true, false},
+		// The bound is the configured one: pings 10ms apart against 100ms.
+		{"pings more often than keepalive_min_time", 100 * time.Millisecond, true, true},
 	} {
 		s, _ := startRecorded(t, Config{Server: limits(func(c *config.Server) {
 			c.GRPC.KeepaliveMinTime, c.GRPC.KeepalivePermitWithoutStream = tt.minTime, tt.permit
@@ -283,5 +285,22 @@ func TestGRPCForwardedFor(t *testing.T) {
 	}
 	if got := u.lastMD().Get("x-forwarded-for"); len(got) != 1 || got[0] != "127.0.0.1" {
 		t.Errorf("x-forwarded-for at Triton = %q", got)
+	}
+}
+
+// TestGRPCHandshakeTimeout: a connection to the gRPC listener that sends
+// no HTTP/2 preface, or part of one, is closed at
+// server.read_header_timeout.
+func TestGRPCHandshakeTimeout(t *testing.T) {
+	s, u := startRecorded(t, Config{Server: limits(func(c *config.Server) { c.ReadHeaderTimeout = 300 * time.Millisecond })})
+	for _, sent := range []string{"", "PRI * HTTP/2.0\r\n"} {
+		c := rawHTTP(t, s.GRPCAddr().String(), sent)
+		took, _ := closedWithin(t, c, 5*time.Second)
+		if took < 250*time.Millisecond || took > 2*time.Second {
+			t.Errorf("sent %q: closed after %v, want about 300ms", sent, took)
+		}
+	}
+	if g, _ := u.calls(); g != 0 {
+		t.Errorf("%d calls reached Triton", g)
 	}
 }

@@ -2,10 +2,12 @@ package sidecar
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -243,5 +245,110 @@ func TestConnectionCap(t *testing.T) {
 		if got, _ := metricValue(scrape(t, m.Handler()), "react_connections", map[string]string{"listener": l.name}); got != 2 {
 			t.Errorf("%s: react_connections = %v, want 2", l.name, got)
 		}
+	}
+}
+
+// TestHTTPHeadersBeyondBoundNotRead: headers far beyond
+// server.max_header_bytes (more than the 4 KiB more that Go reads) are
+// answered 431 at once, the connection closed, without waiting for the end
+// of the header section: the server does not hold a megabyte of headers a
+// connection.
+func TestHTTPHeadersBeyondBoundNotRead(t *testing.T) {
+	s, u := startRecorded(t, Config{Server: limits(func(c *config.Server) { c.MaxHeaderBytes = 2 * config.KiB })})
+	// 32 KiB of a cookie, and the header section never ends.
+	c := rawHTTP(t, s.HTTPAddr().String(), "GET /v2/health/ready HTTP/1.1\r\nHost: x\r\nCookie: "+strings.Repeat("c", 32<<10))
+	// The server closes with our bytes unread: the 431 may be followed by
+	// a reset rather than an end of file.
+	start := time.Now()
+	c.SetReadDeadline(start.Add(3 * time.Second))
+	got, err := io.ReadAll(c)
+	if took := time.Since(start); !strings.HasPrefix(string(got), "HTTP/1.1 431") || took > 2*time.Second || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("after %v: %q (%v), want 431 at once", took, got, err)
+	}
+	if _, h := u.calls(); h != 0 {
+		t.Errorf("%d requests reached Triton", h)
+	}
+}
+
+// TestHTTPWriteDeadlineLiftedWhenIdle: a kept-alive connection idle for
+// longer than server.write_timeout still gets the answers Go's server
+// writes itself, before any handler (here a 400 to a malformed request):
+// the write deadline of the last response does not outlive it.
+func TestHTTPWriteDeadlineLiftedWhenIdle(t *testing.T) {
+	s, _ := startRecorded(t, Config{Server: limits(func(c *config.Server) { c.WriteTimeout = 100 * time.Millisecond })})
+	c := rawHTTP(t, s.HTTPAddr().String(), "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%v %v", resp, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	time.Sleep(400 * time.Millisecond)
+	io.WriteString(c, "NOT A REQUEST\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	got, _ := io.ReadAll(br)
+	if !strings.HasPrefix(string(got), "HTTP/1.1 400") {
+		t.Errorf("a malformed request after %v idle: %q, want Go's 400", 400*time.Millisecond, got)
+	}
+}
+
+// TestLimitListenerUnbounded: a bound of 0 or less bounds nothing, and
+// still counts the connections open.
+func TestLimitListenerUnbounded(t *testing.T) {
+	for _, max := range []int{0, -1} {
+		inner, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A bound that refuses would close each connection and wait for
+		// the next: fail rather than wait.
+		inner.(*net.TCPListener).SetDeadline(time.Now().Add(5 * time.Second))
+		l := limitListener(inner, "test", max, nil).(*capListener)
+		var conns []net.Conn
+		for range 3 {
+			c := rawHTTP(t, l.Addr().String(), "")
+			defer c.Close()
+			a, err := l.Accept()
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, a)
+		}
+		if l.Open() != 3 {
+			t.Errorf("max %d: %d open, want 3", max, l.Open())
+		}
+		for _, a := range conns {
+			a.Close()
+			a.Close() // counted out once
+		}
+		if l.Open() != 0 {
+			t.Errorf("max %d: %d open after closing all, want 0", max, l.Open())
+		}
+		l.Close()
+	}
+}
+
+// TestServerLimitsDefaults: a Config built by hand gets the default bounds
+// for what it leaves at zero among the keys that must be positive, and
+// keeps what it sets and the zeros that mean "no bound".
+func TestServerLimitsDefaults(t *testing.T) {
+	d := config.Default().Server
+	if got := serverLimits(config.Server{}); got != d {
+		t.Errorf("serverLimits(zero) = %+v, want the defaults %+v", got, d)
+	}
+	got := serverLimits(config.Server{MaxConnections: 5, WriteTimeout: time.Second})
+	want := config.Server{
+		MaxConnections:    5,
+		MaxHeaderBytes:    d.MaxHeaderBytes,
+		ReadHeaderTimeout: d.ReadHeaderTimeout,
+		WriteTimeout:      time.Second,
+		GRPC: config.GRPCServer{
+			MaxConcurrentStreams: d.GRPC.MaxConcurrentStreams,
+			KeepaliveTime:        d.GRPC.KeepaliveTime,
+			KeepaliveTimeout:     d.GRPC.KeepaliveTimeout,
+		},
+	}
+	if got != want {
+		t.Errorf("serverLimits = %+v, want %+v", got, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -122,4 +123,60 @@ func TestReloadTypoNotRetried(t *testing.T) {
 	}
 	writeFile(t, h.cfgPath, h.cfg.yaml())
 	waitFor(t, 10*time.Second, "the fixed reload", func() bool { s, _, ok := reloads(t, metrics); return s >= 1 && ok == 1 })
+}
+
+// TestReadyzFollowsTriton: /readyz is 503 while Triton says it is not
+// ready, even with every part of the controllable models ready, and 200
+// again once it is.
+func TestReadyzFollowsTriton(t *testing.T) {
+	h := startHarness(t, nil)
+	readyz := func() (int, string) {
+		rec := httptest.NewRecorder()
+		h.models.ReadyzHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := readyz(); code != http.StatusOK {
+		t.Fatalf("at start: %d %s", code, body)
+	}
+	h.fake.SetServerReady(false)
+	if code, body := readyz(); code != http.StatusServiceUnavailable || !strings.Contains(body, "Triton is not ready") {
+		t.Errorf("with Triton not ready: %d %q, want 503 saying so", code, body)
+	}
+	h.fake.SetServerReady(true)
+	if code, body := readyz(); code != http.StatusOK {
+		t.Errorf("with Triton ready again: %d %s", code, body)
+	}
+}
+
+// TestReadinessAfterReload: the cached readiness belongs to the models it
+// was computed for; a reload's models are checked at the next probe, not
+// answered with the old models' result of the last second.
+func TestReadinessAfterReload(t *testing.T) {
+	h := newHarness(t, nil)
+	h.fake.Put(h.sc.BackboneModel("backbone2", "FP32"))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := h.models.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.fake.SetReady("backbone", false)
+	var seen time.Time
+	waitFor(t, 5*time.Second, "not ready", func() bool {
+		code, ready, readyz := readyNow(t, h)
+		seen = time.Now()
+		return code == http.StatusServiceUnavailable && !ready && readyz == http.StatusServiceUnavailable
+	})
+	c := h.cfg
+	c.components = filepath.Join(h.dir, "components.safetensors")
+	c.backbone = "backbone2"
+	if err := h.models.Reload(ctx, loadConfig(t, t.TempDir(), "new.yaml", c)); err != nil {
+		t.Fatal(err)
+	}
+	code, ready, readyz := readyNow(t, h)
+	if time.Since(seen) >= readinessTTL {
+		t.Skip("the reload took longer than the readiness cache lasts")
+	}
+	if code == http.StatusServiceUnavailable || !ready || readyz != http.StatusOK {
+		t.Errorf("after a reload onto backbone2, ready on Triton: %d %v %d, want ready at once", code, ready, readyz)
+	}
 }

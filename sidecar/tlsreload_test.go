@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"net/http"
@@ -283,6 +284,9 @@ func TestCertificateReload(t *testing.T) {
 	if exp, _ := metricValue(fams, "react_tls_certificate_not_after_timestamp_seconds", nil); int64(exp) != leaf.NotAfter.Unix() {
 		t.Errorf("not_after = %v, want %d", exp, leaf.NotAfter.Unix())
 	}
+	if got := certs.NotAfter(); !got.Equal(leaf.NotAfter) {
+		t.Errorf("CertStore.NotAfter (logged at start) = %v, want %v", got, leaf.NotAfter)
+	}
 
 	// A CA rotation: a certificate of a new CA, picked up by Reload (SIGHUP).
 	ca2 := newTestCA(t, "ca2")
@@ -302,5 +306,135 @@ func TestCertificateReload(t *testing.T) {
 	}
 	if got := servedCert(t, s.HTTPAddr().String(), clientTLS(t, ca2, nil)); strings.HasPrefix(got, "error") {
 		t.Errorf("after a failed Reload: %s", got)
+	}
+}
+
+// TestClientCARotation: a client CA replaced on disk takes effect at the
+// next handshake after Reload: a certificate of the new CA is served and
+// one of the old CA refused, on both listeners.
+func TestClientCARotation(t *testing.T) {
+	ca, oldClients, newClients := newTestCA(t, "ca"), newTestCA(t, "clients-1"), newTestCA(t, "clients-2")
+	files := tlsFiles(t, t.TempDir(), ca, oldClients)
+	certs, err := NewCertStore(files, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := startRecorded(t, Config{TLS: certs})
+	if gerr, herr := tlsCalls(t, s, clientTLS(t, ca, oldClients)); gerr != nil || herr != nil {
+		t.Fatalf("before the rotation: gRPC %v, HTTP %v", gerr, herr)
+	}
+	writeAtomic(t, files.ClientCAFile, newClients.pem)
+	if err := certs.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if gerr, herr := tlsCalls(t, s, clientTLS(t, ca, newClients)); gerr != nil || herr != nil {
+		t.Errorf("a certificate of the new client CA: gRPC %v, HTTP %v", gerr, herr)
+	}
+	if gerr, herr := tlsCalls(t, s, clientTLS(t, ca, oldClients)); gerr == nil || herr == nil {
+		t.Errorf("a certificate of the old client CA: gRPC %v, HTTP %v, want both refused", gerr, herr)
+	}
+}
+
+// TestTLSMinVersion: a client that speaks at most TLS 1.1 is refused on
+// both listeners.
+func TestTLSMinVersion(t *testing.T) {
+	ca := newTestCA(t, "ca")
+	certs, err := NewCertStore(tlsFiles(t, t.TempDir(), ca, nil), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := startRecorded(t, Config{TLS: certs})
+	cfg := clientTLS(t, ca, nil)
+	cfg.MinVersion, cfg.MaxVersion = tls.VersionTLS10, tls.VersionTLS11
+	if gerr, herr := tlsCalls(t, s, cfg); gerr == nil || herr == nil {
+		t.Errorf("TLS 1.1: gRPC %v, HTTP %v, want both refused", gerr, herr)
+	}
+}
+
+// secretVolume lays out dir as the kubelet mounts a Secret: the files in a
+// timestamped directory, a ..data symlink to it, and each file a symlink
+// through ..data. Each call is an update, swapping ..data atomically as the
+// kubelet's atomic writer does.
+type secretVolume struct {
+	dir string
+	n   int
+}
+
+func (v *secretVolume) update(t *testing.T, files map[string][]byte) {
+	t.Helper()
+	v.n++
+	ts := fmt.Sprintf("..2026_11_27_%02d", v.n)
+	if err := os.Mkdir(filepath.Join(v.dir, ts), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(v.dir, ts, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		link := filepath.Join(v.dir, name)
+		if _, err := os.Lstat(link); os.IsNotExist(err) {
+			if err := os.Symlink(filepath.Join("..data", name), link); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tmp := filepath.Join(v.dir, "..data_tmp")
+	if err := os.Symlink(ts, tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(v.dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCertificateReloadSecretVolume: Watch picks up a Kubernetes Secret
+// update, where only the ..data symlink changes and the files' own names
+// see no event.
+func TestCertificateReloadSecretVolume(t *testing.T) {
+	ca := newTestCA(t, "ca")
+	vol := &secretVolume{dir: t.TempDir()}
+	cert, key := ca.issue(t, "sidecar-1", true)
+	vol.update(t, map[string][]byte{"tls.crt": cert, "tls.key": key})
+	certs, err := NewCertStore(config.ServerTLS{Enabled: true, CertFile: filepath.Join(vol.dir, "tls.crt"), KeyFile: filepath.Join(vol.dir, "tls.key")}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go certs.Watch(ctx)
+	s, _ := startRecorded(t, Config{TLS: certs})
+	cfg := clientTLS(t, ca, nil)
+	time.Sleep(2 * tlsDebounce) // Watch has added the directory
+
+	cert, key = ca.issue(t, "sidecar-2", true)
+	vol.update(t, map[string][]byte{"tls.crt": cert, "tls.key": key})
+	block, _ := pem.Decode(cert)
+	leaf, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the Secret's new certificate", func() bool {
+		return servedCert(t, s.HTTPAddr().String(), cfg) == leaf.SerialNumber.String()
+	})
+}
+
+// TestMetricsPlainUnlessAsked: with TLS on the client listeners and
+// server.tls.metrics off, the metrics listener serves plain HTTP (a
+// Prometheus that scrapes it as before keeps working).
+func TestMetricsPlainUnlessAsked(t *testing.T) {
+	ca := newTestCA(t, "ca")
+	certs, err := NewCertStore(tlsFiles(t, t.TempDir(), ca, nil), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMetrics()
+	s, _ := startRecorded(t, Config{TLS: certs, MetricsListen: "127.0.0.1:0", MetricsHandler: m.Handler()})
+	resp, err := http.Get("http://" + s.MetricsAddr().String() + "/healthz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("metrics over plain HTTP: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if got := servedCert(t, s.HTTPAddr().String(), clientTLS(t, ca, nil)); strings.HasPrefix(got, "error") {
+		t.Errorf("the HTTP listener over TLS: %s", got)
 	}
 }

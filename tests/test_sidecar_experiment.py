@@ -102,7 +102,7 @@ def test_calibrate_assign_agrees_with_python():
         want = [assign(name, k, arms, traffic) or "-" for k in keys]
         assert got == want, name
     # The experiment of the zoo's configuration, read from the file.
-    got = _calibrate_assign(keys[:500], "--config", str(ROOT / "tritonmodels" / "zoo" / "sidecar.yaml"), "--experiment", EXPERIMENT)
+    got = _calibrate_assign(keys[:500], "--sidecar-config", str(ROOT / "tritonmodels" / "zoo" / "sidecar.yaml"), "--experiment", EXPERIMENT)
     assert got == [assign(EXPERIMENT, k, ARMS) for k in keys[:500]]
 
 

@@ -3,11 +3,13 @@ package model
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/react"
@@ -458,5 +460,85 @@ func TestExecuteConcurrentInstances(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// BenchmarkExecuteManyPreferences is one batch of 64 one-row requests, as
+// Triton's dynamic batcher hands the step, spread over K distinct
+// preferences (request j of batch i has preference (64 i + j) mod K):
+// "cached" with every W_p formed beforehand and a cache that holds them
+// all, "cache=K/2" with a cache of half as many entries, so that every
+// batch evicts and solves again. rows/s against K = 1 is the cost of many
+// preferences in flight (issue 28: at least 80 % at K = 256, cached).
+func BenchmarkExecuteManyPreferences(b *testing.B) {
+	const batch = 64
+	tasks := []string{"fashion", "mnist", "greek", "letters", "digits", "fontdigits"}
+	specs := func(k int) []string {
+		s := make([]string, k)
+		for i := range s {
+			// Distinct for every i: two weights in (0, 1], their tasks
+			// cycling through the zoo's pairs.
+			a, c := tasks[i%len(tasks)], tasks[(i/len(tasks)+1+i%len(tasks))%len(tasks)]
+			if a == c {
+				c = tasks[(i+1)%len(tasks)]
+			}
+			s[i] = fmt.Sprintf("%s=%d,%s=%d", a, 1+i, c, 1000-i)
+		}
+		return s
+	}
+	for _, k := range []int{1, 16, 256} {
+		for _, cache := range []string{"cached", "cache=K/2"} {
+			if k == 1 && cache != "cached" {
+				continue
+			}
+			b.Run(fmt.Sprintf("K=%d/%s", k, cache), func(b *testing.B) {
+				size := 2 * k
+				if cache != "cached" {
+					size = max(k/2, 1)
+				}
+				m := loadZoo(b, "FP32", `"cache_size": {"string_value": "`+itoa(size)+`"}`)
+				rng := rand.New(rand.NewPCG(3, 4))
+				ss := specs(k)
+				seen := map[string]bool{}
+				for _, s := range ss {
+					if seen[s] {
+						b.Fatalf("preference %q twice", s)
+					}
+					seen[s] = true
+				}
+				// Every batch's requests, precomputed: batches cycle.
+				nb := max(k/batch, 1)
+				batches := make([][]Request, nb)
+				for i := range batches {
+					batches[i] = make([]Request, batch)
+					for j := range batches[i] {
+						batches[i][j], _ = request(b, rng, "FP32", 1, m.D(), pref(ss[(i*batch+j)%k]))
+					}
+				}
+				out := make([]byte, len(batches[0][0].Data))
+				alloc := func(int) ([]byte, error) { return out, nil }
+				var sc Scratch
+				if cache == "cached" {
+					for _, reqs := range batches {
+						m.Execute(context.Background(), reqs, alloc, &sc)
+					}
+					for _, s := range ss {
+						for !formed(m, s) {
+							time.Sleep(time.Millisecond)
+						}
+					}
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					for j, o := range m.Execute(context.Background(), batches[i%nb], alloc, &sc) {
+						if o.Err != nil {
+							b.Fatalf("request %d: %v", j, o.Err)
+						}
+					}
+				}
+				b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "rows/s")
+			})
+		}
 	}
 }

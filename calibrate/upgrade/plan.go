@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 
 	"github.com/mergectl/react-triton/backend/model"
+	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/triton/ensemble"
 	"github.com/mergectl/react-triton/triton/modelconfig"
@@ -32,14 +33,20 @@ const (
 
 // Options say what to upgrade: the flags of calibrate upgrade.
 type Options struct {
-	Repository        string   // the model repository
-	Model             string   // the ensemble to upgrade
-	Correct           string   // the ensemble's tensor to correct
-	Components        string   // the components file
-	ReactModel        string   // the react model's name; "" for react_<backbone model>
-	Presets           []string // the react model's presets, NAME=SPEC
-	DefaultPreference string   // the react model's default preference; "" for none
-	VariantOf         string   // a model the components file may have been calibrated on instead of the backbone
+	Repository string // the model repository
+	Model      string // the ensemble to upgrade
+	Correct    string // the ensemble's tensor to correct
+	Components string // the components file
+	ReactModel string // the react model's name; "" for react_<backbone model>
+	VariantOf  string // a model the components file may have been calibrated on instead of the backbone
+	// Profile is the react model's profile, as the flags of
+	// config.BindProfileFlags give it and control.Settings.Check accepts
+	// it: its one profile's β, normalisation, default preference and
+	// presets, and the bounds, each written as the backend's parameter of
+	// that name when it is set or other than its default. The profile's
+	// components path is not written: the model reads each version's copy
+	// of Components.
+	Profile control.Settings
 }
 
 // Plan is what an upgrade writes: Options.Plan computes it, Describe
@@ -201,17 +208,43 @@ func (o *Options) reactConfig(name string, ens, producer *tritonpb.ModelConfig, 
 	if ens.GetMaxBatchSize() > 0 && producer.GetMaxBatchSize() == 0 {
 		return nil, fmt.Errorf("the ensemble batches (max_batch_size %d) but %s does not: cannot give the react model its dims", ens.GetMaxBatchSize(), producer.GetName())
 	}
-	if o.DefaultPreference != "" {
-		cfg.Parameters[model.ParamDefaultPreference] = &tritonpb.ModelParameter{StringValue: o.DefaultPreference}
-	}
-	for _, p := range o.Presets {
-		name, spec, ok := strings.Cut(p, "=")
-		if !ok || name == "" {
-			return nil, fmt.Errorf("--preset %q: want NAME=SPEC", p)
-		}
-		cfg.Parameters[model.ParamPresetPrefix+name] = &tritonpb.ModelParameter{StringValue: spec}
+	for k, v := range o.Parameters() {
+		cfg.Parameters[k] = &tritonpb.ModelParameter{StringValue: v}
 	}
 	return cfg, nil
+}
+
+// Parameters returns the react model's parameters (backend/model's
+// names) that the profile sets, beside the components file: the
+// profile's values given, and the bounds other than their defaults.
+func (o *Options) Parameters() map[string]string {
+	params := map[string]string{}
+	if len(o.Profile.Profiles) > 0 {
+		p := o.Profile.Profiles[0]
+		if p.Beta != nil {
+			params[model.ParamBeta] = strconv.FormatFloat(*p.Beta, 'g', -1, 64)
+		}
+		if p.Normalize != "" {
+			params[model.ParamNormalization] = p.Normalize
+		}
+		if p.DefaultPreference != "" {
+			params[model.ParamDefaultPreference] = p.DefaultPreference
+		}
+		for name, spec := range p.Presets {
+			params[model.ParamPresetPrefix+name] = spec
+		}
+	}
+	def := control.DefaultSettings()
+	if o.Profile.CacheMaxBytes != 0 && o.Profile.CacheMaxBytes != def.CacheMaxBytes {
+		params[model.ParamCacheMaxBytes] = strconv.FormatInt(o.Profile.CacheMaxBytes, 10)
+	}
+	if o.Profile.CacheSize != def.CacheSize {
+		params[model.ParamCacheSize] = strconv.Itoa(o.Profile.CacheSize)
+	}
+	if o.Profile.MaxPreferenceLength != 0 && o.Profile.MaxPreferenceLength != def.MaxPreferenceLength {
+		params[model.ParamMaxPreferenceLength] = strconv.Itoa(o.Profile.MaxPreferenceLength)
+	}
+	return params
 }
 
 // fits says why an existing react model does not take the tensor the new

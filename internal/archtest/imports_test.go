@@ -49,6 +49,8 @@ var policy = map[string][]string{
 	"triton/modelconfig":                   {"triton/tritonpb"},
 
 	"experiment": nil,
+	// experiment/sequential: the statistics that decide an experiment.
+	"experiment/sequential": nil,
 
 	// What both serving modes share: no server, no configuration file.
 	"control": {"react", "experiment", "problem", "internal/bytesize", "internal/filecheck"},
@@ -68,9 +70,10 @@ var policy = map[string][]string{
 	"calibrate/pairs":       {"react"},
 	"calibrate/embeddings":  {"internal/npyfile", "react"},
 	"calibrate/tritonpairs": {"calibrate/images", "internal/samples", "react", "triton", "triton/tritonpb"},
-	// calibrate/upgrade checks the react model it writes with the backend's
-	// own parser (backend/model).
-	"calibrate/upgrade": {"react", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile", "backend/model"},
+	// calibrate/upgrade writes a profile (control's settings) as a react
+	// model's parameters and checks the model with the backend's own
+	// parser (backend/model).
+	"calibrate/upgrade": {"react", "control", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile", "backend/model"},
 	// calibrate/progress: the --progress bar or log lines of fit and eval.
 	"calibrate/progress": {"config"},
 	// calibrate/fit: a whole fit from its configuration, the command's library.
@@ -112,13 +115,14 @@ var policy = map[string][]string{
 // frameworks and metrics, so that the backend inside tritonserver carries
 // none of them.
 var forbidden = map[string][]string{
-	"react/":          {"google.golang.org/grpc", "github.com/spf13/", "github.com/prometheus/", "net/http"},
-	"react":           {"google.golang.org/grpc", "github.com/spf13/", "github.com/prometheus/", "net/http"},
-	"control":         {"google.golang.org/grpc", "github.com/spf13/", "github.com/prometheus/", "net/http"},
-	"experiment":      {"google.golang.org/grpc", "github.com/spf13/", "github.com/prometheus/"},
-	"backend/":        {"github.com/spf13/", "github.com/prometheus/"},
-	"backend":         {"github.com/spf13/", "github.com/prometheus/"},
-	"triton/tritonpb": {"github.com/spf13/"},
+	"react/":                {"google.golang.org/grpc", "github.com/spf13/", "github.com/prometheus/", "net/http"},
+	"react":                 {"google.golang.org/grpc", "github.com/spf13/", "github.com/prometheus/", "net/http"},
+	"control":               {"google.golang.org/grpc", "github.com/spf13/", "github.com/prometheus/", "net/http"},
+	"experiment":            {"google.golang.org/grpc", "github.com/spf13/", "github.com/prometheus/"},
+	"experiment/sequential": {"google.golang.org/grpc", "github.com/spf13/", "github.com/prometheus/"},
+	"backend/":              {"github.com/spf13/", "github.com/prometheus/"},
+	"backend":               {"github.com/spf13/", "github.com/prometheus/"},
+	"triton/tritonpb":       {"github.com/spf13/"},
 }
 
 // tagSets are the build configurations whose imports count: the default,

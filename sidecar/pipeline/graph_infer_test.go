@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -327,6 +330,9 @@ func TestGraphInferOutputsAndInputs(t *testing.T) {
 			r.Outputs = []*tritonpb.ModelInferRequest_InferRequestedOutputTensor{{Name: "scores_a",
 				Parameters: map[string]*tritonpb.InferParameter{"classification": {ParameterChoice: &tritonpb.InferParameter_Int64Param{Int64Param: 1}}}}}
 		}, `output "scores_a": its parameters (classification) are not served with a correction when another step reads it`},
+		{"an output twice", func(r *tritonpb.ModelInferRequest) {
+			r.Outputs = []*tritonpb.ModelInferRequest_InferRequestedOutputTensor{{Name: "probs"}, {Name: "probs"}}
+		}, `output "probs" requested more than once`},
 		{"output in shared memory", func(r *tritonpb.ModelInferRequest) {
 			r.Outputs = []*tritonpb.ModelInferRequest_InferRequestedOutputTensor{{Name: "probs",
 				Parameters: map[string]*tritonpb.InferParameter{"shared_memory_region": stringParam("r")}}}
@@ -395,4 +401,120 @@ func TestGraphInferConcurrentRequests(t *testing.T) {
 		}
 	}
 	wg.Wait()
+}
+
+// TestGraphInferEdges: what the graph form promises beyond
+// the zoo's ensemble (each of these a mutant once survived).
+func TestGraphInferEdges(t *testing.T) {
+	ctx := context.Background()
+
+	// The corrected tensor is also an output of the ensemble: the answer
+	// owns its bytes, which the next request's correction (in the same
+	// pooled buffers) does not change.
+	t.Run("corrected tensor returned", func(t *testing.T) {
+		e := newGraphEnv(t)
+		n := batched
+		tt := func(name, dt string, dims ...int64) faketriton.Tensor {
+			return faketriton.Tensor{Name: name, Datatype: dt, Shape: n.shape(dims...)}
+		}
+		e.fake.Put(&faketriton.Model{Name: "cls_emb", MaxBatchSize: n.maxBatch(),
+			Inputs:  []faketriton.Tensor{tt("image", "UINT8", 3), tt("mask", "INT64", 3)},
+			Outputs: []faketriton.Tensor{tt("emb", "FP16", 4), tt("scores_a", "FP32", 2)},
+			Steps: []*tritonpb.ModelEnsembling_Step{
+				faketriton.Step(n.pre, map[string]string{"image": "image"}, map[string]string{"pixels": "pixels"}),
+				faketriton.Step(n.backbone, map[string]string{"x": "pixels", "mask": "mask"}, map[string]string{"feature": "emb"}),
+				faketriton.Step(n.headA, map[string]string{"feature": "emb"}, map[string]string{"logits": "scores_a"}),
+			}})
+		cfg := e.config()
+		cfg.Models = []config.Model{{Name: "cls_emb", Components: "zoo", Correct: "emb"}}
+		m := e.mustBuild(t, cfg).Models["cls_emb"]
+		first, err := m.Infer(ctx, e.up, withPreference(graphRequest("cls_emb", true, graphImages, graphMasks, "emb"), "a=1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept := append([]byte(nil), first.Response.GetRawOutputContents()[0]...)
+		if _, err := m.Infer(ctx, e.up, withPreference(graphRequest("cls_emb", true, graphImages, graphMasks, "emb"), "b=1")); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(first.Response.GetRawOutputContents()[0], kept) {
+			t.Error("the first answer's emb changed with the second request's correction: it aliases the pooled buffers")
+		}
+	})
+
+	// Triton's ensembles answer with the request's sequence parameters.
+	t.Run("sequence parameters", func(t *testing.T) {
+		e := newGraphEnv(t)
+		m := e.mustBuild(t, e.graphConfig()).Models["cls"]
+		req := graphRequest("cls", true, graphImages, graphMasks)
+		req.Parameters = map[string]*tritonpb.InferParameter{
+			"sequence_id":    {ParameterChoice: &tritonpb.InferParameter_Int64Param{Int64Param: 7}},
+			"sequence_start": {ParameterChoice: &tritonpb.InferParameter_BoolParam{BoolParam: true}},
+		}
+		res, err := m.Infer(ctx, e.up, withPreference(req, "a=1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := res.Response.GetParameters()
+		if p["sequence_id"].GetInt64Param() != 7 || !p["sequence_start"].GetBoolParam() || p["sequence_end"] == nil || p["sequence_end"].GetBoolParam() {
+			t.Errorf("sequence parameters %v, want id 7, start true, end false", p)
+		}
+	})
+
+	// The model's version is the highest the ensemble serves.
+	t.Run("latest version", func(t *testing.T) {
+		e := newGraphEnv(t)
+		models := graphModels(e.sc, batched)
+		ens := models[len(models)-1]
+		ens.Versions = []string{"1", "3", "2"}
+		e.fake.Put(ens)
+		if v := e.mustBuild(t, e.graphConfig()).Models["cls"].Version(); v != "3" {
+			t.Errorf("Version %q, want 3", v)
+		}
+	})
+
+	// limits.max_batch_size lowers the ensemble's own maximum.
+	t.Run("limits.max_batch_size", func(t *testing.T) {
+		e := newGraphEnv(t)
+		cfg := e.graphConfig()
+		cfg.Limits.MaxBatchSize = 2
+		m := e.mustBuild(t, cfg).Models["cls"]
+		_, err := m.Infer(ctx, e.up, withPreference(graphRequest("cls", true, graphImages[:9], graphMasks[:9]), "a=1"))
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "maximum of 2") {
+			t.Errorf("a batch of 3 under limits.max_batch_size 2: %v", err)
+		}
+	})
+
+	// A request to an ensemble that does not batch is one row, whatever
+	// its first dimension.
+	t.Run("rows of an unbatched ensemble", func(t *testing.T) {
+		e := newGraphEnv(t)
+		m := e.mustBuild(t, e.graphConfig()).Models["cls_nb"]
+		for _, pref := range []string{"none", "a=1"} {
+			res, err := m.Infer(ctx, e.up, withPreference(graphRequest("cls_nb", false, graphImages[9:12], graphMasks[9:12]), pref))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Rows != 1 {
+				t.Errorf("preference %s: Rows %d, want 1", pref, res.Rows)
+			}
+		}
+	})
+
+	// A producing step whose output changed datatype since the build is
+	// an INTERNAL error that says to reload, not a correction in the
+	// wrong type.
+	t.Run("producer changed", func(t *testing.T) {
+		e := newGraphEnv(t)
+		m := e.mustBuild(t, e.graphConfig()).Models["cls"]
+		in := []faketriton.Tensor{{Name: "x", Datatype: "FP32", Shape: []int64{-1, 3}}, {Name: "mask", Datatype: "INT64", Shape: []int64{-1, 3}}}
+		e.fake.Put(faketriton.Func("backbone", 8, in, []faketriton.Tensor{{Name: "feature", Datatype: "FP32", Shape: []int64{-1, 4}}},
+			func(in map[string]triton.Tensor) (map[string]triton.Tensor, error) {
+				rows := in["x"].Shape[0]
+				return map[string]triton.Tensor{"feature": triton.NewFP32("feature", []int64{rows, 4}, make([]float32, rows*4))}, nil
+			}))
+		_, err := m.Infer(ctx, e.up, withPreference(graphRequest("cls", true, graphImages, graphMasks), "a=1"))
+		if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "not FP16 as at load time: reload the sidecar") {
+			t.Errorf("error %v, want INTERNAL saying the datatype changed", err)
+		}
+	})
 }

@@ -18,6 +18,14 @@ func (d *Device) Daxpy(n int, alpha float64, x Ptr, incX int, y Ptr, incY int) e
 	return checkBLAS("cublasDaxpy", C.rc_cublasDaxpy(d.cur.blas, C.int(n), &a, x.c(), C.int(incX), y.c(), C.int(incY)))
 }
 
+// DgemvN computes y = alpha·A·x + beta·y for the m×n A at a (column-major,
+// leading dimension lda), x n long and y m long, both packed. beta 0 does
+// not read y.
+func (d *Device) DgemvN(m, n int, alpha float64, a Ptr, lda int, x Ptr, beta float64, y Ptr) error {
+	al, be := C.double(alpha), C.double(beta)
+	return checkBLAS("cublasDgemv", C.rc_cublasDgemv(d.cur.blas, C.CUBLAS_OP_N, C.int(m), C.int(n), &al, a.c(), C.int(lda), x.c(), 1, &be, y.c(), 1))
+}
+
 // Dsymv computes y = alpha·A·x + beta·y for the symmetric n×n A whose lower
 // triangle (column-major) is at a, with leading dimension lda.
 func (d *Device) Dsymv(n int, alpha float64, a Ptr, lda int, x Ptr, beta float64, y Ptr) error {

@@ -159,3 +159,66 @@ func TestDcholsolve(t *testing.T) {
 		}
 	}
 }
+
+// TestDgemvN: y = A x for an m×n A with lda > m (the rows between m and
+// lda NaN, never read) and y full of NaN beforehand (beta 0 does not read
+// it), against the product on the host.
+func TestDgemvN(t *testing.T) {
+	d := openOrSkip(t)
+	const m, n, lda = 9, 4, 11
+	a := make([]float64, lda*n) // column-major
+	x := make([]float64, n)
+	for j := range n {
+		x[j] = 0.5*float64(j) - 1
+		for i := range lda {
+			if i < m {
+				a[j*lda+i] = float64(i) - float64(j*j)/3
+			} else {
+				a[j*lda+i] = math.NaN()
+			}
+		}
+	}
+	nan := make([]float64, m)
+	for i := range nan {
+		nan[i] = math.NaN()
+	}
+	got := make([]float64, m)
+	var pa, px, py Ptr
+	err := d.Do(func() error {
+		var err error
+		if pa, err = d.Alloc(8 * lda * n); err != nil {
+			return err
+		}
+		if px, err = d.Alloc(8 * n); err != nil {
+			return err
+		}
+		if py, err = d.Alloc(8 * m); err != nil {
+			return err
+		}
+		for _, c := range []struct {
+			p Ptr
+			v []float64
+		}{{pa, a}, {px, x}, {py, nan}} {
+			if err := d.Upload64(c.p, c.v); err != nil {
+				return err
+			}
+		}
+		if err := d.DgemvN(m, n, 1, pa, lda, px, 0, py); err != nil {
+			return err
+		}
+		return d.Download64(got, py)
+	})
+	defer func() { d.Free(pa); d.Free(px); d.Free(py) }()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range m {
+		want := 0.0
+		for j := range n {
+			want += a[j*lda+i] * x[j]
+		}
+		if !(math.Abs(got[i]-want) <= 1e-12*math.Abs(want)+1e-12) {
+			t.Errorf("y[%d] = %v, want %v", i, got[i], want)
+		}
+	}
+}

@@ -50,6 +50,7 @@
 	X(blas, cublasSetMathMode)                \
 	X(blas, cublasGetStatusName)              \
 	X(blas, cublasDaxpy)                      \
+	X(blas, cublasDgemv)                      \
 	X(blas, cublasDsymv)                      \
 	X(blas, cublasSgemm)                      \
 	X(blas, cublasDtrsv)                      \

@@ -202,6 +202,64 @@ cublasStatus_t CUBLASWINAPI cublasDaxpy(cublasHandle_t handle, int n, const doub
 	U(CUBLAS_STATUS_SUCCESS);
 }
 
+// ---- DGEMV ----
+
+// run_dgemv computes y = alpha op(A) x + beta y for the m×n A (column-major,
+// leading dimension lda); beta 0 does not read y (NaN in y stays out).
+static CUresult run_dgemv(emu_op *op) {
+	int trans = op->i[0] != CUBLAS_OP_N, m = op->i[1], n = op->i[2], lda = op->i[3], incx = op->i[4], incy = op->i[5];
+	double alpha = op->d[0], beta = op->d[1];
+	int lx = trans ? m : n, ly = trans ? n : m;
+	const double *a = emu_operand(op->ctx, op, "A", op->p[0], emu_mat_extent(m, n, lda), 8);
+	const double *x = a == NULL ? NULL : emu_operand(op->ctx, op, "x", op->p[1], emu_vec_extent(lx, incx), 8);
+	double *y = x == NULL ? NULL : emu_operand(op->ctx, op, "y", op->p[2], emu_vec_extent(ly, incy), 8);
+	if (y == NULL) {
+		return CUDA_ERROR_ILLEGAL_ADDRESS;
+	}
+	for (int i = 0; i < ly; i++) {
+		double sum = 0;
+		for (int k = 0; k < lx; k++) {
+			double aik = trans ? a[(size_t)k + (size_t)i * (size_t)lda] : a[(size_t)i + (size_t)k * (size_t)lda];
+			sum += aik * x[strided(k, lx, incx)];
+		}
+		double *yi = &y[strided(i, ly, incy)];
+		*yi = alpha * sum + (beta == 0 ? 0 : beta * *yi);
+	}
+	return CUDA_SUCCESS;
+}
+
+cublasStatus_t CUBLASWINAPI cublasDgemv(cublasHandle_t handle, cublasOperation_t trans, int m, int n, const double *alpha, const double *A,
+                                        int lda, const double *x, int incx, const double *beta, double *y, int incy) {
+	L;
+	const char *fn = "cublasDgemv";
+	struct CUstream_st *s;
+	cublasStatus_t st = need_handle(fn, handle, &s);
+	if (st != CUBLAS_STATUS_SUCCESS) {
+		U(st);
+	}
+	if (trans != CUBLAS_OP_N && trans != CUBLAS_OP_T && trans != CUBLAS_OP_C) {
+		U(invalid(fn, "trans is not CUBLAS_OP_N, _T or _C"));
+	}
+	if (m < 0 || n < 0) {
+		U(invalid(fn, "m < 0 or n < 0"));
+	}
+	if (lda < (m > 1 ? m : 1)) {
+		U(invalid(fn, "lda < max(1, m)"));
+	}
+	if (incx == 0 || incy == 0) {
+		U(invalid(fn, "incx or incy is 0"));
+	}
+	if (alpha == NULL || beta == NULL) {
+		U(invalid(fn, "alpha or beta is NULL"));
+	}
+	if (m == 0 || n == 0 || (*alpha == 0 && *beta == 1)) {
+		U(CUBLAS_STATUS_SUCCESS);
+	}
+	emu_op op = {.i = {trans, m, n, lda, incx, incy}, .d = {*alpha, *beta}, .p = {(CUdeviceptr)A, (CUdeviceptr)x, (CUdeviceptr)y}};
+	queue(s, fn, run_dgemv, &op);
+	U(CUBLAS_STATUS_SUCCESS);
+}
+
 // ---- DSYMV ----
 
 static CUresult run_dsymv(emu_op *op) {
