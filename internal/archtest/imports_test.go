@@ -44,7 +44,8 @@ var policy = map[string][]string{
 	"triton/tritonpb":                      nil,
 	"triton":                               {"triton/tritonpb"},
 	"triton/tritonhttp/internal/rapidjson": nil,
-	"triton/tritonhttp":                    {"triton", "triton/tritonpb", "triton/tritonhttp/internal/rapidjson"},
+	"triton/tritonhttp/internal/jsontext":  {"triton"},
+	"triton/tritonhttp":                    {"triton", "triton/tritonpb", "triton/tritonhttp/internal/rapidjson", "triton/tritonhttp/internal/jsontext"},
 	"triton/ensemble":                      {"triton", "triton/tritonpb"},
 	"triton/modelconfig":                   {"triton/tritonpb"},
 

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/mergectl/react-triton/triton"
+	"github.com/mergectl/react-triton/triton/tritonhttp/internal/jsontext"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -44,7 +45,7 @@ func EncodeRequest(req *tritonpb.ModelInferRequest, binary bool) (body []byte, h
 	b = append(b, '{')
 	if id := req.GetId(); id != "" {
 		b = append(b, `"id":`...)
-		b = appendString(b, id, false)
+		b = jsontext.AppendString(b, id, false)
 		b = append(b, ',')
 	}
 	params := unsignedParams(req.GetParameters(), "sequence_id", "timeout")
@@ -77,7 +78,7 @@ func EncodeRequest(req *tritonpb.ModelInferRequest, binary bool) (body []byte, h
 				b = append(b, ',')
 			}
 			b = append(b, `{"name":`...)
-			b = appendString(b, o.GetName(), false)
+			b = jsontext.AppendString(b, o.GetName(), false)
 			params := unsignedParams(without(o.GetParameters(), "binary_data"), "classification", "shared_memory_offset", "shared_memory_byte_size")
 			var extra []byte
 			if binary && !hasSharedMemory(params) {
@@ -151,9 +152,9 @@ func appendInput(b []byte, in *tritonpb.ModelInferRequest_InferInputTensor, data
 		}
 	}
 	b = append(b, `{"name":`...)
-	b = appendString(b, in.GetName(), false)
+	b = jsontext.AppendString(b, in.GetName(), false)
 	b = append(b, `,"datatype":`...)
-	b = appendString(b, in.GetDatatype(), false)
+	b = jsontext.AppendString(b, in.GetDatatype(), false)
 	b = append(b, `,"shape":[`...)
 	for i, d := range in.GetShape() {
 		if i > 0 {

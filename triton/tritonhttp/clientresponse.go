@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mergectl/react-triton/triton/tritonhttp/internal/jsontext"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -31,15 +32,15 @@ func decodeResponse(body []byte, headerLength string) (*tritonpb.ModelInferRespo
 	if err != nil {
 		return nil, err
 	}
-	s := &scanner{buf: body[:hl]}
-	if err := s.beginObject(); err != nil {
+	s := &scanner{Scanner: jsontext.New(body[:hl])}
+	if err := s.BeginObject(); err != nil {
 		return nil, fmt.Errorf("JSON header: %w", err)
 	}
 	resp := &tritonpb.ModelInferResponse{}
 	var outs []tensorSpec
 	var seen fieldSet
 	for n := 0; ; {
-		key, ok, err := s.member(&n)
+		key, ok, err := s.Member(&n)
 		if err != nil {
 			return nil, fmt.Errorf("JSON header: %w", err)
 		}
@@ -48,14 +49,14 @@ func decodeResponse(body []byte, headerLength string) (*tritonpb.ModelInferRespo
 		}
 		switch string(key) {
 		case "error":
-			msg, err := s.str()
+			msg, err := s.Str()
 			if err != nil {
 				return nil, fmt.Errorf("error: %w", err)
 			}
 			return nil, fmt.Errorf("server error: %s", msg)
 		case "id", "model_name", "model_version":
 			field := string(key)
-			v, err := s.str()
+			v, err := s.Str()
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", field, err)
 			}
@@ -82,12 +83,12 @@ func decodeResponse(body []byte, headerLength string) (*tritonpb.ModelInferRespo
 				return nil, err
 			}
 		default:
-			if err := s.skipValue(); err != nil {
+			if err := s.SkipValue(); err != nil {
 				return nil, fmt.Errorf("JSON header: %w", err)
 			}
 		}
 	}
-	if err := s.end(); err != nil {
+	if err := s.End(); err != nil {
 		return nil, fmt.Errorf("JSON header: %w", err)
 	}
 	if err := splitBinary(outs, body[hl:], headerLength != ""); err != nil {
@@ -109,12 +110,12 @@ func decodeResponse(body []byte, headerLength string) (*tritonpb.ModelInferRespo
 
 // readOutputTensors reads the outputs array of a response.
 func (s *scanner) readOutputTensors() ([]tensorSpec, error) {
-	if err := s.beginArray(); err != nil {
+	if err := s.BeginArray(); err != nil {
 		return nil, fmt.Errorf("outputs: %w", err)
 	}
 	var outs []tensorSpec
 	for n := 0; ; {
-		more, err := s.element(&n)
+		more, err := s.Element(&n)
 		if err != nil {
 			return nil, fmt.Errorf("outputs: %w", err)
 		}

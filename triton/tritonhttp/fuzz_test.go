@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mergectl/react-triton/triton"
+	"github.com/mergectl/react-triton/triton/tritonhttp/internal/jsontext"
 	"github.com/mergectl/react-triton/triton/tritonhttp/internal/rapidjson"
 )
 
@@ -238,12 +239,12 @@ func FuzzSyntaxError(f *testing.F) {
 			t.Fatalf("%q: encoding/json says valid %v, the rapidjson check %v", body, valid, te)
 		}
 		if te == nil && len(bytes.TrimSpace(body)) > 0 {
-			s := &scanner{buf: body}
-			err := s.skipValue()
+			s := jsontext.New(body)
+			err := s.SkipValue()
 			if err == nil {
-				err = s.end()
+				err = s.End()
 			}
-			if err != nil && !s.tooDeep {
+			if err != nil && !s.TooDeep() {
 				t.Fatalf("%q: valid JSON, but the scanner says %v", body, err)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/mergectl/react-triton/triton/tritonhttp/internal/jsontext"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -14,38 +15,38 @@ import (
 // exponent, NaN, an integer beyond int64) to double_param. Other values
 // (null, objects, arrays) are refused, as Triton refuses them.
 func (s *scanner) param() (*tritonpb.InferParameter, error) {
-	c, err := s.peek()
+	c, err := s.Peek()
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case c == '"':
-		v, err := s.str()
+		v, err := s.Str()
 		if err != nil {
 			return nil, err
 		}
 		return &tritonpb.InferParameter{ParameterChoice: &tritonpb.InferParameter_StringParam{StringParam: string(v)}}, nil
 	case c == 't' || c == 'f':
-		v, err := s.boolean()
+		v, err := s.Boolean()
 		if err != nil {
 			return nil, err
 		}
 		return &tritonpb.InferParameter{ParameterChoice: &tritonpb.InferParameter_BoolParam{BoolParam: v}}, nil
 	case c == '-' || c == 'N' || c == 'I' || (c >= '0' && c <= '9'):
-		tok, kind, err := s.number()
+		tok, kind, err := s.Number()
 		if err != nil {
 			return nil, err
 		}
-		if v, ok := parseInt(tok, kind, minInt64, maxInt64); ok {
+		if v, ok := jsontext.ParseInt(tok, kind, minInt64, maxInt64); ok {
 			return &tritonpb.InferParameter{ParameterChoice: &tritonpb.InferParameter_Int64Param{Int64Param: v}}, nil
 		}
-		f, err := parseFloat(tok, kind)
+		f, err := jsontext.ParseFloat(tok, kind)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", tok, err)
 		}
 		return &tritonpb.InferParameter{ParameterChoice: &tritonpb.InferParameter_DoubleParam{DoubleParam: f}}, nil
 	}
-	return nil, fmt.Errorf("want a string, boolean or number, got %s", kindName(c))
+	return nil, fmt.Errorf("want a string, boolean or number, got %s", jsontext.KindName(c))
 }
 
 const (
@@ -58,7 +59,7 @@ const (
 // above the int64 range keep their 64 bits, as Triton reads them back as
 // uint64.
 func (s *scanner) uintParam() (*tritonpb.InferParameter, error) {
-	v, err := s.uint()
+	v, err := s.Uint()
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +84,7 @@ func appendParams(dst []byte, params map[string]*tritonpb.InferParameter, extra 
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, k, false)
+		dst = jsontext.AppendString(dst, k, false)
 		dst = append(dst, ':')
 		var err error
 		if dst, err = appendParam(dst, params[k]); err != nil {
@@ -104,7 +105,7 @@ func appendParams(dst []byte, params map[string]*tritonpb.InferParameter, extra 
 func appendParam(dst []byte, p *tritonpb.InferParameter) ([]byte, error) {
 	switch v := p.GetParameterChoice().(type) {
 	case *tritonpb.InferParameter_StringParam:
-		return appendString(dst, v.StringParam, false), nil
+		return jsontext.AppendString(dst, v.StringParam, false), nil
 	case *tritonpb.InferParameter_BoolParam:
 		return strconv.AppendBool(dst, v.BoolParam), nil
 	case *tritonpb.InferParameter_Int64Param:
@@ -112,7 +113,7 @@ func appendParam(dst []byte, p *tritonpb.InferParameter) ([]byte, error) {
 	case *tritonpb.InferParameter_Uint64Param:
 		return strconv.AppendUint(dst, v.Uint64Param, 10), nil
 	case *tritonpb.InferParameter_DoubleParam:
-		return appendFloat(dst, v.DoubleParam, 64), nil
+		return jsontext.AppendFloat(dst, v.DoubleParam, 64), nil
 	}
 	return dst, fmt.Errorf("no value")
 }
@@ -122,13 +123,13 @@ func appendParam(dst []byte, p *tritonpb.InferParameter) ([]byte, error) {
 // to keep (nil to drop it) and true, or false to leave the key to the
 // generic conversion of param.
 func (s *scanner) params(special func(key string) (*tritonpb.InferParameter, bool, error)) (map[string]*tritonpb.InferParameter, error) {
-	if err := s.beginObject(); err != nil {
+	if err := s.BeginObject(); err != nil {
 		return nil, fmt.Errorf("parameters: %w", err)
 	}
 	var out map[string]*tritonpb.InferParameter
 	var dropped []string
 	for n := 0; ; {
-		k, ok, err := s.member(&n)
+		k, ok, err := s.Member(&n)
 		if err != nil {
 			return nil, fmt.Errorf("parameters: %w", err)
 		}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/mergectl/react-triton/triton/tritonhttp/internal/jsontext"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -138,7 +139,7 @@ func ParseRequestWith(ctx context.Context, body []byte, opt Options) (*Request, 
 	if hl == 0 {
 		return &Request{Proto: &tritonpb.ModelInferRequest{}, BinaryDataOutput: true, Raw: true, RawBody: body}, nil
 	}
-	s := &scanner{buf: body[:hl], ctx: ctx, lim: opt.Limits}
+	s := &scanner{Scanner: jsontext.NewContext(ctx, body[:hl]), lim: opt.Limits}
 	r, err := parseRequest(s, body[hl:], opt.HasHeaderLength)
 	if err == nil {
 		return r, nil
@@ -151,14 +152,14 @@ func ParseRequestWith(ctx context.Context, body []byte, opt Options) (*Request, 
 		return nil, le
 	}
 	// Triton parses the whole header before it looks at it: a syntax error
-	// anywhere is what it reports; but JSON nested deeper than maxDepth
+	// anywhere is what it reports; but JSON nested deeper than jsontext.MaxDepth
 	// crashes it, and is refused as such.
 	te, depth := syntaxError(body[:hl])
 	switch {
-	case s.tooDeep:
+	case s.TooDeep():
 		return nil, &RequestError{Msg: err.Error()}
-	case depth > maxDepth:
-		return nil, &RequestError{Msg: fmt.Sprintf("JSON header: JSON nested deeper than %d levels", maxDepth)}
+	case depth > jsontext.MaxDepth:
+		return nil, &RequestError{Msg: fmt.Sprintf("JSON header: JSON nested deeper than %d levels", jsontext.MaxDepth)}
 	}
 	if te != nil {
 		return nil, te
@@ -247,13 +248,13 @@ func atoi(s string) int {
 // readHeader reads the JSON header into r.Proto and r's output flags, and
 // returns the inputs.
 func (r *Request) readHeader(s *scanner) ([]tensorSpec, error) {
-	if err := s.beginObject(); err != nil {
+	if err := s.BeginObject(); err != nil {
 		return nil, fmt.Errorf("JSON header: %w", err)
 	}
 	var inputs []tensorSpec
 	var seen fieldSet
 	for n := 0; ; {
-		key, ok, err := s.member(&n)
+		key, ok, err := s.Member(&n)
 		if err != nil {
 			return nil, fmt.Errorf("JSON header: %w", err)
 		}
@@ -279,7 +280,7 @@ func (r *Request) readHeader(s *scanner) ([]tensorSpec, error) {
 		switch f {
 		case fID:
 			var v []byte
-			if v, err = s.str(); err != nil {
+			if v, err = s.Str(); err != nil {
 				return nil, fmt.Errorf("id: %w", err)
 			}
 			r.Proto.Id = string(v)
@@ -296,12 +297,12 @@ func (r *Request) readHeader(s *scanner) ([]tensorSpec, error) {
 				return nil, err
 			}
 		default:
-			if err = s.skipValue(); err != nil {
+			if err = s.SkipValue(); err != nil {
 				return nil, fmt.Errorf("JSON header: %w", err)
 			}
 		}
 	}
-	if err := s.end(); err != nil {
+	if err := s.End(); err != nil {
 		return nil, fmt.Errorf("JSON header: %w", err)
 	}
 	if seen&fInputs == 0 {
@@ -317,20 +318,20 @@ func (r *Request) requestParam(s *scanner) func(string) (*tritonpb.InferParamete
 	return func(key string) (*tritonpb.InferParameter, bool, error) {
 		switch key {
 		case "binary_data_output":
-			v, err := s.boolean()
+			v, err := s.Boolean()
 			r.BinaryDataOutput = v
 			return nil, true, err
 		case "sequence_id":
-			if c, _ := s.peek(); c == '"' {
+			if c, _ := s.Peek(); c == '"' {
 				return nil, false, nil
 			}
 			p, err := s.uintParam()
 			return p, true, err
 		case "sequence_start", "sequence_end":
-			v, err := s.boolean()
+			v, err := s.Boolean()
 			return &tritonpb.InferParameter{ParameterChoice: &tritonpb.InferParameter_BoolParam{BoolParam: v}}, true, err
 		case "priority":
-			v, err := s.uint()
+			v, err := s.Uint()
 			if v > maxInt64 {
 				return &tritonpb.InferParameter{ParameterChoice: &tritonpb.InferParameter_Uint64Param{Uint64Param: v}}, true, err
 			}
@@ -348,12 +349,12 @@ func (r *Request) requestParam(s *scanner) func(string) (*tritonpb.InferParamete
 
 // readInputs reads the inputs array.
 func (s *scanner) readInputs() ([]tensorSpec, error) {
-	if err := s.beginArray(); err != nil {
+	if err := s.BeginArray(); err != nil {
 		return nil, fmt.Errorf("inputs: %w", err)
 	}
 	var inputs []tensorSpec
 	for n := 0; ; {
-		more, err := s.element(&n)
+		more, err := s.Element(&n)
 		if err != nil {
 			return nil, fmt.Errorf("inputs: %w", err)
 		}
@@ -373,12 +374,12 @@ func (s *scanner) readInputs() ([]tensorSpec, error) {
 
 // readOutputs reads the requested outputs.
 func (r *Request) readOutputs(s *scanner) error {
-	if err := s.beginArray(); err != nil {
+	if err := s.BeginArray(); err != nil {
 		return fmt.Errorf("outputs: %w", err)
 	}
 	var seen map[string]bool
 	for n := 0; ; {
-		more, err := s.element(&n)
+		more, err := s.Element(&n)
 		if err != nil {
 			return fmt.Errorf("outputs: %w", err)
 		}
@@ -415,11 +416,11 @@ func (s *scanner) readOutput(i int) (outputSpec, error) {
 		}
 		return out, fmt.Errorf("output %d: %w", i, err)
 	}
-	if err := s.beginObject(); err != nil {
+	if err := s.BeginObject(); err != nil {
 		return fail(err)
 	}
 	for n := 0; ; {
-		key, ok, err := s.member(&n)
+		key, ok, err := s.Member(&n)
 		if err != nil {
 			return fail(err)
 		}
@@ -430,7 +431,7 @@ func (s *scanner) readOutput(i int) (outputSpec, error) {
 		case "name":
 			if err = out.seen.see(fName, key); err == nil {
 				var v []byte
-				if v, err = s.str(); err == nil {
+				if v, err = s.Str(); err == nil {
 					out.name, out.nameKnown = string(v), true
 				} else {
 					err = fmt.Errorf("name: %w", err)
@@ -441,7 +442,7 @@ func (s *scanner) readOutput(i int) (outputSpec, error) {
 				out.params, err = s.params(out.param(s))
 			}
 		default:
-			err = s.skipValue()
+			err = s.SkipValue()
 		}
 		if err != nil {
 			return fail(err)
@@ -464,13 +465,13 @@ func (out *outputSpec) param(s *scanner) func(string) (*tritonpb.InferParameter,
 	return func(key string) (*tritonpb.InferParameter, bool, error) {
 		switch key {
 		case "binary_data":
-			v, err := s.boolean()
+			v, err := s.Boolean()
 			out.binary = v
 			return nil, true, err
 		case "classification":
 			// Triton's HTTP server reads 0 as no classification; its gRPC
 			// server refuses 0, so 0 is dropped.
-			v, err := s.uint()
+			v, err := s.Uint()
 			if err != nil || v == 0 {
 				return nil, true, err
 			}

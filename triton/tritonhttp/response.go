@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/mergectl/react-triton/triton"
+	"github.com/mergectl/react-triton/triton/tritonhttp/internal/jsontext"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -72,13 +73,13 @@ func EncodeResponse(resp *tritonpb.ModelInferResponse, req *Request) (body []byt
 	b = append(b, '{')
 	if id := resp.GetId(); id != "" {
 		b = append(b, `"id":`...)
-		b = appendString(b, id, false)
+		b = jsontext.AppendString(b, id, false)
 		b = append(b, ',')
 	}
 	b = append(b, `"model_name":`...)
-	b = appendString(b, resp.GetModelName(), false)
+	b = jsontext.AppendString(b, resp.GetModelName(), false)
 	b = append(b, `,"model_version":`...)
-	b = appendString(b, resp.GetModelVersion(), false)
+	b = jsontext.AppendString(b, resp.GetModelVersion(), false)
 	if len(resp.GetParameters()) > 0 {
 		b = append(b, `,"parameters":`...)
 		if b, err = appendParams(b, resp.GetParameters(), nil); err != nil {
@@ -164,9 +165,9 @@ func appendOutput(b []byte, o *tritonpb.ModelInferResponse_InferOutputTensor, da
 		}
 	}
 	b = append(b, `{"name":`...)
-	b = appendString(b, o.GetName(), false)
+	b = jsontext.AppendString(b, o.GetName(), false)
 	b = append(b, `,"datatype":`...)
-	b = appendString(b, o.GetDatatype(), false)
+	b = jsontext.AppendString(b, o.GetDatatype(), false)
 	b = append(b, `,"shape":[`...)
 	for i, d := range o.GetShape() {
 		if i > 0 {
@@ -223,12 +224,12 @@ func appendData(b []byte, dt string, data []byte) ([]byte, error) {
 		case triton.INT64:
 			b = strconv.AppendInt(b, int64(binary.LittleEndian.Uint64(data[i:])), 10)
 		case triton.FP32:
-			b = appendFloat(b, float64(math.Float32frombits(binary.LittleEndian.Uint32(data[i:]))), 32)
+			b = jsontext.AppendFloat(b, float64(math.Float32frombits(binary.LittleEndian.Uint32(data[i:]))), 32)
 		case triton.FP64:
-			b = appendFloat(b, math.Float64frombits(binary.LittleEndian.Uint64(data[i:])), 64)
+			b = jsontext.AppendFloat(b, math.Float64frombits(binary.LittleEndian.Uint64(data[i:])), 64)
 		case triton.BYTES:
 			l := int(binary.LittleEndian.Uint32(data[i:]))
-			b = appendString(b, data[i+4:i+4+l], false)
+			b = jsontext.AppendString(b, data[i+4:i+4+l], false)
 			i += 4 + l
 			continue
 		default:

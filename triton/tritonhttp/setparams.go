@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/mergectl/react-triton/triton/tritonhttp/internal/jsontext"
 	"slices"
 )
 
@@ -43,7 +44,7 @@ func SetParameters(body []byte, opt Options, params map[string]string) ([]byte, 
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		members[k] = appendString(nil, params[k], true)
+		members[k] = jsontext.AppendString(nil, params[k], true)
 	}
 	if header["parameters"], err = marshalRaw(members); err != nil {
 		return nil, 0, err

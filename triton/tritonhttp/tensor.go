@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/mergectl/react-triton/triton"
+	"github.com/mergectl/react-triton/triton/tritonhttp/internal/jsontext"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -60,11 +61,11 @@ func (s *scanner) readTensor(kind string, i int, needData bool) (tensorSpec, err
 		}
 		return t, fmt.Errorf("%s %d: %w", kind, i, err)
 	}
-	if err := s.beginObject(); err != nil {
+	if err := s.BeginObject(); err != nil {
 		return fail(err)
 	}
 	for n := 0; ; {
-		key, ok, err := s.member(&n)
+		key, ok, err := s.Member(&n)
 		if err != nil {
 			return fail(err)
 		}
@@ -75,7 +76,7 @@ func (s *scanner) readTensor(kind string, i int, needData bool) (tensorSpec, err
 		case "name":
 			if err = t.seen.see(fName, key); err == nil {
 				var v []byte
-				if v, err = s.str(); err == nil {
+				if v, err = s.Str(); err == nil {
 					t.name = string(v)
 				} else {
 					t.seen &^= fName
@@ -85,7 +86,7 @@ func (s *scanner) readTensor(kind string, i int, needData bool) (tensorSpec, err
 		case "datatype":
 			if err = t.seen.see(fDatatype, key); err == nil {
 				var v []byte
-				if v, err = s.str(); err == nil {
+				if v, err = s.Str(); err == nil {
 					t.datatype = internDatatype(v)
 				} else {
 					err = fmt.Errorf("datatype: %w", err)
@@ -106,14 +107,14 @@ func (s *scanner) readTensor(kind string, i int, needData bool) (tensorSpec, err
 			if t.seen&(fDatatype|fShape) == fDatatype|fShape {
 				// The usual order: read the data in this pass.
 				if err = t.checkTensor(); err == nil {
-					t.raw, err = s.readData(t.datatype, t.n, t.shape)
+					t.raw, err = s.ReadData(t.datatype, t.n, t.shape)
 				}
 				break
 			}
-			t.dataAt = s.pos
-			err = s.skipValue()
+			t.dataAt = s.Pos()
+			err = s.SkipValue()
 		default:
-			err = s.skipValue()
+			err = s.SkipValue()
 		}
 		if err != nil {
 			return fail(err)
@@ -123,9 +124,9 @@ func (s *scanner) readTensor(kind string, i int, needData bool) (tensorSpec, err
 		return fail(err)
 	}
 	if t.dataAt >= 0 {
-		d := &scanner{buf: s.buf, pos: t.dataAt, depth: s.depth + 1, ctx: s.ctx, lim: s.lim}
+		d := &scanner{Scanner: s.Fork(t.dataAt), lim: s.lim}
 		var err error
-		if t.raw, err = d.readData(t.datatype, t.n, t.shape); err != nil {
+		if t.raw, err = d.ReadData(t.datatype, t.n, t.shape); err != nil {
 			return fail(err)
 		}
 	}
@@ -138,7 +139,7 @@ func (t *tensorSpec) param(s *scanner) func(string) (*tritonpb.InferParameter, b
 	return func(key string) (*tritonpb.InferParameter, bool, error) {
 		switch key {
 		case "binary_data_size":
-			v, err := s.uint()
+			v, err := s.Uint()
 			t.binSize = v
 			t.seen |= fBinarySize
 			return nil, true, err
@@ -155,9 +156,9 @@ func (t *tensorSpec) param(s *scanner) func(string) (*tritonpb.InferParameter, b
 
 // stringParam reads a parameter that must be a string.
 func stringParam(s *scanner) (*tritonpb.InferParameter, bool, error) {
-	if c, err := s.peek(); err != nil || c != '"' {
+	if c, err := s.Peek(); err != nil || c != '"' {
 		if err == nil {
-			err = s.errorf("want a string, got %s", kindName(c))
+			err = s.Errorf("want a string, got %s", jsontext.KindName(c))
 		}
 		return nil, true, err
 	}
@@ -215,19 +216,19 @@ func (t *tensorSpec) checkTensor() error {
 
 // shape reads a shape: an array of non-negative integers.
 func (s *scanner) shape() ([]int64, error) {
-	if err := s.beginArray(); err != nil {
+	if err := s.BeginArray(); err != nil {
 		return nil, fmt.Errorf("shape: %w", err)
 	}
 	shape := []int64{}
 	for n := 0; ; {
-		more, err := s.element(&n)
+		more, err := s.Element(&n)
 		if err != nil {
 			return nil, fmt.Errorf("shape: %w", err)
 		}
 		if !more {
 			return shape, nil
 		}
-		d, err := s.uint()
+		d, err := s.Uint()
 		if err != nil {
 			return nil, fmt.Errorf("shape: %w", err)
 		}

@@ -1,4 +1,4 @@
-package tritonhttp
+package jsontext
 
 import (
 	"context"
@@ -6,41 +6,59 @@ import (
 	"unicode/utf8"
 )
 
-// maxDepth is the deepest nesting of objects and arrays the scanner
+// MaxDepth is the deepest nesting of objects and arrays the Scanner
 // accepts. A request header nests at most four levels around a tensor's
 // data, so this leaves room for any tensor rank in use while keeping a
 // hostile body from driving a recursive skip deep.
-const maxDepth = 64
+const MaxDepth = 64
 
-// scanner reads one JSON document from buf, value by value, without
+// Scanner reads one JSON document from buf, value by value, without
 // building a tree. It accepts what Triton's parser (rapidjson with NaN and
 // Inf parsing enabled) accepts: standard JSON, plus the number tokens NaN,
 // Inf and Infinity, each with an optional minus sign. Strings may hold any
 // byte from 0x20 up, invalid UTF-8 included, and escapes (\uXXXX with
 // surrogate pairs) are decoded.
-type scanner struct {
+type Scanner struct {
 	buf   []byte
 	pos   int
 	depth int
 	tmp   []byte // scratch for decoded strings with escapes
-	// tooDeep records that the document nests deeper than maxDepth.
+	// tooDeep records that the document nests deeper than MaxDepth.
 	tooDeep bool
 	// ctx, when not nil, stops the scan once it ends; steps counts the
 	// members and elements read, to look at ctx every cancelEvery steps.
 	ctx   context.Context
 	steps int
-	// lim bounds the parameters of one object (the other limits are the
-	// request's).
-	lim Limits
 }
 
-// cancelEvery is how many members and elements the scanner reads between
+// New returns a scanner of the JSON document buf.
+func New(buf []byte) *Scanner { return &Scanner{buf: buf} }
+
+// NewContext returns a scanner of buf that stops, with ctx's error, once
+// ctx ends: it looks every few thousand members and elements.
+func NewContext(ctx context.Context, buf []byte) *Scanner { return &Scanner{buf: buf, ctx: ctx} }
+
+// Fork returns a scanner of the same document at offset pos, one level
+// deeper than s is now, with s's context: to read later a value that s
+// skipped.
+func (s *Scanner) Fork(pos int) *Scanner {
+	return &Scanner{buf: s.buf, pos: pos, depth: s.depth + 1, ctx: s.ctx}
+}
+
+// Pos is the scanner's offset in the document.
+func (s *Scanner) Pos() int { return s.pos }
+
+// TooDeep reports whether the document nested deeper than MaxDepth where
+// the scanner read it.
+func (s *Scanner) TooDeep() bool { return s.tooDeep }
+
+// cancelEvery is how many members and elements the Scanner reads between
 // two looks at its context: a few tens of microseconds of work.
 const cancelEvery = 1 << 12
 
-// step counts one member or element, and fails once the scanner's context
+// step counts one member or element, and fails once the Scanner's context
 // has ended.
-func (s *scanner) step() error {
+func (s *Scanner) step() error {
 	s.steps++
 	if s.ctx != nil && s.steps%cancelEvery == 0 {
 		return s.ctx.Err()
@@ -48,21 +66,22 @@ func (s *scanner) step() error {
 	return nil
 }
 
-// numKind classifies a number token.
-type numKind uint8
+// NumKind classifies a number token.
+type NumKind uint8
 
 const (
-	numInt     numKind = iota // -?digits: an integer literal
-	numFloat                  // with a fraction or an exponent
-	numSpecial                // NaN, Inf or Infinity, with an optional minus sign
+	NumInt     NumKind = iota // -?digits: an integer literal
+	NumFloat                  // with a fraction or an exponent
+	NumSpecial                // NaN, Inf or Infinity, with an optional minus sign
 )
 
-func (s *scanner) errorf(format string, args ...any) error {
+// Errorf returns an error at the scanner's offset.
+func (s *Scanner) Errorf(format string, args ...any) error {
 	return fmt.Errorf(format+" at offset %d", append(args, s.pos)...)
 }
 
 // skipSpace skips JSON whitespace.
-func (s *scanner) skipSpace() {
+func (s *Scanner) skipSpace() {
 	for s.pos < len(s.buf) {
 		switch s.buf[s.pos] {
 		case ' ', '\t', '\n', '\r':
@@ -73,57 +92,57 @@ func (s *scanner) skipSpace() {
 	}
 }
 
-// peek skips whitespace and returns the next byte without consuming it.
-func (s *scanner) peek() (byte, error) {
+// Peek skips whitespace and returns the next byte without consuming it.
+func (s *Scanner) Peek() (byte, error) {
 	s.skipSpace()
 	if s.pos >= len(s.buf) {
-		return 0, s.errorf("unexpected end of JSON")
+		return 0, s.Errorf("unexpected end of JSON")
 	}
 	return s.buf[s.pos], nil
 }
 
-// end checks that nothing but whitespace is left.
-func (s *scanner) end() error {
+// End checks that nothing but whitespace is left.
+func (s *Scanner) End() error {
 	s.skipSpace()
 	if s.pos != len(s.buf) && s.buf[s.pos] != 0 {
-		return s.errorf("unexpected %s after the JSON value", quoteByte(s.buf[s.pos]))
+		return s.Errorf("unexpected %s after the JSON value", quoteByte(s.buf[s.pos]))
 	}
 	return nil
 }
 
 // enter consumes the opening byte c of an object or array.
-func (s *scanner) enter(c byte, what string) error {
-	got, err := s.peek()
+func (s *Scanner) enter(c byte, what string) error {
+	got, err := s.Peek()
 	if err != nil {
 		return err
 	}
 	if got != c {
-		return s.errorf("want %s, got %s", what, kindName(got))
+		return s.Errorf("want %s, got %s", what, KindName(got))
 	}
-	if s.depth >= maxDepth {
+	if s.depth >= MaxDepth {
 		s.tooDeep = true
-		return s.errorf("JSON nested deeper than %d levels", maxDepth)
+		return s.Errorf("JSON nested deeper than %d levels", MaxDepth)
 	}
 	s.depth++
 	s.pos++
 	return nil
 }
 
-// beginObject consumes '{'.
-func (s *scanner) beginObject() error { return s.enter('{', "an object") }
+// BeginObject consumes '{'.
+func (s *Scanner) BeginObject() error { return s.enter('{', "an object") }
 
-// beginArray consumes '['.
-func (s *scanner) beginArray() error { return s.enter('[', "an array") }
+// BeginArray consumes '['.
+func (s *Scanner) BeginArray() error { return s.enter('[', "an array") }
 
-// member advances to the next member of the current object and returns its
+// Member advances to the next member of the current object and returns its
 // key, or ok false after consuming the closing '}'. n counts the members
 // read so far; the caller starts it at 0. The key is valid until the next
 // call that reads a string.
-func (s *scanner) member(n *int) (key []byte, ok bool, err error) {
+func (s *Scanner) Member(n *int) (key []byte, ok bool, err error) {
 	if err := s.step(); err != nil {
 		return nil, false, err
 	}
-	c, err := s.peek()
+	c, err := s.Peek()
 	if err != nil {
 		return nil, false, err
 	}
@@ -134,38 +153,38 @@ func (s *scanner) member(n *int) (key []byte, ok bool, err error) {
 	}
 	if *n > 0 {
 		if c != ',' {
-			return nil, false, s.errorf("want ',' or '}', got %s", quoteByte(c))
+			return nil, false, s.Errorf("want ',' or '}', got %s", quoteByte(c))
 		}
 		s.pos++
-		if c, err = s.peek(); err != nil {
+		if c, err = s.Peek(); err != nil {
 			return nil, false, err
 		}
 	}
 	if c != '"' {
-		return nil, false, s.errorf("want a string key, got %s", kindName(c))
+		return nil, false, s.Errorf("want a string key, got %s", KindName(c))
 	}
-	if key, err = s.str(); err != nil {
+	if key, err = s.Str(); err != nil {
 		return nil, false, err
 	}
-	if c, err = s.peek(); err != nil {
+	if c, err = s.Peek(); err != nil {
 		return nil, false, err
 	}
 	if c != ':' {
-		return nil, false, s.errorf("want ':', got %s", quoteByte(c))
+		return nil, false, s.Errorf("want ':', got %s", quoteByte(c))
 	}
 	s.pos++
 	*n++
 	return key, true, nil
 }
 
-// element advances to the next element of the current array, or returns
+// Element advances to the next element of the current array, or returns
 // ok false after consuming the closing ']'. n counts the elements read so
 // far; the caller starts it at 0.
-func (s *scanner) element(n *int) (ok bool, err error) {
+func (s *Scanner) Element(n *int) (ok bool, err error) {
 	if err := s.step(); err != nil {
 		return false, err
 	}
-	c, err := s.peek()
+	c, err := s.Peek()
 	if err != nil {
 		return false, err
 	}
@@ -176,27 +195,27 @@ func (s *scanner) element(n *int) (ok bool, err error) {
 	}
 	if *n > 0 {
 		if c != ',' {
-			return false, s.errorf("want ',' or ']', got %s", quoteByte(c))
+			return false, s.Errorf("want ',' or ']', got %s", quoteByte(c))
 		}
 		s.pos++
-		if c, err = s.peek(); err != nil {
+		if c, err = s.Peek(); err != nil {
 			return false, err
 		}
 		if c == ']' {
-			return false, s.errorf("want a value, got ']'")
+			return false, s.Errorf("want a value, got ']'")
 		}
 	}
 	*n++
 	return true, nil
 }
 
-// str reads a string and returns its decoded bytes. They alias buf when the
+// Str reads a string and returns its decoded bytes. They alias buf when the
 // string has no escapes, else a scratch buffer reused by the next call.
-func (s *scanner) str() ([]byte, error) {
-	if c, err := s.peek(); err != nil {
+func (s *Scanner) Str() ([]byte, error) {
+	if c, err := s.Peek(); err != nil {
 		return nil, err
 	} else if c != '"' {
-		return nil, s.errorf("want a string, got %s", kindName(c))
+		return nil, s.Errorf("want a string, got %s", KindName(c))
 	}
 	start := s.pos + 1
 	for i := start; i < len(s.buf); i++ {
@@ -211,15 +230,15 @@ func (s *scanner) str() ([]byte, error) {
 		}
 	}
 	s.pos = len(s.buf)
-	return nil, s.errorf("unterminated string")
+	return nil, s.Errorf("unterminated string")
 }
 
 // appendStr reads a string and appends its decoded bytes to dst.
-func (s *scanner) appendStr(dst []byte) ([]byte, error) {
-	if c, err := s.peek(); err != nil {
+func (s *Scanner) appendStr(dst []byte) ([]byte, error) {
+	if c, err := s.Peek(); err != nil {
 		return dst, err
 	} else if c != '"' {
-		return dst, s.errorf("want a string, got %s", kindName(c))
+		return dst, s.Errorf("want a string, got %s", KindName(c))
 	}
 	s.pos++
 	for {
@@ -230,19 +249,19 @@ func (s *scanner) appendStr(dst []byte) ([]byte, error) {
 		dst = append(dst, s.buf[s.pos:i]...)
 		s.pos = i
 		if i >= len(s.buf) {
-			return dst, s.errorf("unterminated string")
+			return dst, s.Errorf("unterminated string")
 		}
 		switch c := s.buf[i]; {
 		case c == '"':
 			s.pos++
 			return dst, nil
 		case c < 0x20:
-			return dst, s.errorf("control character %s in string", quoteByte(c))
+			return dst, s.Errorf("control character %s in string", quoteByte(c))
 		}
 		// A backslash.
 		if i+1 >= len(s.buf) {
 			s.pos = len(s.buf)
-			return dst, s.errorf("unterminated string")
+			return dst, s.Errorf("unterminated string")
 		}
 		var b byte
 		switch s.buf[i+1] {
@@ -274,7 +293,7 @@ func (s *scanner) appendStr(dst []byte) ([]byte, error) {
 			continue
 		default:
 			s.pos = i
-			return dst, s.errorf("invalid escape %s in string", quoteByte(s.buf[i+1]))
+			return dst, s.Errorf("invalid escape %s in string", quoteByte(s.buf[i+1]))
 		}
 		dst = append(dst, b)
 		s.pos = i + 2
@@ -284,11 +303,11 @@ func (s *scanner) appendStr(dst []byte) ([]byte, error) {
 // unicodeEscape decodes the \uXXXX escape at buf[i:], and the low
 // surrogate escape that must follow a high surrogate. It returns the code
 // point and the number of bytes read.
-func (s *scanner) unicodeEscape(i int) (rune, int, error) {
+func (s *Scanner) unicodeEscape(i int) (rune, int, error) {
 	hi, ok := hex4(s.buf, i+2)
 	if !ok {
 		s.pos = i
-		return 0, 0, s.errorf("invalid \\u escape in string")
+		return 0, 0, s.Errorf("invalid \\u escape in string")
 	}
 	switch {
 	case hi < 0xD800 || hi > 0xDBFF:
@@ -302,7 +321,7 @@ func (s *scanner) unicodeEscape(i int) (rune, int, error) {
 		}
 	}
 	s.pos = i
-	return 0, 0, s.errorf("invalid surrogate pair in string")
+	return 0, 0, s.Errorf("invalid surrogate pair in string")
 }
 
 // hex4 decodes the 4 hexadecimal digits at b[i:].
@@ -327,9 +346,9 @@ func hex4(b []byte, i int) (uint16, bool) {
 	return v, true
 }
 
-// number reads a number token and returns its bytes and kind.
-func (s *scanner) number() ([]byte, numKind, error) {
-	if _, err := s.peek(); err != nil {
+// Number reads a number token and returns its bytes and kind.
+func (s *Scanner) Number() ([]byte, NumKind, error) {
+	if _, err := s.Peek(); err != nil {
 		return nil, 0, err
 	}
 	b, start := s.buf, s.pos
@@ -341,11 +360,11 @@ func (s *scanner) number() ([]byte, numKind, error) {
 		for _, word := range [...]string{"NaN", "Infinity", "Inf"} {
 			if hasPrefixAt(b, i, word) {
 				s.pos = i + len(word)
-				return b[start:s.pos], numSpecial, nil
+				return b[start:s.pos], NumSpecial, nil
 			}
 		}
 		s.pos = i
-		return nil, 0, s.errorf("invalid value")
+		return nil, 0, s.Errorf("invalid value")
 	}
 	digits := func() bool {
 		j := i
@@ -354,31 +373,31 @@ func (s *scanner) number() ([]byte, numKind, error) {
 		}
 		return i > j
 	}
-	kind := numInt
+	kind := NumInt
 	switch {
 	case i < len(b) && b[i] == '0':
 		i++
 	case !digits():
 		s.pos = i
-		return nil, 0, s.errorf("invalid number")
+		return nil, 0, s.Errorf("invalid number")
 	}
 	if i < len(b) && b[i] == '.' {
 		i++
-		kind = numFloat
+		kind = NumFloat
 		if !digits() {
 			s.pos = i
-			return nil, 0, s.errorf("invalid number: no digits after '.'")
+			return nil, 0, s.Errorf("invalid number: no digits after '.'")
 		}
 	}
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
 		i++
-		kind = numFloat
+		kind = NumFloat
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
 		if !digits() {
 			s.pos = i
-			return nil, 0, s.errorf("invalid number: no digits in the exponent")
+			return nil, 0, s.Errorf("invalid number: no digits in the exponent")
 		}
 	}
 	s.pos = i
@@ -390,8 +409,8 @@ func hasPrefixAt(b []byte, i int, p string) bool {
 }
 
 // literal reads true, false or null and returns its first byte.
-func (s *scanner) literal() (byte, error) {
-	c, err := s.peek()
+func (s *Scanner) literal() (byte, error) {
+	c, err := s.Peek()
 	if err != nil {
 		return 0, err
 	}
@@ -401,17 +420,17 @@ func (s *scanner) literal() (byte, error) {
 			return c, nil
 		}
 	}
-	return 0, s.errorf("invalid value")
+	return 0, s.Errorf("invalid value")
 }
 
-// boolean reads true or false.
-func (s *scanner) boolean() (bool, error) {
-	c, err := s.peek()
+// Boolean reads true or false.
+func (s *Scanner) Boolean() (bool, error) {
+	c, err := s.Peek()
 	if err != nil {
 		return false, err
 	}
 	if c != 't' && c != 'f' {
-		return false, s.errorf("want true or false, got %s", kindName(c))
+		return false, s.Errorf("want true or false, got %s", KindName(c))
 	}
 	c, err = s.literal()
 	if err != nil {
@@ -419,73 +438,73 @@ func (s *scanner) boolean() (bool, error) {
 	}
 	if c == 'n' {
 		s.pos -= len("null")
-		return false, s.errorf("want true or false, got null")
+		return false, s.Errorf("want true or false, got null")
 	}
 	return c == 't', nil
 }
 
-// uint reads a non-negative integer literal.
-func (s *scanner) uint() (uint64, error) {
-	c, err := s.peek()
+// Uint reads a non-negative integer literal.
+func (s *Scanner) Uint() (uint64, error) {
+	c, err := s.Peek()
 	if err != nil {
 		return 0, err
 	}
 	if c != '-' && (c < '0' || c > '9') {
-		return 0, s.errorf("want a non-negative integer, got %s", kindName(c))
+		return 0, s.Errorf("want a non-negative integer, got %s", KindName(c))
 	}
 	at := s.pos
-	tok, kind, err := s.number()
+	tok, kind, err := s.Number()
 	if err != nil {
 		return 0, err
 	}
 	v, ok := parseUint(tok, kind)
 	if !ok {
 		s.pos = at
-		return 0, s.errorf("want a non-negative integer, got %s", tok)
+		return 0, s.Errorf("want a non-negative integer, got %s", tok)
 	}
 	return v, nil
 }
 
-// skipValue skips one value of any kind.
-func (s *scanner) skipValue() error {
-	c, err := s.peek()
+// SkipValue skips one value of any kind.
+func (s *Scanner) SkipValue() error {
+	c, err := s.Peek()
 	if err != nil {
 		return err
 	}
 	switch {
 	case c == '{':
-		if err := s.beginObject(); err != nil {
+		if err := s.BeginObject(); err != nil {
 			return err
 		}
 		n := 0
 		for {
-			_, ok, err := s.member(&n)
+			_, ok, err := s.Member(&n)
 			if err != nil || !ok {
 				return err
 			}
-			if err := s.skipValue(); err != nil {
+			if err := s.SkipValue(); err != nil {
 				return err
 			}
 		}
 	case c == '[':
-		if err := s.beginArray(); err != nil {
+		if err := s.BeginArray(); err != nil {
 			return err
 		}
 		n := 0
 		for {
-			ok, err := s.element(&n)
+			ok, err := s.Element(&n)
 			if err != nil || !ok {
 				return err
 			}
-			if err := s.skipValue(); err != nil {
+			if err := s.SkipValue(); err != nil {
 				return err
 			}
 		}
 	case c == '"':
-		_, err := s.str()
+		_, err := s.Str()
 		return err
 	case c == '-' || c == 'N' || c == 'I' || (c >= '0' && c <= '9'):
-		_, _, err := s.number()
+		_, _, err := s.Number()
 		return err
 	default:
 		_, err := s.literal()
@@ -493,8 +512,8 @@ func (s *scanner) skipValue() error {
 	}
 }
 
-// kindName names the JSON value that starts with c, for messages.
-func kindName(c byte) string {
+// KindName names the JSON value that starts with c, for messages.
+func KindName(c byte) string {
 	switch {
 	case c == '{':
 		return "an object"

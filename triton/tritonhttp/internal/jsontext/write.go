@@ -1,4 +1,4 @@
-package tritonhttp
+package jsontext
 
 import (
 	"math"
@@ -15,10 +15,10 @@ import (
 
 const hexDigits = "0123456789ABCDEF"
 
-// appendString appends s as a JSON string. Bytes that are not valid UTF-8
+// AppendString appends s as a JSON string. Bytes that are not valid UTF-8
 // pass through unchanged, as Triton writes them, unless valid is set: then
 // each becomes U+FFFD, so that the output is always valid JSON text.
-func appendString[T string | []byte](dst []byte, s T, valid bool) []byte {
+func AppendString[T string | []byte](dst []byte, s T, valid bool) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -63,10 +63,10 @@ func appendString[T string | []byte](dst []byte, s T, valid bool) []byte {
 	return append(dst, '"')
 }
 
-// appendFloat appends f, a float32 when bitSize is 32, with the fewest
+// AppendFloat appends f, a float32 when bitSize is 32, with the fewest
 // digits that read back to the same value at that size, laid out as
 // Triton's writer lays out numbers: 5.0, 0.001, 1e-7, 1.5e21.
-func appendFloat(dst []byte, f float64, bitSize int) []byte {
+func AppendFloat(dst []byte, f float64, bitSize int) []byte {
 	switch {
 	case math.IsNaN(f):
 		return append(dst, "NaN"...)

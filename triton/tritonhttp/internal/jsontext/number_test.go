@@ -1,4 +1,4 @@
-package tritonhttp
+package jsontext
 
 import (
 	"math"
@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// TestScannerFloat compares the scanner's number reading with strconv on
+// TestScannerFloat compares the Scanner's number reading with strconv on
 // random numbers of many forms, through both its fast and slow paths.
 func TestScannerFloat(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 9))
@@ -47,8 +47,8 @@ func TestScannerFloat(t *testing.T) {
 			}
 		}
 		want, werr := strconv.ParseFloat(s, 64)
-		sc := &scanner{buf: []byte(s + ",")}
-		got, err := sc.float()
+		sc := &Scanner{buf: []byte(s + ",")}
+		got, err := sc.Float()
 		if werr != nil {
 			if err == nil {
 				t.Fatalf("%s: read %v, strconv fails: %v", s, got, werr)
@@ -70,16 +70,16 @@ func TestScannerFloatSyntax(t *testing.T) {
 		{"0]", 0, 1}, {"-0,", math.Copysign(0, -1), 2}, {"01", 0, 1}, {"1.5e3x", 1500, 5},
 		{"NaN", math.NaN(), 3}, {"-Infinity", math.Inf(-1), 9}, {"Inf]", math.Inf(1), 3},
 	} {
-		sc := &scanner{buf: []byte(c.in)}
-		got, err := sc.float()
+		sc := &Scanner{buf: []byte(c.in)}
+		got, err := sc.Float()
 		same := math.Float64bits(got) == math.Float64bits(c.want) || (math.IsNaN(got) && math.IsNaN(c.want))
 		if err != nil || !same || sc.pos != c.pos {
 			t.Errorf("%q: %v, %v, pos %d; want %v, pos %d", c.in, got, err, sc.pos, c.want, c.pos)
 		}
 	}
 	for _, in := range []string{"-", "1.", ".5", "1e", "1e+", "+1", "x", "Nan", "-I"} {
-		sc := &scanner{buf: []byte(in)}
-		if got, err := sc.float(); err == nil {
+		sc := &Scanner{buf: []byte(in)}
+		if got, err := sc.Float(); err == nil {
 			t.Errorf("%q: read %v", in, got)
 		}
 	}

@@ -1,4 +1,4 @@
-package tritonhttp
+package jsontext
 
 import (
 	"encoding/json"
@@ -31,8 +31,8 @@ var tritonFP64 = []struct {
 
 func TestAppendFloat64MatchesTriton(t *testing.T) {
 	for _, c := range tritonFP64 {
-		if got := string(appendFloat(nil, c.v, 64)); got != c.want {
-			t.Errorf("appendFloat(%v, 64) = %s, Triton writes %s", c.v, got, c.want)
+		if got := string(AppendFloat(nil, c.v, 64)); got != c.want {
+			t.Errorf("AppendFloat(%v, 64) = %s, Triton writes %s", c.v, got, c.want)
 		}
 	}
 }
@@ -60,14 +60,14 @@ func TestAppendFloat32(t *testing.T) {
 		{math.SmallestNonzeroFloat32, "1e-45"},
 		{-0.25, "-0.25"},
 	} {
-		if got := string(appendFloat(nil, float64(c.v), 32)); got != c.want {
-			t.Errorf("appendFloat(%v, 32) = %s, want %s", c.v, got, c.want)
+		if got := string(AppendFloat(nil, float64(c.v), 32)); got != c.want {
+			t.Errorf("AppendFloat(%v, 32) = %s, want %s", c.v, got, c.want)
 		}
 	}
 }
 
 // TestAppendFloatRoundTrips checks on random bit patterns that the written
-// number reads back (as JSON, with strconv) to the same value, and carries
+// Number reads back (as JSON, with strconv) to the same value, and carries
 // a '.' or an exponent.
 func TestAppendFloatRoundTrips(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
@@ -81,16 +81,16 @@ func TestAppendFloatRoundTrips(t *testing.T) {
 			if math.IsNaN(c.v) || math.IsInf(c.v, 0) {
 				continue
 			}
-			s := string(appendFloat(nil, c.v, c.bitSize))
+			s := string(AppendFloat(nil, c.v, c.bitSize))
 			back, err := strconv.ParseFloat(s, c.bitSize)
 			if err != nil || back != c.v || math.Signbit(back) != math.Signbit(c.v) {
-				t.Fatalf("appendFloat(%v, %d) = %s, reads back as %v (%v)", c.v, c.bitSize, s, back, err)
+				t.Fatalf("AppendFloat(%v, %d) = %s, reads back as %v (%v)", c.v, c.bitSize, s, back, err)
 			}
 			if !json.Valid([]byte(s)) {
-				t.Fatalf("appendFloat(%v, %d) = %s, not a JSON number", c.v, c.bitSize, s)
+				t.Fatalf("AppendFloat(%v, %d) = %s, not a JSON number", c.v, c.bitSize, s)
 			}
 			if _, err := strconv.ParseInt(s, 10, 64); err == nil {
-				t.Fatalf("appendFloat(%v, %d) = %s, reads as an integer", c.v, c.bitSize, s)
+				t.Fatalf("AppendFloat(%v, %d) = %s, reads as an integer", c.v, c.bitSize, s)
 			}
 		}
 	}
@@ -110,15 +110,15 @@ func TestAppendString(t *testing.T) {
 		// Invalid UTF-8: Triton passes it through.
 		{"\xff\xfeok\xe2\x82", "\"\xff\xfeok\xe2\x82\"", `"\ufffd\ufffdok\ufffd\ufffd"`},
 	} {
-		if got := string(appendString(nil, c.in, false)); got != c.asIs {
-			t.Errorf("appendString(%q, false) = %q, want %q", c.in, got, c.asIs)
+		if got := string(AppendString(nil, c.in, false)); got != c.asIs {
+			t.Errorf("AppendString(%q, false) = %q, want %q", c.in, got, c.asIs)
 		}
-		got := appendString(nil, []byte(c.in), true)
+		got := AppendString(nil, []byte(c.in), true)
 		if string(got) != c.valid {
-			t.Errorf("appendString(%q, true) = %q, want %q", c.in, got, c.valid)
+			t.Errorf("AppendString(%q, true) = %q, want %q", c.in, got, c.valid)
 		}
 		if !json.Valid(got) {
-			t.Errorf("appendString(%q, true) = %q: not valid JSON", c.in, got)
+			t.Errorf("AppendString(%q, true) = %q: not valid JSON", c.in, got)
 		}
 	}
 }
@@ -133,23 +133,12 @@ func TestAppendStringDecodes(t *testing.T) {
 			b[i] = byte(r.IntN(256))
 		}
 		var back string
-		out := appendString(nil, b, true)
+		out := AppendString(nil, b, true)
 		if err := json.Unmarshal(out, &back); err != nil {
 			t.Fatalf("%q -> %q: %v", b, out, err)
 		}
 		if want := string([]rune(string(b))); back != want { // invalid bytes become U+FFFD
 			t.Fatalf("%q -> %q -> %q, want %q", b, out, back, want)
 		}
-	}
-}
-
-func TestErrorBody(t *testing.T) {
-	got := ErrorBody("input \"x\": bad\n\xff")
-	if want := `{"error":"input \"x\": bad\n\ufffd"}`; string(got) != want {
-		t.Errorf("ErrorBody = %s, want %s", got, want)
-	}
-	var v struct{ Error string }
-	if err := json.Unmarshal(got, &v); err != nil || v.Error != "input \"x\": bad\n\uFFFD" {
-		t.Errorf("ErrorBody decodes to %q, %v", v.Error, err)
 	}
 }

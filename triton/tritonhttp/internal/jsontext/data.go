@@ -1,4 +1,4 @@
-package tritonhttp
+package jsontext
 
 import (
 	"encoding/binary"
@@ -8,8 +8,8 @@ import (
 	"github.com/mergectl/react-triton/triton"
 )
 
-// readData reads the JSON data of a tensor at the scanner's position (an
-// array, nested to any depth up to maxDepth, whose leaves are the elements
+// ReadData reads the JSON data of a tensor at the scanner's position (an
+// array, nested to any depth up to MaxDepth, whose leaves are the elements
 // in row-major order) and returns them as raw little-endian contents of
 // datatype dt, BYTES elements each prefixed with its 4-byte length. The
 // data must hold exactly n elements (those of shape), each of the JSON kind dt needs:
@@ -21,7 +21,7 @@ import (
 // The output is sized from n but never beyond what the remaining JSON could
 // hold (each element takes at least two bytes with its separator), so a
 // shape that lies cannot make it allocate much more than the body's size.
-func (s *scanner) readData(dt string, n int64, shape []int64) ([]byte, error) {
+func (s *Scanner) ReadData(dt string, n int64, shape []int64) ([]byte, error) {
 	size, fixed := triton.ElementSize(dt)
 	if dt == triton.FP16 || dt == triton.BF16 {
 		return nil, fmt.Errorf("%s data cannot be given as JSON; send it as binary data", dt)
@@ -37,14 +37,14 @@ func (s *scanner) readData(dt string, n int64, shape []int64) ([]byte, error) {
 	} else {
 		out = make([]byte, 0, int64(len(s.buf)-s.pos)+2*capacity)
 	}
-	if err := s.beginArray(); err != nil {
+	if err := s.BeginArray(); err != nil {
 		return nil, fmt.Errorf("data: %w", err)
 	}
 	var count int64
 	depth := 1
-	counts := [maxDepth]int{} // elements read at each open level
+	counts := [MaxDepth]int{} // elements read at each open level
 	for depth > 0 {
-		ok, err := s.element(&counts[depth-1])
+		ok, err := s.Element(&counts[depth-1])
 		if err != nil {
 			return nil, fmt.Errorf("data: %w", err)
 		}
@@ -52,9 +52,9 @@ func (s *scanner) readData(dt string, n int64, shape []int64) ([]byte, error) {
 			depth--
 			continue
 		}
-		c, _ := s.peek() // element found a value
+		c, _ := s.Peek() // element found a value
 		if c == '[' {
-			if err := s.beginArray(); err != nil {
+			if err := s.BeginArray(); err != nil {
 				return nil, fmt.Errorf("data: %w", err)
 			}
 			counts[depth] = 0
@@ -77,11 +77,11 @@ func (s *scanner) readData(dt string, n int64, shape []int64) ([]byte, error) {
 // appendElement reads one element of datatype dt, whose first byte is c,
 // and stores it in out, at index i of a fixed-size type (when i <
 // capacity) or appended for BYTES.
-func (s *scanner) appendElement(out []byte, c byte, dt string, size int, i, capacity int64) ([]byte, error) {
+func (s *Scanner) appendElement(out []byte, c byte, dt string, size int, i, capacity int64) ([]byte, error) {
 	var err error
 	if dt == triton.BYTES {
 		if c != '"' {
-			return out, fmt.Errorf("want a string for BYTES, got %s", kindName(c))
+			return out, fmt.Errorf("want a string for BYTES, got %s", KindName(c))
 		}
 		lenAt := len(out)
 		out = append(out, 0, 0, 0, 0)
@@ -96,12 +96,12 @@ func (s *scanner) appendElement(out []byte, c byte, dt string, size int, i, capa
 		return out, nil
 	}
 	if dt == triton.BOOL {
-		v, err := s.boolean()
+		v, err := s.Boolean()
 		if err != nil {
 			if c == 't' || c == 'f' {
 				return out, err
 			}
-			return out, fmt.Errorf("want true or false for BOOL, got %s", kindName(c))
+			return out, fmt.Errorf("want true or false for BOOL, got %s", KindName(c))
 		}
 		if i < capacity {
 			out[i] = 0
@@ -112,10 +112,10 @@ func (s *scanner) appendElement(out []byte, c byte, dt string, size int, i, capa
 		return out, nil
 	}
 	if c != '-' && c != 'N' && c != 'I' && (c < '0' || c > '9') {
-		return out, fmt.Errorf("want a number for %s, got %s", dt, kindName(c))
+		return out, fmt.Errorf("want a number for %s, got %s", dt, KindName(c))
 	}
 	if dt == triton.FP32 || dt == triton.FP64 {
-		f, err := s.float()
+		f, err := s.Float()
 		if err != nil || i >= capacity {
 			return out, err
 		}
@@ -126,7 +126,7 @@ func (s *scanner) appendElement(out []byte, c byte, dt string, size int, i, capa
 		}
 		return out, nil
 	}
-	tok, kind, err := s.number()
+	tok, kind, err := s.Number()
 	if err != nil {
 		return out, err
 	}
@@ -137,7 +137,7 @@ func (s *scanner) appendElement(out []byte, c byte, dt string, size int, i, capa
 	switch dt {
 	case triton.INT8, triton.INT16, triton.INT32, triton.INT64:
 		lo, hi := intRange(size)
-		v, ok := parseInt(tok, kind, lo, hi)
+		v, ok := ParseInt(tok, kind, lo, hi)
 		if !ok {
 			return out, intError(tok, kind, dt, fmt.Sprintf("[%d, %d]", lo, hi))
 		}
@@ -159,8 +159,8 @@ func intRange(size int) (lo, hi int64) {
 	return -hi - 1, hi
 }
 
-func intError(tok []byte, kind numKind, dt, bounds string) error {
-	if kind != numInt {
+func intError(tok []byte, kind NumKind, dt, bounds string) error {
+	if kind != NumInt {
 		return fmt.Errorf("%s is not an integer (%s)", tok, dt)
 	}
 	return fmt.Errorf("%s is out of range for %s %s", tok, dt, bounds)

@@ -1,4 +1,4 @@
-package tritonhttp
+package jsontext
 
 import (
 	"errors"
@@ -11,12 +11,12 @@ import (
 var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
-// float reads a number and returns its value rounded to the nearest
+// Float reads a number and returns its value rounded to the nearest
 // float64. The common case, at most 15 significant digits and a decimal
 // exponent within ±22, is computed here in one rounding (the mantissa and
 // the power of ten are both exact in float64), which saves strconv's
-// second pass over the digits; anything else goes through parseFloat.
-func (s *scanner) float() (float64, error) {
+// second pass over the digits; anything else goes through ParseFloat.
+func (s *Scanner) Float() (float64, error) {
 	b, i := s.buf, s.pos
 	neg := i < len(b) && b[i] == '-'
 	if neg {
@@ -91,22 +91,22 @@ func (s *scanner) float() (float64, error) {
 	return f, nil
 }
 
-// slowFloat reads a number with number and parseFloat.
-func (s *scanner) slowFloat() (float64, error) {
-	tok, kind, err := s.number()
+// slowFloat reads a number with number and ParseFloat.
+func (s *Scanner) slowFloat() (float64, error) {
+	tok, kind, err := s.Number()
 	if err != nil {
 		return 0, err
 	}
-	f, err := parseFloat(tok, kind)
+	f, err := ParseFloat(tok, kind)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", tok, err)
 	}
 	return f, nil
 }
 
-// parseInt returns the value of an integer token within [lo, hi].
-func parseInt(tok []byte, kind numKind, lo, hi int64) (int64, bool) {
-	if kind != numInt {
+// ParseInt returns the value of an integer token within [lo, hi].
+func ParseInt(tok []byte, kind NumKind, lo, hi int64) (int64, bool) {
+	if kind != NumInt {
 		return 0, false
 	}
 	neg := tok[0] == '-'
@@ -130,8 +130,8 @@ func parseInt(tok []byte, kind numKind, lo, hi int64) (int64, bool) {
 }
 
 // parseUint returns the value of a non-negative integer token; "-0" is 0.
-func parseUint(tok []byte, kind numKind) (uint64, bool) {
-	if kind != numInt {
+func parseUint(tok []byte, kind NumKind) (uint64, bool) {
+	if kind != NumInt {
 		return 0, false
 	}
 	if tok[0] == '-' {
@@ -156,10 +156,10 @@ func parseDigits(d []byte) (uint64, bool) {
 // Triton's parser refuses too.
 var errFloatRange = errors.New("number out of range of float64")
 
-// parseFloat returns the float64 value of a number token, rounding to
+// ParseFloat returns the float64 value of a number token, rounding to
 // nearest as Triton's parser does.
-func parseFloat(tok []byte, kind numKind) (float64, error) {
-	if kind == numSpecial {
+func ParseFloat(tok []byte, kind NumKind) (float64, error) {
+	if kind == NumSpecial {
 		neg := tok[0] == '-'
 		if neg {
 			tok = tok[1:]
