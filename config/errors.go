@@ -3,8 +3,9 @@ package config
 import "github.com/mergectl/react-triton/problem"
 
 // The problems of a configuration are a problem.List of *problem.Problem:
-// Load, LoadCalibrate and Validate return one (Load's wrapped with the
-// file's name), so that callers can list them one by one:
+// LoadCalibrate and Calibrate.Validate return one (LoadCalibrate's wrapped
+// with the file's name), as the sidecar's Load does (sidecar/config), so
+// that callers can list them one by one:
 //
 //	var l problem.List
 //	if errors.As(err, &l) {
