@@ -181,6 +181,9 @@ func TestHTTPWriteTimeout(t *testing.T) {
 	s := startSidecar(t, Config{TritonHTTP: up, Server: limits(func(c *config.Server) { c.WriteTimeout = 300 * time.Millisecond })})
 	lis := s.httpLis.(*capListener)
 	c := rawHTTP(t, s.HTTPAddr().String(), "GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+	// Timed from the accept: until then the listener counts no connection,
+	// and an unaccepted one is not "closed".
+	waitFor(t, 10*time.Second, "the sidecar accepting the connection", func() bool { return lis.Open() == 1 })
 	start := time.Now()
 	waitFor(t, 10*time.Second, "the sidecar closing a connection that does not read", func() bool { return lis.Open() == 0 })
 	if took := time.Since(start); took < 250*time.Millisecond {

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mergectl/react-triton/config"
+	"github.com/mergectl/react-triton/problem"
 )
 
 // indexVar is how the fit Job's arguments name the pod's index.
@@ -170,14 +171,14 @@ func loadCalibrate(t *testing.T, yamlText, mountedPath string, args []string) *c
 		t.Fatalf("calibrate fit %v: %v", args, err)
 	}
 	c, err := config.LoadCalibrate("", fs)
-	var cerr *config.Error
+	var cerr problem.List
 	switch {
 	case err == nil:
 		return c
 	case !errors.As(err, &cerr):
 		t.Fatalf("calibrate fit %v: %v", args, err)
 	}
-	for _, fe := range cerr.Errors {
+	for _, fe := range cerr {
 		if fe.Path != "out" {
 			t.Errorf("calibrate fit %v: %v", args, fe)
 		}

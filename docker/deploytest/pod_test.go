@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/sidecar/config"
 )
 
@@ -241,12 +242,12 @@ func loadSidecarConfig(t *testing.T, yamlText string) *config.Config {
 	if err == nil {
 		return cfg
 	}
-	var cerr *config.Error
+	var cerr problem.List
 	if !errors.As(err, &cerr) {
 		t.Fatalf("the sidecar configuration does not load: %v", err)
 	}
 	pathKey := regexp.MustCompile(`^components\[\d+\]\.path$`)
-	for _, fe := range cerr.Errors {
+	for _, fe := range cerr {
 		if !pathKey.MatchString(fe.Path) {
 			t.Errorf("the sidecar configuration: %v", fe)
 		}
@@ -262,7 +263,7 @@ func loadSidecarConfig(t *testing.T, yamlText string) *config.Config {
 // loadWithFiles loads yamlText again with every components path moved
 // under a temporary directory, where an empty file stands for it, and
 // returns the configuration with the original paths.
-func loadWithFiles(t *testing.T, yamlText string, cerr *config.Error) *config.Config {
+func loadWithFiles(t *testing.T, yamlText string, cerr problem.List) *config.Config {
 	t.Helper()
 	dir := t.TempDir()
 	moved := yamlText
