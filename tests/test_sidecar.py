@@ -407,9 +407,10 @@ BAD_PREFERENCES = [
     ("zero-sum", "header", "fashion=0,mnist=0", ["sum"]),
     ("unknown-preset-header", "preset-header", "nosuch", ['"nosuch"', "preset"]),
     ("unknown-preset-parameter", "preset-parameter", "nosuch", ['"nosuch"', "preset"]),
-    # limits.max_preference_length defaults to 1024 bytes.
-    ("too-long", "header", "fashion=1" + "0" * 1100, ["1109", "1024"]),
-    ("too-long-preset", "preset-parameter", "u" * 1025, ["1025", "1024"]),
+    # limits.max_preference_length defaults to 4096 bytes (the react
+    # backend's default too: control.DefaultMaxPreferenceLength).
+    ("too-long", "header", "fashion=1" + "0" * 4100, ["4109", "4096"]),
+    ("too-long-preset", "preset-parameter", "u" * 4097, ["4097", "4096"]),
 ]
 
 
