@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"fmt"
 	"reflect"
 
 	"github.com/mergectl/react-triton/config/layer"
@@ -35,27 +34,13 @@ import (
 // returned together as a problem.List, each with its path and its line,
 // flag or variable.
 func LoadCalibrate(path string, flags *pflag.FlagSet) (*Calibrate, error) {
-	if path == "" && flags != nil {
-		if f := flags.Lookup(FlagConfig); f != nil && f.Changed {
-			path = f.Value.String()
-		}
-	}
-	var file *layer.File
-	var decodeErrs problem.List // the file's keys that did not decode
-	if path != "" {
-		var err error
-		if file, decodeErrs, err = layer.ReadFile(path, new(Calibrate)); errors.Is(err, layer.ErrReading) {
-			return nil, fmt.Errorf("config: %w", err)
-		} else if err != nil {
-			return nil, fmt.Errorf("config: %s: %w", path, err)
-		}
+	path, file, decodeErrs, err := layer.Open(path, flags, new(Calibrate))
+	if err != nil {
+		return nil, err
 	}
 	c, err := loadCalibrate(file, decodeErrs, flags)
 	if err != nil {
-		if path == "" {
-			return nil, fmt.Errorf("config: %w", err)
-		}
-		return nil, fmt.Errorf("config: %s: %w", path, err)
+		return nil, layer.Wrap(path, err)
 	}
 	return c, nil
 }

@@ -44,6 +44,37 @@ type Layers struct {
 // ErrReading prefixes the error of a file that cannot be read.
 var ErrReading = errors.New("reading")
 
+// Open reads the configuration file a loader is given: path, or when
+// path is "" the file of the --config flag (FlagConfig) in flags, when it
+// was set; no file (nil) when neither names one. It returns the path it
+// read, and the file and the keys that did not decode as ReadFile does;
+// its error is already wrapped as Wrap wraps the loader's.
+func Open(path string, flags *pflag.FlagSet, root any) (string, *File, problem.List, error) {
+	if path == "" && flags != nil {
+		if f := flags.Lookup(FlagConfig); f != nil && f.Changed {
+			path = f.Value.String()
+		}
+	}
+	if path == "" {
+		return "", nil, nil, nil
+	}
+	file, bad, err := ReadFile(path, root)
+	if err != nil {
+		return path, nil, nil, Wrap(path, err)
+	}
+	return path, file, bad, nil
+}
+
+// Wrap prefixes a loader's error with "config: " and the path of its
+// file, when it has one and the error does not already name it (a file
+// that cannot be read).
+func Wrap(path string, err error) error {
+	if path == "" || errors.Is(err, ErrReading) {
+		return fmt.Errorf("config: %w", err)
+	}
+	return fmt.Errorf("config: %s: %w", path, err)
+}
+
 // ReadFile reads the YAML file at path and decodes it strictly into a new
 // value of root's type. Problems with keys and types are returned with
 // the file's values as a problem.List; a file that cannot be read or

@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"fmt"
 	"reflect"
 
 	"github.com/spf13/pflag"
@@ -39,27 +38,13 @@ import (
 // returned together, wrapped with the file's name, as a problem.List in
 // the order of the file.
 func Load(path string, flags *pflag.FlagSet) (*Config, error) {
-	if path == "" && flags != nil {
-		if f := flags.Lookup(FlagConfig); f != nil && f.Changed {
-			path = f.Value.String()
-		}
-	}
-	var file *layer.File
-	var decodeErrs problem.List // the file's keys that did not decode
-	if path != "" {
-		var err error
-		if file, decodeErrs, err = layer.ReadFile(path, new(Config)); errors.Is(err, layer.ErrReading) {
-			return nil, fmt.Errorf("config: %w", err)
-		} else if err != nil {
-			return nil, fmt.Errorf("config: %s: %w", path, err)
-		}
+	path, file, decodeErrs, err := layer.Open(path, flags, new(Config))
+	if err != nil {
+		return nil, err
 	}
 	cfg, err := load(file, decodeErrs, flags)
 	if err != nil {
-		if path == "" {
-			return nil, fmt.Errorf("config: %w", err)
-		}
-		return nil, fmt.Errorf("config: %s: %w", path, err)
+		return nil, layer.Wrap(path, err)
 	}
 	return cfg, nil
 }
