@@ -35,10 +35,12 @@ func (l *capListener) Accept() (net.Conn, error) {
 		}
 		if n := l.open.Add(1); l.max > 0 && n > l.max {
 			l.open.Add(-1)
-			c.Close()
+			// Counted before the close, so that whoever sees the close
+			// also sees the count.
 			if l.metrics != nil {
 				l.metrics.connectionRefused(l.name)
 			}
+			c.Close()
 			continue
 		}
 		if l.metrics != nil {
