@@ -22,6 +22,7 @@ func init() {
 		blas64:      netblas.Implementation{},
 		lapack:      openblasLapack{},
 		gemmCorrect: true,
+		gemmSolve:   true,
 		setThreads:  func(n int) { C.openblas_set_num_threads(C.int(n)) },
 	})
 }

@@ -272,7 +272,7 @@ func BenchmarkSolveSteps(b *testing.B) {
 		b.Run(name("blocked-trsm"), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				copy(w.Data, ap.Data)
-				cholSolveRight(u, w)
+				cholSolveRightBlocked(u, w, true)
 			}
 			flops(b, 2*fd*fd*fd)
 		})

@@ -16,10 +16,16 @@ const trsmBlock = 128
 // flops are GEMMs, which the BLAS runs at close to its peak while its
 // TRSM, on the shapes of a solve for W_p, runs at about half of it
 // (BenchmarkSolveSteps). The result is that of two DTRSMs up to rounding:
-// the same operations, summed in another order.
+// the same operations, summed in another order. The backend decides
+// (gemmSolve): with gonum's kernels on one core the two DTRSMs are faster.
 func cholSolveRight(u blas64.Triangular, b blas64.General) {
+	cholSolveRightBlocked(u, b, gemmSolve)
+}
+
+// cholSolveRightBlocked is cholSolveRight, blocked or not.
+func cholSolveRightBlocked(u blas64.Triangular, b blas64.General, blocked bool) {
 	d, rows := u.N, b.Rows
-	if d <= trsmBlock {
+	if d <= trsmBlock || !blocked {
 		blas64.Trsm(blas.Right, blas.NoTrans, 1, u, b)
 		blas64.Trsm(blas.Right, blas.Trans, 1, u, b)
 		return
