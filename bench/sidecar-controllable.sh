@@ -71,8 +71,9 @@
 # A sidecar that does not build or start, or whose calls fail, is reported
 # and the other ways still run; --skip-sidecar runs only those. The sidecar
 # is started only when --ways has sidecar or graph.
-# --pprof FILE saves a CPU profile of the sidecar (its metrics listener's
-# /debug/pprof/profile) taken during the first concurrency-32 round of synth.
+# --pprof FILE saves a CPU profile of the sidecar (pprof enabled on a
+# listener of its own, /debug/pprof/profile) taken during the first
+# concurrency-32 round of synth.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -305,6 +306,8 @@ done
 # The sidecar, configured with the controllable models whose way can run.
 if any_sidecar; then
 	read -r sc_grpc sc_http sc_metrics < <(free_ports)
+	sc_pprof=
+	[ -z "$pprof" ] || read -r sc_pprof _ _ < <(free_ports)
 	config=$run_dir/sidecar.yaml
 	{
 		echo "# Written by bench/sidecar-controllable.sh."
@@ -313,6 +316,13 @@ if any_sidecar; then
 		echo "  http: 127.0.0.1:$http_port"
 		echo "log:"
 		echo "  level: warn"
+		if [ -n "$pprof" ]; then
+			# Go's profiles, off by default, on a listener of their own.
+			echo "pprof:"
+			echo "  enabled: true"
+			echo "  listen: 127.0.0.1:$sc_pprof"
+			echo "  max_seconds: 120"
+		fi
 		echo "components:"
 		for p in "${pairs[@]}"; do
 			[ "${sidecar_ok[$p]}" = 1 ] || continue
@@ -471,13 +481,13 @@ for c in $concurrencies; do
 					(
 						sleep "$warmup"
 						code=$(curl -s -o "$run_dir/cpu.pprof" -w '%{http_code}' --max-time $((seconds + 30)) \
-							"http://127.0.0.1:$sc_metrics/debug/pprof/profile?seconds=$seconds" || true)
+							"http://127.0.0.1:$sc_pprof/debug/pprof/profile?seconds=$seconds" || true)
 						if [ "$code" = 200 ]; then
 							mkdir -p "$(dirname "$pprof")" && cp "$run_dir/cpu.pprof" "$pprof" &&
 								echo "bench: CPU profile of the sidecar (synth, c=32, ${seconds}s) in $pprof" >&2
 						else
 							[ "$code" != 000 ] || code="nothing (no listener?)"
-							echo "bench: NO PROFILE: the sidecar's metrics listener answered ${code:-nothing} at /debug/pprof/profile" >&2
+							echo "bench: NO PROFILE: the sidecar's pprof listener answered ${code:-nothing} at /debug/pprof/profile" >&2
 						fi
 					) &
 					prof_pid=$!
