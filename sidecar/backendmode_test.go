@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -252,4 +253,34 @@ func TestReactReadersExpire(t *testing.T) {
 	c.backend = "python"
 	r.forget() // a reload
 	ask(false, 3)
+}
+
+// TestReloadForgetsReaders: a reload forgets what the sidecar learnt about
+// which models read ReACT's parameters, so that a model replaced together
+// with the configuration is asked about again at once, not after
+// readersTTL.
+func TestReloadForgetsReaders(t *testing.T) {
+	h := startBackendHarness(t)
+	ctx := context.Background()
+	if _, err := h.models.readers.reads(ctx, "plain", ""); err != nil {
+		t.Fatal(err)
+	}
+	known := func() int {
+		h.models.readers.mu.Lock()
+		defer h.models.readers.mu.Unlock()
+		return len(h.models.readers.known)
+	}
+	if known() == 0 {
+		t.Fatal("nothing learnt about model plain")
+	}
+	cfg, err := config.Load(h.cfgPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.models.Reload(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if n := known(); n != 0 {
+		t.Errorf("%d answers kept across a reload", n)
+	}
 }
