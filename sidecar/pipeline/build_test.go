@@ -431,9 +431,17 @@ func TestBuildCalibration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	recorded := c.Backbone
 	c.Backbone = react.ModelRef{}
 	unrecorded := filepath.Join(t.TempDir(), "unrecorded.safetensors")
 	if err := react.SaveComponents(unrecorded, c); err != nil {
+		t.Fatal(err)
+	}
+	// A file that records the backbone but not its output (older files,
+	// or fitted with --backbone-model alone): any output of that model.
+	c.Backbone = react.ModelRef{Name: recorded.Name, Version: recorded.Version}
+	noOutput := filepath.Join(t.TempDir(), "no-output.safetensors")
+	if err := react.SaveComponents(noOutput, c); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -450,6 +458,9 @@ func TestBuildCalibration(t *testing.T) {
 		{"a variant of another backbone", "backbone_copy", "backbone_fp16", e.comps, []wantProblem{{path: "models[0].variant_of",
 			msg: `the components of "zoo" were calibrated on model "backbone", not "backbone_fp16": name the model the file records`}}},
 		{"a file that records no backbone", "backbone_copy", "", unrecorded, nil},
+		{"a file that records the backbone, no output", "backbone", "", noOutput, nil},
+		{"a file that records another backbone, no output", "backbone_copy", "", noOutput, []wantProblem{{path: "models[0].backbone.model",
+			msg: `model "backbone_copy" output "feature" would be corrected with the components of "zoo", calibrated on model "backbone" output "": `}}},
 	}
 	e.fake.SetReady("backbone_copy", true)
 	for _, tt := range tests {
