@@ -78,7 +78,7 @@ mutants=(
 	"gemv-lda#react/device_cuda.go#s/ds.abuf, d\*d, ds.wa/ds.abuf, d*d+1, ds.wa/#the sums' DGEMV over the A_t with a leading dimension one too long (it reads past the last A_t)"
 	"gemv-g-weights#react/device_cuda.go#s/ds.gbuf, d\*d, ds.wg/ds.gbuf, d*d, ds.wa/#the sums' DGEMV weighs the G_t without their normalisation (w_t instead of w_t s_t)"
 	"gemv-op-t#react/internal/cuda/linalg.go#/func \(d \*Device\) DgemvN\(/,/^}/s/C\.CUBLAS_OP_N/C.CUBLAS_OP_T/#DgemvN multiplies by Aᵀ"
-	"gpucopy-kind#backend/gpucopy.go#s/cuda_memcpy\(dst, src, n, 2\)/cuda_memcpy(dst, src, n, 1)/#the copy of an input from the GPU is made as host to device"
+	"gpucopy-kind#backend/gpucopy.go#s/cuda_copy\(dst, src, n, 2, device\)/cuda_copy(dst, src, n, 1, device)/#the copy of an input from the GPU is made as host to device"
 )
 
 if [ "${1:-}" = "--list" ]; then

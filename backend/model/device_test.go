@@ -162,9 +162,13 @@ func TestExecuteDevice(t *testing.T) {
 	// A batch beyond cuBLAS's int, whose byte count overflows (4·(2⁵⁶+1)·64
 	// wraps to 256 bytes): the request's error, not one row corrected and
 	// success.
+	// Size is the wrapped byte count, which the size check alone would let
+	// pass.
 	out := devicetest.Alloc(t, n, devicetest.Runtime)
+	huge := int64(1<<56 + 1)
+	wrapped := int(4 * huge * int64(d))
 	for _, spec := range []string{"fashion=1", "none"} {
-		res := m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{1<<56 + 1, d}, Input: in, Keys: pref(spec)},
+		res := m.ExecuteDevice(context.Background(), DeviceRequest{Shape: []int64{huge, d}, Input: in, Size: wrapped, Keys: pref(spec)},
 			func() (DeviceOutput, error) { return DeviceOutput{Ptr: out}, nil })
 		var re *RequestError
 		if !errors.As(res.Err, &re) || re.Code != CodeInvalidArgument {
