@@ -284,3 +284,27 @@ func TestReloadForgetsReaders(t *testing.T) {
 		t.Errorf("%d answers kept across a reload", n)
 	}
 }
+
+// TestBackendModeRawBinary: a raw binary HTTP request (Inference-Header-
+// Content-Length: 0, the body the only input's data) has no JSON header
+// to carry request parameters, so one with a react header to a model that
+// reads them is refused (400, saying why) rather than relayed
+// uncorrected; without the header it passes on.
+func TestBackendModeRawBinary(t *testing.T) {
+	h := startBackendHarness(t)
+	body := make([]byte, 4*3) // one row of x, FP32 [1, 3]
+	hdr := map[string]string{"Content-Type": "application/octet-stream", "Inference-Header-Content-Length": "0", "React-Preference": "a=1"}
+	before := h.fake.Calls("fashion_react")
+	resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/fashion_react/infer", body, hdr)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(out), "raw binary request") {
+		t.Errorf("raw binary with react-preference: %d %s, want 400 saying why", resp.StatusCode, out)
+	}
+	if n := h.fake.Calls("fashion_react") - before; n != 0 {
+		t.Errorf("Triton called %d times for a refused request", n)
+	}
+	delete(hdr, "React-Preference")
+	resp, out = httpDo(t, http.MethodPost, h.httpURL+"/v2/models/fashion_react/infer", body, hdr)
+	if resp.StatusCode == http.StatusBadRequest && strings.Contains(string(out), "raw binary request") {
+		t.Errorf("raw binary without a react header refused: %d %s", resp.StatusCode, out)
+	}
+}
