@@ -191,13 +191,23 @@ func graphModels(sc *faketriton.Scenario, n graphNames) []*faketriton.Model {
 			}
 			return map[string]triton.Tensor{"pixels": triton.NewFP32("pixels", in["image"].Shape, s.pre(v))}, nil
 		})
-	backbone := faketriton.Func(n.backbone, mb, []faketriton.Tensor{t("x", "FP32", 3), t("mask", "INT64", 3)}, []faketriton.Tensor{t("feature", "FP16", 4)},
+	// mask is optional: without it, no position is masked (zeros).
+	optionalMask := t("mask", "INT64", 3)
+	optionalMask.Optional = true
+	maskOf := func(in map[string]triton.Tensor, n int) ([]int64, error) {
+		m, ok := in["mask"]
+		if !ok {
+			return make([]int64, n), nil
+		}
+		return m.Int64()
+	}
+	backbone := faketriton.Func(n.backbone, mb, []faketriton.Tensor{t("x", "FP32", 3), optionalMask}, []faketriton.Tensor{t("feature", "FP16", 4)},
 		func(in map[string]triton.Tensor) (map[string]triton.Tensor, error) {
 			x, err := in["x"].FP32()
 			if err != nil {
 				return nil, err
 			}
-			mask, err := in["mask"].Int64()
+			mask, err := maskOf(in, len(x))
 			if err != nil {
 				return nil, err
 			}
@@ -233,13 +243,13 @@ func graphModels(sc *faketriton.Scenario, n graphNames) []*faketriton.Model {
 			return map[string]triton.Tensor{"probs": triton.NewFP32("probs", in["logits"].Shape, s.softmax(v))}, nil
 		})
 	ensembleOutputs := []faketriton.Tensor{t("label", "BYTES", 1), t("index", "INT32", 1), t("probs", "FP32", 2), t("scores_a", "FP32", 2)}
-	ensemble := faketriton.Func(n.ensemble, mb, []faketriton.Tensor{t("image", "UINT8", 3), t("mask", "INT64", 3)}, ensembleOutputs,
+	ensemble := faketriton.Func(n.ensemble, mb, []faketriton.Tensor{t("image", "UINT8", 3), optionalMask}, ensembleOutputs,
 		func(in map[string]triton.Tensor) (map[string]triton.Tensor, error) {
 			image, err := in["image"].Uint8()
 			if err != nil {
 				return nil, err
 			}
-			mask, err := in["mask"].Int64()
+			mask, err := maskOf(in, len(image))
 			if err != nil {
 				return nil, err
 			}

@@ -340,8 +340,9 @@ func TestGraphInferOutputsAndInputs(t *testing.T) {
 		{"input of another datatype", func(r *tritonpb.ModelInferRequest) { r.Inputs[1].Datatype = "INT32" },
 			`input "mask": datatype INT32, the model takes INT64`},
 		{"missing input", func(r *tritonpb.ModelInferRequest) {
-			r.Inputs, r.RawInputContents = r.Inputs[:1], r.RawInputContents[:1]
-		}, `missing input "mask"`},
+			// image, which is required (mask is optional: TestGraphInferOptionalInput).
+			r.Inputs, r.RawInputContents = r.Inputs[1:], r.RawInputContents[1:]
+		}, `missing input "image"`},
 		{"batch too large", func(r *tritonpb.ModelInferRequest) {
 			*r = *graphRequest("cls", true, make([]uint8, 27), make([]int64, 27))
 		}, "batch size 9 exceeds the model's maximum of 8"},
@@ -517,4 +518,29 @@ func TestGraphInferEdges(t *testing.T) {
 			t.Errorf("error %v, want INTERNAL saying the datatype changed", err)
 		}
 	})
+}
+
+// TestGraphInferOptionalInput: an ensemble input its configuration marks
+// optional (the graph's mask) may be left out of a corrected request, as
+// Triton allows; the graph then runs without it (its backbone reads no
+// mask as all zeros) and the correction applies as usual.
+func TestGraphInferOptionalInput(t *testing.T) {
+	e := newGraphEnv(t)
+	m := e.mustBuild(t, e.graphConfig()).Models["cls"]
+	s := graphSteps{e.sc}
+	req := graphRequest("cls", true, graphImages, graphMasks)
+	req.Inputs, req.RawInputContents = req.Inputs[:1], req.RawInputContents[:1] // image only
+	res, err := m.Infer(context.Background(), e.up, withPreference(req, "a=1,b=3"))
+	if err != nil {
+		t.Fatalf("a request without the optional mask: %v", err)
+	}
+	for _, in := range e.fake.LastRequest("backbone").GetInputs() {
+		if in.GetName() == "mask" {
+			t.Error("the backbone was sent a mask the request did not have")
+		}
+	}
+	want := s.compute(graphImages, make([]int64, len(graphMasks)), e.sc.Reference(weights(0.25, 0.75, 0), e.sc.Beta, false))
+	out := decoded(t, res.Response)
+	scores, _ := out["scores_a"].FP32()
+	closeTo(t, "scores_a", scores, want.scoresA, graphTol)
 }
