@@ -125,6 +125,21 @@ func TestUpgrade(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(repo, "react_vit", "2", "components.safetensors")); err != nil {
 		t.Errorf("a second upgrade wrote no version 2: %v", err)
 	}
+
+	// Again with another profile: a new version would keep the model's
+	// configuration and serve the old preset, so it is refused, every
+	// difference named, and nothing written.
+	r = run(t, "upgrade", "--repository", repo, "--model", "cat_classifier", "--correct", "emb", "--components", comps,
+		"--preset", "gentle=cats=0.5,dogs=0.5", "--default-preference", "cats=1")
+	for _, want := range []string{`parameter default_preference is not set, the flags give "cats=1"`,
+		`parameter preset.gentle is "cats=0.7,dogs=0.3", the flags give "cats=0.5,dogs=0.5"`, "--react-model"} {
+		if r.code == ExitOK || !strings.Contains(r.stderr, want) {
+			t.Errorf("an upgrade with another profile: exit %d, stderr %q; want it refused with %q", r.code, r.stderr, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(repo, "react_vit", "3")); !os.IsNotExist(err) {
+		t.Errorf("a refused upgrade wrote version 3: %v", err)
+	}
 }
 
 func TestUpgradeRefuses(t *testing.T) {

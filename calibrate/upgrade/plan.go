@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -149,6 +150,9 @@ func (o *Options) Plan() (*Plan, error) {
 		if why := fits(existing, cfg); why != "" {
 			problems = append(problems, fmt.Sprintf("%s: %s", reactPath, why))
 		}
+		for _, why := range o.profileDiffers(existing) {
+			problems = append(problems, fmt.Sprintf("%s: %s", reactPath, why))
+		}
 	} else if errors.Is(err, fs.ErrNotExist) {
 		if p.reactConfig, err = renderReactConfig(cfg, site.Model, o.Model); err != nil {
 			problems = append(problems, err.Error())
@@ -245,6 +249,26 @@ func (o *Options) Parameters() map[string]string {
 		params[model.ParamMaxPreferenceLength] = strconv.Itoa(o.Profile.MaxPreferenceLength)
 	}
 	return params
+}
+
+// profileDiffers says, for each parameter the profile flags set, where an
+// existing react model's configuration holds another value: a new version
+// keeps the model's configuration, so the flags would be ignored, and the
+// model served with a profile other than the one asked for.
+func (o *Options) profileDiffers(existing *tritonpb.ModelConfig) []string {
+	var why []string
+	params := o.Parameters()
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		if have, ok := existing.GetParameters()[k]; !ok || have.GetStringValue() != params[k] {
+			shown := "not set"
+			if ok {
+				shown = strconv.Quote(have.GetStringValue())
+			}
+			why = append(why, fmt.Sprintf("parameter %s is %s, the flags give %q: a new version keeps the model's configuration; "+
+				"edit its config.pbtxt, or name a new react model with --react-model", k, shown, params[k]))
+		}
+	}
+	return why
 }
 
 // fits says why an existing react model does not take the tensor the new
