@@ -71,6 +71,8 @@ var policy = map[string][]string{
 	"calibrate/pairs":       {"react"},
 	"calibrate/embeddings":  {"internal/npyfile", "react"},
 	"calibrate/tritonpairs": {"calibrate/images", "internal/samples", "react", "triton", "triton/tritonpb"},
+	// calibrate/pairs/pairstest: test support only, synthetic paired features.
+	"calibrate/pairs/pairstest": nil,
 	// calibrate/upgrade writes a profile (control's settings) as a react
 	// model's parameters and checks the model with the backend's own
 	// parser (backend/model).
