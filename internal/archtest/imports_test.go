@@ -59,6 +59,9 @@ var policy = map[string][]string{
 	"config/layer": {"problem", "internal/bytesize"},
 	// config: calibrate's configurations (fit's file, the flag commands).
 	"config": {"config/layer", "react", "control", "triton", "problem", "internal/bytesize", "internal/filecheck"},
+	// config/configtest: test support only, what the tests of config and
+	// sidecar/config share.
+	"config/configtest": {"problem", "internal/testutil"},
 
 	"evaluate/metrics": nil,
 	"evaluate":         {"evaluate/metrics", "react", "control", "triton", "internal/npyfile", "internal/samples"},
