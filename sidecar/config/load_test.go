@@ -823,10 +823,28 @@ components:
 	}
 }
 
+// oneProblem is a configuration's text and the one problem Load reports
+// for it.
+type oneProblem struct{ yaml, want string }
+
+// wantOneProblem loads each test's text, staged as sidecar.yaml with the
+// environment cleared, and checks that Load reports its problem alone.
+func wantOneProblem(t *testing.T, tests []oneProblem) {
+	t.Helper()
+	for _, tt := range tests {
+		clearEnv(t)
+		path := configtest.StageText(t, "sidecar.yaml", tt.yaml)
+		_, err := Load(path, nil)
+		if got := configtest.ProblemLines(t, err); !slices.Equal(got, []string{tt.want}) {
+			t.Errorf("Load(%q):\ngot  %q\nwant %q", tt.yaml, got, tt.want)
+		}
+	}
+}
+
 // TestUnknownKeys checks that a misspelt key anywhere is an error naming
 // its path, with a suggestion when one is close.
 func TestUnknownKeys(t *testing.T) {
-	tests := []struct{ yaml, want string }{
+	tests := []oneProblem{
 		{minimalYAML + "caches:\n  size: 1\n", `caches: unknown key, did you mean "cache"? (line 4)`},
 		{minimalYAML + "Log:\n  level: info\n", `Log: unknown key, did you mean "log"? (line 4)`},
 		{minimalYAML + "  tls:\n    enable: true\n", `triton.tls.enable: unknown key, did you mean "enabled"? (line 5)`},
@@ -843,20 +861,13 @@ models:
 `, `models[0].backbone.outptu: unknown key, did you mean "output"? (line 9)`},
 		{minimalYAML + "file: x.yaml\n", `file: unknown key (want one of: triton, listen, server, management, pprof, limits, cache, admission, linalg, log, components, models, experiments) (line 4)`},
 	}
-	for _, tt := range tests {
-		clearEnv(t)
-		path := configtest.StageText(t, "sidecar.yaml", tt.yaml)
-		_, err := Load(path, nil)
-		if got := configtest.ProblemLines(t, err); !slices.Equal(got, []string{tt.want}) {
-			t.Errorf("Load(%q):\ngot  %q\nwant %q", tt.yaml, got, tt.want)
-		}
-	}
+	wantOneProblem(t, tests)
 }
 
 // TestWrongTypes checks that a value of the wrong type is an error naming
 // its path.
 func TestWrongTypes(t *testing.T) {
-	tests := []struct{ yaml, want string }{
+	tests := []oneProblem{
 		{minimalYAML + "cache:\n  size: \"128\"\n", `cache.size: want an integer, got string "128" (line 5)`},
 		{minimalYAML + "cache:\n  size: 1.5\n", `cache.size: want an integer, got number 1.5 (line 5)`},
 		{minimalYAML + "cache:\n  size: 99999999999999999999\n", `cache.size: want an integer, got number 99999999999999999999 (line 5)`},
@@ -873,14 +884,7 @@ func TestWrongTypes(t *testing.T) {
 			`components[0].presets: want a mapping, got a list (line 7)`},
 		{minimalYAML + "models: {name: m}\n", `models: want a list, got a mapping (line 4)`},
 	}
-	for _, tt := range tests {
-		clearEnv(t)
-		path := configtest.StageText(t, "sidecar.yaml", tt.yaml)
-		_, err := Load(path, nil)
-		if got := configtest.ProblemLines(t, err); !slices.Equal(got, []string{tt.want}) {
-			t.Errorf("Load(%q):\ngot  %q\nwant %q", tt.yaml, got, tt.want)
-		}
-	}
+	wantOneProblem(t, tests)
 }
 
 // TestLoadMissingFile checks the error for a file that is not there.
