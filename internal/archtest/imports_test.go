@@ -89,7 +89,7 @@ var policy = map[string][]string{
 	"calibrate": {"react", "triton", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile",
 		"internal/buildinfo", "internal/npyfile", "internal/samples", "experiment", "config", "sidecar/config", "control", "evaluate",
 		"evaluate/figures", "calibrate/partial", "calibrate/images", "calibrate/pairs", "calibrate/embeddings",
-		"calibrate/tritonpairs", "calibrate/upgrade", "calibrate/fit", "calibrate/progress", "internal/cli"},
+		"calibrate/tritonpairs", "calibrate/upgrade", "calibrate/fit", "calibrate/progress", "internal/cli", "problem"},
 
 	// sidecar/config: the sidecar's configuration, on the same engine.
 	"sidecar/config":              {"config/layer", "react", "experiment", "control", "problem", "internal/bytesize", "internal/filecheck"},
