@@ -2,7 +2,6 @@ package calibrate
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,9 +10,9 @@ import (
 
 	"github.com/sbinet/npyio/npy"
 	"gonum.org/v1/gonum/mat"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files and the fixture under testdata/")
+	"github.com/mergectl/react-triton/internal/testutil"
+)
 
 // result is what one in-process run of the command gave.
 type result struct {
@@ -39,25 +38,11 @@ func mustRun(t *testing.T, args ...string) result {
 	return r
 }
 
-// golden compares got with testdata/name, or rewrites it with -update.
+// golden compares got with testdata/name, or rewrites it with -update
+// (testutil.Golden).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (run go test -update after checking the change):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	testutil.Golden(t, filepath.Join("testdata", name), got)
 }
 
 // writeNPY writes m to path with sbinet/npyio, an implementation
