@@ -215,22 +215,7 @@ func TestFitRefuses(t *testing.T) {
 			outDir := t.TempDir()
 			out := filepath.Join(outDir, "c.safetensors")
 			r := run(t, append([]string{"fit", "--embeddings", dir, "--out", out}, tc.args...)...)
-			if r.code != tc.code {
-				t.Errorf("exit %d, want %d; stderr:\n%s", r.code, tc.code, r.stderr)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(r.stderr, w) {
-					t.Errorf("stderr %q does not contain %q", r.stderr, w)
-				}
-			}
-			// A failure after samples were read keeps their sums in the
-			// checkpoint directory, and nothing else.
-			entries, _ := os.ReadDir(outDir)
-			for _, e := range entries {
-				if e.Name() != "c.safetensors.ckpt" {
-					t.Errorf("a failed fit left %s in the output directory", e.Name())
-				}
-			}
+			checkFailedFit(t, r, tc.code, tc.want, outDir)
 		})
 	}
 	// An --out that is a directory is refused before any data are read.

@@ -38,6 +38,28 @@ func mustRun(t *testing.T, args ...string) result {
 	return r
 }
 
+// checkFailedFit checks the run r of a fit that fails, writing
+// c.safetensors in outDir: its exit code is code, its standard error
+// holds each of want, and outDir holds nothing but the checkpoint
+// directory, which keeps the sums of the samples read before the failure.
+func checkFailedFit(t *testing.T, r result, code int, want []string, outDir string) {
+	t.Helper()
+	if r.code != code {
+		t.Errorf("exit %d, want %d; stderr:\n%s", r.code, code, r.stderr)
+	}
+	for _, w := range want {
+		if !strings.Contains(r.stderr, w) {
+			t.Errorf("stderr %q does not contain %q", r.stderr, w)
+		}
+	}
+	entries, _ := os.ReadDir(outDir)
+	for _, e := range entries {
+		if e.Name() != "c.safetensors.ckpt" {
+			t.Errorf("a failed fit left %s in the output directory", e.Name())
+		}
+	}
+}
+
 // golden compares got with testdata/name, or rewrites it with -update
 // (testutil.Golden).
 func golden(t *testing.T, name string, got []byte) {

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/internal/testutil"
 	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/sidecar/config"
@@ -270,7 +271,7 @@ func TestBuildProblems(t *testing.T) {
 // names its address.
 func TestBuildUnreachable(t *testing.T) {
 	e := newEnv(t)
-	e.up = upstream(t, closedAddr(t))
+	e.up = upstream(t, testutil.ClosedAddr(t))
 	_, err := e.build(e.config())
 	checkProblems(t, err, []wantProblem{
 		{path: "models[0].backbone.model", msg: e.up.Addr, transient: true},
