@@ -249,22 +249,30 @@ func TestBuildProblems(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := e.config()
 			tt.edit(cfg)
-			set, err := e.build(cfg)
-			if tt.want == nil {
-				if err != nil {
-					t.Fatalf("Build: %v", err)
-				}
-				if len(set.Models) != len(cfg.Models) {
-					t.Errorf("built %d models of %d", len(set.Models), len(cfg.Models))
-				}
-				return
-			}
-			if set != nil {
+			if set := e.checkBuild(t, cfg, tt.want); tt.want != nil && set != nil {
 				t.Errorf("Build returned a set with its error")
 			}
-			checkProblems(t, err, tt.want)
 		})
 	}
+}
+
+// checkBuild builds cfg and checks the outcome: with want nil, every
+// model built; otherwise an error with the problems of want
+// (checkProblems). It returns the set Build returned.
+func (e *env) checkBuild(t *testing.T, cfg *config.Config, want []wantProblem) *pipeline.Set {
+	t.Helper()
+	set, err := e.build(cfg)
+	if want == nil {
+		if err != nil {
+			t.Fatalf("Build: %v", err)
+		}
+		if len(set.Models) != len(cfg.Models) {
+			t.Errorf("built %d models of %d", len(set.Models), len(cfg.Models))
+		}
+		return set
+	}
+	checkProblems(t, err, want)
+	return set
 }
 
 // TestBuildUnreachable: an unreachable Triton is a transient problem that
