@@ -58,16 +58,9 @@ probe=.cache/bench/abuse-surface
 bench_triton --repo tritonmodels/repo -- --model-control-mode=explicit --load-model=backbone_adamerging \
 	--load-model=head_fashion
 
-read -r sc_grpc sc_http sc_metrics < <(free_ports)
-config=$run_dir/sidecar.yaml
-cat >"$config" <<EOF
-# Written by bench/abuse-surface.sh: the defaults (the management API
-# closed), with short timeouts and a small connection cap.
-triton:
-  grpc: 127.0.0.1:$grpc_port
-  http: 127.0.0.1:$http_port
-log:
-  level: warn
+abuse_config "Written by bench/abuse-surface.sh: the defaults (the management API
+closed), with short timeouts and a small connection cap."
+cat >>"$config" <<EOF
 server:
   max_connections: 256
   read_header_timeout: 2s

@@ -82,15 +82,8 @@ fi
 bench_triton --repo bench/models --repo triton/testdata/repo -- --model-control-mode=explicit \
 	--load-model=synth_backbone --load-model=synth_head --load-model=affine_fp32
 
-read -r sc_grpc sc_http sc_metrics < <(free_ports)
-config=$run_dir/sidecar.yaml
-cat >"$config" <<EOF
-# Written by bench/abuse.sh: the defaults, but for the key header.
-triton:
-  grpc: 127.0.0.1:$grpc_port
-  http: 127.0.0.1:$http_port
-log:
-  level: warn
+abuse_config "Written by bench/abuse.sh: the defaults, but for the key header."
+cat >>"$config" <<EOF
 admission:
   key_header: x-user-id
 components:

@@ -18,6 +18,14 @@
 # bench/abuse, and each PROGRAM of bench/ given, into .cache/bench; sets
 # loadgen and abuse to the first two.
 #
+#   abuse_config COMMENT
+#
+# After bench_triton: picks the sidecar's ports (sc_grpc, sc_http,
+# sc_metrics) and writes its configuration, config ($run_dir/sidecar.yaml),
+# with COMMENT (lines, each written as a comment) and the sections every
+# suite has: triton (the run's Triton) and log (level warn). The script
+# appends its own sections.
+#
 #   abuse_start_sidecar [ENV...]
 #
 # Starts bin/sidecar with $config on 127.0.0.1:$sc_grpc, $sc_http and
@@ -45,8 +53,8 @@
 #
 # Says on standard error when Triton or the sidecar is gone.
 
-# The script sets bench_tag, config, the ports and good_args; run.sh sets
-# run_dir.
+# The script sets bench_tag and good_args; run.sh sets run_dir and the
+# ports of Triton.
 # shellcheck shell=bash disable=SC2154
 
 abuse_args() {
@@ -78,6 +86,21 @@ abuse_build() {
 		go build -o ".cache/bench/$p" "./bench/$p"
 	done
 	loadgen=.cache/bench/loadgen abuse=.cache/bench/abuse
+}
+
+abuse_config() {
+	read -r sc_grpc sc_http sc_metrics < <(free_ports)
+	config=$run_dir/sidecar.yaml
+	{
+		printf '%s\n' "$1" | sed 's/^/# /'
+		cat <<EOF
+triton:
+  grpc: 127.0.0.1:$grpc_port
+  http: 127.0.0.1:$http_port
+log:
+  level: warn
+EOF
+	} >"$config"
 }
 
 # shellcheck disable=SC2120 # the environment is optional
