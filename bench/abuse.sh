@@ -60,24 +60,14 @@ usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 bench_tag=abuse
 . bench/lib/run.sh
 . bench/lib/abuse.sh
+. bench/lib/synth.sh
 abuse_args 5 "" "$@"
 bench_run_dir abuse
 abuse_build
 
 # The synthetic components (D=768, tasks t0..t7), as sidecar-controllable.sh makes them.
 components=$PWD/.cache/bench/synth/components.safetensors
-synth_dir=$(dirname "$components")
-key=$(cat bench/synth-components.py bin/calibrate | sha256sum | cut -d' ' -f1)
-if [ -f "$components" ] && [ "$(cat "$synth_dir/key" 2>/dev/null)" = "$key" ]; then
-	echo "abuse: reusing $components" >&2
-else
-	echo "abuse: making the synthetic components (D=768, 8 tasks; about 30 s)" >&2
-	rm -rf "$synth_dir" && mkdir -p "$synth_dir"
-	.venv/bin/python bench/synth-components.py "$synth_dir/embeddings" >&2
-	bin/calibrate fit --embeddings "$synth_dir/embeddings" --beta 0.1 --out "$components" >"$run_dir/calibrate.log" 2>&1
-	echo "$key" >"$synth_dir/key"
-	rm -rf "$synth_dir/embeddings"
-fi
+bench_synth_components "$components" || exit 1
 
 bench_triton --repo bench/models --repo triton/testdata/repo -- --model-control-mode=explicit \
 	--load-model=synth_backbone --load-model=synth_head --load-model=affine_fp32

@@ -132,6 +132,7 @@ zoo_repo=tritonmodels/repo
 feature=feature
 
 . bench/lib/run.sh
+. bench/lib/synth.sh
 bench_run_dir controllable
 
 # sidecar_ok[PAIR]=1 while the sidecar way of PAIR can run; why_not[PAIR]
@@ -208,26 +209,10 @@ done
 synth_ok=0
 case " ${pairs[*]} " in *" synth "*) [ "$react_ok" = 1 ] && synth_ok=1 ;; esac
 [ "${sidecar_ok[synth]-0}" = 1 ] && synth_ok=1
-if [ "$synth_ok" = 1 ]; then
-	synth_dir=$(dirname "${components[synth]}")
-	key=$(cat bench/synth-components.py bin/calibrate | sha256sum | cut -d' ' -f1)
-	if [ -f "${components[synth]}" ] && [ "$(cat "$synth_dir/key" 2>/dev/null)" = "$key" ]; then
-		echo "bench: reusing ${components[synth]}" >&2
-	else
-		echo "bench: making the synthetic components (D=768, 8 tasks; about 30 s)" >&2
-		rm -rf "$synth_dir" && mkdir -p "$synth_dir"
-		if .venv/bin/python bench/synth-components.py "$synth_dir/embeddings" >&2 &&
-			bin/calibrate fit --embeddings "$synth_dir/embeddings" --beta 0.1 \
-				--out "${components[synth]}" >"$run_dir/calibrate.log" 2>&1; then
-			echo "$key" >"$synth_dir/key"
-			rm -rf "$synth_dir/embeddings"
-		else
-			tail -n 20 "$run_dir/calibrate.log" >&2 || true
-			no_sidecar "the synthetic components could not be made" synth
-			no_peers "the synthetic components could not be made" synth
-			synth_ok=0
-		fi
-	fi
+if [ "$synth_ok" = 1 ] && ! bench_synth_components "${components[synth]}"; then
+	no_sidecar "the synthetic components could not be made" synth
+	no_peers "the synthetic components could not be made" synth
+	synth_ok=0
 fi
 
 # The Python peers' W_p, precomputed as their users would: calibrate solve
