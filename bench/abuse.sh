@@ -57,75 +57,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
-seconds=20 quiet=5 results=
-while [ $# -gt 0 ]; do
-	case $1 in
-	-d | --duration) seconds=$2; shift 2 ;;
-	--quiet) quiet=$2; shift 2 ;;
-	--out) results=$2; shift 2 ;;
-	-h | --help) usage 0 ;;
-	*) echo "abuse: unknown argument $1" >&2; usage ;;
-	esac
-done
-for n in "$seconds" "$quiet"; do
-	case $n in '' | *[!0-9]*) echo "abuse: '$n' is not a whole number" >&2; exit 2 ;; esac
-done
-[ "$seconds" -ge 5 ] || { echo "abuse: -d must be at least 5" >&2; exit 2; }
-[ -x .venv/bin/python ] || { echo "abuse: no .venv: run make setup" >&2; exit 1; }
-
-run_dir=$(mkdir -p .cache/bench && mktemp -d "$PWD/.cache/bench/abuse.XXXXXX")
-sidecar_pid= done=
-finish() {
-	if [ -n "$sidecar_pid" ]; then
-		kill -TERM "$sidecar_pid" 2>/dev/null || true
-		wait "$sidecar_pid" 2>/dev/null || true
-	fi
-	scripts/triton-down --pid "$run_dir/tritonserver.pid" >/dev/null 2>&1 || true
-	if [ -n "$done" ]; then rm -rf "$run_dir"; else echo "abuse: logs kept in $run_dir" >&2; fi
-}
-trap finish EXIT
-trap 'exit 130' INT TERM
-
-echo "abuse: building" >&2
-make -s build >"$run_dir/build.log" 2>&1 || { cat "$run_dir/build.log" >&2; exit 1; }
-go build -o .cache/bench/loadgen ./bench/loadgen
-go build -o .cache/bench/abuse ./bench/abuse
-loadgen=.cache/bench/loadgen abuse=.cache/bench/abuse
+bench_tag=abuse
+. bench/lib/run.sh
+. bench/lib/abuse.sh
+. bench/lib/synth.sh
+abuse_args 5 "" "$@"
+bench_run_dir abuse
+abuse_build
 
 # The synthetic components (D=768, tasks t0..t7), as sidecar-controllable.sh makes them.
 components=$PWD/.cache/bench/synth/components.safetensors
-synth_dir=$(dirname "$components")
-key=$(cat bench/synth-components.py bin/calibrate | sha256sum | cut -d' ' -f1)
-if [ -f "$components" ] && [ "$(cat "$synth_dir/key" 2>/dev/null)" = "$key" ]; then
-	echo "abuse: reusing $components" >&2
-else
-	echo "abuse: making the synthetic components (D=768, 8 tasks; about 30 s)" >&2
-	rm -rf "$synth_dir" && mkdir -p "$synth_dir"
-	.venv/bin/python bench/synth-components.py "$synth_dir/embeddings" >&2
-	bin/calibrate fit --embeddings "$synth_dir/embeddings" --beta 0.1 --out "$components" >"$run_dir/calibrate.log" 2>&1
-	echo "$key" >"$synth_dir/key"
-	rm -rf "$synth_dir/embeddings"
-fi
+bench_synth_components "$components" || exit 1
 
-. scripts/lib/ports.sh
-for attempt in 1 2 3; do
-	read -r grpc_port http_port metrics_port < <(free_ports)
-	scripts/triton-up --repo bench/models --repo triton/testdata/repo --grpc-port "$grpc_port" \
-		--http-port "$http_port" --metrics-port "$metrics_port" --log "$run_dir/tritonserver.log" \
-		--pid "$run_dir/tritonserver.pid" --timeout 300 -- --model-control-mode=explicit \
-		--load-model=synth_backbone --load-model=synth_head --load-model=affine_fp32 >&2 && break
-	[ "$attempt" -lt 3 ] || { echo "abuse: Triton did not start" >&2; exit 1; }
-done
+bench_triton --repo bench/models --repo triton/testdata/repo -- --model-control-mode=explicit \
+	--load-model=synth_backbone --load-model=synth_head --load-model=affine_fp32
 
-read -r sc_grpc sc_http sc_metrics < <(free_ports)
-config=$run_dir/sidecar.yaml
-cat >"$config" <<EOF
-# Written by bench/abuse.sh: the defaults, but for the key header.
-triton:
-  grpc: 127.0.0.1:$grpc_port
-  http: 127.0.0.1:$http_port
-log:
-  level: warn
+abuse_config "Written by bench/abuse.sh: the defaults, but for the key header."
+cat >>"$config" <<EOF
 admission:
   key_header: x-user-id
 components:
@@ -138,77 +86,25 @@ models:
       - {task: t0, model: synth_head}
 EOF
 
-# start_sidecar [ENV...]: the sidecar with the configuration, until ready.
-start_sidecar() {
-	env "$@" bin/sidecar --config "$config" --grpc-listen "127.0.0.1:$sc_grpc" --http-listen "127.0.0.1:$sc_http" \
-		--metrics-listen "127.0.0.1:$sc_metrics" --log-level info >>"$run_dir/sidecar.log" 2>&1 &
-	sidecar_pid=$!
-	local deadline=$((SECONDS + 120))
-	while [ "$SECONDS" -lt "$deadline" ]; do
-		[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$sc_http/v2/health/ready" || true)" = 200 ] && return 0
-		kill -0 "$sidecar_pid" 2>/dev/null || break
-		sleep 0.2
-	done
-	echo "abuse: the sidecar did not become ready; its log:" >&2
-	tail -n 20 "$run_dir/sidecar.log" >&2
-	exit 1
-}
 # A first start tells the memory budget; the suite's sidecar runs with
 # GOMEMLIMIT set to it, as the manifests are.
-start_sidecar
+abuse_start_sidecar
 budget_mib=$(sed -n 's/.*memory_budget="[^"]*total \([0-9]*\) MiB".*/\1/p' "$run_dir/sidecar.log" | tail -n 1)
 [ -n "$budget_mib" ] || { echo "abuse: no memory budget in the sidecar's log" >&2; exit 1; }
 kill -TERM "$sidecar_pid"; wait "$sidecar_pid" || true
-start_sidecar GOMEMLIMIT="${budget_mib}MiB"
+abuse_start_sidecar GOMEMLIMIT="${budget_mib}MiB"
 echo "abuse: sidecar pid $sidecar_pid, memory budget $budget_mib MiB (GOMEMLIMIT), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
-if [ -z "$results" ]; then
-	base=bench/results/abuse-$(date +%F)
-	results=$base.jsonl n=2
-	while [ -e "$results" ]; do results=$base-$n.jsonl n=$((n + 1)); done
-fi
-mkdir -p "$(dirname "$results")"
-printf '{"run":{"date":"%s","nproc":%d,"cpu":"%s","loadavg":"%s","duration_s":%d,"quiet_s":%d,"budget_mib":%d,"go":"%s","commit":"%s"}}\n' \
-	"$(date -Is)" "$(nproc)" "$(lscpu | sed -n 's/^Model name: *//p' | head -n 1)" "$(cut -d' ' -f1-3 /proc/loadavg)" \
-	"$seconds" "$quiet" "$budget_mib" "$(go env GOVERSION)" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" >"$results"
+abuse_results
 
 good_args=(-addr "127.0.0.1:$sc_grpc" -model synth -input x:768 -concurrency 1 -duration "$((seconds - 2))s" -warmup 2s
 	-metadata react-preference=t0=0.6,t1=0.4 -metadata x-user-id=good)
 sidecar_http=http://127.0.0.1:$sc_http/v2/models
 
-# window NAME PROBE...: one window; each PROBE is the arguments of one
-# abuse run, started with the well-behaved client.
-window() {
-	local name=$1 pids=() i=0 probe
-	shift
-	echo "abuse: window $name (load average $(cut -d' ' -f1 /proc/loadavg))" >&2
-	"$abuse" watch -pid "$sidecar_pid" -metrics "127.0.0.1:$sc_metrics" -duration "$((seconds + quiet))s" \
-		>"$run_dir/watch-$name.jsonl" &
-	local watch_pid=$!
-	"$loadgen" "${good_args[@]}" -label "good/$name" >"$run_dir/good-$name.json" 2>"$run_dir/good-$name.err" &
-	local good_pid=$!
-	for probe in "$@"; do
-		# shellcheck disable=SC2086 # a probe is a word list
-		"$abuse" $probe -duration "${seconds}s" >"$run_dir/probe-$name-$i.json" 2>>"$run_dir/probe.err" &
-		pids+=($!)
-		i=$((i + 1))
-	done
-	wait "$good_pid" || true
-	for p in "${pids[@]}"; do wait "$p" || true; done
-	wait "$watch_pid" || true
-	{
-		printf '{"window":"%s","good":%s,"probes":[' "$name" "$(cat "$run_dir/good-$name.json")"
-		local first=1 f
-		for f in "$run_dir"/probe-"$name"-*.json; do
-			[ -e "$f" ] || continue
-			[ -n "$first" ] || printf ','
-			first=
-			tr -d '\n' <"$f"
-		done
-		printf '],"samples":['
-		paste -sd, "$run_dir/watch-$name.jsonl" | tr -d '\n'
-		printf ']}\n'
-	} >>"$results"
+# run_probe PROBE: one abuse run of the arguments PROBE, for the window.
+run_probe() {
+	# shellcheck disable=SC2086 # a probe is a word list
+	"$abuse" $1 -duration "${seconds}s"
 }
 
 window baseline
@@ -232,11 +128,7 @@ for _ in $(seq 100); do [ "$(reloads)" != "$before" ] && break; sleep 0.1; done
 [ "$(reloads)" != "$before" ] || { echo "abuse: the reload with admission.key_rate did not happen" >&2; exit 1; }
 window flood-keyrate "flood -addr 127.0.0.1:$sc_grpc -model synth -input x:768 -concurrency 8 -seed 3"
 
-if ! kill -0 "$(cat "$run_dir/tritonserver.pid")" 2>/dev/null; then
-	echo "abuse: TRITON IS GONE; last lines of its log:" >&2
-	tail -n 15 "$run_dir/tritonserver.log" >&2
-fi
-kill -0 "$sidecar_pid" 2>/dev/null || { echo "abuse: THE SIDECAR IS GONE" >&2; tail -n 20 "$run_dir/sidecar.log" >&2; }
+abuse_check_servers
 printf '{"end":{"date":"%s","loadavg":"%s"}}\n' "$(date -Is)" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$results"
 .venv/bin/python bench/abuse_table.py "$results"
 echo "abuse: raw results in $results" >&2

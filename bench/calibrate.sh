@@ -59,15 +59,10 @@ done
 [ -x /usr/bin/time ] || { echo "bench: no /usr/bin/time (apt-get install time)" >&2; exit 1; }
 
 backbone=backbone_adamerging task=fashion tasks=fashion,mnist,digits
-run_dir=$(mkdir -p .cache/bench && mktemp -d "$PWD/.cache/bench/calibrate.XXXXXX")
-done=
-finish() {
-	scripts/triton-down --pid "$run_dir/tritonserver.pid" >/dev/null 2>&1 || true
-	rm -rf "$run_dir/data"
-	if [ -n "$done" ]; then rm -rf "$run_dir"; else echo "bench: logs kept in $run_dir" >&2; fi
-}
-trap finish EXIT
-trap 'exit 130' INT TERM
+. bench/lib/run.sh
+bench_run_dir calibrate
+# bench_cleanup: the data go even when the logs are kept.
+bench_cleanup() { rm -rf "$run_dir/data"; }
 
 echo "bench: building" >&2
 go build -tags openblas -o .cache/bench/calibrate ./cmd/calibrate
@@ -79,16 +74,8 @@ data=$run_dir/data
 .venv/bin/python scripts/zoo-png.py --tasks "$tasks" --out "$data/png1" --npy "$data/npy1" >&2
 .venv/bin/python scripts/zoo-png.py --tasks "$tasks" --repeat "$repeat" --out "$data/pngK" --npy "$data/npyK" >&2
 
-. scripts/lib/ports.sh
 load=(--load-model="$backbone" --load-model=expert_fashion --load-model=expert_mnist --load-model=expert_digits)
-for attempt in 1 2 3; do
-	read -r grpc_port http_port metrics_port < <(free_ports)
-	scripts/triton-up --repo tritonmodels/repo --grpc-port "$grpc_port" --http-port "$http_port" \
-		--metrics-port "$metrics_port" --log "$run_dir/tritonserver.log" --pid "$run_dir/tritonserver.pid" \
-		--timeout 300 -- --model-control-mode=explicit "${load[@]}" >&2 && break
-	[ "$attempt" -lt 3 ] || { echo "bench: Triton did not start" >&2; exit 1; }
-	echo "bench: retrying Triton on other ports" >&2
-done
+bench_triton --repo tritonmodels/repo -- --model-control-mode=explicit "${load[@]}"
 triton=127.0.0.1:$grpc_port
 
 raw=$run_dir/raw.jsonl
@@ -138,11 +125,7 @@ fit "mem/png/1x" "$data/png1" "$tasks"
 fit "mem/png/${repeat}x" "$data/pngK" "$tasks"
 echo "bench: load average after $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
-if [ -z "$results" ]; then
-	base=bench/results/calibrate-$(date +%F)
-	results=$base.md n=2
-	while [ -e "$results" ]; do results=$base-$n.md n=$((n + 1)); done
-fi
+results=${results:-$(bench_results_file "bench/results/calibrate-$(date +%F)" md)}
 mkdir -p "$(dirname "$results")"
 .venv/bin/python - "$raw" "$task" "$repeat" "$chunk" "$in_flight" "$rounds" "$seconds" \
 	"$(date -Is)" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "$(go env GOVERSION)" \

@@ -131,19 +131,9 @@ zoo_repo=tritonmodels/repo
 [ "${pairs[*]}" != effnet ] || zoo_repo=tritonmodels/repo-effnet
 feature=feature
 
-run_dir=$(mkdir -p .cache/bench && mktemp -d "$PWD/.cache/bench/controllable.XXXXXX")
-sidecar_pid= done=
-finish() {
-	if [ -n "$sidecar_pid" ]; then
-		kill -TERM "$sidecar_pid" 2>/dev/null || true
-		wait "$sidecar_pid" 2>/dev/null || true
-	fi
-	scripts/triton-down --pid "$run_dir/tritonserver.pid" >/dev/null 2>&1 || true
-	# Keep the logs of a failed run.
-	if [ -n "$done" ]; then rm -rf "$run_dir"; else echo "bench: logs kept in $run_dir" >&2; fi
-}
-trap finish EXIT
-trap 'exit 130' INT TERM
+. bench/lib/run.sh
+. bench/lib/synth.sh
+bench_run_dir controllable
 
 # sidecar_ok[PAIR]=1 while the sidecar way of PAIR can run; why_not[PAIR]
 # says why not otherwise.
@@ -219,26 +209,10 @@ done
 synth_ok=0
 case " ${pairs[*]} " in *" synth "*) [ "$react_ok" = 1 ] && synth_ok=1 ;; esac
 [ "${sidecar_ok[synth]-0}" = 1 ] && synth_ok=1
-if [ "$synth_ok" = 1 ]; then
-	synth_dir=$(dirname "${components[synth]}")
-	key=$(cat bench/synth-components.py bin/calibrate | sha256sum | cut -d' ' -f1)
-	if [ -f "${components[synth]}" ] && [ "$(cat "$synth_dir/key" 2>/dev/null)" = "$key" ]; then
-		echo "bench: reusing ${components[synth]}" >&2
-	else
-		echo "bench: making the synthetic components (D=768, 8 tasks; about 30 s)" >&2
-		rm -rf "$synth_dir" && mkdir -p "$synth_dir"
-		if .venv/bin/python bench/synth-components.py "$synth_dir/embeddings" >&2 &&
-			bin/calibrate fit --embeddings "$synth_dir/embeddings" --beta 0.1 \
-				--out "${components[synth]}" >"$run_dir/calibrate.log" 2>&1; then
-			echo "$key" >"$synth_dir/key"
-			rm -rf "$synth_dir/embeddings"
-		else
-			tail -n 20 "$run_dir/calibrate.log" >&2 || true
-			no_sidecar "the synthetic components could not be made" synth
-			no_peers "the synthetic components could not be made" synth
-			synth_ok=0
-		fi
-	fi
+if [ "$synth_ok" = 1 ] && ! bench_synth_components "${components[synth]}"; then
+	no_sidecar "the synthetic components could not be made" synth
+	no_peers "the synthetic components could not be made" synth
+	synth_ok=0
 fi
 
 # The Python peers' W_p, precomputed as their users would: calibrate solve
@@ -260,7 +234,6 @@ for p in "${pairs[@]}"; do
 done
 
 # One Triton with the models used (explicit loading: only those).
-. scripts/lib/ports.sh
 load=()
 for p in "${pairs[@]}"; do
 	load+=(--load-model="${backbone[$p]}" --load-model="${head[$p]}" --load-model="${ensemble[$p]}")
@@ -272,14 +245,7 @@ for p in "${pairs[@]}"; do
 		! has_way pybls || load+=(--load-model="${pybls_model[$p]}")
 	fi
 done
-for attempt in 1 2 3; do
-	read -r grpc_port http_port metrics_port < <(free_ports)
-	scripts/triton-up --repo "$zoo_repo" --repo bench/models --grpc-port "$grpc_port" \
-		--http-port "$http_port" --metrics-port "$metrics_port" --log "$run_dir/tritonserver.log" \
-		--pid "$run_dir/tritonserver.pid" --timeout 300 -- --model-control-mode=explicit "${load[@]}" >&2 && break
-	[ "$attempt" -lt 3 ] || { echo "bench: Triton did not start" >&2; exit 1; }
-	echo "bench: retrying Triton on other ports" >&2
-done
+bench_triton --repo "$zoo_repo" --repo bench/models -- --model-control-mode=explicit "${load[@]}"
 triton=127.0.0.1:$grpc_port
 
 # The peers checked against the react step and a float64 W_p z, once
@@ -373,11 +339,7 @@ if any_sidecar; then
 	fi
 fi
 
-if [ -z "$results" ]; then
-	base=bench/results/sidecar-controllable-$(date +%F)${skip_sidecar:+-skip-sidecar}
-	results=$base.jsonl n=2
-	while [ -e "$results" ]; do results=$base-$n.jsonl n=$((n + 1)); done
-fi
+results=${results:-$(bench_results_file "bench/results/sidecar-controllable-$(date +%F)${skip_sidecar:+-skip-sidecar}" jsonl)}
 mkdir -p "$(dirname "$results")"
 printf '{"run":{"date":"%s","nproc":%d,"loadavg":"%s","pairs":"%s","concurrency":"%s","ways":"%s","rounds":%d,"duration_s":%d,"warmup_s":%d,"skip_sidecar":%s,"go":"%s","commit":"%s"}}\n' \
 	"$(date -Is)" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "${pairs[*]}" "$concurrencies" "$ways" "$rounds" \

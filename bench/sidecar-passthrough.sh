@@ -16,24 +16,9 @@ cd "$(dirname "$0")/.."
 rounds=${1:-3}
 
 [ -x .venv/bin/perf_analyzer ] || { echo "bench: no .venv/bin/perf_analyzer: run make setup" >&2; exit 1; }
-run_dir=$(mkdir -p .cache/bench && mktemp -d "$PWD/.cache/bench/sidecar.XXXXXX")
-sidecar_pid= done=
-finish() {
-	if [ -n "$sidecar_pid" ]; then
-		kill -TERM "$sidecar_pid" 2>/dev/null || true
-		wait "$sidecar_pid" 2>/dev/null || true
-	fi
-	scripts/triton-down --pid "$run_dir/tritonserver.pid" >/dev/null 2>&1 || true
-	# Keep the logs of a failed run.
-	[ -z "$done" ] || rm -rf "$run_dir"
-}
-trap finish EXIT
-trap 'exit 130' INT TERM
-
-. scripts/lib/ports.sh
-read -r grpc_port http_port metrics_port < <(free_ports)
-scripts/triton-up --repo triton/testdata/repo --grpc-port "$grpc_port" --http-port "$http_port" \
-	--metrics-port "$metrics_port" --log "$run_dir/tritonserver.log" --pid "$run_dir/tritonserver.pid" --timeout 300 >&2
+. bench/lib/run.sh
+bench_run_dir sidecar
+bench_triton --repo triton/testdata/repo
 
 make -s build && cp bin/sidecar "$run_dir/sidecar"
 read -r sidecar_grpc sidecar_http _ < <(free_ports)

@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/mergectl/react-triton/calibrate/progress"
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/evaluate"
 	"github.com/mergectl/react-triton/evaluate/figures"
 	"github.com/mergectl/react-triton/internal/atomicfile"
+	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/triton"
 )
@@ -137,11 +139,7 @@ by more than --sidecar-tolerance times the largest logit.`,
 	f.StringArrayVar(&o.sidecarModels, "sidecar-model", nil, "[LABEL=]PATTERN: each task's controllable model on the sidecar that serves the --components LABEL (default the first); {task} is replaced by the task (repeatable; default {task})")
 	f.Float64Var(&o.sidecarTolerance, "sidecar-tolerance", 1e-4, "largest |served − evaluated| logit allowed, relative to the largest logit")
 	cmd.RunE = layered(cmd, evalFlags, stdout, nil, func(cmd *cobra.Command, _ []string) error {
-		var err error
-		if o.progress, err = config.ProgressFlag(cmd.Flags()); err != nil {
-			return asUsage(err)
-		}
-		return o.run(cmd.Context(), stdout, stderr)
+		return o.run(cmd.Context(), cmd.Flags(), stdout, stderr)
 	})
 	return cmd
 }
@@ -163,48 +161,14 @@ func indent(s string) string {
 }
 
 // config checks the flags and reads the inputs, before any model runs.
-func (o *evalOptions) config() (*evaluate.Config, error) {
-	if o.triton == "" {
-		return nil, usagef("--triton is required")
-	}
-	if o.data == "" {
-		return nil, usagef("--data is required")
-	}
-	if len(o.components) == 0 {
-		return nil, usagef("--components is required")
-	}
-	if o.limit < 0 {
-		return nil, usagef("--limit must be ≥ 0, got %d", o.limit)
-	}
-	if o.batch <= 0 || o.inFlight <= 0 {
-		return nil, usagef("--batch and --in-flight must be > 0")
-	}
-	if !strings.Contains(o.head, "{task}") {
-		return nil, usagef("--head %q: want a pattern with {task}", o.head)
-	}
-	if o.sidecar == "" && len(o.sidecarModels) > 0 {
-		return nil, usagef("--sidecar-model needs --sidecar")
-	}
-	if !(o.sidecarTolerance >= 0) {
-		return nil, usagef("--sidecar-tolerance must be ≥ 0, got %g", o.sidecarTolerance)
-	}
+// Its usage errors are problem.Lists, every problem of a stage at once:
+// first those of the flags alone (flagProblems); then, with the
+// components files read, those of the flags that name their tasks or
+// labels (--set, --sidecar-model), before any task's data is read.
+func (o *evalOptions) config(fs *pflag.FlagSet) (*evaluate.Config, error) {
 	cfg := &evaluate.Config{Aggregations: o.aggregations, Betas: o.betas, Oracle: o.oracle, Heads: map[string]react.ModelRef{}}
-	for _, n := range o.norms {
-		norm, err := react.ParseNormalization(n)
-		if err != nil {
-			return nil, usagef("--normalizations: %v", err)
-		}
-		cfg.Norms = append(cfg.Norms, norm)
-	}
-	for _, a := range o.aggregations {
-		if !slices.Contains([]string{evaluate.AggReACT, evaluate.AggNaive, evaluate.AggPolar}, a) {
-			return nil, usagef("--aggregation %q: want react, naive or polar", a)
-		}
-	}
-	for _, b := range o.betas {
-		if err := react.ValidateBeta(b); err != nil {
-			return nil, usagef("--betas: %v", err)
-		}
+	if err := o.flagProblems(fs, cfg).Err(); err != nil {
+		return nil, asUsage(err)
 	}
 	for _, spec := range o.components {
 		label, path, ok := strings.Cut(spec, "=")
@@ -224,6 +188,9 @@ func (o *evalOptions) config() (*evaluate.Config, error) {
 	if len(tasks) == 0 {
 		tasks = cfg.Backbones[0].Components.TaskNames()
 	}
+	if err := o.taskProblems(cfg, tasks).Err(); err != nil {
+		return nil, asUsage(err)
+	}
 	for _, t := range tasks {
 		task, err := evaluate.LoadTask(o.data, t)
 		if err != nil {
@@ -234,6 +201,66 @@ func (o *evalOptions) config() (*evaluate.Config, error) {
 		cfg.Tasks = append(cfg.Tasks, task.Subset(o.limit, o.seed))
 		cfg.Heads[t] = react.ModelRef{Name: strings.ReplaceAll(o.head, "{task}", t)}
 	}
+	return cfg, nil
+}
+
+// flagProblems checks the flags that need no file, every one, and sets
+// o.progress and cfg.Norms from theirs. Each problem names its flag.
+func (o *evalOptions) flagProblems(fs *pflag.FlagSet, cfg *evaluate.Config) problem.List {
+	var l problem.List
+	var err error
+	if o.progress, err = config.ProgressFlag(fs); err != nil {
+		l.Add("", "%v", err)
+	}
+	for _, req := range []struct{ flag, value string }{{"triton", o.triton}, {"data", o.data}} {
+		if req.value == "" {
+			l.Add("", "--%s is required", req.flag)
+		}
+	}
+	if len(o.components) == 0 {
+		l.Add("", "--components is required")
+	}
+	if o.limit < 0 {
+		l.Add("", "--limit must be ≥ 0, got %d", o.limit)
+	}
+	if o.batch <= 0 || o.inFlight <= 0 {
+		l.Add("", "--batch and --in-flight must be > 0")
+	}
+	if !strings.Contains(o.head, "{task}") {
+		l.Add("", "--head %q: want a pattern with {task}", o.head)
+	}
+	if o.sidecar == "" && len(o.sidecarModels) > 0 {
+		l.Add("", "--sidecar-model needs --sidecar")
+	}
+	if !(o.sidecarTolerance >= 0) {
+		l.Add("", "--sidecar-tolerance must be ≥ 0, got %g", o.sidecarTolerance)
+	}
+	for _, n := range o.norms {
+		norm, err := react.ParseNormalization(n)
+		if err != nil {
+			l.Add("--normalizations", "%v", err)
+			continue
+		}
+		cfg.Norms = append(cfg.Norms, norm)
+	}
+	for _, a := range o.aggregations {
+		if !slices.Contains([]string{evaluate.AggReACT, evaluate.AggNaive, evaluate.AggPolar}, a) {
+			l.Add("", "--aggregation %q: want react, naive or polar", a)
+		}
+	}
+	for _, b := range o.betas {
+		if err := react.ValidateBeta(b); err != nil {
+			l.Add("--betas", "%v", err)
+		}
+	}
+	return l
+}
+
+// taskProblems checks the flags that name the tasks or the components
+// files' labels, --sidecar-model and --set, every one, and sets cfg.Served
+// and cfg.Sets from theirs.
+func (o *evalOptions) taskProblems(cfg *evaluate.Config, tasks []string) problem.List {
+	var l problem.List
 	if o.sidecar != "" {
 		specs := o.sidecarModels
 		if len(specs) == 0 {
@@ -245,10 +272,12 @@ func (o *evalOptions) config() (*evaluate.Config, error) {
 				label, pattern = "", spec
 			}
 			if label != "" && !slices.ContainsFunc(cfg.Backbones, func(b evaluate.Backbone) bool { return b.Label == label }) {
-				return nil, usagef("--sidecar-model %q: no --components is labelled %q", spec, label)
+				l.Add("", "--sidecar-model %q: no --components is labelled %q", spec, label)
+				continue
 			}
 			if pattern == "" {
-				return nil, usagef("--sidecar-model %q: no model", spec)
+				l.Add("", "--sidecar-model %q: no model", spec)
+				continue
 			}
 			s := evaluate.Served{Backbone: label, Heads: map[string]react.ModelRef{}}
 			for _, t := range tasks {
@@ -264,11 +293,12 @@ func (o *evalOptions) config() (*evaluate.Config, error) {
 	for _, s := range sets {
 		set, err := evaluate.ParseSet(s, tasks)
 		if err != nil {
-			return nil, usagef("--set: %v", err)
+			l.Add("--set", "%v", err)
+			continue
 		}
 		cfg.Sets = append(cfg.Sets, set)
 	}
-	return cfg, nil
+	return l
 }
 
 // closeTasks closes the tasks' input files config opened.
@@ -279,8 +309,8 @@ func (o *evalOptions) closeTasks() {
 	o.loaded = nil
 }
 
-func (o *evalOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
-	cfg, err := o.config()
+func (o *evalOptions) run(ctx context.Context, fs *pflag.FlagSet, stdout, stderr io.Writer) error {
+	cfg, err := o.config(fs)
 	defer o.closeTasks()
 	if err != nil {
 		return err

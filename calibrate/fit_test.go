@@ -12,35 +12,10 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mergectl/react-triton/calibrate/embeddings"
+	"github.com/mergectl/react-triton/calibrate/pairs/pairstest"
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/react"
 )
-
-// pairData returns paired n×d merged and expert features: the expert's are
-// a fixed distortion of the merged ones plus noise.
-func pairData(rng *rand.Rand, n, d int) (mtl, ind *mat.Dense) {
-	mtl = mat.NewDense(n, d, nil)
-	ind = mat.NewDense(n, d, nil)
-	m := mat.NewDense(d, d, nil)
-	for i := 0; i < d; i++ {
-		for j := 0; j < d; j++ {
-			m.Set(i, j, 0.3*rng.NormFloat64())
-		}
-		m.Set(i, i, m.At(i, i)+1)
-	}
-	for i := 0; i < n; i++ {
-		for j := 0; j < d; j++ {
-			mtl.Set(i, j, rng.NormFloat64()*(1+0.2*float64(j)))
-		}
-	}
-	ind.Mul(mtl, m.T())
-	for i := 0; i < n; i++ {
-		for j := 0; j < d; j++ {
-			ind.Set(i, j, ind.At(i, j)+0.1*rng.NormFloat64())
-		}
-	}
-	return mtl, ind
-}
 
 // embeddingDir is a test embeddings directory and the data written to it.
 type embeddingDir struct {
@@ -54,7 +29,7 @@ func writeEmbeddings(t *testing.T, d int, names []string, ns []int, f32 []bool) 
 	e := &embeddingDir{dir: t.TempDir(), data: make(map[string][2]*mat.Dense)}
 	rng := rand.New(rand.NewPCG(uint64(d), 99))
 	for i, name := range names {
-		mtl, ind := pairData(rng, ns[i], d)
+		mtl, ind := pairstest.Features(rng, ns[i], d)
 		if f32[i] {
 			// Round to float32 so the expected statistics see the same values.
 			round := func(_, _ int, v float64) float64 { return float64(float32(v)) }
@@ -161,7 +136,7 @@ func rawNPY(t *testing.T, path, dict string, data []byte) {
 
 func TestFitRefuses(t *testing.T) {
 	good := func(t *testing.T, dir, name string, n, d int) {
-		mtl, ind := pairData(rand.New(rand.NewPCG(1, 2)), n, d)
+		mtl, ind := pairstest.Features(rand.New(rand.NewPCG(1, 2)), n, d)
 		writeNPY(t, filepath.Join(dir, name+embeddings.MergedSuffix), mtl, false)
 		writeNPY(t, filepath.Join(dir, name+embeddings.ExpertSuffix), ind, false)
 	}
@@ -174,21 +149,21 @@ func TestFitRefuses(t *testing.T) {
 	}{
 		{"missing pair", func(t *testing.T, dir string) {
 			good(t, dir, "a", 10, 3)
-			mtl, _ := pairData(rand.New(rand.NewPCG(1, 2)), 10, 3)
+			mtl, _ := pairstest.Features(rand.New(rand.NewPCG(1, 2)), 10, 3)
 			writeNPY(t, filepath.Join(dir, "b"+embeddings.MergedSuffix), mtl, false)
 		}, nil, ExitFailure, []string{"task b:", "b.expert.npy is missing"}},
 		{"missing listed task", func(t *testing.T, dir string) { good(t, dir, "a", 10, 3) },
 			[]string{"--tasks", "a,z"}, ExitFailure, []string{"z.merged.npy", "no such file"}},
 		{"empty directory", func(t *testing.T, dir string) {}, nil, ExitFailure, []string{"no embeddings in"}},
 		{"mismatched N", func(t *testing.T, dir string) {
-			mtl, _ := pairData(rand.New(rand.NewPCG(1, 2)), 10, 3)
-			_, ind := pairData(rand.New(rand.NewPCG(1, 2)), 9, 3)
+			mtl, _ := pairstest.Features(rand.New(rand.NewPCG(1, 2)), 10, 3)
+			_, ind := pairstest.Features(rand.New(rand.NewPCG(1, 2)), 9, 3)
 			writeNPY(t, filepath.Join(dir, "a"+embeddings.MergedSuffix), mtl, false)
 			writeNPY(t, filepath.Join(dir, "a"+embeddings.ExpertSuffix), ind, false)
 		}, nil, ExitFailure, []string{"a.merged.npy has 10 rows but", "a.expert.npy has 9"}},
 		{"mismatched D in a pair", func(t *testing.T, dir string) {
-			mtl, _ := pairData(rand.New(rand.NewPCG(1, 2)), 10, 3)
-			_, ind := pairData(rand.New(rand.NewPCG(1, 2)), 10, 4)
+			mtl, _ := pairstest.Features(rand.New(rand.NewPCG(1, 2)), 10, 3)
+			_, ind := pairstest.Features(rand.New(rand.NewPCG(1, 2)), 10, 4)
 			writeNPY(t, filepath.Join(dir, "a"+embeddings.MergedSuffix), mtl, false)
 			writeNPY(t, filepath.Join(dir, "a"+embeddings.ExpertSuffix), ind, false)
 		}, nil, ExitFailure, []string{"a.merged.npy has D=3 but", "a.expert.npy has D=4"}},
@@ -219,7 +194,7 @@ func TestFitRefuses(t *testing.T) {
 			os.WriteFile(filepath.Join(dir, "a"+embeddings.ExpertSuffix), []byte("a,b,c\n1,2,3\n"), 0o644)
 		}, nil, ExitFailure, []string{"a.expert.npy: not a .npy file"}},
 		{"NaN in data", func(t *testing.T, dir string) {
-			mtl, ind := pairData(rand.New(rand.NewPCG(1, 2)), 10, 3)
+			mtl, ind := pairstest.Features(rand.New(rand.NewPCG(1, 2)), 10, 3)
 			mtl.Set(7, 1, math.NaN())
 			writeNPY(t, filepath.Join(dir, "a"+embeddings.MergedSuffix), mtl, false)
 			writeNPY(t, filepath.Join(dir, "a"+embeddings.ExpertSuffix), ind, false)
@@ -240,22 +215,7 @@ func TestFitRefuses(t *testing.T) {
 			outDir := t.TempDir()
 			out := filepath.Join(outDir, "c.safetensors")
 			r := run(t, append([]string{"fit", "--embeddings", dir, "--out", out}, tc.args...)...)
-			if r.code != tc.code {
-				t.Errorf("exit %d, want %d; stderr:\n%s", r.code, tc.code, r.stderr)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(r.stderr, w) {
-					t.Errorf("stderr %q does not contain %q", r.stderr, w)
-				}
-			}
-			// A failure after samples were read keeps their sums in the
-			// checkpoint directory, and nothing else.
-			entries, _ := os.ReadDir(outDir)
-			for _, e := range entries {
-				if e.Name() != "c.safetensors.ckpt" {
-					t.Errorf("a failed fit left %s in the output directory", e.Name())
-				}
-			}
+			checkFailedFit(t, r, tc.code, tc.want, outDir)
 		})
 	}
 	// An --out that is a directory is refused before any data are read.

@@ -2,7 +2,6 @@ package calibrate
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,9 +10,9 @@ import (
 
 	"github.com/sbinet/npyio/npy"
 	"gonum.org/v1/gonum/mat"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files and the fixture under testdata/")
+	"github.com/mergectl/react-triton/internal/testutil"
+)
 
 // result is what one in-process run of the command gave.
 type result struct {
@@ -39,25 +38,33 @@ func mustRun(t *testing.T, args ...string) result {
 	return r
 }
 
-// golden compares got with testdata/name, or rewrites it with -update.
+// checkFailedFit checks the run r of a fit that fails, writing
+// c.safetensors in outDir: its exit code is code, its standard error
+// holds each of want, and outDir holds nothing but the checkpoint
+// directory, which keeps the sums of the samples read before the failure.
+func checkFailedFit(t *testing.T, r result, code int, want []string, outDir string) {
+	t.Helper()
+	if r.code != code {
+		t.Errorf("exit %d, want %d; stderr:\n%s", r.code, code, r.stderr)
+	}
+	for _, w := range want {
+		if !strings.Contains(r.stderr, w) {
+			t.Errorf("stderr %q does not contain %q", r.stderr, w)
+		}
+	}
+	entries, _ := os.ReadDir(outDir)
+	for _, e := range entries {
+		if e.Name() != "c.safetensors.ckpt" {
+			t.Errorf("a failed fit left %s in the output directory", e.Name())
+		}
+	}
+}
+
+// golden compares got with testdata/name, or rewrites it with -update
+// (testutil.Golden).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (run go test -update after checking the change):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	testutil.Golden(t, filepath.Join("testdata", name), got)
 }
 
 // writeNPY writes m to path with sbinet/npyio, an implementation

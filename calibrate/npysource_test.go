@@ -9,6 +9,7 @@ import (
 
 	"github.com/mergectl/react-triton/calibrate/embeddings"
 	"github.com/mergectl/react-triton/calibrate/pairs"
+	"github.com/mergectl/react-triton/calibrate/pairs/pairstest"
 )
 
 // TestNPYPairNonFinite checks that a NaN or infinite feature is reported
@@ -28,7 +29,7 @@ func TestNPYPairNonFinite(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			mtl, ind := pairData(rand.New(rand.NewPCG(1, 2)), 10, 3)
+			mtl, ind := pairstest.Features(rand.New(rand.NewPCG(1, 2)), 10, 3)
 			if tc.expert {
 				ind.Set(tc.row, tc.col, tc.v)
 			} else {

@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mergectl/react-triton/calibrate/embeddings"
+	"github.com/mergectl/react-triton/calibrate/pairs/pairstest"
 )
 
 // procrustes computes U Vᵀ from the SVD U Σ Vᵀ of s, independently of the
@@ -249,7 +250,7 @@ func TestSolveSingular(t *testing.T) {
 func scaledEmbeddings(t *testing.T, n, d int, mtlScale, indScale float64, colScale []float64) string {
 	t.Helper()
 	dir := t.TempDir()
-	mtl, ind := pairData(rand.New(rand.NewPCG(3, 4)), n, d)
+	mtl, ind := pairstest.Features(rand.New(rand.NewPCG(3, 4)), n, d)
 	mtl.Apply(func(_, j int, v float64) float64 {
 		if colScale != nil {
 			v *= colScale[j]

@@ -21,6 +21,7 @@ import (
 
 	"github.com/mergectl/react-triton/calibrate/pairs"
 	"github.com/mergectl/react-triton/calibrate/tritonpairs"
+	"github.com/mergectl/react-triton/internal/testutil"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -222,18 +223,6 @@ func startFakeServer(t *testing.T, f *fakeServer) string {
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
 	return lis.Addr().String()
-}
-
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := lis.Addr().String()
-	lis.Close()
-	return addr
 }
 
 // writeInputs writes n samples of shape sample to dir/task.npy and returns
@@ -481,27 +470,11 @@ func TestFitTritonRefuses(t *testing.T) {
 			}
 			for _, a := range tc.args {
 				if a == "CLOSED" {
-					a = closedAddr(t)
+					a = testutil.ClosedAddr(t)
 				}
 				args = append(args, a)
 			}
-			r := run(t, args...)
-			if r.code != tc.code {
-				t.Errorf("exit %d, want %d; stderr:\n%s", r.code, tc.code, r.stderr)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(r.stderr, w) {
-					t.Errorf("stderr %q does not contain %q", r.stderr, w)
-				}
-			}
-			// A failure after samples were sent keeps their sums in the
-			// checkpoint directory, and nothing else.
-			entries, _ := os.ReadDir(outDir)
-			for _, e := range entries {
-				if e.Name() != "c.safetensors.ckpt" {
-					t.Errorf("a failed fit left %s in the output directory", e.Name())
-				}
-			}
+			checkFailedFit(t, run(t, args...), tc.code, tc.want, outDir)
 		})
 	}
 }

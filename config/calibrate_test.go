@@ -11,18 +11,14 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/mergectl/react-triton/config/configtest"
 	"github.com/mergectl/react-triton/config/layer"
 )
 
-// calibrateFlags parses args with the flags of BindCalibrateFlags.
+// parseCalibrateFlags parses args with the flags of BindCalibrateFlags.
 func parseCalibrateFlags(t *testing.T, args ...string) *pflag.FlagSet {
 	t.Helper()
-	fs := pflag.NewFlagSet("fit", pflag.ContinueOnError)
-	BindCalibrateFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		t.Fatal(err)
-	}
-	return fs
+	return configtest.Flags(t, "fit", BindCalibrateFlags, args...)
 }
 
 // TestLoadCalibrateGood loads the files of testdata/calibrate/good and
@@ -79,7 +75,7 @@ func TestLoadCalibrateGood(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			path := stage(t, filepath.Join("testdata/calibrate/good", tt.file))
+			path := configtest.Stage(t, filepath.Join("testdata/calibrate/good", tt.file))
 			got, err := LoadCalibrate(path, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -97,44 +93,14 @@ func TestLoadCalibrateGood(t *testing.T) {
 // compares the error with the golden .err next to it ($DIR for the
 // directory the file was staged in; go test -update rewrites them).
 func TestLoadCalibrateBad(t *testing.T) {
-	files, err := filepath.Glob("testdata/calibrate/bad/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no testdata/calibrate/bad/*.yaml (%v)", err)
-	}
-	goldens, _ := filepath.Glob("testdata/calibrate/bad/*.err")
-	for _, g := range goldens {
-		if !slices.Contains(files, strings.TrimSuffix(g, ".err")+".yaml") {
-			t.Errorf("%s has no .yaml", g)
-		}
-	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			path := stage(t, file)
-			c, err := LoadCalibrate(path, nil)
-			if err == nil {
-				t.Fatalf("LoadCalibrate(%s) = %+v, want an error", file, c)
-			}
-			got := strings.ReplaceAll(err.Error(), filepath.Dir(path), "$DIR") + "\n"
-			golden := strings.TrimSuffix(file, ".yaml") + ".err"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("LoadCalibrate(%s) error:\n%s\nwant (%s):\n%s", file, indent(got), golden, indent(string(want)))
-			}
-		})
-	}
+	configtest.LoadBad(t, "testdata/calibrate/bad/*.yaml", func(t *testing.T, path string) (any, error) {
+		return LoadCalibrate(path, nil)
+	})
 }
 
 // TestLoadCalibrateExample loads calibrate.example.yaml.
 func TestLoadCalibrateExample(t *testing.T) {
-	path := stage(t, "calibrate.example.yaml")
+	path := configtest.Stage(t, "calibrate.example.yaml")
 	dir := filepath.Dir(path)
 	got, err := LoadCalibrate(path, nil)
 	if err != nil {
@@ -202,7 +168,7 @@ func TestCalibrateExampleDocumentsEveryKey(t *testing.T) {
 // TestCalibrateFlags checks that each set flag beats the file, that unset
 // flags do not, and that a problem names the flag it came from.
 func TestCalibrateFlags(t *testing.T) {
-	path := stage(t, "calibrate.example.yaml")
+	path := configtest.Stage(t, "calibrate.example.yaml")
 	fs := parseCalibrateFlags(t, "--config", path, "--beta", "0.5", "--expert", "mnist=other:3", "--expert", "dtd=expert_dtd",
 		"--tasks", "fashion,mnist,dtd", "--fraction", "0.25", "--quiet", "--triton-timeout", "5s")
 	got, err := LoadCalibrate("", fs)
@@ -229,7 +195,7 @@ func TestCalibrateFlags(t *testing.T) {
 		`experts.mnist.version: "x": want a positive integer, or leave it out for Triton's choice (from --expert)`,
 		"chunk: must be ≥ 0 (0 for the default), got -2 (from --chunk)",
 	}
-	if got := problemLines(t, err); !reflect.DeepEqual(got, want) {
+	if got := configtest.ProblemLines(t, err); !reflect.DeepEqual(got, want) {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	if !strings.HasPrefix(err.Error(), "config: "+path+": 3 problems:") {
@@ -240,7 +206,7 @@ func TestCalibrateFlags(t *testing.T) {
 // TestCalibrateYAMLRoundTrip checks that what --print-config shows loads
 // back to the same configuration.
 func TestCalibrateYAMLRoundTrip(t *testing.T) {
-	path := stage(t, "calibrate.example.yaml")
+	path := configtest.Stage(t, "calibrate.example.yaml")
 	fs := parseCalibrateFlags(t, "--config", path, "--beta", "1", "--limit", "30", "--shard", "1/3", "--retry-max-wait", "90s")
 	c, err := LoadCalibrate("", fs)
 	if err != nil {

@@ -2,7 +2,8 @@ package triton
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -16,7 +17,7 @@ func ToParameters(params map[string]any) (map[string]*tritonpb.InferParameter, e
 		return nil, nil
 	}
 	out := make(map[string]*tritonpb.InferParameter, len(params))
-	for _, k := range sortedKeys(params) {
+	for _, k := range slices.Sorted(maps.Keys(params)) {
 		p := &tritonpb.InferParameter{}
 		switch v := params[k].(type) {
 		case string:
@@ -69,13 +70,4 @@ func FromParameters(params map[string]*tritonpb.InferParameter) map[string]any {
 		}
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

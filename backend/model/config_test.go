@@ -2,17 +2,15 @@ package model
 
 import (
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/mergectl/react-triton/internal/testutil"
 	"github.com/mergectl/react-triton/react"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden .err files of testdata/bad")
 
 // config returns Triton's JSON form of a react model's configuration with
 // the given max_batch_size, datatype, dims and parameters.
@@ -96,19 +94,7 @@ func TestParseConfigBad(t *testing.T) {
 			if err == nil {
 				t.Fatalf("accepted: %+v", cfg)
 			}
-			golden := strings.TrimSuffix(f, ".json") + ".err"
-			if *update {
-				if err := os.WriteFile(golden, []byte(err.Error()+"\n"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, rerr := os.ReadFile(golden)
-			if rerr != nil {
-				t.Fatalf("%v (run go test -update to create it)", rerr)
-			}
-			if got := err.Error() + "\n"; got != string(want) {
-				t.Errorf("got:\n%s\nwant:\n%s", got, want)
-			}
+			testutil.Golden(t, strings.TrimSuffix(f, ".json")+".err", []byte(err.Error()+"\n"))
 		})
 	}
 }

@@ -8,39 +8,14 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mergectl/react-triton/calibrate/pairs/pairstest"
 	"github.com/mergectl/react-triton/react"
 )
-
-// pairData returns paired n×d merged and expert features: the expert's are
-// a fixed distortion of the merged ones plus noise.
-func pairData(rng *rand.Rand, n, d int) (mtl, ind *mat.Dense) {
-	mtl = mat.NewDense(n, d, nil)
-	ind = mat.NewDense(n, d, nil)
-	m := mat.NewDense(d, d, nil)
-	for i := 0; i < d; i++ {
-		for j := 0; j < d; j++ {
-			m.Set(i, j, 0.3*rng.NormFloat64())
-		}
-		m.Set(i, i, m.At(i, i)+1)
-	}
-	for i := 0; i < n; i++ {
-		for j := 0; j < d; j++ {
-			mtl.Set(i, j, rng.NormFloat64()*(1+0.2*float64(j)))
-		}
-	}
-	ind.Mul(mtl, m.T())
-	for i := 0; i < n; i++ {
-		for j := 0; j < d; j++ {
-			ind.Set(i, j, ind.At(i, j)+0.1*rng.NormFloat64())
-		}
-	}
-	return mtl, ind
-}
 
 // TestAccumulateSource checks the accumulation loop against a Source
 // that is not backed by files, as a Triton-backed source would be.
 func TestAccumulateSource(t *testing.T) {
-	mtl, ind := pairData(rand.New(rand.NewPCG(3, 4)), 23, 4)
+	mtl, ind := pairstest.Features(rand.New(rand.NewPCG(3, 4)), 23, 4)
 	src := &memSource{mtl: mtl, ind: ind, batch: 5}
 	var calls, total int
 	acc, err := Accumulate(src, 8, func(n int) { calls++; total += n })

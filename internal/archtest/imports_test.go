@@ -59,6 +59,9 @@ var policy = map[string][]string{
 	"config/layer": {"problem", "internal/bytesize"},
 	// config: calibrate's configurations (fit's file, the flag commands).
 	"config": {"config/layer", "react", "control", "triton", "problem", "internal/bytesize", "internal/filecheck"},
+	// config/configtest: test support only, what the tests of config and
+	// sidecar/config share.
+	"config/configtest": {"problem", "internal/testutil"},
 
 	"evaluate/metrics": nil,
 	"evaluate":         {"evaluate/metrics", "react", "control", "triton", "internal/npyfile", "internal/samples"},
@@ -71,6 +74,8 @@ var policy = map[string][]string{
 	"calibrate/pairs":       {"react"},
 	"calibrate/embeddings":  {"internal/npyfile", "react"},
 	"calibrate/tritonpairs": {"calibrate/images", "internal/samples", "react", "triton", "triton/tritonpb"},
+	// calibrate/pairs/pairstest: test support only, synthetic paired features.
+	"calibrate/pairs/pairstest": nil,
 	// calibrate/upgrade writes a profile (control's settings) as a react
 	// model's parameters and checks the model with the backend's own
 	// parser (backend/model).
@@ -84,7 +89,7 @@ var policy = map[string][]string{
 	"calibrate": {"react", "triton", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile",
 		"internal/buildinfo", "internal/npyfile", "internal/samples", "experiment", "config", "sidecar/config", "control", "evaluate",
 		"evaluate/figures", "calibrate/partial", "calibrate/images", "calibrate/pairs", "calibrate/embeddings",
-		"calibrate/tritonpairs", "calibrate/upgrade", "calibrate/fit", "calibrate/progress", "internal/cli"},
+		"calibrate/tritonpairs", "calibrate/upgrade", "calibrate/fit", "calibrate/progress", "internal/cli", "problem"},
 
 	// sidecar/config: the sidecar's configuration, on the same engine.
 	"sidecar/config":              {"config/layer", "react", "experiment", "control", "problem", "internal/bytesize", "internal/filecheck"},

@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,5 +86,16 @@ func TestGolden(t *testing.T) {
 	Golden(r, path, []byte("two\n"))
 	if !r.failed || !strings.Contains(r.msg, "two") || !strings.Contains(r.msg, "one") {
 		t.Errorf("a different output: failed %v %q, want both texts", r.failed, r.msg)
+	}
+}
+
+func TestClosedAddr(t *testing.T) {
+	addr := ClosedAddr(t)
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		t.Fatalf("ClosedAddr() = %q: %v", addr, err)
+	}
+	if c, err := net.Dial("tcp", addr); err == nil {
+		c.Close()
+		t.Errorf("ClosedAddr() = %s, which accepted a connection", addr)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/mergectl/react-triton/config/configtest"
 	"github.com/mergectl/react-triton/config/layer"
 	"github.com/mergectl/react-triton/problem"
 )
@@ -269,7 +270,7 @@ func TestLoadGood(t *testing.T) {
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
-			path := stage(t, filepath.Join("testdata/good", tt.file))
+			path := configtest.Stage(t, filepath.Join("testdata/good", tt.file))
 			got, err := Load(path, nil)
 			if err != nil {
 				t.Fatalf("Load: %v", err)
@@ -295,7 +296,7 @@ func TestLoadExample(t *testing.T) {
 	if !strings.Contains(string(data), "path: "+components+"\n") {
 		t.Fatalf("example.yaml no longer names %s", components)
 	}
-	path := stageText(t, "sidecar.yaml", strings.Replace(string(data), components, "components.safetensors", 1))
+	path := configtest.StageText(t, "sidecar.yaml", strings.Replace(string(data), components, "components.safetensors", 1))
 	dir := filepath.Dir(path)
 
 	got, err := Load(path, nil)
@@ -550,11 +551,11 @@ log:
 		tt := tests[k.Name]
 		t.Run(k.Name, func(t *testing.T) {
 			clearEnv(t)
-			path := stageText(t, "sidecar.yaml", file)
+			path := configtest.StageText(t, "sidecar.yaml", file)
 			t.Chdir(filepath.Dir(path))
 			if k.Name == "triton.tls.enabled" {
 				// Turn it off in the file, so that the variable matters.
-				path = stageText(t, "sidecar.yaml", strings.Replace(file, "enabled: true", "enabled: false", 1))
+				path = configtest.StageText(t, "sidecar.yaml", strings.Replace(file, "enabled: true", "enabled: false", 1))
 				t.Chdir(filepath.Dir(path))
 				t.Setenv(EnvVar("triton.tls.ca_file"), "")
 				t.Setenv(EnvVar("triton.tls.cert_file"), "")
@@ -563,7 +564,7 @@ log:
 			}
 			if k.Name == "server.tls.enabled" {
 				// Off in the file, its files given by the environment.
-				path = stageText(t, "sidecar.yaml", strings.Replace(file, `  tls:
+				path = configtest.StageText(t, "sidecar.yaml", strings.Replace(file, `  tls:
     enabled: true
     cert_file: tls/server.pem
     key_file: tls/server-key.pem
@@ -617,7 +618,7 @@ func TestEnvWrongType(t *testing.T) {
 	t.Setenv("REACT_LIMITS_MAX_REQUEST_BYTES", "64 megs")
 	t.Setenv("REACT_TRITON_TLS_ENABLED", "yes")
 	t.Setenv("REACT_LOG_LEVEL", "loud")
-	path := stageText(t, "sidecar.yaml", minimalYAML)
+	path := configtest.StageText(t, "sidecar.yaml", minimalYAML)
 	_, err := Load(path, nil)
 	want := `config: ` + path + `: 5 problems:
   triton.tls.enabled: want true or false, got "yes" (from $REACT_TRITON_TLS_ENABLED)
@@ -633,18 +634,13 @@ func TestEnvWrongType(t *testing.T) {
 // newFlags returns a flag set with BindFlags' flags, parsed from args.
 func newFlags(t *testing.T, args ...string) *pflag.FlagSet {
 	t.Helper()
-	fs := pflag.NewFlagSet("sidecar", pflag.ContinueOnError)
-	BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		t.Fatal(err)
-	}
-	return fs
+	return configtest.Flags(t, "sidecar", BindFlags, args...)
 }
 
 // TestFlags sets every flag over a file that sets every key it overrides.
 func TestFlags(t *testing.T) {
 	clearEnv(t)
-	path := stageText(t, "sidecar.yaml", `triton:
+	path := configtest.StageText(t, "sidecar.yaml", `triton:
   grpc: file:1
   http: file:2
 listen:
@@ -700,7 +696,7 @@ func toString(v any) string {
 // values alone, although their defaults differ.
 func TestFlagsUnset(t *testing.T) {
 	clearEnv(t)
-	path := stageText(t, "sidecar.yaml", minimalYAML+"listen:\n  grpc: \":6001\"\nlog:\n  level: warn\n")
+	path := configtest.StageText(t, "sidecar.yaml", minimalYAML+"listen:\n  grpc: \":6001\"\nlog:\n  level: warn\n")
 	c, err := Load(path, newFlags(t, "--http-listen=:5000"))
 	if err != nil {
 		t.Fatal(err)
@@ -713,7 +709,7 @@ func TestFlagsUnset(t *testing.T) {
 // TestConfigFlag checks that --config names the file when path is "".
 func TestConfigFlag(t *testing.T) {
 	clearEnv(t)
-	path := stageText(t, "sidecar.yaml", minimalYAML+"cache:\n  size: 3\n")
+	path := configtest.StageText(t, "sidecar.yaml", minimalYAML+"cache:\n  size: 3\n")
 	c, err := Load("", newFlags(t, "--config", path))
 	if err != nil {
 		t.Fatal(err)
@@ -722,7 +718,7 @@ func TestConfigFlag(t *testing.T) {
 		t.Errorf("File %q, cache.size %d; want %q, 3", c.File, c.Cache.Size, path)
 	}
 	// An explicit path wins over the flag.
-	other := stageText(t, "other.yaml", minimalYAML+"cache:\n  size: 4\n")
+	other := configtest.StageText(t, "other.yaml", minimalYAML+"cache:\n  size: 4\n")
 	if c, err = Load(other, newFlags(t, "--config", path)); err != nil {
 		t.Fatal(err)
 	}
@@ -763,7 +759,7 @@ func TestPrecedence(t *testing.T) {
 				section, key, _ := strings.Cut(tt.key, ".")
 				text += section + ":\n  " + key + ": \"" + tt.set.file + "\"\n"
 			}
-			path := stageText(t, "sidecar.yaml", text)
+			path := configtest.StageText(t, "sidecar.yaml", text)
 			if tt.set.env != "" {
 				t.Setenv(EnvVar(tt.key), tt.set.env)
 			}
@@ -787,9 +783,9 @@ func TestPrecedence(t *testing.T) {
 // absolute ones and those from the environment are kept.
 func TestRelativePaths(t *testing.T) {
 	clearEnv(t)
-	other := stageText(t, "unused.yaml", "")
+	other := configtest.StageText(t, "unused.yaml", "")
 	otherDir := filepath.Dir(other)
-	path := stageText(t, "sidecar.yaml", minimalYAML+`  tls:
+	path := configtest.StageText(t, "sidecar.yaml", minimalYAML+`  tls:
     enabled: true
     ca_file: tls/../tls/ca.pem
     cert_file: `+filepath.Join(otherDir, "tls/client.pem")+`
@@ -827,10 +823,28 @@ components:
 	}
 }
 
+// oneProblem is a configuration's text and the one problem Load reports
+// for it.
+type oneProblem struct{ yaml, want string }
+
+// wantOneProblem loads each test's text, staged as sidecar.yaml with the
+// environment cleared, and checks that Load reports its problem alone.
+func wantOneProblem(t *testing.T, tests []oneProblem) {
+	t.Helper()
+	for _, tt := range tests {
+		clearEnv(t)
+		path := configtest.StageText(t, "sidecar.yaml", tt.yaml)
+		_, err := Load(path, nil)
+		if got := configtest.ProblemLines(t, err); !slices.Equal(got, []string{tt.want}) {
+			t.Errorf("Load(%q):\ngot  %q\nwant %q", tt.yaml, got, tt.want)
+		}
+	}
+}
+
 // TestUnknownKeys checks that a misspelt key anywhere is an error naming
 // its path, with a suggestion when one is close.
 func TestUnknownKeys(t *testing.T) {
-	tests := []struct{ yaml, want string }{
+	tests := []oneProblem{
 		{minimalYAML + "caches:\n  size: 1\n", `caches: unknown key, did you mean "cache"? (line 4)`},
 		{minimalYAML + "Log:\n  level: info\n", `Log: unknown key, did you mean "log"? (line 4)`},
 		{minimalYAML + "  tls:\n    enable: true\n", `triton.tls.enable: unknown key, did you mean "enabled"? (line 5)`},
@@ -847,20 +861,13 @@ models:
 `, `models[0].backbone.outptu: unknown key, did you mean "output"? (line 9)`},
 		{minimalYAML + "file: x.yaml\n", `file: unknown key (want one of: triton, listen, server, management, pprof, limits, cache, admission, linalg, log, components, models, experiments) (line 4)`},
 	}
-	for _, tt := range tests {
-		clearEnv(t)
-		path := stageText(t, "sidecar.yaml", tt.yaml)
-		_, err := Load(path, nil)
-		if got := problemLines(t, err); !slices.Equal(got, []string{tt.want}) {
-			t.Errorf("Load(%q):\ngot  %q\nwant %q", tt.yaml, got, tt.want)
-		}
-	}
+	wantOneProblem(t, tests)
 }
 
 // TestWrongTypes checks that a value of the wrong type is an error naming
 // its path.
 func TestWrongTypes(t *testing.T) {
-	tests := []struct{ yaml, want string }{
+	tests := []oneProblem{
 		{minimalYAML + "cache:\n  size: \"128\"\n", `cache.size: want an integer, got string "128" (line 5)`},
 		{minimalYAML + "cache:\n  size: 1.5\n", `cache.size: want an integer, got number 1.5 (line 5)`},
 		{minimalYAML + "cache:\n  size: 99999999999999999999\n", `cache.size: want an integer, got number 99999999999999999999 (line 5)`},
@@ -877,14 +884,7 @@ func TestWrongTypes(t *testing.T) {
 			`components[0].presets: want a mapping, got a list (line 7)`},
 		{minimalYAML + "models: {name: m}\n", `models: want a list, got a mapping (line 4)`},
 	}
-	for _, tt := range tests {
-		clearEnv(t)
-		path := stageText(t, "sidecar.yaml", tt.yaml)
-		_, err := Load(path, nil)
-		if got := problemLines(t, err); !slices.Equal(got, []string{tt.want}) {
-			t.Errorf("Load(%q):\ngot  %q\nwant %q", tt.yaml, got, tt.want)
-		}
-	}
+	wantOneProblem(t, tests)
 }
 
 // TestLoadMissingFile checks the error for a file that is not there.
@@ -903,7 +903,7 @@ func TestLoadMissingFile(t *testing.T) {
 // TestErrorsAs checks that callers can list the problems of Load's error.
 func TestErrorsAs(t *testing.T) {
 	clearEnv(t)
-	path := stageText(t, "sidecar.yaml", "cache:\n  size: -1\n")
+	path := configtest.StageText(t, "sidecar.yaml", "cache:\n  size: -1\n")
 	_, err := Load(path, nil)
 	var cerr problem.List
 	if !errors.As(err, &cerr) {
@@ -928,10 +928,10 @@ func TestErrorsAs(t *testing.T) {
 func TestEnvSection(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("REACT_TRITON_TLS", "on")
-	path := stageText(t, "sidecar.yaml", minimalYAML+"  timeout: 5s\n")
+	path := configtest.StageText(t, "sidecar.yaml", minimalYAML+"  timeout: 5s\n")
 	_, err := Load(path, nil)
 	want := []string{"triton.tls: a section cannot be set from the environment, only its keys (such as $REACT_TRITON_TLS_ENABLED): unset $REACT_TRITON_TLS (from $REACT_TRITON_TLS)"}
-	if got := problemLines(t, err); !slices.Equal(got, want) {
+	if got := configtest.ProblemLines(t, err); !slices.Equal(got, want) {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 
@@ -940,7 +940,7 @@ func TestEnvSection(t *testing.T) {
 	t.Setenv("REACT_LOG", "")
 	_, err = Load(path, nil)
 	want = []string{"log: a section cannot be set from the environment, only its keys (such as $REACT_LOG_LEVEL): unset $REACT_LOG (from $REACT_LOG)"}
-	if got := problemLines(t, err); !slices.Equal(got, want) {
+	if got := configtest.ProblemLines(t, err); !slices.Equal(got, want) {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }

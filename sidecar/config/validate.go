@@ -1,6 +1,7 @@
 package config
 
 import (
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -185,22 +186,43 @@ func (c *Config) validateLog(p *problem.List) {
 // validateComponents checks the components entries: their names here,
 // the rest by the profile rules (r).
 func (c *Config) validateComponents(p *problem.List, r *ruled) {
-	first := map[string]int{} // name → index of its first entry
+	names := newNames("components", "how models refer to this entry")
 	for i, comp := range c.Components {
 		path := problem.Index("components", i)
-		switch {
-		case comp.Name == "":
-			p.Add(path+".name", "required: how models refer to this entry")
-		case !NamePattern.MatchString(comp.Name):
-			p.Add(path+".name", "%q: %s", comp.Name, control.NameRule)
-		default:
-			if j, dup := first[comp.Name]; dup {
-				p.Add(path+".name", "%q is also the name of components[%d]", comp.Name, j)
-			} else {
-				first[comp.Name] = i
-			}
-		}
+		names.check(p, path+".name", i, comp.Name)
 		r.take(p, path)
+	}
+}
+
+// names checks the names of one list's entries (the components entries,
+// the experiments, an experiment's arms) by the rule they share: a name
+// is required, matches NamePattern, and is not an earlier entry's.
+type names struct {
+	list  string         // the list as messages name it: components, arms
+	why   string         // what the name is for, when it is missing
+	first map[string]int // name → index of its first entry
+}
+
+// newNames returns the check of a list's names; why says what a name is
+// for, in the problem of a missing one.
+func newNames(list, why string) *names {
+	return &names{list: list, why: why, first: map[string]int{}}
+}
+
+// check checks the name of entry i, at path (the entry's path and
+// ".name").
+func (n *names) check(p *problem.List, path string, i int, name string) {
+	switch {
+	case name == "":
+		p.Add(path, "required: %s", n.why)
+	case !NamePattern.MatchString(name):
+		p.Add(path, "%q: %s", name, control.NameRule)
+	default:
+		if j, dup := n.first[name]; dup {
+			p.Add(path, "%q is also the name of %s[%d]", name, n.list, j)
+		} else {
+			n.first[name] = i
+		}
 	}
 }
 
@@ -289,28 +311,13 @@ func validateExplicitModel(p *problem.List, path string, m *Model) {
 	if m.Backbone.Output == "" {
 		p.Add(b+".output", "required: the backbone output holding the feature to correct")
 	}
-	served := map[string]string{} // input name clients send → path of its first use
-	for _, in := range sortedKeys(m.Inputs) {
-		ip := problem.Key(path+".inputs", in)
-		name := m.Inputs[in]
-		switch {
-		case in == "":
-			p.Add(ip, "empty backbone input name")
-		case name == "":
-			p.Add(ip, "empty name: give the name clients send this input under")
-		default:
-			if use, dup := served[name]; dup {
-				p.Add(ip, "%q is also the name of %s: inputs of one model need different names", name, use)
-			} else {
-				served[name] = ip
-			}
-		}
-	}
+	inputs := renames{tensor: "input", of: "backbone", clients: "send", used: map[string]string{}}
+	inputs.check(p, path+".inputs", m.Inputs)
 
 	if len(m.Heads) == 0 {
 		p.Add(path+".heads", "at least one head required")
 	}
-	exposed := map[string]string{} // exposed output name → path of its first use
+	outputs := renames{tensor: "output", of: "head", clients: "see", used: map[string]string{}}
 	for j, h := range m.Heads {
 		hp := problem.Index(path+".heads", j)
 		if h.Task == "" {
@@ -320,33 +327,39 @@ func validateExplicitModel(p *problem.List, path string, m *Model) {
 			p.Add(hp+".model", "required: the head model in Triton")
 		}
 		layer.CheckVersion(p, hp+".version", h.Version)
-		for _, out := range sortedKeys(h.Outputs) {
-			op := problem.Key(hp+".outputs", out)
-			name := h.Outputs[out]
-			switch {
-			case out == "":
-				p.Add(op, "empty head output name")
-			case name == "":
-				p.Add(op, "empty name: give the name clients see this output under")
-			default:
-				if use, dup := exposed[name]; dup {
-					p.Add(op, "%q is also the name of %s: outputs of one model need different names", name, use)
-				} else {
-					exposed[name] = op
-				}
-			}
-		}
+		outputs.check(p, hp+".outputs", h.Outputs)
 	}
 }
 
-// sortedKeys returns the keys of m in order.
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// renames checks how one model renames a kind of tensor for its clients
+// (its backbone's inputs, its heads' outputs): each key is a tensor's
+// name, each value the name clients use, and no two tensors of the model
+// share one.
+type renames struct {
+	tensor  string            // input or output
+	of      string            // the model whose tensors are renamed: backbone, head
+	clients string            // what clients do with the name: send, see
+	used    map[string]string // name clients use → the path of its first use
+}
+
+// check checks the renamings m at path, in the order of their keys.
+func (r *renames) check(p *problem.List, path string, m map[string]string) {
+	for _, key := range slices.Sorted(maps.Keys(m)) {
+		kp := problem.Key(path, key)
+		name := m[key]
+		switch {
+		case key == "":
+			p.Add(kp, "empty %s %s name", r.of, r.tensor)
+		case name == "":
+			p.Add(kp, "empty name: give the name clients %s this %s under", r.clients, r.tensor)
+		default:
+			if use, dup := r.used[name]; dup {
+				p.Add(kp, "%q is also the name of %s: %ss of one model need different names", name, use, r.tensor)
+			} else {
+				r.used[name] = kp
+			}
+		}
 	}
-	slices.Sort(keys)
-	return keys
 }
 
 // validateModelComponents checks a model's reference to a components entry.

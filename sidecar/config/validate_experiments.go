@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/experiment"
 	"github.com/mergectl/react-triton/problem"
 )
@@ -39,22 +38,11 @@ func (c *Config) validateExperiments(p *problem.List, r *ruled) {
 	for _, m := range c.Models {
 		models[m.Name] = true
 	}
-	first := map[string]int{}        // experiment name → index
+	names := newNames("experiments", "the experiment's name, in metrics and in every hashed key")
 	takesPart := map[string]string{} // model name → path of its first mention
 	for i, e := range c.Experiments {
 		path := problem.Index("experiments", i)
-		switch {
-		case e.Name == "":
-			p.Add(path+".name", "required: the experiment's name, in metrics and in every hashed key")
-		case !NamePattern.MatchString(e.Name):
-			p.Add(path+".name", "%q: %s", e.Name, control.NameRule)
-		default:
-			if j, dup := first[e.Name]; dup {
-				p.Add(path+".name", "%q is also the name of experiments[%d]", e.Name, j)
-			} else {
-				first[e.Name] = i
-			}
-		}
+		names.check(p, path+".name", i, e.Name)
 
 		if len(e.Models) == 0 {
 			p.Add(path+".models", "at least one model required: the controllable models that take part")
@@ -87,22 +75,11 @@ func (c *Config) validateExperiments(p *problem.List, r *ruled) {
 		case len(e.Arms) > experiment.MaxArms:
 			p.Add(path+".arms", "%d arms: at most %d", len(e.Arms), experiment.MaxArms)
 		}
-		armNames := map[string]int{}
+		armNames := newNames("arms", "the arm's name, in metrics and in react-arm")
 		total := 0
 		for j, a := range e.Arms {
 			ap := problem.Index(path+".arms", j)
-			switch {
-			case a.Name == "":
-				p.Add(ap+".name", "required: the arm's name, in metrics and in react-arm")
-			case !NamePattern.MatchString(a.Name):
-				p.Add(ap+".name", "%q: %s", a.Name, control.NameRule)
-			default:
-				if k, dup := armNames[a.Name]; dup {
-					p.Add(ap+".name", "%q is also the name of arms[%d]", a.Name, k)
-				} else {
-					armNames[a.Name] = j
-				}
-			}
+			armNames.check(p, ap+".name", j, a.Name)
 			switch {
 			case a.Weight == nil:
 				p.Add(ap+".weight", "required: an integer from 0 to %d", experiment.MaxWeight)

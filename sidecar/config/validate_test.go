@@ -2,10 +2,8 @@ package config
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,63 +12,26 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mergectl/react-triton/config/configtest"
 	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden .err files of testdata/bad")
 
 // TestLoadBad loads every file of testdata/bad and compares the error with
 // the golden file next to it. The directory the file was staged in is
 // written $DIR in the goldens.
 func TestLoadBad(t *testing.T) {
-	files, err := filepath.Glob("testdata/bad/*.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Fatal("no testdata/bad/*.yaml")
-	}
-	goldens, err := filepath.Glob("testdata/bad/*.err")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, g := range goldens {
-		if !slices.Contains(files, strings.TrimSuffix(g, ".err")+".yaml") {
-			t.Errorf("%s has no .yaml", g)
-		}
-	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			clearEnv(t)
-			path := stage(t, file)
-			c, err := Load(path, nil)
-			if err == nil {
-				t.Fatalf("Load(%s) = %+v, want an error", file, c)
-			}
-			got := strings.ReplaceAll(err.Error(), filepath.Dir(path), "$DIR") + "\n"
-			golden := strings.TrimSuffix(file, ".yaml") + ".err"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("Load(%s) error:\n%s\nwant (%s):\n%s", file, indent(got), golden, indent(string(want)))
-			}
-		})
-	}
+	configtest.LoadBad(t, "testdata/bad/*.yaml", func(t *testing.T, path string) (any, error) {
+		clearEnv(t)
+		return Load(path, nil)
+	})
 }
 
 // validConfig returns a valid configuration with one components entry (a
 // file in a temporary directory) and one model.
 func validConfig(t *testing.T) *Config {
 	t.Helper()
-	dir := filepath.Dir(stageText(t, "unused.yaml", ""))
+	dir := filepath.Dir(configtest.StageText(t, "unused.yaml", ""))
 	c := Default()
 	c.Triton.GRPC, c.Triton.HTTP = "127.0.0.1:8101", "127.0.0.1:8100"
 	c.Components = []Components{{
@@ -352,7 +313,7 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("Validate = nil, want %q", tt.want)
 			}
 			var got []string
-			for _, line := range problemLines(t, err) {
+			for _, line := range configtest.ProblemLines(t, err) {
 				got = append(got, strings.ReplaceAll(line, dir, "$DIR"))
 			}
 			if !slices.Equal(got, tt.want) {
@@ -389,7 +350,7 @@ func TestErrorFormat(t *testing.T) {
 // unknown tasks in the default, a preset and an arm.
 func TestLoadReportsEveryPreferenceProblem(t *testing.T) {
 	clearEnv(t)
-	path := stageText(t, "sidecar.yaml", `
+	path := configtest.StageText(t, "sidecar.yaml", `
 triton: {grpc: localhost:8101, http: localhost:8100}
 components:
   - name: c

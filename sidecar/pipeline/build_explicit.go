@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -195,7 +196,7 @@ func (e *explicit) headOutputs(hpath string, hc config.Head, hm *tritonModel) []
 			mapping = append(mapping, outputName{head: o.GetName(), client: o.GetName()})
 		}
 	} else {
-		for _, k := range sortedKeys(hc.Outputs) {
+		for _, k := range slices.Sorted(maps.Keys(hc.Outputs)) {
 			if _, err := hm.Output(k, ""); err != nil {
 				e.b.problem(fmt.Sprintf("%s.outputs.%s", hpath, k), false, "%v", err)
 				continue
@@ -260,7 +261,7 @@ func (e *explicit) describe(shadow *tritonModel, inputs []*tritonpb.ModelInput) 
 // the configuration's inputs map gives them. It returns the inputs of the
 // model's configuration, renamed alike.
 func (b *builder) renameInputs(path string, mc config.Model, m *Model, bb *tritonModel) []*tritonpb.ModelInput {
-	for _, k := range sortedKeys(mc.Inputs) {
+	for _, k := range slices.Sorted(maps.Keys(mc.Inputs)) {
 		if _, err := bb.Input(k); bb.err == nil && err != nil {
 			b.problem(fmt.Sprintf("%s.inputs.%s", path, k), false, "%v", err)
 		}
@@ -290,7 +291,7 @@ func (b *builder) renameInputs(path string, mc config.Model, m *Model, bb *trito
 		c.Name = served(in.GetName())
 		cfg = append(cfg, c)
 	}
-	for _, k := range sortedKeys(m.backboneInput) {
+	for _, k := range slices.Sorted(maps.Keys(m.backboneInput)) {
 		n := 0
 		for _, in := range m.inputs {
 			if in.GetName() == k {

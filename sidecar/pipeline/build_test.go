@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/internal/testutil"
 	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/sidecar/config"
@@ -248,29 +249,37 @@ func TestBuildProblems(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := e.config()
 			tt.edit(cfg)
-			set, err := e.build(cfg)
-			if tt.want == nil {
-				if err != nil {
-					t.Fatalf("Build: %v", err)
-				}
-				if len(set.Models) != len(cfg.Models) {
-					t.Errorf("built %d models of %d", len(set.Models), len(cfg.Models))
-				}
-				return
-			}
-			if set != nil {
+			if set := e.checkBuild(t, cfg, tt.want); tt.want != nil && set != nil {
 				t.Errorf("Build returned a set with its error")
 			}
-			checkProblems(t, err, tt.want)
 		})
 	}
+}
+
+// checkBuild builds cfg and checks the outcome: with want nil, every
+// model built; otherwise an error with the problems of want
+// (checkProblems). It returns the set Build returned.
+func (e *env) checkBuild(t *testing.T, cfg *config.Config, want []wantProblem) *pipeline.Set {
+	t.Helper()
+	set, err := e.build(cfg)
+	if want == nil {
+		if err != nil {
+			t.Fatalf("Build: %v", err)
+		}
+		if len(set.Models) != len(cfg.Models) {
+			t.Errorf("built %d models of %d", len(set.Models), len(cfg.Models))
+		}
+		return set
+	}
+	checkProblems(t, err, want)
+	return set
 }
 
 // TestBuildUnreachable: an unreachable Triton is a transient problem that
 // names its address.
 func TestBuildUnreachable(t *testing.T) {
 	e := newEnv(t)
-	e.up = upstream(t, closedAddr(t))
+	e.up = upstream(t, testutil.ClosedAddr(t))
 	_, err := e.build(e.config())
 	checkProblems(t, err, []wantProblem{
 		{path: "models[0].backbone.model", msg: e.up.Addr, transient: true},

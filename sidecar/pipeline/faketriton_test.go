@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
-	"net"
 	"testing"
 	"time"
 
@@ -76,18 +75,6 @@ func upstream(t *testing.T, addr string) *pipeline.Upstream {
 	}
 	t.Cleanup(func() { conn.Close() })
 	return &pipeline.Upstream{RPC: tritonpb.NewGRPCInferenceServiceClient(conn), Addr: addr, Timeout: 10 * time.Second}
-}
-
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := lis.Addr().String()
-	lis.Close()
-	return addr
 }
 
 // config returns the standard configuration: components "zoo" with the

@@ -90,17 +90,7 @@ func TestBuildGraphProblems(t *testing.T) {
 			defer e.fake.SetReady("cls", true)
 			cfg := e.graphConfig()
 			tt.edit(cfg)
-			set, err := e.build(cfg)
-			if tt.want == nil {
-				if err != nil {
-					t.Fatalf("Build: %v", err)
-				}
-				if len(set.Models) != len(cfg.Models) {
-					t.Errorf("built %d models of %d", len(set.Models), len(cfg.Models))
-				}
-				return
-			}
-			checkProblems(t, err, tt.want)
+			e.checkBuild(t, cfg, tt.want)
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/internal/testutil"
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -409,7 +410,7 @@ func TestInferUpstreamErrors(t *testing.T) {
 
 	t.Run("unreachable", func(t *testing.T) {
 		addr := e.fake.Addr
-		dead := upstream(t, closedAddr(t))
+		dead := upstream(t, testutil.ClosedAddr(t))
 		_, err := m.Infer(context.Background(), dead, pipeline.Request{Proto: inferRequest("multi", batch)})
 		st := status.Convert(err)
 		if st.Code() != codes.Unavailable || !strings.Contains(st.Message(), dead.Addr) || strings.Contains(st.Message(), addr) {

@@ -3,6 +3,7 @@ package ensemble
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -178,7 +179,7 @@ func (r *Run) request(i int, need []bool, tensors map[string]Tensor) *tritonpb.M
 	if v := s.GetModelVersion(); v > 0 {
 		req.ModelVersion = strconv.FormatInt(v, 10)
 	}
-	for _, name := range sortedKeys(s.GetInputMap()) {
+	for _, name := range slices.Sorted(maps.Keys(s.GetInputMap())) {
 		t, ok := tensors[s.GetInputMap()[name]]
 		if !ok {
 			continue
@@ -186,7 +187,7 @@ func (r *Run) request(i int, need []bool, tensors map[string]Tensor) *tritonpb.M
 		req.Inputs = append(req.Inputs, &tritonpb.ModelInferRequest_InferInputTensor{Name: name, Datatype: t.Datatype, Shape: t.Shape, Parameters: t.Params})
 		req.RawInputContents = append(req.RawInputContents, t.Raw)
 	}
-	for _, name := range sortedKeys(s.GetOutputMap()) {
+	for _, name := range slices.Sorted(maps.Keys(s.GetOutputMap())) {
 		if used, params := r.used(s.GetOutputMap()[name], need); used {
 			req.Outputs = append(req.Outputs, &tritonpb.ModelInferRequest_InferRequestedOutputTensor{Name: name, Parameters: params})
 		}
@@ -219,7 +220,7 @@ func (r *Run) store(res result, need []bool, tensors map[string]Tensor) error {
 		return fmt.Errorf("ensemble %s: %v", g.Describe(res.step), err)
 	}
 	outputs := g.Steps[res.step].GetOutputMap()
-	for _, name := range sortedKeys(outputs) {
+	for _, name := range slices.Sorted(maps.Keys(outputs)) {
 		tensor := outputs[name]
 		if used, _ := r.used(tensor, need); !used {
 			continue
@@ -237,14 +238,4 @@ func (r *Run) store(res result, need []bool, tensors map[string]Tensor) error {
 		tensors[tensor] = x
 	}
 	return nil
-}
-
-// sortedKeys returns a map's keys, sorted.
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -1,0 +1,71 @@
+# Sourced by the benchmark scripts that start a Triton (and often a
+# sidecar) of their own: the run directory, its clean-up, Triton on free
+# ports and the name of a results file. Run from the repository's root.
+# bench_tag, the prefix of the messages, is "bench" unless the script sets
+# it before sourcing.
+#
+#   bench_run_dir NAME
+#
+# Makes run_dir, a new directory .cache/bench/NAME.XXXXXX for the run's
+# logs, and traps EXIT to clean up after the run however it ends: the
+# sidecar $sidecar_pid (when set) stopped gracefully, the Triton of
+# $run_dir/tritonserver.pid stopped, bench_cleanup called (when the script
+# defines it), and run_dir removed once the script has set done, kept
+# otherwise (a failed run's logs, said on standard error). INT and TERM
+# exit 130 through the same clean-up. Sets sidecar_pid= and done=.
+#
+#   bench_triton TRITON-UP-ARGS...
+#
+# Starts Triton with scripts/triton-up on three free ports, logging to
+# $run_dir/tritonserver.log with its pid in $run_dir/tritonserver.pid,
+# retrying twice with other ports (one can be taken before Triton binds
+# it); the arguments are triton-up's others (--repo ..., then -- and
+# tritonserver's). Sets grpc_port, http_port and metrics_port; exits 1
+# when Triton does not start.
+#
+#   results=${results:-$(bench_results_file BASE EXT)}
+#
+# Prints BASE.EXT, or BASE-2.EXT, BASE-3.EXT... when it exists already, so
+# that no run overwrites another's results (BASE holds the date, such as
+# bench/results/abuse-$(date +%F)).
+
+# shellcheck shell=bash source=scripts/lib/ports.sh
+. scripts/lib/ports.sh
+
+: "${bench_tag:=bench}"
+
+bench_run_dir() {
+	run_dir=$(mkdir -p .cache/bench && mktemp -d "$PWD/.cache/bench/$1.XXXXXX")
+	sidecar_pid='' done=''
+	trap bench_finish EXIT
+	trap 'exit 130' INT TERM
+}
+
+# bench_finish is bench_run_dir's EXIT trap.
+bench_finish() {
+	if [ -n "$sidecar_pid" ]; then
+		kill -TERM "$sidecar_pid" 2>/dev/null || true
+		wait "$sidecar_pid" 2>/dev/null || true
+	fi
+	scripts/triton-down --pid "$run_dir/tritonserver.pid" >/dev/null 2>&1 || true
+	! declare -F bench_cleanup >/dev/null || bench_cleanup
+	if [ -n "$done" ]; then rm -rf "$run_dir"; else echo "$bench_tag: logs kept in $run_dir" >&2; fi
+}
+
+bench_triton() {
+	local attempt
+	for attempt in 1 2 3; do
+		read -r grpc_port http_port metrics_port < <(free_ports)
+		scripts/triton-up --grpc-port "$grpc_port" --http-port "$http_port" --metrics-port "$metrics_port" \
+			--log "$run_dir/tritonserver.log" --pid "$run_dir/tritonserver.pid" --timeout 300 "$@" >&2 && return 0
+		[ "$attempt" -lt 3 ] || { echo "$bench_tag: Triton did not start" >&2; exit 1; }
+		echo "$bench_tag: retrying Triton on other ports" >&2
+	done
+}
+
+bench_results_file() {
+	local base=$1 ext=$2 n=2
+	local file=$base.$ext
+	while [ -e "$file" ]; do file=$base-$n.$ext n=$((n + 1)); done
+	echo "$file"
+}
