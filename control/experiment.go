@@ -123,8 +123,8 @@ func (p *Profile) newExperiment(s ExperimentSpec, pin func(spec string) (Choice,
 	if err != nil {
 		errs = append(errs, &ExperimentError{Experiment: s.Name, Arm: -1, Err: err})
 	}
-	if !s.Start.IsZero() && !s.End.IsZero() && !s.Start.Before(s.End) {
-		errs = append(errs, &ExperimentError{Experiment: s.Name, Arm: -1, Err: fmt.Errorf("start %v is not before end %v", s.Start, s.End)})
+	if err := CheckWindow(s.Start, s.End); err != nil {
+		errs = append(errs, &ExperimentError{Experiment: s.Name, Arm: -1, Err: fmt.Errorf("end %w", err)})
 	}
 	e := &Experiment{split: split, arms: make([]Choice, len(s.Arms)), start: s.Start, end: s.End, random: rand.Uint32}
 	for i, a := range s.Arms {

@@ -227,12 +227,12 @@ func TestExperimentErrors(t *testing.T) {
 				{Name: "d", Weight: 1, Preference: "cars=1", Preset: "texture"},
 				{Name: "e", Weight: -1, Preference: "cars=1"},
 			},
-			Start: time.Unix(100, 0), End: time.Unix(50, 0),
+			Start: time.Unix(100, 0).UTC(), End: time.Unix(50, 0).UTC(),
 		}},
 	})
 	want := []string{
 		`experiment bad: arm "e": weight -1: want an integer from 0 to 1000000`,
-		"experiment bad: start ",
+		"experiment bad: end 1970-01-01T00:00:50Z is not after start 1970-01-01T00:01:40Z",
 		`experiment bad: arm 0: preference: preference "foo=1": unknown task "foo"`,
 		`experiment bad: arm 1: preset: unknown preset "shiny" (presets: texture)`,
 		`experiment bad: arm 2: preference: arm "c": give either a preference or a preset`,

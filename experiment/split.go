@@ -41,8 +41,8 @@ func NewSplit(name string, arms []Arm, traffic float64) (*Split, error) {
 	if len(arms) > MaxArms {
 		return nil, fmt.Errorf("%d arms: at most %d", len(arms), MaxArms)
 	}
-	if !(traffic > 0 && traffic <= 1) {
-		return nil, fmt.Errorf("traffic share %v: want a number in (0, 1]", traffic)
+	if err := CheckTraffic(traffic); err != nil {
+		return nil, err
 	}
 	s := &Split{name: name, arms: append([]Arm(nil), arms...), traffic: traffic, upper: make([]uint64, len(arms))}
 	seen := make(map[string]bool, len(arms))
@@ -63,6 +63,16 @@ func NewSplit(name string, arms []Arm, traffic float64) (*Split, error) {
 		return nil, errors.New("the weights sum to 0")
 	}
 	return s, nil
+}
+
+// CheckTraffic returns what is wrong with a traffic share (the share of
+// keys that take part), nil when it is in (0, 1]: NewSplit's rule, for a
+// surface that reports the share apart from the arms.
+func CheckTraffic(share float64) error {
+	if !(share > 0 && share <= 1) {
+		return fmt.Errorf("traffic share %v: want a number in (0, 1]", share)
+	}
+	return nil
 }
 
 // Name returns the experiment's name.

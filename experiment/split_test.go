@@ -265,3 +265,14 @@ func TestParseArms(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckTraffic: the share's rule alone is NewSplit's.
+func TestCheckTraffic(t *testing.T) {
+	for _, share := range []float64{-1, 0, 1e-9, 0.5, 1, 1.0000001, 2, math.NaN(), math.Inf(1)} {
+		_, splitErr := NewSplit("e", []Arm{{"a", 1}}, share)
+		err := CheckTraffic(share)
+		if (err == nil) != (splitErr == nil) || (err != nil && err.Error() != splitErr.Error()) {
+			t.Errorf("share %v: CheckTraffic %v, NewSplit %v", share, err, splitErr)
+		}
+	}
+}

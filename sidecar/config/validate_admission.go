@@ -3,6 +3,7 @@ package config
 import (
 	"math"
 
+	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/problem"
 )
 
@@ -22,7 +23,7 @@ func (c *Config) validateAdmission(p *problem.List) {
 		p.Add("admission.retry_after", "must be positive, got %v", a.RetryAfter)
 	}
 	if a.KeyHeader != "" {
-		if msg := checkKeyHeader(a.KeyHeader); msg != "" {
+		if msg := control.CheckKeyHeader(a.KeyHeader); msg != "" {
 			p.Add("admission.key_header", "%s", msg)
 		}
 	}

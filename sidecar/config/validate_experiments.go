@@ -1,35 +1,12 @@
 package config
 
 import (
-	"fmt"
-	"regexp"
 	"slices"
-	"strings"
 
+	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/experiment"
 	"github.com/mergectl/react-triton/problem"
 )
-
-// headerName is an HTTP header name (a token), which gRPC metadata keys
-// also are.
-var headerName = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
-
-// checkKeyHeader checks a header (gRPC metadata key) that carries a
-// client's key, and returns what is wrong with it, or "".
-func checkKeyHeader(h string) string {
-	switch {
-	case !headerName.MatchString(h):
-		return fmt.Sprintf("%q is not a header name", h)
-	case len(h) >= 6 && strings.EqualFold(h[:6], "react-"):
-		return fmt.Sprintf("%q: react-* keys are ReACT's own", h)
-	case strings.HasSuffix(strings.ToLower(h), "-bin") || strings.HasPrefix(strings.ToLower(h), "grpc-"):
-		return fmt.Sprintf("%q: gRPC reserves grpc-* keys and gives -bin keys binary values", h)
-	}
-	return ""
-}
-
-// tritonParameters are the request parameters Triton reserves for itself.
-var tritonParameters = []string{"sequence_id", "sequence_start", "sequence_end", "priority", "timeout", "binary_data_output", "headers"}
 
 // validateExperiments checks the experiments; the profile rules (r) check
 // the arms' preferences and presets.
@@ -65,8 +42,8 @@ func (c *Config) validateExperiments(p *problem.List, r *ruled) {
 		if e.Traffic != nil && !(*e.Traffic > 0 && *e.Traffic <= 1) {
 			p.Add(path+".traffic", "%v: want the share of keys that take part, a number in (0, 1]", *e.Traffic)
 		}
-		if !e.Start.IsZero() && !e.End.IsZero() && !e.Start.Before(e.End) {
-			p.Add(path+".end", "%s is not after start %s", e.End.Format(timeLayout), e.Start.Format(timeLayout))
+		if err := control.CheckWindow(e.Start, e.End); err != nil {
+			p.Add(path+".end", "%v", err)
 		}
 
 		switch {
@@ -102,23 +79,14 @@ func (c *Config) validateExperimentKey(p *problem.List, path string, k Experimen
 		p.Add(path, "give header, parameter or both: where requests carry their key (such as a user id)")
 		return
 	}
-	own := func(s string) bool { return len(s) >= 6 && strings.EqualFold(s[:6], "react-") }
 	if k.Header != "" {
-		if msg := checkKeyHeader(k.Header); msg != "" {
+		if msg := control.CheckKeyHeader(k.Header); msg != "" {
 			p.Add(path+".header", "%s", msg)
 		}
 	}
 	if k.Parameter != "" {
-		switch {
-		case own(k.Parameter):
-			p.Add(path+".parameter", "%q: react-* keys are ReACT's own", k.Parameter)
-		case strings.HasPrefix(k.Parameter, "triton_") || slices.Contains(tritonParameters, k.Parameter):
-			p.Add(path+".parameter", "%q is a parameter Triton reserves", k.Parameter)
-		case strings.TrimSpace(k.Parameter) != k.Parameter:
-			p.Add(path+".parameter", "%q has white space around it", k.Parameter)
+		if msg := control.CheckKeyParameter(k.Parameter); msg != "" {
+			p.Add(path+".parameter", "%s", msg)
 		}
 	}
 }
-
-// timeLayout formats the start and end times in messages.
-const timeLayout = "2006-01-02T15:04:05Z07:00"
