@@ -20,7 +20,6 @@ static TRITONSERVER_Error *log_message(TRITONSERVER_LogLevel level, const char *
 import "C"
 
 import (
-	"errors"
 	"fmt"
 	"unsafe"
 
@@ -55,14 +54,11 @@ func newError(code C.TRITONSERVER_Error_Code, msg string) *C.TRITONSERVER_Error 
 // requestError makes the Triton error of a failed request.
 func requestError(err error) *C.TRITONSERVER_Error {
 	code := C.TRITONSERVER_Error_Code(C.TRITONSERVER_ERROR_INTERNAL)
-	var re *model.RequestError
-	if errors.As(err, &re) {
-		switch re.Code {
-		case model.CodeInvalidArgument:
-			code = C.TRITONSERVER_ERROR_INVALID_ARG
-		case model.CodeUnavailable:
-			code = C.TRITONSERVER_ERROR_UNAVAILABLE
-		}
+	switch model.ErrorCode(err) {
+	case model.CodeInvalidArgument:
+		code = C.TRITONSERVER_ERROR_INVALID_ARG
+	case model.CodeUnavailable:
+		code = C.TRITONSERVER_ERROR_UNAVAILABLE
 	}
 	return newError(code, err.Error())
 }

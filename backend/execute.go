@@ -9,7 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"strconv"
 	"unsafe"
 
 	"github.com/mergectl/react-triton/backend/model"
@@ -18,9 +18,11 @@ import (
 
 // TRITONBACKEND_ModelInstanceExecute corrects a batch of requests. Each
 // request gets its own response: its corrected embedding, with the applied
-// preference echoed in the react-preference response parameter, or its own
-// error; a bad request never fails the others. The batch's statistics go
-// to Triton (per request, and for the batch as one execution).
+// preference echoed in the react-preference response parameter (and the
+// experiment's arm in react-arm), or its own error; a bad request never
+// fails the others. The batch's statistics go to Triton (per request, and
+// for the batch as one execution), and each request's part in the model's
+// experiment to its counters.
 //
 //export TRITONBACKEND_ModelInstanceExecute
 func TRITONBACKEND_ModelInstanceExecute(inst *C.TRITONBACKEND_ModelInstance, requests **C.TRITONBACKEND_Request, count C.uint32_t) *C.TRITONSERVER_Error {
@@ -54,7 +56,7 @@ func TRITONBACKEND_ModelInstanceExecute(inst *C.TRITONBACKEND_ModelInstance, req
 			}
 			var after []func() error
 			o := ms.model.ExecuteDevice(context.Background(),
-				model.DeviceRequest{Shape: mr.Shape, Input: dev.ptr, Size: dev.size, Keys: mr.Keys},
+				model.DeviceRequest{Shape: mr.Shape, Input: dev.ptr, Size: dev.size, Keys: mr.Keys, Header: mr.Header},
 				func() (model.DeviceOutput, error) { return ms.outputDevice(responses[i], mr.Shape, &after) })
 			for _, f := range after {
 				if err := f(); err != nil && o.Err == nil {
@@ -92,6 +94,9 @@ func TRITONBACKEND_ModelInstanceExecute(inst *C.TRITONBACKEND_ModelInstance, req
 		err := failed[i]
 		if err == nil {
 			err = outcomes[i].Err
+		}
+		if c, ok := ms.model.ExperimentCount(model.Outcome{Choice: outcomes[i].Choice, Err: err}); ok {
+			ms.metrics.count(c)
 		}
 		if responses[i] != nil {
 			is.send(responses[i], outcomes[i].Choice, err)
@@ -140,11 +145,10 @@ type deviceInput struct {
 // an input that can be corrected in GPU memory.
 func (is *instanceState) readHost(r *C.TRITONBACKEND_Request, device *deviceInput) (model.Request, error) {
 	var out model.Request
-	keys, err := readKeys(r)
+	err := is.model.readParameters(r, &out)
 	if err != nil {
 		return out, err
 	}
-	out.Keys = keys
 	cfg := is.model.model.Config()
 	var in *C.TRITONBACKEND_Input
 	if err := goError("input "+cfg.Input.Name, C.TRITONBACKEND_RequestInput(r, is.model.inputName, &in)); err != nil {
@@ -208,45 +212,38 @@ var datatypes = map[string]C.TRITONSERVER_DataType{
 	"BF16": C.TRITONSERVER_TYPE_BF16,
 }
 
-// readKeys reads the request's react-preference and react-preset
-// parameters. Names match regardless of case, since forwarded HTTP headers
-// keep the client's case. A key given twice with different values, or not
-// as a string, is an error.
-func readKeys(r *C.TRITONBACKEND_Request) (control.Values, error) {
-	var v control.Values
+// readParameters reads the request parameters the model reads
+// (model.Model.Reads: react-preference, react-preset, the experiment's key)
+// into out (model.Model.ReadParameter): a string's value, or an integer's
+// in decimal.
+func (ms *modelState) readParameters(r *C.TRITONBACKEND_Request, out *model.Request) error {
 	var n C.uint32_t
 	if err := goError("request parameters", C.TRITONBACKEND_RequestParameterCount(r, &n)); err != nil {
-		return v, err
+		return err
 	}
 	for i := C.uint32_t(0); i < n; i++ {
 		var ckey *C.char
 		var typ C.TRITONSERVER_ParameterType
 		var val unsafe.Pointer
 		if err := goError("request parameters", C.TRITONBACKEND_RequestParameter(r, i, &ckey, &typ, &val)); err != nil {
-			return v, err
+			return err
 		}
 		k := C.GoString(ckey)
-		var dst *string
-		var has *bool
-		switch {
-		case strings.EqualFold(k, control.KeyPreference):
-			dst, has = &v.Preference, &v.HasPreference
-		case strings.EqualFold(k, control.KeyPreset):
-			dst, has = &v.Preset, &v.HasPreset
-		default:
+		if !ms.model.Reads(k) {
 			continue
 		}
-		if typ != C.TRITONSERVER_PARAMETER_STRING {
-			return v, &model.RequestError{Code: model.CodeInvalidArgument, Err: fmt.Errorf("parameter %s: must be a string", k)}
+		t, v := model.ParamOther, ""
+		switch typ {
+		case C.TRITONSERVER_PARAMETER_STRING:
+			t, v = model.ParamString, C.GoString((*C.char)(val))
+		case C.TRITONSERVER_PARAMETER_INT:
+			t, v = model.ParamInt, strconv.FormatInt(int64(*(*C.int64_t)(val)), 10)
 		}
-		s := C.GoString((*C.char)(val))
-		if *has && *dst != s {
-			return v, &model.RequestError{Code: model.CodeInvalidArgument,
-				Err: fmt.Errorf("parameter %s given twice, as %q and %q (a parameter and a forwarded header?)", k, *dst, s)}
+		if err := ms.model.ReadParameter(out, k, t, v); err != nil {
+			return err
 		}
-		*dst, *has = s, true
 	}
-	return v, nil
+	return nil
 }
 
 // output makes the response's output tensor, shaped as the request's input,
@@ -318,26 +315,39 @@ func (ms *modelState) outputDevice(resp *C.TRITONBACKEND_Response, shape []int64
 	}
 }
 
-// respPreference is the response parameter that echoes the applied
-// preference, as the sidecar's does.
-var respPreference = C.CString(control.KeyPreference)
+// respPreference and respArm are the response parameters that echo the
+// applied preference and the experiment's arm, as the sidecar's do.
+var (
+	respPreference = C.CString(control.KeyPreference)
+	respArm        = C.CString(control.KeyArm)
+)
 
 // send sends a response, final: the corrected output with the applied
-// preference, or the request's error.
+// preference (and its arm, when an experiment's arm applied), or the
+// request's error.
 func (is *instanceState) send(resp *C.TRITONBACKEND_Response, c control.Choice, err error) {
 	var terr *C.TRITONSERVER_Error
 	if err != nil {
 		terr = requestError(err)
 		defer C.TRITONSERVER_ErrorDelete(terr)
 	} else {
-		val := C.CString(c.Canonical())
-		e := C.TRITONBACKEND_ResponseSetStringParameter(resp, respPreference, val)
-		freeString(val)
-		if e != nil {
-			C.TRITONSERVER_ErrorDelete(e)
+		setStringParameter(resp, respPreference, c.Canonical())
+		if c.Arm != "" {
+			setStringParameter(resp, respArm, c.Arm)
 		}
 	}
 	if e := goError("sending the response", C.TRITONBACKEND_ResponseSend(resp, C.REACT_RESPONSE_COMPLETE_FINAL, terr)); e != nil {
 		logf(logError, "react instance %s: %v", is.name, e)
+	}
+}
+
+// setStringParameter sets a string parameter of a response; a failure
+// loses the parameter, not the response.
+func setStringParameter(resp *C.TRITONBACKEND_Response, name cstring, value string) {
+	val := C.CString(value)
+	e := C.TRITONBACKEND_ResponseSetStringParameter(resp, name, val)
+	freeString(val)
+	if e != nil {
+		C.TRITONSERVER_ErrorDelete(e)
 	}
 }

@@ -57,6 +57,7 @@ func TRITONBACKEND_Initialize(backend *C.TRITONBACKEND_Backend) *C.TRITONSERVER_
 	}
 	logf(logInfo, "react backend: API %d.%d (server %d.%d), linear algebra %s with %d thread(s)",
 		C.REACT_BACKEND_API_MAJOR, C.REACT_BACKEND_API_MINOR, major, minor, linalg, linalgThreads)
+	initMetrics()
 	return nil
 }
 
@@ -104,10 +105,12 @@ func configureBackend(data []byte) error {
 	return nil
 }
 
-// TRITONBACKEND_Finalize is called once, when the server shuts down.
+// TRITONBACKEND_Finalize is called once, when the server shuts down,
+// after every model's ModelFinalize: it deletes the metric families.
 //
 //export TRITONBACKEND_Finalize
 func TRITONBACKEND_Finalize(backend *C.TRITONBACKEND_Backend) *C.TRITONSERVER_Error {
+	finalizeMetrics()
 	return nil
 }
 
@@ -165,7 +168,23 @@ func TRITONBACKEND_ModelInitialize(m *C.TRITONBACKEND_Model) *C.TRITONSERVER_Err
 	logf(logInfo, "react model %s version %d: %s, D=%d, tasks %s, default %s, presets [%s], %s",
 		name, uint64(version), mdl.ComponentsPath(), mdl.D(), strings.Join(p.Tasks(), ","),
 		p.Default().Canonical(), strings.Join(p.Presets(), ","), cfg.Input.Datatype)
+	if e := mdl.Experiment(); e != nil {
+		logf(logInfo, "react model %s version %d: experiment %s, arms [%s], traffic %g, key %s",
+			name, uint64(version), e.Name(), strings.Join(e.Arms(), ","), e.Split().Traffic(), experimentKey(cfg.Experiment))
+	}
 	return nil
+}
+
+// experimentKey says where an experiment reads its key, for the log.
+func experimentKey(e *model.Experiment) string {
+	var where []string
+	if e.KeyHeader != "" {
+		where = append(where, "header "+e.KeyHeader)
+	}
+	if e.KeyParameter != "" {
+		where = append(where, "parameter "+e.KeyParameter)
+	}
+	return strings.Join(where, ", then ")
 }
 
 // TRITONBACKEND_ModelFinalize unloads a model version. Its memory goes back
@@ -178,6 +197,7 @@ func TRITONBACKEND_ModelFinalize(m *C.TRITONBACKEND_Model) *C.TRITONSERVER_Error
 		st := v.(*modelState)
 		freeString(st.inputName)
 		freeString(st.outputName)
+		st.metrics.close()
 		st.model = nil
 	}
 	debug.FreeOSMemory()

@@ -24,6 +24,8 @@ type modelState struct {
 	// inputName and outputName are the tensor names as C strings, freed
 	// at ModelFinalize.
 	inputName, outputName cstring
+	// metrics are the counters of the model's experiment.
+	metrics modelMetrics
 }
 
 // instanceState is one instance: its model and its scratch memory, used by

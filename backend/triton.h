@@ -2,7 +2,7 @@
  * The part of Triton Inference Server's C API that the react backend uses,
  * declared by this project from the API's documented signatures and enum
  * values (tritonbackend.h, backend API 1.19, and tritonserver.h, server API
- * 1.34: Triton 2.51, release 24.10). Triton ships these headers; its Python
+ * 1.34: Triton 2.51, release 24.10), custom metrics included. Triton ships these headers; its Python
  * wheel does not, and only a handful of declarations are needed, so they
  * are written here rather than fetched at build time.
  *
@@ -38,6 +38,9 @@ typedef struct TRITONBACKEND_Request TRITONBACKEND_Request;
 typedef struct TRITONBACKEND_Response TRITONBACKEND_Response;
 typedef struct TRITONBACKEND_Input TRITONBACKEND_Input;
 typedef struct TRITONBACKEND_Output TRITONBACKEND_Output;
+typedef struct TRITONSERVER_Parameter TRITONSERVER_Parameter;
+typedef struct TRITONSERVER_MetricFamily TRITONSERVER_MetricFamily;
+typedef struct TRITONSERVER_Metric TRITONSERVER_Metric;
 
 /* Error codes (TRITONSERVER_Error_Code). */
 typedef enum {
@@ -93,6 +96,13 @@ typedef enum {
 	TRITONSERVER_LOG_ERROR = 2,
 	TRITONSERVER_LOG_VERBOSE = 3
 } TRITONSERVER_LogLevel;
+
+/* Kinds of custom metrics (TRITONSERVER_MetricKind, server API 1.34). */
+typedef enum {
+	TRITONSERVER_METRIC_KIND_COUNTER = 0,
+	TRITONSERVER_METRIC_KIND_GAUGE = 1,
+	TRITONSERVER_METRIC_KIND_HISTOGRAM = 2
+} TRITONSERVER_MetricKind;
 
 /* How model files reach a backend (TRITONBACKEND_ArtifactType). */
 typedef enum {
@@ -161,8 +171,33 @@ REACT_WEAK TRITONSERVER_Error *TRITONBACKEND_OutputBuffer(TRITONBACKEND_Output *
 REACT_WEAK TRITONSERVER_Error *TRITONBACKEND_ResponseSetStringParameter(TRITONBACKEND_Response *response, const char *name, const char *value);
 REACT_WEAK TRITONSERVER_Error *TRITONBACKEND_ResponseSend(TRITONBACKEND_Response *response, const uint32_t send_flags, TRITONSERVER_Error *error);
 
+/* Custom metrics (tritonserver.h): a family per name, registered with the
+ * server's Prometheus registry (its metrics endpoint); a metric per set of
+ * labels, each label a string parameter, which the caller may delete once
+ * the metric is made. Metrics with the same labels in one family share
+ * their value (the server counts references), and a metric is deleted
+ * before its family. */
+REACT_WEAK TRITONSERVER_Parameter *TRITONSERVER_ParameterNew(const char *name, const TRITONSERVER_ParameterType type, const void *value);
+REACT_WEAK void TRITONSERVER_ParameterDelete(TRITONSERVER_Parameter *parameter);
+REACT_WEAK TRITONSERVER_Error *TRITONSERVER_MetricFamilyNew(TRITONSERVER_MetricFamily **family, const TRITONSERVER_MetricKind kind, const char *name,
+	const char *description);
+REACT_WEAK TRITONSERVER_Error *TRITONSERVER_MetricFamilyDelete(TRITONSERVER_MetricFamily *family);
+REACT_WEAK TRITONSERVER_Error *TRITONSERVER_MetricNew(TRITONSERVER_Metric **metric, TRITONSERVER_MetricFamily *family,
+	const TRITONSERVER_Parameter **labels, const uint64_t label_count);
+REACT_WEAK TRITONSERVER_Error *TRITONSERVER_MetricDelete(TRITONSERVER_Metric *metric);
+REACT_WEAK TRITONSERVER_Error *TRITONSERVER_MetricIncrement(TRITONSERVER_Metric *metric, double value);
+
 /* backend_api_present reports whether the server's functions are bound:
  * true inside tritonserver, false in a process without it. */
 static inline bool backend_api_present(void) { return TRITONBACKEND_ApiVersion != NULL && TRITONSERVER_ErrorNew != NULL; }
+
+/* metrics_api_present reports whether the server has the custom metrics
+ * functions (a server built without metrics support still defines them,
+ * and refuses a family with an error). */
+static inline bool metrics_api_present(void) {
+	return TRITONSERVER_ParameterNew != NULL && TRITONSERVER_ParameterDelete != NULL && TRITONSERVER_MetricFamilyNew != NULL &&
+	       TRITONSERVER_MetricFamilyDelete != NULL && TRITONSERVER_MetricNew != NULL && TRITONSERVER_MetricDelete != NULL &&
+	       TRITONSERVER_MetricIncrement != NULL;
+}
 
 #endif

@@ -101,6 +101,9 @@ type Config struct {
 	CacheMaxBytes       int64
 	CacheSize           int
 	MaxPreferenceLength int
+	// Experiment is the model's A/B experiment over its preferences (the
+	// experiment.* parameters), nil for none.
+	Experiment *Experiment
 }
 
 // wireConfig is the part of Triton's model configuration JSON (protobuf's
@@ -144,7 +147,15 @@ func ParseConfig(data []byte, versionDir string) (*Config, error) {
 	if versionDir != "" && c.Components != "" {
 		s.Profiles[0].Components = c.componentsPath(versionDir)
 	}
-	params = append(params, s.Check(versionDir != "").Rename(parameterPath)...)
+	params = append(params, s.Check(versionDir != "").Rename(c.parameterPath)...)
+	// Arms given twice in experiment.arms share their parameters, and so
+	// their problems: each once.
+	seen := map[string]bool{}
+	params = slices.DeleteFunc(params, func(p *problem.Problem) bool {
+		dup := seen[p.Error()]
+		seen[p.Error()] = true
+		return dup
+	})
 	// The parameters in the order of their keys, a missing or unreadable
 	// components file last.
 	slices.SortStableFunc(params, func(a, b *problem.Problem) int {
@@ -220,6 +231,7 @@ func (c *Config) parseParameters(params map[string]struct {
 	StringValue string `json:"string_value"`
 }) problem.List {
 	var out problem.List
+	experiment := map[string]string{}
 	for _, k := range slices.Sorted(maps.Keys(params)) {
 		v := params[k].StringValue
 		where := "parameters." + k
@@ -237,6 +249,8 @@ func (c *Config) parseParameters(params map[string]struct {
 			c.Normalization = react.Normalization(v)
 		case k == ParamDefaultPreference:
 			c.DefaultPreference = v
+		case strings.HasPrefix(k, ParamExperimentPrefix):
+			experiment[k] = v
 		case strings.HasPrefix(k, ParamPresetPrefix):
 			name := strings.TrimPrefix(k, ParamPresetPrefix)
 			if name == "" {
@@ -266,11 +280,12 @@ func (c *Config) parseParameters(params map[string]struct {
 			}
 			c.MaxPreferenceLength = n
 		default:
-			out.Add(where, "unknown parameter (known: %s, %s, %s, %s, %s<name>, %s, %s, %s)", ParamComponents, ParamBeta,
-				ParamNormalization, ParamDefaultPreference, ParamPresetPrefix, ParamCacheMaxBytes, ParamCacheSize, ParamMaxPreferenceLength)
+			out.Add(where, "unknown parameter (known: %s, %s, %s, %s, %s<name>, %s, %s, %s, %s<key>)", ParamComponents, ParamBeta,
+				ParamNormalization, ParamDefaultPreference, ParamPresetPrefix, ParamCacheMaxBytes, ParamCacheSize, ParamMaxPreferenceLength,
+				ParamExperimentPrefix)
 		}
 	}
-	return out
+	return append(out, c.parseExperiment(experiment)...)
 }
 
 // Settings returns what the configuration says about its profile, in the
@@ -282,6 +297,7 @@ func (c *Config) Settings() control.Settings {
 			Name: c.Name, Components: c.Components, Beta: c.Beta, Normalize: string(c.Normalization),
 			DefaultPreference: c.DefaultPreference, Presets: c.Presets,
 		}},
+		Experiments:         c.experimentSettings(),
 		CacheMaxBytes:       c.CacheMaxBytes,
 		CacheSize:           c.CacheSize,
 		MaxPreferenceLength: c.MaxPreferenceLength,
@@ -290,9 +306,13 @@ func (c *Config) Settings() control.Settings {
 
 // parameterPath renames a path of control.Settings.Check to the parameter
 // that holds the value: profiles[0].presets.<name> is parameters.preset.<name>,
-// cache.max_bytes parameters.cache_max_bytes.
-func parameterPath(path string) string {
+// cache.max_bytes parameters.cache_max_bytes, experiments[0].arms[j].preset
+// parameters.experiment.arm.<name>.preset.
+func (c *Config) parameterPath(path string) string {
 	const profile = "profiles[0]"
+	if p, ok := c.armPath(path); ok {
+		return p
+	}
 	if name, rest, ok := problem.CutKey(path, profile+".presets"); ok {
 		return "parameters." + ParamPresetPrefix + name + rest
 	}

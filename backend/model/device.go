@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 	"unsafe"
 
 	"github.com/mergectl/react-triton/control"
@@ -24,8 +25,8 @@ type DeviceRequest struct {
 	// input into a neighbouring tensor of a pooled allocation (which the
 	// device's address checks cannot see).
 	Size int
-	// Keys are the request's react-preference and react-preset parameters.
-	Keys control.Values
+	// Keys and Header are the request's parameters, as Request's.
+	Keys, Header control.Values
 }
 
 // DeviceOutput is where a request's output goes: as many FP32 values as
@@ -66,7 +67,7 @@ func (m *Model) ExecuteDevice(ctx context.Context, r DeviceRequest, alloc AllocD
 		out.Err = invalid("input %q: shape %v: a batch of more than %d rows", m.cfg.Input.Name, r.Shape, math.MaxInt32)
 		return out
 	}
-	c, err := m.profile.Resolve(control.Request{Parameter: r.Keys})
+	c, err := m.resolve(r.Header, r.Keys, time.Now())
 	if err != nil {
 		out.Err = &RequestError{Code: CodeInvalidArgument, Err: err}
 		return out

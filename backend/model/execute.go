@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/react"
@@ -20,8 +21,13 @@ type Request struct {
 	// datatype. It may alias server memory that is valid for the call.
 	Data []byte
 	// Keys are the request's react-preference and react-preset parameters
-	// (a forwarded header arrives as a parameter too).
+	// (a forwarded header arrives as a parameter too) and the experiment's
+	// key from its key parameter (Model.ReadParameter).
 	Keys control.Values
+	// Header holds the experiment's key from its key header, which Triton
+	// forwards as a request parameter (Key and HasKey only): it comes
+	// before the key parameter, as in the sidecar.
+	Header control.Values
 }
 
 // Rows returns the request's batch size, Shape[0].
@@ -46,6 +52,28 @@ const (
 	// unloading or the server stopping.
 	CodeUnavailable
 )
+
+var codeNames = [...]string{"Internal", "InvalidArgument", "Unavailable"}
+
+// String returns the name of the gRPC status Triton answers a failure of
+// the code with ("Internal", "InvalidArgument", "Unavailable"): the code
+// label of the sidecar's metrics.
+func (c Code) String() string {
+	if int(c) < len(codeNames) {
+		return codeNames[c]
+	}
+	return fmt.Sprintf("Code(%d)", uint8(c))
+}
+
+// ErrorCode returns the code of a request's failure: its *RequestError's,
+// else CodeInternal.
+func ErrorCode(err error) Code {
+	var re *RequestError
+	if errors.As(err, &re) {
+		return re.Code
+	}
+	return CodeInternal
+}
 
 // RequestError is one request's failure. The other requests of its batch
 // are unaffected.
@@ -95,7 +123,8 @@ type group struct {
 }
 
 // Execute corrects a batch of requests: it resolves each request's
-// preference (parameter, then preset, then the model's default), groups
+// preference (parameter, then preset, then the arm of the model's
+// experiment while it runs, then the model's default), groups
 // the requests that share one, and corrects each group's rows with one
 // application of its W_p (one GEMM when W_p is formed). A request without a
 // correction gets its input unchanged. A request's problem (a bad
@@ -103,12 +132,13 @@ type group struct {
 func (m *Model) Execute(ctx context.Context, reqs []Request, alloc Alloc, sc *Scratch) []Outcome {
 	out := make([]Outcome, len(reqs))
 	sc.groups = sc.groups[:0]
+	now := time.Now()
 	for i, r := range reqs {
 		if err := m.check(r); err != nil {
 			out[i].Err = err
 			continue
 		}
-		c, err := m.profile.Resolve(control.Request{Parameter: r.Keys})
+		c, err := m.resolve(r.Header, r.Keys, now)
 		if err != nil {
 			out[i].Err = &RequestError{Code: CodeInvalidArgument, Err: err}
 			continue
@@ -137,6 +167,12 @@ func (m *Model) Execute(ctx context.Context, reqs []Request, alloc Alloc, sc *Sc
 		}
 	}
 	return out
+}
+
+// resolve applies the precedence of a request's keys (control.Profile.Resolve)
+// with the model's experiment, at now.
+func (m *Model) resolve(header, params control.Values, now time.Time) (control.Choice, error) {
+	return m.profile.Resolve(control.Request{Header: header, Parameter: params, Experiment: m.experiment, Now: now})
 }
 
 // add puts request i (rows rows) in the group of choice c.

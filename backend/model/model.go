@@ -19,8 +19,10 @@ type Model struct {
 	cfg     *Config
 	path    string // the components file, resolved
 	profile *control.Profile
-	d       int
-	elem    int // bytes per element of the embedding's datatype
+	// experiment is the model's experiment, nil for none.
+	experiment *control.Experiment
+	d          int
+	elem       int // bytes per element of the embedding's datatype
 }
 
 // Load resolves the configuration's components file against versionDir
@@ -51,6 +53,10 @@ func Load(ctx context.Context, cfg *Config, versionDir string) (*Model, error) {
 	if cfg.Normalization != "" {
 		opts.Normalization = cfg.Normalization
 	}
+	var experiments []control.ExperimentSpec
+	if cfg.Experiment != nil {
+		experiments = []control.ExperimentSpec{cfg.Experiment.ExperimentSpec}
+	}
 	cache := control.NewCacheWith(control.CacheOptions{MaxBytes: cfg.CacheMaxBytes, MaxEntries: cfg.CacheSize, MaxPendingSolves: -1})
 	profile, err := control.NewProfile(ctx, control.ProfileSpec{
 		Name:                cfg.Name,
@@ -59,17 +65,22 @@ func Load(ctx context.Context, cfg *Config, versionDir string) (*Model, error) {
 		Options:             opts,
 		Default:             cfg.DefaultPreference,
 		Presets:             cfg.Presets,
+		Experiments:         experiments,
 		MaxPreferenceLength: cfg.MaxPreferenceLength,
 		Cache:               cache,
 	})
 	if err != nil {
-		return nil, profileError(err)
+		return nil, cfg.profileError(err)
 	}
-	return &Model{cfg: cfg, path: path, profile: profile, d: comps.D, elem: elemSize(cfg.Input.Datatype)}, nil
+	m := &Model{cfg: cfg, path: path, profile: profile, d: comps.D, elem: elemSize(cfg.Input.Datatype)}
+	if cfg.Experiment != nil {
+		m.experiment = profile.Experiment(cfg.Experiment.Name)
+	}
+	return m, nil
 }
 
 // profileError names each of NewProfile's problems by its parameter.
-func profileError(err error) error {
+func (c *Config) profileError(err error) error {
 	var errs []error
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		errs = j.Unwrap()
@@ -79,9 +90,13 @@ func profileError(err error) error {
 	var l problem.List
 	for _, e := range errs {
 		var p *problem.Problem
-		if errors.As(e, &p) {
-			p.Path = parameterPath("profiles[0]." + p.Path)
-		} else {
+		var ee *control.ExperimentError
+		switch {
+		case errors.As(e, &p):
+			p.Path = c.parameterPath("profiles[0]." + p.Path)
+		case errors.As(e, &ee):
+			p = c.experimentError(ee)
+		default:
 			p = problem.New("", "%v", e)
 		}
 		l = append(l, p)
@@ -105,6 +120,9 @@ func (m *Model) ComponentsPath() string { return m.path }
 
 // D returns the embedding dimension.
 func (m *Model) D() int { return m.d }
+
+// Experiment returns the model's experiment, nil for none.
+func (m *Model) Experiment() *control.Experiment { return m.experiment }
 
 // Profile returns the profile that resolves the model's preferences.
 func (m *Model) Profile() *control.Profile { return m.profile }

@@ -100,7 +100,7 @@ var policy = map[string][]string{
 		"internal/buildinfo", "internal/cli"},
 
 	// The Triton backend: never the sidecar or its configuration.
-	"backend/model": {"control", "problem", "react", "triton", "internal/bytesize"},
+	"backend/model": {"control", "experiment", "problem", "react", "triton", "internal/bytesize"},
 	"backend":       {"backend/model", "control", "react"},
 
 	// Thin mains.
