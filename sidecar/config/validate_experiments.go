@@ -39,8 +39,10 @@ func (c *Config) validateExperiments(p *problem.List, r *ruled) {
 
 		c.validateExperimentKey(p, path+".key", e.Key)
 
-		if e.Traffic != nil && !(*e.Traffic > 0 && *e.Traffic <= 1) {
-			p.Add(path+".traffic", "%v: want the share of keys that take part, a number in (0, 1]", *e.Traffic)
+		if e.Traffic != nil {
+			if err := experiment.CheckTraffic(*e.Traffic); err != nil {
+				p.Add(path+".traffic", "%v", err)
+			}
 		}
 		if err := control.CheckWindow(e.Start, e.End); err != nil {
 			p.Add(path+".end", "%v", err)
