@@ -18,6 +18,7 @@ import (
 	"github.com/mergectl/react-triton/evaluate/figures"
 	"github.com/mergectl/react-triton/internal/atomicfile"
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 	"github.com/mergectl/react-triton/triton"
 )
 
@@ -211,7 +212,7 @@ func (o *evalOptions) config() (*evaluate.Config, error) {
 		if !ok {
 			label, path = "", spec
 		}
-		c, err := react.LoadComponents(path)
+		c, err := componentsfile.Load(path)
 		if err != nil {
 			return nil, fmt.Errorf("--components %s: %w", spec, err)
 		}
