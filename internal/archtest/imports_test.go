@@ -42,6 +42,8 @@ var policy = map[string][]string{
 	// The components file: the format beside the method, which never
 	// imports it (react/componentsfile, like image/png beside image).
 	"react/componentsfile": {"react", "react/safetensors"},
+	// react/heldout: β and the normalisation chosen by held-out error.
+	"react/heldout": {"react"},
 	// react/internal/reacttest: what the tests of react's packages share.
 	"react/internal/reacttest": {"react"},
 
@@ -84,7 +86,7 @@ var policy = map[string][]string{
 	"calibrate/progress": {"config"},
 	// calibrate/fit: a whole fit from its configuration, the command's library.
 	"calibrate/fit": {"calibrate/embeddings", "calibrate/images", "calibrate/pairs", "calibrate/partial",
-		"calibrate/progress", "calibrate/tritonpairs", "config", "internal/atomicfile", "internal/cli", "react", "react/componentsfile", "triton"},
+		"calibrate/progress", "calibrate/tritonpairs", "config", "internal/atomicfile", "internal/cli", "react", "react/componentsfile", "react/heldout", "triton"},
 	// The command: everything offline.
 	"calibrate": {"react", "react/componentsfile", "triton", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile",
 		"internal/buildinfo", "internal/npyfile", "internal/samples", "experiment", "config", "sidecar/config", "control", "evaluate",
