@@ -35,10 +35,11 @@ var policy = map[string][]string{
 	"internal/samples": {"internal/npyfile", "triton"},
 
 	// The method.
-	"react/safetensors":   {"internal/atomicfile"},
-	"react/internal/cuda": nil,
-	"react/devicetest":    {"react/internal/cuda"},
-	"react":               {"react/safetensors", "react/internal/cuda", "internal/atomicfile"},
+	"react/safetensors":     {"internal/atomicfile"},
+	"react/internal/cuda":   nil,
+	"react/devicetest":      {"react/internal/cuda"},
+	"react/internal/linalg": nil,
+	"react":                 {"react/safetensors", "react/internal/cuda", "react/internal/linalg", "internal/atomicfile"},
 	// The components file: the format beside the method, which never
 	// imports it (react/componentsfile, like image/png beside image).
 	"react/componentsfile": {"react", "react/safetensors"},
