@@ -39,7 +39,7 @@ var policy = map[string][]string{
 	"react/internal/cuda":   nil,
 	"react/devicetest":      {"react/internal/cuda"},
 	"react/internal/linalg": nil,
-	"react":                 {"react/safetensors", "react/internal/cuda", "react/internal/linalg", "internal/atomicfile"},
+	"react":                 {"react/internal/cuda", "react/internal/linalg"},
 	// The components file: the format beside the method, which never
 	// imports it (react/componentsfile, like image/png beside image).
 	"react/componentsfile": {"react", "react/safetensors"},
