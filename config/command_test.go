@@ -70,23 +70,30 @@ func TestCommandFlagsLayers(t *testing.T) {
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
-			fs := newCommandFlags(t, append([]string{"--config", file}, tt.args...)...)
-			err := commandFlags.Load(fs)
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("Load: %v, want %q", err, tt.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			for name, want := range tt.want {
-				if got := fs.Lookup(name).Value.String(); got != want {
-					t.Errorf("--%s = %q, want %q", name, got, want)
-				}
-			}
+			checkLoad(t, newCommandFlags(t, append([]string{"--config", file}, tt.args...)...), tt.err, tt.want)
 		})
+	}
+}
+
+// checkLoad loads fs with commandFlags and checks that the error contains
+// wantErr, or, when wantErr is "", that it loads and that each flag of
+// flags holds its value.
+func checkLoad(t *testing.T, fs *pflag.FlagSet, wantErr string, flags map[string]string) {
+	t.Helper()
+	err := commandFlags.Load(fs)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("Load: %v, want %q", err, wantErr)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range flags {
+		if got := fs.Lookup(name).Value.String(); got != want {
+			t.Errorf("--%s = %q, want %q", name, got, want)
+		}
 	}
 }
 
@@ -309,22 +316,7 @@ func TestCommandFlagsStrict(t *testing.T) {
 			if err := os.WriteFile(file, []byte(tt.file), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			fs := newCommandFlags(t, "--config", file)
-			err := commandFlags.Load(fs)
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("Load: %v, want %q", err, tt.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			for name, want := range tt.want {
-				if got := fs.Lookup(name).Value.String(); got != want {
-					t.Errorf("--%s = %q, want %q", name, got, want)
-				}
-			}
+			checkLoad(t, newCommandFlags(t, "--config", file), tt.err, tt.want)
 		})
 	}
 }

@@ -473,36 +473,12 @@ func BenchmarkChecksum(b *testing.B) {
 // panics, in the writers, which validate first (react's
 // TestValidateNilFields checks Validate itself).
 func TestValidateNilFields(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		edit func(c *react.Components)
-		want string
-	}{
-		{"nil task", func(c *react.Components) { c.Tasks[1] = nil }, "task 2: nil statistics"},
-		{"nil S", func(c *react.Components) { c.Tasks[0].S = nil }, `task "a": missing S`},
-		{"nil G", func(c *react.Components) { c.Tasks[0].G = nil }, `task "a": missing G`},
-		{"nil W_orth", func(c *react.Components) { c.Tasks[1].WOrth = nil }, `task "b": missing W_orth`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, tc := range reacttest.NilFields {
+		t.Run(tc.Name, func(t *testing.T) {
 			c := reacttest.Components(t, 3, 1, "a", "b")
-			tc.edit(c)
-			for what, f := range map[string]func() error{
-				"Save":  func() error { return Save(filepath.Join(t.TempDir(), "c.safetensors"), c) },
-				"Write": func() error { return Write(&bytes.Buffer{}, c) },
-			} {
-				var err error
-				func() {
-					defer func() {
-						if r := recover(); r != nil {
-							t.Errorf("%s panicked: %v", what, r)
-						}
-					}()
-					err = f()
-				}()
-				if err == nil || !strings.Contains(err.Error(), tc.want) {
-					t.Errorf("%s = %v, want an error containing %q", what, err, tc.want)
-				}
-			}
+			tc.Edit(c)
+			reacttest.Refuses(t, "Save", func() error { return Save(filepath.Join(t.TempDir(), "c.safetensors"), c) }, tc.Want)
+			reacttest.Refuses(t, "Write", func() error { return Write(&bytes.Buffer{}, c) }, tc.Want)
 		})
 	}
 }

@@ -1,11 +1,13 @@
 // Package reacttest holds what the tests of react's packages share and
 // cannot define in react's own test files, which packages that import
 // react cannot use: valid components built the way a calibration builds
-// them.
+// them, and the components with a statistic missing that everything
+// which validates them must refuse without panicking.
 package reacttest
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/mergectl/react-triton/react"
@@ -43,4 +45,40 @@ func Components(t testing.TB, d int, seed uint64, tasks ...string) *react.Compon
 		c.Tasks = append(c.Tasks, st)
 	}
 	return c
+}
+
+// NilField is a field of Components(t, d, seed, "a", "b") set to nil, and
+// what the error it causes must say. A nil *mat.Dense boxed in mat.Matrix
+// is not a nil interface, so these once slipped past Validate's nil
+// check.
+type NilField struct {
+	Name string
+	Edit func(c *react.Components)
+	Want string
+}
+
+// NilFields are every statistic missing, one at a time.
+var NilFields = []NilField{
+	{"nil task", func(c *react.Components) { c.Tasks[1] = nil }, "task 2: nil statistics"},
+	{"nil S", func(c *react.Components) { c.Tasks[0].S = nil }, `task "a": missing S`},
+	{"nil G", func(c *react.Components) { c.Tasks[0].G = nil }, `task "a": missing G`},
+	{"nil W_orth", func(c *react.Components) { c.Tasks[1].WOrth = nil }, `task "b": missing W_orth`},
+}
+
+// Refuses fails t when f, named what, panics, or returns no error or one
+// that does not contain want.
+func Refuses(t testing.TB, what string, f func() error, want string) {
+	t.Helper()
+	var err error
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Errorf("%s panicked: %v", what, r)
+			}
+		}()
+		err = f()
+	}()
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%s = %v, want an error containing %q", what, err, want)
+	}
 }
