@@ -20,6 +20,7 @@ import (
 	"github.com/mergectl/react-triton/internal/atomicfile"
 	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 	"github.com/mergectl/react-triton/triton"
 )
 
@@ -175,7 +176,7 @@ func (o *evalOptions) config(fs *pflag.FlagSet) (*evaluate.Config, error) {
 		if !ok {
 			label, path = "", spec
 		}
-		c, err := react.LoadComponents(path)
+		c, err := componentsfile.Load(path)
 		if err != nil {
 			return nil, fmt.Errorf("--components %s: %w", spec, err)
 		}

@@ -13,7 +13,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 	"github.com/mergectl/react-triton/react/safetensors"
 )
 
@@ -43,11 +43,11 @@ func TestFitShardsMerge(t *testing.T) {
 	}
 	merged := filepath.Join(dir, "merged.safetensors")
 	mustRun(t, append(append([]string{"merge"}, parts...), "--out", merged)...)
-	want, err := react.LoadComponents(whole)
+	want, err := componentsfile.Load(whole)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := react.LoadComponents(merged)
+	got, err := componentsfile.Load(merged)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestFitOnlyInto(t *testing.T) {
 			t.Errorf("tensor %s changed when task a was replaced", name)
 		}
 	}
-	c, err := react.LoadComponents(built)
+	c, err := componentsfile.Load(built)
 	if err != nil {
 		t.Fatal(err)
 	}

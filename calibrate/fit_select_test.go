@@ -14,6 +14,7 @@ import (
 	"github.com/mergectl/react-triton/calibrate/fit"
 	"github.com/mergectl/react-triton/calibrate/pairs"
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 )
 
 // rowsOf returns the rows of m at idx (in), or the others.
@@ -49,7 +50,7 @@ func TestFitBetaAuto(t *testing.T) {
 	if got.Held["a"] != 8 || got.Held["b"] != 5 || len(got.Candidates) != 14 {
 		t.Fatalf("report: held %v, %d candidates", got.Held, len(got.Candidates))
 	}
-	c, err := react.LoadComponents(out)
+	c, err := componentsfile.Load(out)
 	if err != nil {
 		t.Fatal(err)
 	}

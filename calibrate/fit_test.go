@@ -15,6 +15,7 @@ import (
 	"github.com/mergectl/react-triton/calibrate/pairs/pairstest"
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 )
 
 // embeddingDir is a test embeddings directory and the data written to it.
@@ -58,7 +59,7 @@ func TestFitStatistics(t *testing.T) {
 			if want := "task cars: 53/53 samples (100%)"; !strings.Contains(r.stderr, want) {
 				t.Errorf("stderr %q has no line %q", r.stderr, want)
 			}
-			c, err := react.LoadComponents(out)
+			c, err := componentsfile.Load(out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,7 +118,7 @@ func TestFitTasksFlagAndProgress(t *testing.T) {
 	if r.stderr != "" || !strings.Contains(r.stdout, "task c: N=12, 12 samples in ") || !strings.Contains(r.stdout, "cond(C)=") {
 		t.Errorf("--quiet: stdout %q, stderr %q", r.stdout, r.stderr)
 	}
-	c, err := react.LoadComponents(out)
+	c, err := componentsfile.Load(out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 )
 
 // inspectReport is what calibrate inspect prints; its JSON form is the
@@ -107,7 +108,7 @@ func modelRef(m react.ModelRef) modelJSON {
 }
 
 func inspect(w io.Writer, path string, asJSON bool) error {
-	info, err := react.ReadFileInfo(path)
+	info, err := componentsfile.ReadInfo(path)
 	if err != nil {
 		return err
 	}
@@ -124,8 +125,8 @@ func inspect(w io.Writer, path string, asJSON bool) error {
 	for _, t := range info.Tasks {
 		r.Tasks = append(r.Tasks, taskReport{Name: t.Name, N: t.N, Expert: modelRef(t.Expert), Provenance: t.Provenance})
 	}
-	c, loadErr := react.LoadComponents(path)
-	r.Checksum.OK = !errors.Is(loadErr, react.ErrChecksum)
+	c, loadErr := componentsfile.Load(path)
+	r.Checksum.OK = !errors.Is(loadErr, componentsfile.ErrChecksum)
 	if loadErr == nil {
 		s, err := react.NewSolver(c, react.DefaultOptions(c))
 		if err != nil {

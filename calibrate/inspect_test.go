@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 	"github.com/mergectl/react-triton/react/safetensors"
 )
 
@@ -58,7 +59,7 @@ func fixtureComponents() *react.Components {
 // the writer produces today, so a change in the file format shows up here.
 func TestFixtureIsCurrent(t *testing.T) {
 	var b bytes.Buffer
-	if err := react.WriteComponents(&b, fixtureComponents()); err != nil {
+	if err := componentsfile.Write(&b, fixtureComponents()); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "fixture.safetensors", b.Bytes())
@@ -101,7 +102,7 @@ func TestInspectCorrupt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.Metadata[react.MetaTaskKey("gamma", "n")] = "20"
+		f.Metadata[componentsfile.MetaTaskKey("gamma", "n")] = "20"
 		var ts []safetensors.Tensor
 		for _, ti := range f.Tensors {
 			tt, _ := f.Tensor(ti.Name)
@@ -183,7 +184,7 @@ func TestInspectWarnsIllConditioned(t *testing.T) {
 		c.Tasks[0].G.SetSym(1, 1, 0)
 		c.Tasks[0].G.SetSym(2, 2, 0)
 		path := filepath.Join(t.TempDir(), "c.safetensors")
-		if err := react.SaveComponents(path, c); err != nil {
+		if err := componentsfile.Save(path, c); err != nil {
 			t.Fatal(err)
 		}
 		r := mustRun(t, "inspect", path)

@@ -12,6 +12,7 @@ import (
 	"github.com/mergectl/react-triton/calibrate/partial"
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 )
 
 func newMergeCommand(stdout io.Writer) *cobra.Command {
@@ -49,7 +50,7 @@ given. β and the normalisation default to the parts'.`,
 					return usagef("--normalize: %v", err)
 				}
 			}
-			if err := react.SaveComponents(out, c); err != nil {
+			if err := componentsfile.Save(out, c); err != nil {
 				return err
 			}
 			for _, t := range c.Tasks {

@@ -13,6 +13,7 @@ import (
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/internal/npyfile"
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 )
 
 // Methods of calibrate solve.
@@ -112,7 +113,7 @@ func (o *solveOptions) run(cmd *cobra.Command, stdout, stderr io.Writer) error {
 	if err := checkDistinct(o.components, o.out); err != nil {
 		return err
 	}
-	info, err := react.ReadFileInfo(o.components)
+	info, err := componentsfile.ReadInfo(o.components)
 	if err != nil {
 		return err
 	}
@@ -132,7 +133,7 @@ func (o *solveOptions) run(cmd *cobra.Command, stdout, stderr io.Writer) error {
 		}
 	}
 
-	c, err := react.LoadComponents(o.components)
+	c, err := componentsfile.Load(o.components)
 	if err != nil {
 		return err
 	}

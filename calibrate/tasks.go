@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 )
 
 func newTasksCommand(stdout io.Writer) *cobra.Command {
@@ -37,18 +38,18 @@ FILE's default β and normalisation.`,
 		Example: `  calibrate tasks add --components base.safetensors --from svhn.safetensors --out all.safetensors`,
 		Args:    cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			dst, err := react.LoadComponents(file)
+			dst, err := componentsfile.Load(file)
 			if err != nil {
 				return err
 			}
-			src, err := react.LoadComponents(from)
+			src, err := componentsfile.Load(from)
 			if err != nil {
 				return err
 			}
 			if err := react.AddTasks(dst, src); err != nil {
 				return fmt.Errorf("%s + %s: %w", file, from, err)
 			}
-			if err := react.SaveComponents(out, dst); err != nil {
+			if err := componentsfile.Save(out, dst); err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "wrote %s: tasks %s\n", out, strings.Join(dst.TaskNames(), ","))
@@ -75,7 +76,7 @@ least one task must remain.`,
 		Example: `  calibrate tasks remove --components all.safetensors --task svhn --out base.safetensors`,
 		Args:    cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			info, err := react.ReadFileInfo(file)
+			info, err := componentsfile.ReadInfo(file)
 			if err != nil {
 				return err
 			}
@@ -87,14 +88,14 @@ least one task must remain.`,
 			if err := react.RemoveTasks(probe, names...); err != nil {
 				return asUsage(fmt.Errorf("--task: %w", err))
 			}
-			c, err := react.LoadComponents(file)
+			c, err := componentsfile.Load(file)
 			if err != nil {
 				return err
 			}
 			if err := react.RemoveTasks(c, names...); err != nil {
 				return err
 			}
-			if err := react.SaveComponents(out, c); err != nil {
+			if err := componentsfile.Save(out, c); err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "wrote %s: tasks %s\n", out, strings.Join(c.TaskNames(), ","))

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/mergectl/react-triton/config"
-	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 	"github.com/mergectl/react-triton/react/safetensors"
 )
 
@@ -60,7 +60,7 @@ func TestTasksAddRemove(t *testing.T) {
 			t.Errorf("tensor %s changed", name)
 		}
 	}
-	comps, err := react.LoadComponents(ac)
+	comps, err := componentsfile.Load(ac)
 	if err != nil {
 		t.Fatal(err)
 	}

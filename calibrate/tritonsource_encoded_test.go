@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -83,7 +84,7 @@ func TestFitTritonEncoded(t *testing.T) {
 		if !strings.Contains(r.stdout, "task a: N=11") || !strings.Contains(r.stdout, "task b: N=6") {
 			t.Errorf("stdout:\n%s", r.stdout)
 		}
-		c, err := react.LoadComponents(filepath.Join(dir, out))
+		c, err := componentsfile.Load(filepath.Join(dir, out))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +188,7 @@ func TestFitTritonEncodedSkipEqualsWithout(t *testing.T) {
 		out := filepath.Join(dir, fmt.Sprintf("%d.safetensors", i))
 		mustRun(t, "fit", "--triton", addr, "--inputs", inputs, "--backbone-model", "merged", "--expert", "a=expert_a",
 			"--chunk", "3", "--image-decode", "triton", "--image-on-error", "skip", "--out", out, "--quiet")
-		c, err := react.LoadComponents(out)
+		c, err := componentsfile.Load(out)
 		if err != nil {
 			t.Fatal(err)
 		}

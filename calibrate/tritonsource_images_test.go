@@ -13,6 +13,7 @@ import (
 
 	"github.com/mergectl/react-triton/calibrate/tritonpairs"
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -96,7 +97,7 @@ func TestFitTritonImages(t *testing.T) {
 		if !strings.Contains(r.stdout, "task a: N=11") || !strings.Contains(r.stdout, "task b: N=6") {
 			t.Errorf("stdout:\n%s", r.stdout)
 		}
-		c, err := react.LoadComponents(filepath.Join(dir, out))
+		c, err := componentsfile.Load(filepath.Join(dir, out))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mergectl/react-triton/calibrate/tritonpairs"
-	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -97,7 +97,7 @@ func TestFitTritonIntegerAndSeveralInputs(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "c.safetensors")
 	mustRun(t, "fit", "--triton", addr, "--inputs", dir, "--backbone-model", "merged", "--chunk", "4",
 		"--expert", "a=expert", "--expert", "b=expert", "--out", out)
-	c, err := react.LoadComponents(out)
+	c, err := componentsfile.Load(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestFitTritonFloat64Inputs(t *testing.T) {
 	rawNPY(t, filepath.Join(dir, "a.npy"), fmt.Sprintf("{'descr': '<f8', 'fortran_order': False, 'shape': (%d, 2, 3), }", n), raw)
 	out := filepath.Join(t.TempDir(), "c.safetensors")
 	mustRun(t, "fit", "--triton", addr, "--inputs", dir, "--backbone-model", "merged", "--expert", "a=expert", "--out", out)
-	c, err := react.LoadComponents(out)
+	c, err := componentsfile.Load(out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/mergectl/react-triton/calibrate/tritonpairs"
 	"github.com/mergectl/react-triton/internal/testutil"
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -324,7 +325,7 @@ func TestFitTriton(t *testing.T) {
 	if f.maxRows != 5 || f.calls != 2*(8+1) {
 		t.Errorf("requests of at most %d rows, %d requests; want 5 and 18", f.maxRows, f.calls)
 	}
-	c, err := react.LoadComponents(out)
+	c, err := componentsfile.Load(out)
 	if err != nil {
 		t.Fatal(err)
 	}

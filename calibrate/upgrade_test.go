@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 	"github.com/mergectl/react-triton/triton/ensemble"
 	"github.com/mergectl/react-triton/triton/modelconfig"
 )
@@ -55,7 +56,7 @@ output [ { name: "OUTPUT__0", data_type: TYPE_FP32, dims: [ 5 ] } ]`,
 		c.Tasks = append(c.Tasks, &react.TaskStats{Name: task, N: 10, S: s, G: g, WOrth: w, Expert: react.ModelRef{Name: "expert_" + task}})
 	}
 	comps = filepath.Join(t.TempDir(), "cats.safetensors")
-	if err := react.SaveComponents(comps, c); err != nil {
+	if err := componentsfile.Save(comps, c); err != nil {
 		t.Fatal(err)
 	}
 	return repo, comps

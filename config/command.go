@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
-	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mergectl/react-triton/config/layer"
@@ -22,7 +21,7 @@ import (
 // CommandFlags describes a command whose configuration is its flags, such
 // as calibrate eval, solve and upgrade: each flag is a key of a YAML file
 // given with --config and of a REACT_* environment variable, layered by
-// viper like the sidecar's and calibrate fit's files.
+// the engine of the sidecar's and calibrate fit's files (config/layer).
 type CommandFlags struct {
 	// Keys maps a flag to its key where the two differ by more than '-'
 	// and '_': a flag another command shares, such as "triton" for key
@@ -74,67 +73,60 @@ func (c CommandFlags) keyed(f *pflag.Flag) bool {
 }
 
 // Load layers the file of --config, the REACT_* environment and the
-// command line over the flags' defaults, through viper, and sets every
-// flag the command line left out to the value that wins, so that the
-// command reads its own flags as before. --quiet, where the command has
-// BindProgressFlags', sets --progress to never over every layer. Every
-// problem (an unknown key, a value that does not parse) is returned at
-// once, with its line, flag or variable.
+// command line over the flags' defaults, through the layering engine
+// (config/layer: each keyed flag a key, the file read by layer.ReadKeys),
+// and sets every flag the command line left out to the value that wins, so
+// that the command reads its own flags as before. --quiet, where the
+// command has BindProgressFlags', sets --progress to never over every
+// layer. Every problem (an unknown key, a value that does not parse) is
+// returned at once, with its line, flag or variable.
 func (c CommandFlags) Load(fs *pflag.FlagSet) error {
-	path, _ := fs.GetString(FlagConfig)
 	progressGiven := fs.Changed(FlagProgress)
-	v := viper.New()
 	var (
-		p     problem.List
-		lines map[string]int
-		dir   string
+		keys     []layer.Key
+		names    []string
+		flags    = map[string]*pflag.Flag{} // by key
+		flagKeys = map[string]string{}      // by flag
 	)
-	if path != "" {
-		m, l, err := c.readFile(fs, path, &p)
-		if err != nil {
-			return fmt.Errorf("config: %w", err)
-		}
-		if err := v.MergeConfigMap(m); err != nil {
-			return fmt.Errorf("config: %s: %w", path, err)
-		}
-		lines = l
-		abs, _ := filepath.Abs(path)
-		dir = filepath.Dir(abs)
-	}
-	v.SetEnvPrefix(EnvPrefix)
-	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
-	v.AllowEmptyEnv(true)
-	v.AutomaticEnv()
 	fs.VisitAll(func(f *pflag.Flag) {
 		if !c.keyed(f) {
 			return
 		}
 		key := c.key(f.Name)
-		if err := v.BindPFlag(key, f); err != nil {
-			p.Add(key, "%v", err)
-			return
+		keys, names = append(keys, layer.NamedKey(key)), append(names, key)
+		flags[key], flagKeys[f.Name] = f, key
+	})
+	path, _ := fs.GetString(FlagConfig)
+	var (
+		file *layer.File
+		p    problem.List
+		dir  string
+	)
+	if path != "" {
+		var err error
+		if file, p, err = layer.ReadKeys(path, names); err != nil {
+			return layer.Wrap(path, err)
 		}
+		dir = filepath.Dir(file.Path())
+	}
+	l, err := layer.New(keys, nil, file, fs, flagKeys)
+	if err != nil {
+		return layer.Wrap(path, err)
+	}
+	l.Visit(&p, func(k layer.Key, raw any, source string) error {
+		f := flags[k.Name]
 		if f.Changed {
-			return // the command line wins
+			return nil // the command line wins, and the flag holds it
 		}
-		_, fromEnv := os.LookupEnv(EnvVar(key))
-		if !fromEnv && !v.InConfig(key) {
-			return
-		}
-		where := &problem.Problem{Path: key, Line: lines[key]}
-		if fromEnv {
-			where.Line, where.Source = 0, "$"+EnvVar(key)
-		}
-		for _, s := range values(v.Get(key), fromEnv && isList(f)) {
-			if !fromEnv {
-				s = c.resolve(f.Name, dir, s)
+		for _, s := range values(raw, isList(f)) {
+			if source == "" {
+				s = c.resolve(f.Name, dir, s) // from the file
 			}
 			if err := fs.Set(f.Name, s); err != nil {
-				where.Msg = fmt.Sprintf("%q: want %s", s, want(f))
-				p = append(p, where)
-				return
+				return fmt.Errorf("%q: want %s", s, want(f))
 			}
 		}
+		return nil
 	})
 	if quiet, _ := fs.GetBool(FlagQuiet); quiet && fs.Lookup(FlagProgress) != nil {
 		if progressGiven {
@@ -143,95 +135,15 @@ func (c CommandFlags) Load(fs *pflag.FlagSet) error {
 			p.Add(FlagProgress, "%v", err)
 		}
 	}
-	p.SortByLine()
-	if err := p.Err(); err != nil {
-		if path != "" {
-			return fmt.Errorf("config: %s: %w", path, err)
-		}
-		return fmt.Errorf("config: %w", err)
+	if err := l.Finish(p); err != nil {
+		return layer.Wrap(path, err)
 	}
 	return nil
 }
 
-// readFile reads a command's YAML file: a mapping of keys (dotted, or
-// nested) to scalars or lists of scalars, each key one of the flags'; a
-// null leaves its key out. Unknown keys and values of the wrong shape are
-// problems.
-func (c CommandFlags) readFile(fs *pflag.FlagSet, path string, p *problem.List) (map[string]any, map[string]int, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w %s: %w", layer.ErrReading, path, err)
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	known := map[string]bool{}
-	var names []string
-	fs.VisitAll(func(f *pflag.Flag) {
-		if c.keyed(f) {
-			known[c.key(f.Name)] = true
-			names = append(names, c.key(f.Name))
-		}
-	})
-	m, lines := map[string]any{}, map[string]int{}
-	var walk func(n *yaml.Node, prefix string)
-	walk = func(n *yaml.Node, prefix string) {
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			kn, vn := n.Content[i], n.Content[i+1]
-			key := prefix + kn.Value
-			switch {
-			case vn.Kind == yaml.MappingNode && !known[key]:
-				walk(vn, key+".")
-			case !known[key]:
-				if s := layer.Suggest(key, names); s != "" {
-					*p = append(*p, &problem.Problem{Path: key, Msg: fmt.Sprintf("unknown key, did you mean %q?", s), Line: kn.Line})
-				} else {
-					*p = append(*p, &problem.Problem{Path: key, Msg: "unknown key (want one of: " + strings.Join(names, ", ") + ")", Line: kn.Line})
-				}
-			case vn.Kind == yaml.ScalarNode && vn.ShortTag() == "!!null":
-				// not given: the flag keeps its default
-			case vn.Kind == yaml.ScalarNode:
-				m[key], lines[key] = vn.Value, kn.Line
-			case vn.Kind == yaml.SequenceNode && slices.ContainsFunc(vn.Content, func(n *yaml.Node) bool { return n.Kind != yaml.ScalarNode }):
-				*p = append(*p, &problem.Problem{Path: key, Msg: "want a list of values", Line: vn.Line})
-			case vn.Kind == yaml.SequenceNode:
-				list := make([]string, len(vn.Content))
-				for j, item := range vn.Content {
-					list[j] = item.Value
-				}
-				m[key], lines[key] = list, kn.Line
-			default:
-				*p = append(*p, &problem.Problem{Path: key, Msg: "want a value or a list of values, got " + layer.Describe(vn), Line: vn.Line})
-			}
-		}
-	}
-	for _, n := range doc.Content {
-		if n.Kind != yaml.MappingNode {
-			return nil, nil, fmt.Errorf("%s: want a mapping of keys, got %s", path, layer.Describe(n))
-		}
-		walk(n, "")
-	}
-	// viper splits a dotted key of MergeConfigMap's map into sections.
-	nested := map[string]any{}
-	for key, val := range m {
-		parts := strings.Split(key, ".")
-		cur := nested
-		for _, part := range parts[:len(parts)-1] {
-			next, ok := cur[part].(map[string]any)
-			if !ok {
-				next = map[string]any{}
-				cur[part] = next
-			}
-			cur = next
-		}
-		cur[parts[len(parts)-1]] = val
-	}
-	return nested, lines, nil
-}
-
-// values returns what to give a flag's Set for a value viper found: each
-// item of a list, or a variable's value split at commas for a list flag.
+// values returns what to give a flag's Set for a value the layers found:
+// each of the file's values, or a variable's value, split at commas for a
+// list flag.
 func values(raw any, split bool) []string {
 	switch x := raw.(type) {
 	case []string:

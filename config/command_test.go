@@ -70,23 +70,30 @@ func TestCommandFlagsLayers(t *testing.T) {
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
-			fs := newCommandFlags(t, append([]string{"--config", file}, tt.args...)...)
-			err := commandFlags.Load(fs)
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("Load: %v, want %q", err, tt.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			for name, want := range tt.want {
-				if got := fs.Lookup(name).Value.String(); got != want {
-					t.Errorf("--%s = %q, want %q", name, got, want)
-				}
-			}
+			checkLoad(t, newCommandFlags(t, append([]string{"--config", file}, tt.args...)...), tt.err, tt.want)
 		})
+	}
+}
+
+// checkLoad loads fs with commandFlags and checks that the error contains
+// wantErr, or, when wantErr is "", that it loads and that each flag of
+// flags holds its value.
+func checkLoad(t *testing.T, fs *pflag.FlagSet, wantErr string, flags map[string]string) {
+	t.Helper()
+	err := commandFlags.Load(fs)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("Load: %v, want %q", err, wantErr)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range flags {
+		if got := fs.Lookup(name).Value.String(); got != want {
+			t.Errorf("--%s = %q, want %q", name, got, want)
+		}
 	}
 }
 
@@ -281,5 +288,35 @@ func TestCommandFlagsQuiet(t *testing.T) {
 		if got, err := ProgressFlag(fs); got != tt.want || err != nil {
 			t.Errorf("%v: ProgressFlag = %q, %v; want %q", tt.args, got, err, tt.want)
 		}
+	}
+}
+
+// TestCommandFlagsStrict checks that a command's file and environment
+// follow the layering engine's rules, as calibrate fit's and the
+// sidecar's do: a duplicate key, a second document and a variable named
+// after a section are problems; an alias is its value.
+func TestCommandFlagsStrict(t *testing.T) {
+	for _, tt := range []struct {
+		name, file string
+		env        map[string]string
+		err        string
+		want       map[string]string
+	}{
+		{name: "duplicate key", file: "limit: 1\nlimit: 2\n", err: "limit: duplicate key, first on line 1 (line 2)"},
+		{name: "second document", file: "limit: 1\n---\nlimit: 2\n", err: "more than one YAML document (---): want one (line 2)"},
+		{name: "section variable", file: "triton:\n  grpc: f:1\n", env: map[string]string{"REACT_TRITON": "x"},
+			err: "triton: a section cannot be set from the environment, only its keys (such as $REACT_TRITON_GRPC): unset $REACT_TRITON (from $REACT_TRITON)"},
+		{name: "alias", file: "tasks: &t [a, b]\ncomponents: *t\n", want: map[string]string{"tasks": "[a,b]"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			file := filepath.Join(t.TempDir(), "cmd.yaml")
+			if err := os.WriteFile(file, []byte(tt.file), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			checkLoad(t, newCommandFlags(t, "--config", file), tt.err, tt.want)
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 )
 
 // LoadComponents reads and verifies a components file, and returns it with
@@ -17,7 +18,7 @@ func LoadComponents(path string) (*react.Components, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("reading components: %w", err)
 	}
-	c, err := react.ParseComponents(data)
+	c, err := componentsfile.Parse(data)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", path, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/mergectl/react-triton/internal/filecheck"
 	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 )
 
 // Check applies the rules of a profile and returns every problem at once,
@@ -57,7 +58,7 @@ func (p *ProfileSettings) check(l *problem.List, path string, files bool) []stri
 	default:
 		if msg := filecheck.Regular(p.Components); msg != "" {
 			l.Add(path+".components", "%s", msg)
-		} else if info, err := react.ReadFileInfo(p.Components); err == nil {
+		} else if info, err := componentsfile.ReadInfo(p.Components); err == nil {
 			// A file that does not read is the problem of whoever loads
 			// it, with the file's whole check.
 			tasks = info.TaskNames()

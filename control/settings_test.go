@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 )
 
 // TestSettingsCheck checks each rule of a profile: what it accepts, and
@@ -14,7 +14,7 @@ import (
 func TestSettingsCheck(t *testing.T) {
 	dir := t.TempDir()
 	comps := filepath.Join(dir, "c.safetensors")
-	if err := react.SaveComponents(comps, testComponents(t, 4, 10, tasks3...)); err != nil {
+	if err := componentsfile.Save(comps, testComponents(t, 4, 10, tasks3...)); err != nil {
 		t.Fatal(err)
 	}
 	notFile := filepath.Join(dir, "sub")

@@ -22,6 +22,7 @@ import (
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 	sidecarconfig "github.com/mergectl/react-triton/sidecar/config"
 )
 
@@ -154,7 +155,7 @@ func writeComponents(t *testing.T, dir string) string {
 			G: mat.NewSymDense(2, []float64{2, 0, 0, 2}), WOrth: mat.NewDense(2, 2, []float64{1, 0, 0, 1})})
 	}
 	path := filepath.Join(dir, "components.safetensors")
-	if err := react.SaveComponents(path, c); err != nil {
+	if err := componentsfile.Save(path, c); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -48,9 +48,9 @@ type backend struct {
 	// free of allocations, with gonum's pure-Go kernels).
 	gemmCorrect bool
 	// gemmSolve says whether the solve for W_p blocks its triangular
-	// solves into GEMMs (cholSolveRight): faster with OpenBLAS, whose TRSM
-	// runs at about half its GEMM's speed; slower with gonum's kernels on
-	// one core (BenchmarkSolve: 43.6 against 47.6 ms at D = 512, T = 8).
+	// solves into GEMMs (linalg.CholSolveRight): faster with OpenBLAS,
+	// whose TRSM runs at about half its GEMM's speed; slower with gonum's
+	// kernels on one core (BenchmarkSolve: 43.6 against 47.6 ms at D = 512, T = 8).
 	gemmSolve bool
 	// setThreads bounds the threads the backend's routines may use; nil
 	// when the backend runs on the calling goroutine only.

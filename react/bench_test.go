@@ -10,6 +10,8 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/mergectl/react-triton/react/internal/linalg"
 )
 
 // benchComponents returns t tasks of dimension d with cheap synthetic
@@ -272,7 +274,7 @@ func BenchmarkSolveSteps(b *testing.B) {
 		b.Run(name("blocked-trsm"), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				copy(w.Data, ap.Data)
-				cholSolveRightBlocked(u, w, true)
+				linalg.CholSolveRight(u, w, true)
 			}
 			flops(b, 2*fd*fd*fd)
 		})

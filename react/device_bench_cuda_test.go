@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mergectl/react-triton/react/internal/cuda"
+	"github.com/mergectl/react-triton/react/internal/linalg"
 )
 
 // The GPU benchmarks bench/gpu.sh runs on a GPU machine, beside PyTorch's
@@ -304,8 +305,8 @@ func BenchmarkDeviceSolveParts(b *testing.B) {
 			}},
 			{"potrs", func() error { return dev.Dpotrs(d, d, ds.cp, ds.ap, ds.info) }},
 			{"one-solve", func() error { return ds.solve(y, x) }},
-			{"inverse-norm", func() error { _, err := estimateOneNorm(d, ds.solve, x, y, sign); return err }},
-			{"norm", func() error { _, err := estimateOneNorm(d, ds.symv, x, y, sign); return err }},
+			{"inverse-norm", func() error { _, err := linalg.EstimateOneNorm(d, ds.solve, x, y, sign); return err }},
+			{"norm", func() error { _, err := linalg.EstimateOneNorm(d, ds.symv, x, y, sign); return err }},
 		}
 		for _, part := range parts {
 			b.Run(fmt.Sprintf("D=%d/T=8/%s", d, part.name), func(b *testing.B) {

@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mergectl/react-triton/react/internal/cuda"
+	"github.com/mergectl/react-triton/react/internal/linalg"
 )
 
 // The cuda backend: W_p solved and applied on the first CUDA device
@@ -312,7 +313,7 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 		var anorm, inorm float64
 		if !st.Bounded {
 			if err := dev.OnAux(func() (err error) {
-				anorm, err = estimateOneNorm(d, ds.symv, hs.x, hs.y, hs.sign)
+				anorm, err = linalg.EstimateOneNorm(d, ds.symv, hs.x, hs.y, hs.sign)
 				return err
 			}); err != nil {
 				return err
@@ -353,7 +354,7 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 		}
 		if !st.Bounded {
 			if err := dev.OnAux(func() (err error) {
-				inorm, err = estimateOneNorm(d, ds.solve, hs.x, hs.y, hs.sign)
+				inorm, err = linalg.EstimateOneNorm(d, ds.solve, hs.x, hs.y, hs.sign)
 				return err
 			}); err != nil {
 				ds.acc.spare.put(dev, spareBuffer{w, f32 * d * d})

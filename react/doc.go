@@ -19,5 +19,7 @@
 // β is added, so that β is relative to per-sample second moments.
 //
 // The package holds no server code: it is the method, its statistics, the
-// components file, the aggregation baselines and the evaluation metrics.
+// solver and the batch correction, and the aggregation baselines. Beside
+// it, react/componentsfile reads and writes the components file, which
+// this package never imports.
 package react

@@ -4,6 +4,8 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/mergectl/react-triton/react/internal/linalg"
 )
 
 // Factored is W_p = A_p C_p⁻¹ held as A_p and the Cholesky factor U of
@@ -55,7 +57,7 @@ func (f *Factored) triangular() blas64.Triangular {
 // GOMAXPROCS allows), as SolveInto does.
 func (f *Factored) Form() *mat.Dense {
 	w := mat.NewDense(f.d, f.d, append([]float64(nil), f.ap...))
-	solveRows(f.triangular(), w.RawMatrix())
+	linalg.SolveRows(f.triangular(), w.RawMatrix(), gemmSolve)
 	return w
 }
 
@@ -100,7 +102,7 @@ func (f *Factored) Correct(dst, z []float32, sc *FactoredScratch) error {
 		}
 	} else {
 		m := blas64.General{Rows: rows, Cols: d, Stride: d, Data: sc.m}
-		solveRows(f.triangular(), m)
+		linalg.SolveRows(f.triangular(), m, gemmSolve)
 		blas64.Gemm(blas.NoTrans, blas.Trans, 1, m, ap, 0, blas64.General{Rows: rows, Cols: d, Stride: d, Data: sc.out})
 	}
 	for i, v := range sc.out {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/mergectl/react-triton/react/internal/mattest"
 )
 
 // The helpers in this file build reference values directly from raw samples
@@ -158,25 +160,11 @@ func refSystem(t *testing.T, beta float64, norm Normalization, p []float64, samp
 	return ap, cp
 }
 
-// relErr returns ‖got − want‖_F / ‖want‖_F (or the absolute error when want
-// is 0).
-func relErr(got, want mat.Matrix) float64 {
-	var diff mat.Dense
-	diff.Sub(got, want)
-	n := mat.Norm(want, 2)
-	if n == 0 {
-		return mat.Norm(&diff, 2)
-	}
-	return mat.Norm(&diff, 2) / n
-}
-
-func assertClose(t *testing.T, what string, got, want mat.Matrix, tol float64) {
-	t.Helper()
-	if e := relErr(got, want); !(e <= tol) {
-		t.Errorf("%s: relative error %.3g > %.3g\ngot  %v\nwant %v", what, e, tol,
-			mat.Formatted(got, mat.Squeeze(), mat.Excerpt(3)), mat.Formatted(want, mat.Squeeze(), mat.Excerpt(3)))
-	}
-}
+// relErr and assertClose compare matrices by the relative Frobenius error.
+var (
+	relErr      = mattest.RelErr
+	assertClose = mattest.AssertClose
+)
 
 func mustPref(t testing.TB, spec string, tasks []string) Preference {
 	t.Helper()

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"strings"
 	"sync"
 
@@ -12,6 +11,8 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/mergectl/react-triton/react/internal/linalg"
 )
 
 // Options are the load-time choices that turn stored statistics into the
@@ -334,7 +335,7 @@ func (s *Solver) solveWeights(dst *mat.Dense, ws *workspace, p Preference, singl
 	if err != nil {
 		return st, err
 	}
-	solveRows(u, out)
+	linalg.SolveRows(u, out, gemmSolve)
 	return st, nil
 }
 
@@ -421,76 +422,9 @@ func (s *Solver) weightedSums(ap blas64.General, cp []float64, w []float64, col 
 		for i := i0; i < i1; i++ {
 			cp[i*d+i] += total * beta
 		}
-		addColumnSums(col, cp, d, i0, i1)
+		linalg.AddColumnSums(col, cp, d, i0, i1)
 	}
-	return maxNorm(col)
-}
-
-// oneNormUpper returns the 1-norm (the largest column sum of absolute
-// values) of the symmetric matrix whose upper triangle is in c (D×D, stride
-// D), using col (at least D long) as scratch: what LAPACK's Dlansy computes,
-// in one pass over the triangle.
-func oneNormUpper(c []float64, d int, col []float64) float64 {
-	col = col[:d]
-	clear(col)
-	addColumnSums(col, c, d, 0, d)
-	return maxNorm(col)
-}
-
-// addColumnSums adds to col the absolute values of rows i0..i1 of the upper
-// triangle in c, each entry to its column and, off the diagonal, to its
-// mirror's: the column sums of the symmetric matrix, a block at a time.
-func addColumnSums(col, c []float64, d, i0, i1 int) {
-	if i0 == 0 {
-		clear(col[:d])
-	}
-	for i := i0; i < i1; i++ {
-		row := c[i*d : i*d+d]
-		col[i] += math.Abs(row[i])
-		for j := i + 1; j < d; j++ {
-			v := math.Abs(row[j])
-			col[j] += v
-			col[i] += v
-		}
-	}
-}
-
-// maxNorm returns the largest of col, or NaN if one is NaN.
-func maxNorm(col []float64) float64 {
-	norm := 0.0
-	for _, v := range col {
-		if v > norm || math.IsNaN(v) {
-			norm = v
-		}
-	}
-	return norm
-}
-
-// minRowsPerWorker is the smallest block of rows worth a goroutine in
-// solveRows: below it the goroutine overhead outweighs the O(rows·D²) work.
-const minRowsPerWorker = 64
-
-// solveRows overwrites b with the solution W of W UᵀU = b, by the triangular
-// solves Y U = b and then W Uᵀ = Y (cholSolveRight). Both act on each row
-// of b on its own, so
-// blocks of rows are solved in parallel when GOMAXPROCS allows.
-func solveRows(u blas64.Triangular, b blas64.General) {
-	workers := min(runtime.GOMAXPROCS(0), b.Rows/minRowsPerWorker)
-	if workers <= 1 {
-		cholSolveRight(u, b)
-		return
-	}
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		lo, hi := w*b.Rows/workers, (w+1)*b.Rows/workers
-		block := blas64.General{Rows: hi - lo, Cols: b.Cols, Stride: b.Stride, Data: b.Data[lo*b.Stride:]}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cholSolveRight(u, block)
-		}()
-	}
-	wg.Wait()
+	return linalg.MaxNorm(col)
 }
 
 // axpy computes y += alpha·x for equal-length slices.

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -483,44 +482,6 @@ func TestSolveIntoAllocs(t *testing.T) {
 	}
 }
 
-// TestSolveRowsParallel checks that the row-parallel triangular solves give
-// the serial result, and that the result solves W C = A.
-func TestSolveRowsParallel(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
-	const d = 4*minRowsPerWorker + 3
-	rng := rand.New(rand.NewPCG(12, 1))
-	c := mat.NewSymDense(d, nil)
-	a := mat.NewDense(d, d, nil)
-	for i := 0; i < d; i++ {
-		for j := i; j < d; j++ {
-			c.SetSym(i, j, rng.Float64()-0.5)
-		}
-		c.SetSym(i, i, float64(d))
-		for j := 0; j < d; j++ {
-			a.Set(i, j, rng.NormFloat64())
-		}
-	}
-	var chol mat.Cholesky
-	if !chol.Factorize(c) {
-		t.Fatal("test matrix is not positive definite")
-	}
-	var u mat.TriDense
-	chol.UTo(&u)
-	par := mat.DenseCopyOf(a)
-	solveRows(u.RawTriangular(), par.RawMatrix())
-	runtime.GOMAXPROCS(1)
-	ser := mat.DenseCopyOf(a)
-	solveRows(u.RawTriangular(), ser.RawMatrix())
-	// The solves' GEMMs (cholSolveRight) block their work by the number of
-	// rows, on either backend, so rounding may differ in the last bits.
-	if e := relErr(par, ser); e > 1e-14 {
-		t.Errorf("parallel and serial solves differ by %.3g", e)
-	}
-	var wc mat.Dense
-	wc.Mul(par, c)
-	assertClose(t, "W C vs A", &wc, a, 1e-13)
-}
-
 // TestIllConditioned checks the condition-number limit: a positive definite
 // C_p with condition number 1e16 is refused with a finite Cond, one with
 // 1e12 is solved.
@@ -595,27 +556,6 @@ func TestSolveStats(t *testing.T) {
 	}
 	if !(WarnCondition < MaxCondition) {
 		t.Errorf("WarnCondition %v ≥ MaxCondition %v", WarnCondition, MaxCondition)
-	}
-}
-
-// TestOneNormUpper checks the 1-norm of a symmetric matrix from its upper
-// triangle against gonum's (LAPACK's Dlansy, on the full matrix).
-func TestOneNormUpper(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 3))
-	for _, d := range []int{1, 2, 7, 40} {
-		sym := mat.NewSymDense(d, nil)
-		up := make([]float64, d*d)
-		for i := 0; i < d; i++ {
-			for j := i; j < d; j++ {
-				v := rng.NormFloat64()
-				sym.SetSym(i, j, v)
-				up[i*d+j] = v
-			}
-		}
-		want := mat.Norm(sym, 1)
-		if got := oneNormUpper(up, d, make([]float64, d)); math.Abs(got-want) > 1e-12*want {
-			t.Errorf("D=%d: oneNormUpper = %v, want %v", d, got, want)
-		}
 	}
 }
 

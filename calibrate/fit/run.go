@@ -24,6 +24,7 @@ import (
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/internal/cli"
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 	"github.com/mergectl/react-triton/triton"
 )
 
@@ -83,7 +84,7 @@ func (r *fitRun) run(ctx context.Context) error {
 	var into *react.Components
 	if cfg.Only != "" {
 		var err error
-		if into, err = react.LoadComponents(cfg.Into); err != nil {
+		if into, err = componentsfile.Load(cfg.Into); err != nil {
 			return err
 		}
 	}

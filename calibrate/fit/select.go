@@ -12,6 +12,7 @@ import (
 	"github.com/mergectl/react-triton/calibrate/tritonpairs"
 	"github.com/mergectl/react-triton/internal/atomicfile"
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/heldout"
 )
 
 // BetaReport is what beta_select.report (--beta-report) writes, as JSON:
@@ -39,7 +40,7 @@ type BetaCandidate struct {
 // auto): it reads again a seeded random share of each task's samples,
 // subtracts their sums from the task's (tasks hold every sample's), fits
 // every option of the grid on the rest and keeps the one with the lowest
-// held-out reconstruction error (react.SelectOptions).
+// held-out reconstruction error (heldout.Select).
 func (r *fitRun) selectBeta(ctx context.Context, tasks []*partial.Task) error {
 	cfg := r.cfg
 	srcs, closeAll, err := r.open(ctx)
@@ -49,7 +50,7 @@ func (r *fitRun) selectBeta(ctx context.Context, tasks []*partial.Task) error {
 	defer closeAll()
 	d := tasks[0].Acc.D()
 	fit := &react.Components{D: d, Normalization: react.NormSum, Backbone: r.backbone}
-	var held []react.HeldOut
+	var held []heldout.Task
 	rep := BetaReport{Holdout: cfg.BetaSelect.Holdout, Held: map[string]int64{}}
 	for i, src := range srcs {
 		t := tasks[i]
@@ -101,10 +102,10 @@ func (r *fitRun) selectBeta(ctx context.Context, tasks []*partial.Task) error {
 			return fmt.Errorf("beta auto: %w", err)
 		}
 		fit.Tasks = append(fit.Tasks, fs)
-		held = append(held, react.HeldOut{Stats: hs, YY: yy})
+		held = append(held, heldout.Task{Stats: hs, YY: yy})
 		rep.Held[t.Name] = acc.N()
 	}
-	cands, best, err := react.SelectOptions(fit, held, react.BetaGrid([]react.Normalization{react.NormSum, react.NormMean}))
+	cands, best, err := heldout.Select(fit, held, heldout.BetaGrid([]react.Normalization{react.NormSum, react.NormMean}))
 	if err != nil {
 		return fmt.Errorf("beta auto: %w", err)
 	}

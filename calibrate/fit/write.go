@@ -9,6 +9,7 @@ import (
 	"github.com/mergectl/react-triton/calibrate/partial"
 	"github.com/mergectl/react-triton/calibrate/tritonpairs"
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 )
 
 // expertOf returns a task's expert as used: with Triton, its output
@@ -91,7 +92,7 @@ func (r *fitRun) write(tasks []*partial.Task, into *react.Components) error {
 		}
 		c = into // keeps into's default β and normalisation
 	}
-	if err := react.SaveComponents(cfg.Out, c); err != nil {
+	if err := componentsfile.Save(cfg.Out, c); err != nil {
 		return err
 	}
 	noun := "tasks"

@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 	"github.com/mergectl/react-triton/react/safetensors"
 )
 
@@ -162,7 +163,7 @@ func load(path string) (*File, error) {
 	}
 	sum := sha256.Sum256(st.Data)
 	if hex.EncodeToString(sum[:]) != md[MetaSHA256] {
-		return nil, react.ErrChecksum
+		return nil, componentsfile.ErrChecksum
 	}
 	f := &File{
 		Normalization: react.Normalization(md[MetaNormalization]),

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 )
 
 func TestSaveLoad(t *testing.T) {
@@ -53,7 +54,7 @@ func TestSaveLoad(t *testing.T) {
 	b, _ := os.ReadFile(path)
 	b[len(b)-1] ^= 1
 	os.WriteFile(path, b, 0o644)
-	if _, err := Load(path); !errors.Is(err, react.ErrChecksum) {
+	if _, err := Load(path); !errors.Is(err, componentsfile.ErrChecksum) {
 		t.Errorf("Load of a corrupt file: %v, want a checksum error", err)
 	}
 }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/mergectl/react-triton/backend/model"
 	"github.com/mergectl/react-triton/control"
-	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 	"github.com/mergectl/react-triton/triton/ensemble"
 	"github.com/mergectl/react-triton/triton/modelconfig"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -114,7 +114,7 @@ func (o *Options) Plan() (*Plan, error) {
 		d = int(dims[len(dims)-1])
 	}
 
-	info, err := react.ReadFileInfo(o.Components)
+	info, err := componentsfile.ReadInfo(o.Components)
 	if err != nil {
 		return nil, err
 	}

@@ -30,17 +30,19 @@ var (
 
 // File is what a configuration file holds.
 type File struct {
-	abs   string          // the file's absolute path
-	root  reflect.Value   // a pointer to the values, zero where the file has none
-	lines map[string]int  // line of every key and list item, by path
-	set   map[string]bool // paths of the values the file sets
+	abs   string              // the file's absolute path
+	root  reflect.Value       // a pointer to the values, zero where the file has none (ReadFile)
+	named map[string][]string // the values of named keys (ReadKeys), nil for ReadFile
+	lines map[string]int      // line of every key and list item, by path
+	set   map[string]bool     // paths of the values the file sets
 }
 
 // Path is the file's absolute path.
 func (fv *File) Path() string { return fv.abs }
 
 // Values returns a pointer to the values the file holds, of the type of
-// ReadFile's root, zero where the file has none.
+// ReadFile's root, zero where the file has none. It is for a file ReadFile
+// read.
 func (fv *File) Values() any { return fv.root.Interface() }
 
 // newDecoder returns a decoder with nothing decoded yet.
@@ -52,24 +54,34 @@ func newDecoder() *decoder {
 // problems with keys and types. An empty file, or one with comments only,
 // leaves v as it is. A syntax error, or a second document, is returned.
 func (d *decoder) document(data []byte, v reflect.Value) error {
+	doc, err := parse(data)
+	if doc != nil {
+		d.value(doc, v, "")
+	}
+	return err
+}
+
+// parse returns the one YAML document in data, nil for an empty file or
+// one with comments only. A syntax error, or a second document, is an
+// error.
+func parse(data []byte) (*yaml.Node, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	err := dec.Decode(&doc)
 	if errors.Is(err, io.EOF) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return problem.List{{Msg: "more than one YAML document (---): want one", Line: extra.Line}}
+		return nil, problem.List{{Msg: "more than one YAML document (---): want one", Line: extra.Line}}
 	}
-	d.value(&doc, v, "")
-	return nil
+	return &doc, nil
 }
 
 // decoder decodes YAML nodes into a configuration's types, recording

@@ -13,6 +13,12 @@
 // and every such problem is reported at once; Unmasked drops the
 // validation problems that one of them already explains.
 //
+// A command whose configuration is its flags has no struct: its keys are
+// names (NamedKey), its file is read by the same decoder as values or
+// lists of values kept as strings (ReadKeys), and Layers.Visit hands it
+// the value that wins for each key and where that came from, for the flag
+// to parse.
+//
 // The package also holds the checks of values that several configurations
 // hold alike: a host:port address (CheckAddr), a model version
 // (CheckVersion), a duration that may not be negative (NonNegative).

@@ -80,6 +80,19 @@ func Wrap(path string, err error) error {
 // the file's values as a problem.List; a file that cannot be read or
 // parsed as YAML is an error.
 func ReadFile(path string, root any) (*File, problem.List, error) {
+	d, data, err := read(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	d.root = reflect.New(reflect.TypeOf(root).Elem())
+	if err := d.document(data, d.root.Elem()); err != nil {
+		return nil, nil, err
+	}
+	return &d.File, d.errs, nil
+}
+
+// read reads the file at path for a new decoder.
+func read(path string) (*decoder, []byte, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, nil, err
@@ -94,21 +107,19 @@ func ReadFile(path string, root any) (*File, problem.List, error) {
 	}
 	d := newDecoder()
 	d.abs = abs
-	d.root = reflect.New(reflect.TypeOf(root).Elem())
-	if err := d.document(data, d.root.Elem()); err != nil {
-		return nil, nil, err
-	}
-	return &d.File, d.errs, nil
+	return d, data, nil
 }
 
 // New feeds viper the keys' defaults (their values in defaults, a
-// pointer to the configuration's struct), the file's values, the
-// environment and the flags of fs that were set, each bound to the key
-// flagKeys names for it.
+// pointer to the configuration's struct, or none when defaults is nil),
+// the file's values, the environment and the flags of fs that were set,
+// each bound to the key flagKeys names for it.
 func New(keys []Key, defaults any, file *File, fs *pflag.FlagSet, flagKeys map[string]string) (*Layers, error) {
 	l := &Layers{v: viper.New(), keys: keys, file: file, Sources: map[string]string{}}
-	for _, k := range keys {
-		l.v.SetDefault(k.Name, k.Field(defaults).Interface())
+	if defaults != nil {
+		for _, k := range keys {
+			l.v.SetDefault(k.Name, k.Field(defaults).Interface())
+		}
 	}
 	if file != nil {
 		if err := l.v.MergeConfigMap(file.scalarMap(keys)); err != nil {
@@ -134,23 +145,36 @@ func New(keys []Key, defaults any, file *File, fs *pflag.FlagSet, flagKeys map[s
 	return l, nil
 }
 
-// apply sets every key of the configuration root points to to the value
+// Apply sets every key of the configuration root points to to the value
 // viper found for it, recording a problem for a value that does not
 // parse. It reports variables named after a section first.
 func (l *Layers) Apply(root any, p *problem.List) {
+	l.Visit(p, func(k Key, raw any, _ string) error { return assign(k.Field(root), raw) })
+}
+
+// Visit calls set, for each key in turn that has a value, with the value
+// viper found for it and where that came from: "--flag" or "$VARIABLE",
+// or "" for the file or a default. The value is a default, a value the
+// file decoder typed (ReadFile) or the strings of a named key (ReadKeys),
+// a variable's string, or a flag's value. An error set returns is a
+// problem with the key, from that source. Variables named after a section
+// are reported first. Apply is Visit for a configuration's struct; a
+// command whose keys are its flags sets each flag.
+func (l *Layers) Visit(p *problem.List, set func(k Key, raw any, source string) error) {
 	l.checkSectionEnv(p)
 	for _, k := range l.keys {
 		raw := l.v.Get(k.Name)
 		if raw == nil {
-			continue // hidden by a section's variable: reported above
+			continue // unset, or hidden by a section's variable: reported above
 		}
-		if err := assign(k.Field(root), raw); err != nil {
-			*p = append(*p, &problem.Problem{Path: k.Name, Msg: err.Error(), Source: l.source(k.Name)})
+		src := l.source(k.Name)
+		if err := set(k, raw, src); err != nil {
+			*p = append(*p, &problem.Problem{Path: k.Name, Msg: err.Error(), Source: src})
 		}
 	}
 }
 
-// resolvePaths makes the relative paths that came from the file absolute,
+// ResolvePaths makes the relative paths that came from the file absolute,
 // against the file's directory; a flag's or a variable's stay relative to
 // the working directory.
 func (l *Layers) ResolvePaths(paths map[string]*string) {
@@ -164,7 +188,7 @@ func (l *Layers) ResolvePaths(paths map[string]*string) {
 	}
 }
 
-// resolve makes a relative path from the file absolute, against the
+// Resolve makes a relative path from the file absolute, against the
 // file's directory.
 func (fv *File) Resolve(p *string) {
 	if *p != "" && !filepath.IsAbs(*p) {
@@ -236,7 +260,7 @@ func (l *Layers) locate(p *problem.Problem) {
 	}
 }
 
-// finish returns the problems of a load, each located and in the order of
+// Finish returns the problems of a load, each located and in the order of
 // the file, or nil.
 func (l *Layers) Finish(p problem.List) error {
 	if len(p) == 0 {
@@ -267,9 +291,18 @@ func (fv *File) scalarMap(keys []Key) map[string]any {
 			}
 			cur = next
 		}
-		cur[parts[len(parts)-1]] = k.Field(fv.root.Interface()).Interface()
+		cur[parts[len(parts)-1]] = fv.value(k)
 	}
 	return m
+}
+
+// value returns the file's value of key k: its field of the file's
+// struct (ReadFile), or its strings (ReadKeys).
+func (fv *File) value(k Key) any {
+	if fv.named != nil {
+		return fv.named[k.Name]
+	}
+	return k.Field(fv.root.Interface()).Interface()
 }
 
 // assign sets field f to the value viper found for it: a value of f's own

@@ -35,10 +35,20 @@ var policy = map[string][]string{
 	"internal/samples": {"internal/npyfile", "triton"},
 
 	// The method.
-	"react/safetensors":   {"internal/atomicfile"},
-	"react/internal/cuda": nil,
-	"react/devicetest":    {"react/internal/cuda"},
-	"react":               {"react/safetensors", "react/internal/cuda", "internal/atomicfile"},
+	"react/safetensors":     {"internal/atomicfile"},
+	"react/internal/cuda":   nil,
+	"react/devicetest":      {"react/internal/cuda"},
+	"react/internal/linalg": nil,
+	"react":                 {"react/internal/cuda", "react/internal/linalg"},
+	// The components file: the format beside the method, which never
+	// imports it (react/componentsfile, like image/png beside image).
+	"react/componentsfile": {"react", "react/safetensors"},
+	// react/heldout: β and the normalisation chosen by held-out error.
+	"react/heldout": {"react"},
+	// What the tests of react's packages share: components
+	// (react/internal/reacttest), matrix comparisons (react/internal/mattest).
+	"react/internal/reacttest": {"react"},
+	"react/internal/mattest":   nil,
 
 	// Triton's protocol never imports the method.
 	"triton/tritonpb":                      nil,
@@ -54,7 +64,7 @@ var policy = map[string][]string{
 	"experiment/sequential": nil,
 
 	// What both serving modes share: no server, no configuration file.
-	"control": {"react", "experiment", "problem", "internal/bytesize", "internal/filecheck"},
+	"control": {"react", "react/componentsfile", "experiment", "problem", "internal/bytesize", "internal/filecheck"},
 	// config/layer: the one layering engine of every configuration.
 	"config/layer": {"problem", "internal/bytesize"},
 	// config: calibrate's configurations (fit's file, the flag commands).
@@ -67,7 +77,7 @@ var policy = map[string][]string{
 	"evaluate":         {"evaluate/metrics", "react", "control", "triton", "internal/npyfile", "internal/samples"},
 	"evaluate/figures": {"evaluate"},
 
-	"calibrate/partial": {"react", "react/safetensors"},
+	"calibrate/partial": {"react", "react/componentsfile", "react/safetensors"},
 	"calibrate/images":  nil,
 	// The library under the command: the pair sources, the accumulation
 	// and the choice of samples, importable without the command.
@@ -79,14 +89,14 @@ var policy = map[string][]string{
 	// calibrate/upgrade writes a profile (control's settings) as a react
 	// model's parameters and checks the model with the backend's own
 	// parser (backend/model).
-	"calibrate/upgrade": {"react", "control", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile", "backend/model"},
+	"calibrate/upgrade": {"react/componentsfile", "control", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile", "backend/model"},
 	// calibrate/progress: the --progress bar or log lines of fit and eval.
 	"calibrate/progress": {"config"},
 	// calibrate/fit: a whole fit from its configuration, the command's library.
 	"calibrate/fit": {"calibrate/embeddings", "calibrate/images", "calibrate/pairs", "calibrate/partial",
-		"calibrate/progress", "calibrate/tritonpairs", "config", "internal/atomicfile", "internal/cli", "react", "triton"},
+		"calibrate/progress", "calibrate/tritonpairs", "config", "internal/atomicfile", "internal/cli", "react", "react/componentsfile", "react/heldout", "triton"},
 	// The command: everything offline.
-	"calibrate": {"react", "triton", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile",
+	"calibrate": {"react", "react/componentsfile", "triton", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile",
 		"internal/buildinfo", "internal/npyfile", "internal/samples", "experiment", "config", "sidecar/config", "control", "evaluate",
 		"evaluate/figures", "calibrate/partial", "calibrate/images", "calibrate/pairs", "calibrate/embeddings",
 		"calibrate/tritonpairs", "calibrate/upgrade", "calibrate/fit", "calibrate/progress", "internal/cli", "problem"},
@@ -95,7 +105,7 @@ var policy = map[string][]string{
 	"sidecar/config":              {"config/layer", "react", "experiment", "control", "problem", "internal/bytesize", "internal/filecheck"},
 	"sidecar/modelstats":          {"triton/tritonpb"},
 	"sidecar/pipeline":            {"sidecar/modelstats", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/ensemble"},
-	"sidecar/internal/faketriton": {"react", "triton", "triton/tritonpb", "triton/tritonhttp"},
+	"sidecar/internal/faketriton": {"react", "react/componentsfile", "triton", "triton/tritonpb", "triton/tritonhttp"},
 	"sidecar": {"sidecar/pipeline", "sidecar/modelstats", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/tritonhttp",
 		"internal/buildinfo", "internal/cli"},
 

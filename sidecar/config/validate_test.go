@@ -15,6 +15,7 @@ import (
 	"github.com/mergectl/react-triton/config/configtest"
 	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 )
 
 // TestLoadBad loads every file of testdata/bad and compares the error with
@@ -374,7 +375,7 @@ experiments:
 		c.Tasks = append(c.Tasks, &react.TaskStats{Name: name, N: 10, S: mat.NewDense(2, 2, []float64{1, 0, 0, 1}),
 			G: mat.NewSymDense(2, []float64{2, 0, 0, 2}), WOrth: mat.NewDense(2, 2, []float64{1, 0, 0, 1})})
 	}
-	if err := react.SaveComponents(filepath.Join(filepath.Dir(path), "comps.safetensors"), c); err != nil {
+	if err := componentsfile.Save(filepath.Join(filepath.Dir(path), "comps.safetensors"), c); err != nil {
 		t.Fatal(err)
 	}
 	_, err := Load(path, nil)

@@ -19,6 +19,7 @@ import (
 	"github.com/mergectl/react-triton/internal/testutil"
 	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
@@ -443,14 +444,14 @@ func TestBuildCalibration(t *testing.T) {
 	recorded := c.Backbone
 	c.Backbone = react.ModelRef{}
 	unrecorded := filepath.Join(t.TempDir(), "unrecorded.safetensors")
-	if err := react.SaveComponents(unrecorded, c); err != nil {
+	if err := componentsfile.Save(unrecorded, c); err != nil {
 		t.Fatal(err)
 	}
 	// A file that records the backbone but not its output (older files,
 	// or fitted with --backbone-model alone): any output of that model.
 	c.Backbone = react.ModelRef{Name: recorded.Name, Version: recorded.Version}
 	noOutput := filepath.Join(t.TempDir(), "no-output.safetensors")
-	if err := react.SaveComponents(noOutput, c); err != nil {
+	if err := componentsfile.Save(noOutput, c); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/componentsfile"
 )
 
 // Scenario is a small controllable model whose every number a test can
@@ -100,7 +101,7 @@ func (s *Scenario) WriteComponents(t testing.TB, dir, name string) string {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, name)
-	if err := react.SaveComponents(path, c); err != nil {
+	if err := componentsfile.Save(path, c); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -1,4 +1,4 @@
-package react
+package componentsfile
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"testing"
 
+	"github.com/mergectl/react-triton/react/internal/reacttest"
 	"github.com/mergectl/react-triton/react/safetensors"
 )
 
@@ -20,7 +21,7 @@ func dataSHA256(b []byte) string {
 func FuzzReadComponents(f *testing.F) {
 	for i, tasks := range [][]string{{"a"}, {"cars", "dtd"}} {
 		var buf bytes.Buffer
-		if err := WriteComponents(&buf, fileComponents(f, 2, uint64(i), tasks...)); err != nil {
+		if err := Write(&buf, reacttest.Components(f, 2, uint64(i), tasks...)); err != nil {
 			f.Fatal(err)
 		}
 		f.Add(buf.Bytes())
@@ -61,7 +62,7 @@ func withRepairedChecksum(b []byte) []byte {
 // checkComponentsInput checks that reading b does not panic and that what
 // is accepted is valid and round-trips.
 func checkComponentsInput(t *testing.T, b []byte) {
-	c, err := ParseComponents(b)
+	c, err := Parse(b)
 	if err != nil {
 		return
 	}
@@ -69,15 +70,15 @@ func checkComponentsInput(t *testing.T, b []byte) {
 		t.Fatalf("accepted components are invalid: %v", err)
 	}
 	var buf bytes.Buffer
-	if err := WriteComponents(&buf, c); err != nil {
+	if err := Write(&buf, c); err != nil {
 		t.Fatalf("writing accepted components: %v", err)
 	}
-	c2, err := ReadComponents(bytes.NewReader(buf.Bytes()))
+	c2, err := Read(bytes.NewReader(buf.Bytes()))
 	if err != nil {
 		t.Fatalf("reading re-written components: %v", err)
 	}
 	var buf2 bytes.Buffer
-	if err := WriteComponents(&buf2, c2); err != nil {
+	if err := Write(&buf2, c2); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(buf.Bytes(), buf2.Bytes()) {

@@ -1,4 +1,4 @@
-package react
+package heldout
 
 import (
 	"math"
@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/mergectl/react-triton/react"
 )
 
 // pairs returns n random feature pairs of size d, y = M z + noise.
@@ -41,13 +43,13 @@ func directError(w mat.Matrix, z, y []float64, d int) float64 {
 	return e
 }
 
-func stats(t *testing.T, name string, z, y []float64, d int) (*TaskStats, float64) {
+func stats(t *testing.T, name string, z, y []float64, d int) (*react.TaskStats, float64) {
 	t.Helper()
-	a := NewAccumulator(d)
+	a := react.NewAccumulator(d)
 	if err := a.AddFloat64(z, y); err != nil {
 		t.Fatal(err)
 	}
-	st, err := a.Stats(name, ModelRef{Name: "expert_" + name})
+	st, err := a.Stats(name, react.ModelRef{Name: "expert_" + name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +60,7 @@ func stats(t *testing.T, name string, z, y []float64, d int) (*TaskStats, float6
 	return st, yy
 }
 
-func TestHeldOutErrorMatchesRows(t *testing.T) {
+func TestErrorMatchesRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const d = 5
 	m := mat.NewDense(d, d, nil)
@@ -71,17 +73,17 @@ func TestHeldOutErrorMatchesRows(t *testing.T) {
 	}
 	z, y := pairs(rng, m, 40, d, 0.3)
 	st, yy := stats(t, "a", z, y, d)
-	got, want := HeldOutError(w, st, yy), directError(w, z, y, d)
+	got, want := Error(w, st, yy), directError(w, z, y, d)
 	if math.Abs(got-want) > 1e-9*want {
-		t.Errorf("HeldOutError = %g, rows give %g", got, want)
+		t.Errorf("Error = %g, rows give %g", got, want)
 	}
 }
 
-func TestSelectOptions(t *testing.T) {
+func TestSelect(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	const d = 6
-	fit := &Components{D: d, Beta: 1, Normalization: NormSum}
-	var held []HeldOut
+	fit := &react.Components{D: d, Beta: 1, Normalization: react.NormSum}
+	var held []Task
 	var raw [][2][]float64
 	for _, name := range []string{"a", "b"} {
 		m := mat.NewDense(d, d, nil)
@@ -96,11 +98,11 @@ func TestSelectOptions(t *testing.T) {
 		st, _ := stats(t, name, zf, yf, d)
 		fit.Tasks = append(fit.Tasks, st)
 		hs, yy := stats(t, name, zh, yh, d)
-		held = append(held, HeldOut{Stats: hs, YY: yy})
+		held = append(held, Task{Stats: hs, YY: yy})
 		raw = append(raw, [2][]float64{zh, yh})
 	}
-	grid := BetaGrid([]Normalization{NormSum, NormMean})
-	cands, best, err := SelectOptions(fit, held, grid)
+	grid := BetaGrid([]react.Normalization{react.NormSum, react.NormMean})
+	cands, best, err := Select(fit, held, grid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,13 +112,13 @@ func TestSelectOptions(t *testing.T) {
 	// Independent: each candidate's one-hot error from W solved per task
 	// and the raw held-out rows.
 	for _, c := range cands {
-		s, err := NewSolver(fit, c.Options)
+		s, err := react.NewSolver(fit, c.Options)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := 0.0
 		for i, name := range []string{"a", "b"} {
-			p, _ := OneHot([]string{"a", "b"}, name)
+			p, _ := react.OneHot([]string{"a", "b"}, name)
 			w, err := s.Solve(p)
 			if err != nil {
 				t.Fatal(err)
@@ -136,7 +138,7 @@ func TestSelectOptions(t *testing.T) {
 		t.Errorf("chose the least regularised option %+v", cands[best].Options)
 	}
 
-	if _, _, err := SelectOptions(fit, held[:1], grid); err == nil {
-		t.Error("SelectOptions with a task missing its held-out samples: no error")
+	if _, _, err := Select(fit, held[:1], grid); err == nil {
+		t.Error("Select with a task missing its held-out samples: no error")
 	}
 }

@@ -1,8 +1,10 @@
-package react
+package componentsfile
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/mergectl/react-triton/react"
 )
 
 // taskFields are the per-task metadata fields the format defines; a
@@ -11,7 +13,7 @@ var taskFields = map[string]bool{"n": true, "expert": true, "expert_version": tr
 
 // encodeProvenance adds a task's provenance entries to the metadata, as
 // "task.<name>.<key>".
-func encodeProvenance(md map[string]string, t *TaskStats) error {
+func encodeProvenance(md map[string]string, t *react.TaskStats) error {
 	for k, v := range t.Provenance {
 		if k == "" || taskFields[k] {
 			return fmt.Errorf("task %q: provenance key %q is reserved", t.Name, k)

@@ -1,4 +1,4 @@
-package react
+package componentsfile
 
 import (
 	"crypto/sha256"
@@ -15,6 +15,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/react/safetensors"
 )
 
@@ -77,14 +78,14 @@ const orthProbes = 3
 // accepted in a stored Gram matrix.
 const symmetryTol = 1e-9
 
-// FileInfo is what a components file's header says: everything but the
+// Info is what a components file's header says: everything but the
 // statistics themselves. It can be read without reading the tensor data.
-type FileInfo struct {
+type Info struct {
 	FormatVersion int
 	D             int
 	Beta          float64
-	Normalization Normalization
-	Backbone      ModelRef
+	Normalization react.Normalization
+	Backbone      react.ModelRef
 	Tasks         []TaskInfo
 	SHA256        string // hex SHA-256 of the data section, as recorded
 	// CRC32C is the hex CRC-32C (Castagnoli) of the data section, as
@@ -95,9 +96,9 @@ type FileInfo struct {
 	CRC32C string
 
 	// MetadataSHA256 is the hex SHA-256 of the other metadata, as recorded,
-	// and MetadataOK whether the header's metadata matches it. ReadFileInfo
+	// and MetadataOK whether the header's metadata matches it. ReadInfo
 	// does not refuse a mismatch, so that a tool can describe the file;
-	// LoadComponents does.
+	// Load does.
 	MetadataSHA256 string
 	MetadataOK     bool
 }
@@ -106,14 +107,14 @@ type FileInfo struct {
 type TaskInfo struct {
 	Name   string
 	N      int64
-	Expert ModelRef
-	// Provenance is the task's provenance entries (TaskStats.Provenance),
-	// nil when there are none.
+	Expert react.ModelRef
+	// Provenance is the task's provenance entries
+	// (react.TaskStats.Provenance), nil when there are none.
 	Provenance map[string]string
 }
 
 // TaskNames returns the task names in order.
-func (fi *FileInfo) TaskNames() []string {
+func (fi *Info) TaskNames() []string {
 	names := make([]string, len(fi.Tasks))
 	for i, t := range fi.Tasks {
 		names[i] = t.Name
@@ -121,9 +122,9 @@ func (fi *FileInfo) TaskNames() []string {
 	return names
 }
 
-// SaveComponents validates c and writes it to path as a components file,
-// atomically: a reader sees the old file or the complete new one.
-func SaveComponents(path string, c *Components) error {
+// Save validates c and writes it to path as a components file, atomically:
+// a reader sees the old file or the complete new one.
+func Save(path string, c *react.Components) error {
 	tensors, md, err := encodeComponents(c)
 	if err != nil {
 		return fmt.Errorf("saving components %s: %w", path, err)
@@ -134,8 +135,8 @@ func SaveComponents(path string, c *Components) error {
 	return nil
 }
 
-// WriteComponents validates c and writes it to w as a components file.
-func WriteComponents(w io.Writer, c *Components) error {
+// Write validates c and writes it to w as a components file.
+func Write(w io.Writer, c *react.Components) error {
 	tensors, md, err := encodeComponents(c)
 	if err != nil {
 		return fmt.Errorf("writing components: %w", err)
@@ -146,11 +147,11 @@ func WriteComponents(w io.Writer, c *Components) error {
 	return nil
 }
 
-// LoadComponents reads and verifies the components file at path: its format
-// and version, the checksums of its data and of its metadata, the presence
-// and shape of every task's tensors, the symmetry of each G, the
-// orthogonality of each W_orth, and then Components.Validate.
-func LoadComponents(path string) (*Components, error) {
+// Load reads and verifies the components file at path: its format and
+// version, the checksums of its data and of its metadata, the presence and
+// shape of every task's tensors, the symmetry of each G, the orthogonality
+// of each W_orth, and then react.Components.Validate.
+func Load(path string) (*react.Components, error) {
 	f, err := safetensors.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("loading components %s: %w", path, err)
@@ -162,9 +163,8 @@ func LoadComponents(path string) (*Components, error) {
 	return c, nil
 }
 
-// ReadComponents reads and verifies a components file from r, like
-// LoadComponents.
-func ReadComponents(r io.Reader) (*Components, error) {
+// Read reads and verifies a components file from r, like Load.
+func Read(r io.Reader) (*react.Components, error) {
 	f, err := safetensors.Read(r)
 	if err != nil {
 		return nil, fmt.Errorf("reading components: %w", err)
@@ -176,9 +176,9 @@ func ReadComponents(r io.Reader) (*Components, error) {
 	return c, nil
 }
 
-// ParseComponents decodes and verifies a components file held in b, like
-// LoadComponents. The result does not alias b.
-func ParseComponents(b []byte) (*Components, error) {
+// Parse decodes and verifies a components file held in b, like Load.
+// The result does not alias b.
+func Parse(b []byte) (*react.Components, error) {
 	f, err := safetensors.Parse(b)
 	if err != nil {
 		return nil, fmt.Errorf("reading components: %w", err)
@@ -190,13 +190,13 @@ func ParseComponents(b []byte) (*Components, error) {
 	return c, nil
 }
 
-// ReadFileInfo reads only the header of the components file at path. It
+// ReadInfo reads only the header of the components file at path. It
 // checks the header, the file's size and that every task's tensors are
 // present with the right shape, but not the data checksum, and it reports
-// rather than refuses a metadata checksum mismatch (FileInfo.MetadataOK):
+// rather than refuses a metadata checksum mismatch (Info.MetadataOK):
 // use it to validate arguments against a file before loading all of it, or
 // to describe a corrupt file.
-func ReadFileInfo(path string) (*FileInfo, error) {
+func ReadInfo(path string) (*Info, error) {
 	h, err := safetensors.ReadFileHeader(path)
 	if err != nil {
 		return nil, fmt.Errorf("loading components %s: %w", path, err)
@@ -208,7 +208,7 @@ func ReadFileInfo(path string) (*FileInfo, error) {
 	return fi, nil
 }
 
-func encodeComponents(c *Components) ([]safetensors.Tensor, map[string]string, error) {
+func encodeComponents(c *react.Components) ([]safetensors.Tensor, map[string]string, error) {
 	if c == nil {
 		return nil, nil, errors.New("nil components")
 	}
@@ -292,7 +292,7 @@ func rowMajor(m mat.Matrix) []float64 {
 }
 
 // decodeInfo checks the metadata and the tensor list of a header.
-func decodeInfo(h *safetensors.Header) (*FileInfo, error) {
+func decodeInfo(h *safetensors.Header) (*Info, error) {
 	md := h.Metadata
 	if md == nil {
 		return nil, errors.New("not a components file: no __metadata__")
@@ -314,7 +314,7 @@ func decodeInfo(h *safetensors.Header) (*FileInfo, error) {
 	if v != strconv.Itoa(FormatVersion) {
 		return nil, fmt.Errorf("format version %s is not supported (this build reads %d)", v, FormatVersion)
 	}
-	fi := &FileInfo{FormatVersion: FormatVersion}
+	fi := &Info{FormatVersion: FormatVersion}
 
 	if v, err = get(MetaD); err != nil {
 		return nil, err
@@ -328,16 +328,16 @@ func decodeInfo(h *safetensors.Header) (*FileInfo, error) {
 	if v, err = get(MetaBeta); err != nil {
 		return nil, err
 	}
-	if fi.Beta, err = strconv.ParseFloat(v, 64); err != nil || ValidateBeta(fi.Beta) != nil {
+	if fi.Beta, err = strconv.ParseFloat(v, 64); err != nil || react.ValidateBeta(fi.Beta) != nil {
 		return nil, fmt.Errorf("metadata %q is %q, want a finite number ≥ 0", MetaBeta, v)
 	}
 	if v, err = get(MetaNormalization); err != nil {
 		return nil, err
 	}
-	if fi.Normalization, err = ParseNormalization(v); err != nil {
+	if fi.Normalization, err = react.ParseNormalization(v); err != nil {
 		return nil, fmt.Errorf("metadata %q: %w", MetaNormalization, err)
 	}
-	fi.Backbone = ModelRef{Name: md[MetaBackboneModel], Version: md[MetaBackboneVersion], Output: md[MetaBackboneOutput]}
+	fi.Backbone = react.ModelRef{Name: md[MetaBackboneModel], Version: md[MetaBackboneVersion], Output: md[MetaBackboneOutput]}
 
 	if v, err = get(MetaSHA256); err != nil {
 		return nil, err
@@ -370,7 +370,7 @@ func decodeInfo(h *safetensors.Header) (*FileInfo, error) {
 	}
 	want := make(map[string]bool)
 	for _, name := range strings.Split(v, ",") {
-		if err := ValidateTaskName(name); err != nil {
+		if err := react.ValidateTaskName(name); err != nil {
 			return nil, fmt.Errorf("metadata %q: %w", MetaTasks, err)
 		}
 		for _, suffix := range []string{TensorS, TensorG, TensorWOrth} {
@@ -399,7 +399,7 @@ func decodeInfo(h *safetensors.Header) (*FileInfo, error) {
 		fi.Tasks = append(fi.Tasks, TaskInfo{
 			Name: name,
 			N:    n,
-			Expert: ModelRef{
+			Expert: react.ModelRef{
 				Name:    md[MetaTaskKey(name, "expert")],
 				Version: md[MetaTaskKey(name, "expert_version")],
 				Output:  md[MetaTaskKey(name, "expert_output")],
@@ -422,7 +422,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // CRC-32C when the file records one, else the SHA-256. Both refuse a
 // truncated, corrupt or edited data section (neither is a signature: an
 // editor can recompute either).
-func (fi *FileInfo) dataOK(data []byte) bool {
+func (fi *Info) dataOK(data []byte) bool {
 	if fi.CRC32C != "" {
 		var b [crc32.Size]byte
 		binary.BigEndian.PutUint32(b[:], crc32.Checksum(data, castagnoli))
@@ -432,15 +432,13 @@ func (fi *FileInfo) dataOK(data []byte) bool {
 	return hex.EncodeToString(sum[:]) == fi.SHA256
 }
 
-// decodeComponents verifies the checksums and builds the components. The
-// data checksum is checked first, so that a metadata mismatch means the
-// data is intact.
-// decodeComponents decodes and verifies a file. When own is true, f's data
-// belong to the caller alone (read from a file or a reader) and the
-// matrices may alias them instead of copying: the tensors are stored
-// little-endian, 8-byte aligned, row-major, which is what gonum's matrices
-// hold on a little-endian machine.
-func decodeComponents(f *safetensors.File, own bool) (*Components, error) {
+// decodeComponents decodes and verifies a file: the data checksum first, so
+// that a metadata mismatch means the data is intact, then the metadata's,
+// then the tensors. When own is true, f's data belong to the caller alone
+// (read from a file or a reader) and the matrices may alias them instead of
+// copying: the tensors are stored little-endian, 8-byte aligned, row-major,
+// which is what gonum's matrices hold on a little-endian machine.
+func decodeComponents(f *safetensors.File, own bool) (*react.Components, error) {
 	fi, err := decodeInfo(&f.Header)
 	if err != nil {
 		return nil, err
@@ -451,14 +449,14 @@ func decodeComponents(f *safetensors.File, own bool) (*Components, error) {
 	if !fi.MetadataOK {
 		return nil, ErrMetadataChecksum
 	}
-	c := &Components{
+	c := &react.Components{
 		D:             fi.D,
 		Beta:          fi.Beta,
 		Normalization: fi.Normalization,
 		Backbone:      fi.Backbone,
 	}
 	for _, ti := range fi.Tasks {
-		t := &TaskStats{Name: ti.Name, N: ti.N, Expert: ti.Expert, Provenance: decodeProvenance(f.Header.Metadata, ti.Name)}
+		t := &react.TaskStats{Name: ti.Name, N: ti.N, Expert: ti.Expert, Provenance: decodeProvenance(f.Header.Metadata, ti.Name)}
 		if t.S, err = denseTensor(f, ti.Name+"."+TensorS, own); err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package react
+package componentsfile
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -17,41 +16,12 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/internal/reacttest"
 	"github.com/mergectl/react-triton/react/safetensors"
 )
 
-// fileComponents returns valid components with the given tasks, built from
-// random features through an Accumulator so that every matrix is what a
-// calibration would give.
-func fileComponents(t testing.TB, d int, seed uint64, tasks ...string) *Components {
-	t.Helper()
-	rng := rand.New(rand.NewPCG(seed, 7))
-	c := &Components{
-		D: d, Beta: 0.1, Normalization: NormSum,
-		Backbone: ModelRef{Name: "merged", Version: "3", Output: "features"},
-	}
-	for i, name := range tasks {
-		n := 2*d + 5*i
-		mtl := make([]float64, n*d)
-		ind := make([]float64, n*d)
-		for k := range mtl {
-			mtl[k] = rng.NormFloat64()
-			ind[k] = 0.5*mtl[k] + rng.NormFloat64()
-		}
-		acc := NewAccumulator(d)
-		if err := acc.AddFloat64(mtl, ind); err != nil {
-			t.Fatal(err)
-		}
-		st, err := acc.Stats(name, ModelRef{Name: name + "-expert", Version: "1", Output: "emb"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Tasks = append(c.Tasks, st)
-	}
-	return c
-}
-
-func assertSameComponents(t *testing.T, got, want *Components) {
+func assertSameComponents(t *testing.T, got, want *react.Components) {
 	t.Helper()
 	if got.D != want.D || got.Beta != want.Beta || got.Normalization != want.Normalization || got.Backbone != want.Backbone {
 		t.Fatalf("header differs: got D=%d β=%v %s %+v, want D=%d β=%v %s %+v",
@@ -73,28 +43,28 @@ func assertSameComponents(t *testing.T, got, want *Components) {
 }
 
 func TestComponentsRoundTrip(t *testing.T) {
-	c := fileComponents(t, 5, 1, "cars", "dtd", "svhn")
+	c := reacttest.Components(t, 5, 1, "cars", "dtd", "svhn")
 	path := filepath.Join(t.TempDir(), "c.safetensors")
-	if err := SaveComponents(path, c); err != nil {
+	if err := Save(path, c); err != nil {
 		t.Fatal(err)
 	}
-	got, err := LoadComponents(path)
+	got, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	assertSameComponents(t, got, c)
 
 	var buf bytes.Buffer
-	if err := WriteComponents(&buf, c); err != nil {
+	if err := Write(&buf, c); err != nil {
 		t.Fatal(err)
 	}
 	onDisk, _ := os.ReadFile(path)
 	if !bytes.Equal(buf.Bytes(), onDisk) {
-		t.Error("WriteComponents and SaveComponents wrote different bytes")
+		t.Error("Write and Save wrote different bytes")
 	}
-	for name, read := range map[string]func() (*Components, error){
-		"ReadComponents":  func() (*Components, error) { return ReadComponents(bytes.NewReader(onDisk)) },
-		"ParseComponents": func() (*Components, error) { return ParseComponents(onDisk) },
+	for name, read := range map[string]func() (*react.Components, error){
+		"Read":  func() (*react.Components, error) { return Read(bytes.NewReader(onDisk)) },
+		"Parse": func() (*react.Components, error) { return Parse(onDisk) },
 	} {
 		got, err := read()
 		if err != nil {
@@ -103,21 +73,21 @@ func TestComponentsRoundTrip(t *testing.T) {
 		assertSameComponents(t, got, c)
 	}
 
-	fi, err := ReadFileInfo(path)
+	fi, err := ReadInfo(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fi.D != 5 || fi.Beta != 0.1 || fi.Normalization != NormSum || fi.Backbone != c.Backbone ||
+	if fi.D != 5 || fi.Beta != 0.1 || fi.Normalization != react.NormSum || fi.Backbone != c.Backbone ||
 		!reflect.DeepEqual(fi.TaskNames(), c.TaskNames()) || fi.Tasks[1].N != c.Tasks[1].N || fi.Tasks[2].Expert != c.Tasks[2].Expert {
-		t.Errorf("ReadFileInfo = %+v", fi)
+		t.Errorf("ReadInfo = %+v", fi)
 	}
 }
 
 // TestComponentsMetadata pins the metadata keys, which are a contract.
 func TestComponentsMetadata(t *testing.T) {
-	c := fileComponents(t, 3, 2, "a", "b")
+	c := reacttest.Components(t, 3, 2, "a", "b")
 	var buf bytes.Buffer
-	if err := WriteComponents(&buf, c); err != nil {
+	if err := Write(&buf, c); err != nil {
 		t.Fatal(err)
 	}
 	f, err := safetensors.Parse(buf.Bytes())
@@ -195,9 +165,9 @@ func rewriteFile(t *testing.T, b []byte, fixSum bool, edit func(ts []safetensors
 }
 
 func TestLoadComponentsRefuses(t *testing.T) {
-	c := fileComponents(t, 3, 3, "a", "b")
+	c := reacttest.Components(t, 3, 3, "a", "b")
 	var buf bytes.Buffer
-	if err := WriteComponents(&buf, c); err != nil {
+	if err := Write(&buf, c); err != nil {
 		t.Fatal(err)
 	}
 	good := buf.Bytes()
@@ -276,15 +246,15 @@ func TestLoadComponentsRefuses(t *testing.T) {
 			if err := os.WriteFile(path, tc.file, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := LoadComponents(path)
+			_, err := Load(path)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("LoadComponents: error %v, want one containing %q", err, tc.want)
+				t.Fatalf("Load: error %v, want one containing %q", err, tc.want)
 			}
 			if prefix := "loading components " + path + ": "; !strings.HasPrefix(err.Error(), prefix) {
 				t.Errorf("error %q does not start with %q", err, prefix)
 			}
-			if _, err := ParseComponents(tc.file); err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("ParseComponents: error %v, want one containing %q", err, tc.want)
+			if _, err := Parse(tc.file); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Parse: error %v, want one containing %q", err, tc.want)
 			}
 		})
 	}
@@ -295,20 +265,20 @@ func TestLoadComponentsRefuses(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadComponents(path); !errors.Is(err, ErrChecksum) {
-		t.Errorf("LoadComponents of a corrupt file: %v, want ErrChecksum", err)
+	if _, err := Load(path); !errors.Is(err, ErrChecksum) {
+		t.Errorf("Load of a corrupt file: %v, want ErrChecksum", err)
 	}
-	if fi, err := ReadFileInfo(path); err != nil || len(fi.Tasks) != 2 || !fi.MetadataOK {
-		t.Errorf("ReadFileInfo of a corrupt file = %+v, %v", fi, err)
+	if fi, err := ReadInfo(path); err != nil || len(fi.Tasks) != 2 || !fi.MetadataOK {
+		t.Errorf("ReadInfo of a corrupt file = %+v, %v", fi, err)
 	}
 	// A file written before crc32c (its SHA-256 alone) loads, and its
 	// corruption is caught by the SHA-256.
 	old := rewriteFile(t, good, true, setMeta("crc32c", ""))
-	if fi, err := ParseComponents(old); err != nil || len(fi.Tasks) != 2 {
+	if fi, err := Parse(old); err != nil || len(fi.Tasks) != 2 {
 		t.Errorf("a file without crc32c: %v", err)
 	}
 	old[len(old)-1] ^= 1
-	if _, err := ParseComponents(old); !errors.Is(err, ErrChecksum) {
+	if _, err := Parse(old); !errors.Is(err, ErrChecksum) {
 		t.Errorf("a corrupt file without crc32c: %v, want ErrChecksum", err)
 	}
 	// With crc32c, it is what is verified: a stale SHA-256 alone passes,
@@ -318,7 +288,7 @@ func TestLoadComponentsRefuses(t *testing.T) {
 		md[MetaMetadataSHA256] = MetadataSHA256(md)
 		return ts
 	})
-	if _, err := ParseComponents(staleSHA); err != nil {
+	if _, err := Parse(staleSHA); err != nil {
 		t.Errorf("a file whose crc32c holds and sha256 not: %v (the CRC-32C is verified)", err)
 	}
 	staleCRC := rewriteFile(t, good, false, func(ts []safetensors.Tensor, md map[string]string) []safetensors.Tensor {
@@ -326,22 +296,22 @@ func TestLoadComponentsRefuses(t *testing.T) {
 		md[MetaMetadataSHA256] = MetadataSHA256(md)
 		return ts
 	})
-	if _, err := ParseComponents(staleCRC); !errors.Is(err, ErrChecksum) {
+	if _, err := Parse(staleCRC); !errors.Is(err, ErrChecksum) {
 		t.Errorf("a file whose crc32c is wrong: %v, want ErrChecksum", err)
 	}
-	// So is an edited header, and ReadFileInfo reports it without refusing.
+	// So is an edited header, and ReadInfo reports it without refusing.
 	edited := rewriteFile(t, good, false, setMeta("task.a.n", "1"))
-	if _, err := ParseComponents(edited); !errors.Is(err, ErrMetadataChecksum) {
-		t.Errorf("ParseComponents of an edited header: %v, want ErrMetadataChecksum", err)
+	if _, err := Parse(edited); !errors.Is(err, ErrMetadataChecksum) {
+		t.Errorf("Parse of an edited header: %v, want ErrMetadataChecksum", err)
 	}
 	if err := os.WriteFile(path, edited, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if fi, err := ReadFileInfo(path); err != nil || fi.MetadataOK || fi.Tasks[0].N != 1 {
-		t.Errorf("ReadFileInfo of an edited header = %+v, %v; want MetadataOK false", fi, err)
+	if fi, err := ReadInfo(path); err != nil || fi.MetadataOK || fi.Tasks[0].N != 1 {
+		t.Errorf("ReadInfo of an edited header = %+v, %v; want MetadataOK false", fi, err)
 	}
 	// A file whose W_orth is orthogonal to rounding error is accepted.
-	if _, err := ParseComponents(rewriteFile(t, good, true, func(ts []safetensors.Tensor, md map[string]string) []safetensors.Tensor {
+	if _, err := Parse(rewriteFile(t, good, true, func(ts []safetensors.Tensor, md map[string]string) []safetensors.Tensor {
 		return scaleTensor(t, ts, 5, 1+1e-9)
 	})); err != nil {
 		t.Errorf("W_orth scaled by 1+1e-9: %v", err)
@@ -386,12 +356,12 @@ func TestMetadataSHA256(t *testing.T) {
 }
 
 func TestSaveComponentsRefusesInvalid(t *testing.T) {
-	c := fileComponents(t, 3, 4, "a")
+	c := reacttest.Components(t, 3, 4, "a")
 	c.Tasks[0].N = 0
 	path := filepath.Join(t.TempDir(), "c.safetensors")
-	err := SaveComponents(path, c)
+	err := Save(path, c)
 	if err == nil || !strings.Contains(err.Error(), "no calibration samples") {
-		t.Errorf("SaveComponents: error %v", err)
+		t.Errorf("Save: error %v", err)
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Error("an invalid save left a file behind")
@@ -415,12 +385,12 @@ func fileTensorBytes(t *testing.T, path string) map[string][]byte {
 
 func TestEditKeepsOtherTasksBitIdentical(t *testing.T) {
 	dir := t.TempDir()
-	base := fileComponents(t, 4, 5, "a", "b", "c")
-	extra := fileComponents(t, 4, 6, "d", "e")
+	base := reacttest.Components(t, 4, 5, "a", "b", "c")
+	extra := reacttest.Components(t, 4, 6, "d", "e")
 	basePath := filepath.Join(dir, "base.safetensors")
 	extraPath := filepath.Join(dir, "extra.safetensors")
-	for p, c := range map[string]*Components{basePath: base, extraPath: extra} {
-		if err := SaveComponents(p, c); err != nil {
+	for p, c := range map[string]*react.Components{basePath: base, extraPath: extra} {
+		if err := Save(p, c); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -428,22 +398,22 @@ func TestEditKeepsOtherTasksBitIdentical(t *testing.T) {
 	beforeExtra := fileTensorBytes(t, extraPath)
 
 	// Add from a loaded file, remove, save, and compare bytes.
-	dst, err := LoadComponents(basePath)
+	dst, err := Load(basePath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := LoadComponents(extraPath)
+	src, err := Load(extraPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := AddTasks(dst, src); err != nil {
+	if err := react.AddTasks(dst, src); err != nil {
 		t.Fatal(err)
 	}
-	if err := RemoveTasks(dst, "b"); err != nil {
+	if err := react.RemoveTasks(dst, "b"); err != nil {
 		t.Fatal(err)
 	}
 	outPath := filepath.Join(dir, "out.safetensors")
-	if err := SaveComponents(outPath, dst); err != nil {
+	if err := Save(outPath, dst); err != nil {
 		t.Fatal(err)
 	}
 	after := fileTensorBytes(t, outPath)
@@ -462,7 +432,7 @@ func TestEditKeepsOtherTasksBitIdentical(t *testing.T) {
 	if _, ok := after["b.S"]; ok {
 		t.Error("removed task b is still in the file")
 	}
-	got, err := LoadComponents(outPath)
+	got, err := Load(outPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,49 +443,6 @@ func TestEditKeepsOtherTasksBitIdentical(t *testing.T) {
 	src.Tasks[0].S.Set(0, 0, 42)
 	if d, _ := dst.Task("d"); d.S.At(0, 0) == 42 {
 		t.Error("AddTasks aliases the source's matrices")
-	}
-}
-
-func TestEditRefuses(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		do   func() error
-		want string
-	}{
-		{"add duplicate", func() error {
-			return AddTasks(fileComponents(t, 3, 1, "a", "b"), fileComponents(t, 3, 2, "b"))
-		}, `task "b" is already present`},
-		{"add other D", func() error {
-			return AddTasks(fileComponents(t, 3, 1, "a"), fileComponents(t, 4, 2, "b"))
-		}, "feature dimension differs: 3 in the destination, 4 in the source"},
-		{"add other backbone", func() error {
-			src := fileComponents(t, 3, 2, "b")
-			src.Backbone.Version = "4"
-			return AddTasks(fileComponents(t, 3, 1, "a"), src)
-		}, "backbone differs"},
-		{"remove unknown", func() error {
-			return RemoveTasks(fileComponents(t, 3, 1, "a", "b"), "z")
-		}, `unknown task "z" (known: a, b)`},
-		{"remove all", func() error {
-			return RemoveTasks(fileComponents(t, 3, 1, "a", "b"), "a", "b")
-		}, "every task"},
-		{"remove twice", func() error {
-			return RemoveTasks(fileComponents(t, 3, 1, "a", "b"), "a", "a")
-		}, `task "a" named twice`},
-		{"remove none", func() error {
-			return RemoveTasks(fileComponents(t, 3, 1, "a"))
-		}, "no task named"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if err := tc.do(); err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %v, want one containing %q", err, tc.want)
-			}
-		})
-	}
-	// A refused add leaves the destination unchanged.
-	dst := fileComponents(t, 3, 1, "a", "b")
-	if err := AddTasks(dst, fileComponents(t, 3, 2, "c", "a")); err == nil || len(dst.Tasks) != 2 {
-		t.Errorf("refused AddTasks: err %v, %d tasks", err, len(dst.Tasks))
 	}
 }
 
@@ -534,10 +461,24 @@ func BenchmarkChecksum(b *testing.B) {
 		}
 	})
 	b.Run("crc32c", func(b *testing.B) {
-		fi := &FileInfo{CRC32C: "00000000"}
+		fi := &Info{CRC32C: "00000000"}
 		b.SetBytes(int64(len(data)))
 		for b.Loop() {
 			fi.dataOK(data)
 		}
 	})
+}
+
+// TestValidateNilFields checks that missing statistics are errors, not
+// panics, in the writers, which validate first (react's
+// TestValidateNilFields checks Validate itself).
+func TestValidateNilFields(t *testing.T) {
+	for _, tc := range reacttest.NilFields {
+		t.Run(tc.Name, func(t *testing.T) {
+			c := reacttest.Components(t, 3, 1, "a", "b")
+			tc.Edit(c)
+			reacttest.Refuses(t, "Save", func() error { return Save(filepath.Join(t.TempDir(), "c.safetensors"), c) }, tc.Want)
+			reacttest.Refuses(t, "Write", func() error { return Write(&bytes.Buffer{}, c) }, tc.Want)
+		})
+	}
 }

@@ -1,4 +1,4 @@
-package react
+package componentsfile
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/internal/reacttest"
 	"github.com/mergectl/react-triton/react/safetensors"
 
 	"github.com/mergectl/react-triton/internal/testutil"
@@ -21,7 +23,7 @@ import (
 // the interop tests skip, unless REACT_E2E=1 (as in CI), where they fail.
 func python(t *testing.T) string {
 	t.Helper()
-	py, err := filepath.Abs(filepath.Join("..", ".venv", "bin", "python"))
+	py, err := filepath.Abs(filepath.Join("..", "..", ".venv", "bin", "python"))
 	if err == nil {
 		if _, err = os.Stat(py); err == nil {
 			return py
@@ -50,13 +52,13 @@ func runPython(t *testing.T, out any, script string, args ...string) {
 // written by Go, check its metadata and checksum, and recompute each task's
 // single-task correction, which must match the solver's.
 func TestPythonReadsComponents(t *testing.T) {
-	for _, norm := range []Normalization{NormSum, NormMean} {
+	for _, norm := range []react.Normalization{react.NormSum, react.NormMean} {
 		t.Run(string(norm), func(t *testing.T) {
-			c := fileComponents(t, 4, 11, "cars", "dtd")
+			c := reacttest.Components(t, 4, 11, "cars", "dtd")
 			c.Normalization = norm
 			c.Beta = 0.3
 			path := filepath.Join(t.TempDir(), "c.safetensors")
-			if err := SaveComponents(path, c); err != nil {
+			if err := Save(path, c); err != nil {
 				t.Fatal(err)
 			}
 			var got struct {
@@ -76,7 +78,7 @@ func TestPythonReadsComponents(t *testing.T) {
 			if !got.SHA256OK || !got.MetadataSHA256OK || got.D != 4 || got.Beta != 0.3 || len(got.Tasks) != 2 {
 				t.Fatalf("python read: %+v", got)
 			}
-			s, err := NewSolver(c, DefaultOptions(c))
+			s, err := react.NewSolver(c, react.DefaultOptions(c))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,7 +111,7 @@ func TestPythonReadsComponents(t *testing.T) {
 // implementation of the encoding must see the mismatch, as Go does.
 func TestPythonVerifiesMetadata(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteComponents(&buf, fileComponents(t, 3, 12, "cars", "dtd")); err != nil {
+	if err := Write(&buf, reacttest.Components(t, 3, 12, "cars", "dtd")); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -142,7 +144,7 @@ func TestPythonVerifiesMetadata(t *testing.T) {
 			if !got.SHA256OK || got.MetadataSHA256OK != tc.wantOK {
 				t.Errorf("python: %+v, want metadata_sha256_ok %v", got, tc.wantOK)
 			}
-			if _, err := ParseComponents(b); (err == nil) != tc.wantOK {
+			if _, err := Parse(b); (err == nil) != tc.wantOK {
 				t.Errorf("Go: %v, want success %v", err, tc.wantOK)
 			}
 		})
@@ -199,11 +201,11 @@ func TestGoReadsPythonFiles(t *testing.T) {
 		t.Errorf("empty = %+v", e)
 	}
 
-	c, err := LoadComponents(filepath.Join(dir, "components.safetensors"))
+	c, err := Load(filepath.Join(dir, "components.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.D != 3 || c.Beta != 0.25 || c.Normalization != NormMean || c.Backbone != (ModelRef{Name: "merged", Output: "feat"}) ||
+	if c.D != 3 || c.Beta != 0.25 || c.Normalization != react.NormMean || c.Backbone != (react.ModelRef{Name: "merged", Output: "feat"}) ||
 		!reflect.DeepEqual(c.TaskNames(), []string{"p", "q"}) {
 		t.Fatalf("components = %+v", c)
 	}

@@ -1,0 +1,8 @@
+// Package linalg holds the dense kernels under react's solvers that need
+// nothing of react: the right-hand Cholesky solve W UᵀU = B, blocked into
+// GEMMs or not and parallel over rows (CholSolveRight, SolveRows), the
+// 1-norm of a symmetric matrix from its upper triangle (OneNormUpper,
+// AddColumnSums, MaxNorm), and Hager and Higham's estimate of a 1-norm
+// from products alone (EstimateOneNorm), which the GPU solver uses for its
+// condition estimate.
+package linalg

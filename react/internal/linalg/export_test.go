@@ -1,0 +1,7 @@
+package linalg
+
+// The block sizes, for the tests of package linalg_test.
+const (
+	TrsmBlock        = trsmBlock
+	MinRowsPerWorker = minRowsPerWorker
+)
