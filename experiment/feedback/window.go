@@ -118,7 +118,7 @@ type slot struct {
 
 // pred is a Prediction with its names interned.
 type pred struct {
-	output, task    unique.Handle[string]
+	output, task   unique.Handle[string]
 	class, classes int
 }
 

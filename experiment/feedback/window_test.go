@@ -14,7 +14,7 @@ import (
 // clock is a settable clock for a window.
 type clock struct{ t time.Time }
 
-func (c *clock) Now() time.Time           { return c.t }
+func (c *clock) Now() time.Time          { return c.t }
 func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
 func newTestWindow(t *testing.T, opt Options) (*Window, *clock) {
