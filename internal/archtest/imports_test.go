@@ -52,6 +52,10 @@ var policy = map[string][]string{
 	"experiment": nil,
 	// experiment/sequential: the statistics that decide an experiment.
 	"experiment/sequential": nil,
+	// experiment/feedback: outcomes joined to the arm that served them,
+	// their metrics and their wire shapes (react.Feedback in tritonpb);
+	// the sidecar's transports call it.
+	"experiment/feedback": {"problem", "triton/tritonpb"},
 
 	// What both serving modes share: no server, no configuration file.
 	"control": {"react", "experiment", "problem", "internal/bytesize", "internal/filecheck"},
