@@ -97,11 +97,11 @@ type Report struct {
 	// Alpha is the error rate of the whole report; AlphaEach that of each
 	// of the Comparisons with the control (the arms of positive weight
 	// but the control), Alpha / Comparisons.
-	Alpha       float64 `json:"alpha"`
-	AlphaEach   float64 `json:"alpha_per_comparison"`
-	Comparisons int     `json:"comparisons"`
-	Tau         float64 `json:"tau"`
-	MinOutcomes float64 `json:"min_outcomes"`
+	Alpha       float64     `json:"alpha"`
+	AlphaEach   float64     `json:"alpha_per_comparison"`
+	Comparisons int         `json:"comparisons"`
+	Tau         float64     `json:"tau"`
+	MinOutcomes float64     `json:"min_outcomes"`
 	Arms        []ArmReport `json:"arms"`
 	SampleRatio RatioReport `json:"sample_ratio"`
 	// Decision sums up the arms' decisions.
