@@ -83,7 +83,7 @@ error.`,
 	f.StringVar(&o.prometheus, "prometheus", "", "the `URL` of a Prometheus server that scrapes the sidecars (instead of --metrics)")
 	f.Float64Var(&o.alpha, "alpha", sequential.DefaultAlpha, "the error rate α: the chance of ever declaring a wrong winner, however often the report is read")
 	f.Float64Var(&o.tau, "tau", sequential.DefaultTau, "the scale τ of difference the test is tuned for, in outcome units")
-	f.StringVar(&o.outcome, "outcome", "", "the outcomes to compare: `label` or reward (default: the kind the experiment has)")
+	f.StringVar(&o.outcome, "outcome", "", "the `KIND` of outcomes to compare: label or reward (default: the one kind the experiment has)")
 	f.StringVar(&o.task, "task", "", "only the labels of `TASK` (its accuracy)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "how long each source may take to answer")
 	f.StringVar(&o.format, "format", "text", "the `FORMAT` of the report: text or json")

@@ -325,10 +325,10 @@ func armDecision(a Arm, control string, s, cs sequential.Sample, cmp *Comparison
 		return "control"
 	case cmp == nil:
 		return "not compared: weight 0"
-	case mismatch:
-		return MismatchDecision
 	case s.N == 0:
 		return "no outcomes yet"
+	case mismatch:
+		return MismatchDecision
 	case cmp.Outcome == sequential.Better.String():
 		return arm + " better than " + control
 	case cmp.Outcome == sequential.Worse.String():

@@ -124,7 +124,7 @@ func TestDecideDecisions(t *testing.T) {
 		{"an arm without outcomes", []Arm{{"a", 1}, {"b", 1}, {"c", 0}}, "", map[string]sequential.Sample{"a": s(2000, 1200), "b": s(2000, 1500)},
 			[]string{"control", "b better than a", "not compared: weight 0"}, "b better than a", []string{"arm c has no label outcomes yet"}},
 		{"an unconfigured arm, and a weighted arm without outcomes", []Arm{{"a", 1}, {"b", 1}}, "", map[string]sequential.Sample{"a": s(2000, 1200), "z": s(5, 1)},
-			[]string{"control", MismatchDecision}, MismatchDecision,
+			[]string{"control", "no outcomes yet"}, MismatchDecision,
 			[]string{"arm b has no label outcomes yet", "arm z has 5 label outcomes but is not an arm of the configuration: left out"}},
 		{"a zero-weight arm that got outcomes", []Arm{{"a", 1}, {"b", 1}, {"c", 0}}, "", map[string]sequential.Sample{"a": s(2000, 1200), "b": s(2000, 1210), "c": s(3, 1)},
 			[]string{"control", MismatchDecision, "not compared: weight 0"}, MismatchDecision, nil},

@@ -35,7 +35,10 @@ func (r *Report) WriteText(w io.Writer) error {
 		diff, interval, p := "", "", ""
 		if c := a.VsControl; c != nil {
 			diff = signed(c.Diff)
-			interval = "[" + signed(c.Lower) + ", " + signed(c.Upper) + "]"
+			interval = "-"
+			if !math.IsInf(float64(c.Lower), 0) && !math.IsInf(float64(c.Upper), 0) {
+				interval = "[" + signed(c.Lower) + ", " + signed(c.Upper) + "]"
+			}
 			p = strconv.FormatFloat(c.PValue, 'g', 3, 64)
 		}
 		mean := "-"

@@ -81,6 +81,9 @@ var policy = map[string][]string{
 	"calibrate/upgrade": {"react", "control", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile", "backend/model"},
 	// calibrate/progress: the --progress bar or log lines of fit and eval.
 	"calibrate/progress": {"config"},
+	// calibrate/decide: experiment report's library, the outcome counters
+	// read from /metrics or Prometheus and decided.
+	"calibrate/decide": {"experiment/feedback", "experiment/sequential", "problem"},
 	// calibrate/fit: a whole fit from its configuration, the command's library.
 	"calibrate/fit": {"calibrate/embeddings", "calibrate/images", "calibrate/pairs", "calibrate/partial",
 		"calibrate/progress", "calibrate/tritonpairs", "config", "internal/atomicfile", "internal/cli", "react", "triton"},
@@ -88,7 +91,8 @@ var policy = map[string][]string{
 	"calibrate": {"react", "triton", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile",
 		"internal/buildinfo", "internal/npyfile", "internal/samples", "experiment", "config", "sidecar/config", "control", "evaluate",
 		"evaluate/figures", "calibrate/partial", "calibrate/images", "calibrate/pairs", "calibrate/embeddings",
-		"calibrate/tritonpairs", "calibrate/upgrade", "calibrate/fit", "calibrate/progress", "internal/cli"},
+		"calibrate/tritonpairs", "calibrate/upgrade", "calibrate/fit", "calibrate/progress", "internal/cli",
+		"calibrate/decide", "experiment/sequential", "problem"},
 
 	// sidecar/config: the sidecar's configuration, on the same engine.
 	"sidecar/config":              {"config/layer", "react", "experiment", "control", "problem", "internal/bytesize", "internal/filecheck"},
