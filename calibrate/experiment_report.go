@@ -3,10 +3,11 @@ package calibrate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -132,7 +133,7 @@ func (o *reportOptions) check() error {
 	c := decide.Config{Selector: decide.Selector{Experiment: o.experiment, Task: o.task}, Kind: o.outcome,
 		Options: sequential.Options{Alpha: o.alpha, Tau: o.tau}}
 	if err := c.ValidateSettings(); err != nil {
-		for _, q := range err.(problem.List) {
+		for _, q := range problems(err) {
 			if q.Path != "" {
 				q.Path = "--" + q.Path
 			}
@@ -168,7 +169,7 @@ func (o *reportOptions) armsOf() ([]decide.Arm, error) {
 	}
 	e, err := configExperiment(o.sidecarConfig, o.experiment)
 	if err != nil {
-		return nil, problem.List{{Path: o.sidecarConfig, Msg: err.Error()}}
+		return nil, problem.List{{Msg: err.Error()}} // err names the file
 	}
 	var models []string
 	found := o.model == ""
@@ -177,45 +178,13 @@ func (o *reportOptions) armsOf() ([]decide.Arm, error) {
 		found = found || m == o.model
 	}
 	if !found {
-		return nil, problem.List{problem.New(o.sidecarConfig, "experiment %s has no model %q (its models: %v)", o.experiment, o.model, models)}
+		return nil, problem.List{problem.New(o.sidecarConfig, "experiment %s has no model %q (its models: %s)", o.experiment, o.model, strings.Join(models, ", "))}
 	}
 	arms := make([]decide.Arm, len(e.Arms))
 	for i, a := range e.Arms {
 		arms[i] = decide.Arm{Name: a.Name, Weight: float64(*a.Weight)}
 	}
 	return arms, nil
-}
-
-// read reads the outcomes from every source at once, and every problem.
-func (o *reportOptions) read(ctx context.Context, sel decide.Selector) (decide.Outcomes, []string, problem.List) {
-	client := &http.Client{Timeout: o.timeout}
-	sources := o.metrics
-	if o.prometheus != "" {
-		sources = []string{o.prometheus}
-	}
-	results := make([]decide.Outcomes, len(sources))
-	errs := make([]error, len(sources))
-	var wg sync.WaitGroup
-	for i, src := range sources {
-		wg.Go(func() {
-			if o.prometheus != "" {
-				results[i], errs[i] = decide.QueryPrometheus(ctx, client, src, sel)
-			} else {
-				results[i], errs[i] = decide.ReadMetrics(ctx, client, src, sel)
-			}
-		})
-	}
-	wg.Wait()
-	var p problem.List
-	all := decide.NewOutcomes()
-	for i := range sources {
-		if errs[i] != nil {
-			p = append(p, errs[i].(problem.List)...)
-			continue
-		}
-		all.Merge(results[i])
-	}
-	return all, sources, p
 }
 
 func (o *reportOptions) run(ctx context.Context, stdout io.Writer) error {
@@ -226,10 +195,16 @@ func (o *reportOptions) run(ctx context.Context, stdout io.Writer) error {
 	var p problem.List
 	arms, err := o.armsOf()
 	if err != nil {
-		p = append(p, err.(problem.List)...)
+		p = append(p, problems(err)...)
 	}
-	outcomes, sources, q := o.read(ctx, sel)
-	p = append(p, q...)
+	outcomes, err := decide.Read(ctx, &http.Client{Timeout: o.timeout}, o.metrics, o.prometheus, sel)
+	if err != nil {
+		p = append(p, problems(err)...)
+	}
+	sources := o.metrics
+	if o.prometheus != "" {
+		sources = []string{o.prometheus}
+	}
 	if err := p.Err(); err != nil {
 		return fmt.Errorf("experiment report: %w", err)
 	}
@@ -244,4 +219,12 @@ func (o *reportOptions) run(ctx context.Context, stdout io.Writer) error {
 		return enc.Encode(r)
 	}
 	return r.WriteText(stdout)
+}
+
+// problems returns the problems of err: a problem.List, or one problem.
+func problems(err error) problem.List {
+	if l, ok := errors.AsType[problem.List](err); ok {
+		return l
+	}
+	return problem.List{{Msg: err.Error()}}
 }

@@ -1,10 +1,15 @@
 package decide
 
 import (
+	"context"
+	"errors"
 	"maps"
+	"net/http"
 	"slices"
+	"sync"
 
 	"github.com/mergectl/react-triton/experiment/sequential"
+	"github.com/mergectl/react-triton/problem"
 )
 
 // Selector picks the series of one experiment.
@@ -79,4 +84,42 @@ func (o Outcomes) Merge(p Outcomes) {
 // experimentNames lists the experiments o saw, sorted.
 func (o Outcomes) experimentNames() []string {
 	return slices.Sorted(maps.Keys(o.Experiments))
+}
+
+// Read reads the outcome counters of sel from every source at once: the
+// metrics pages (ReadMetrics) of every replica, summed, or a Prometheus
+// server (QueryPrometheus) when prometheus is set. The problems of every
+// source are returned together, as one problem.List.
+func Read(ctx context.Context, client *http.Client, metrics []string, prometheus string, sel Selector) (Outcomes, error) {
+	sources := metrics
+	if prometheus != "" {
+		sources = []string{prometheus}
+	}
+	results := make([]Outcomes, len(sources))
+	errs := make([]error, len(sources))
+	var wg sync.WaitGroup
+	for i, src := range sources {
+		wg.Go(func() {
+			if prometheus != "" {
+				results[i], errs[i] = QueryPrometheus(ctx, client, src, sel)
+			} else {
+				results[i], errs[i] = ReadMetrics(ctx, client, src, sel)
+			}
+		})
+	}
+	wg.Wait()
+	var p problem.List
+	all := NewOutcomes()
+	for i := range sources {
+		if errs[i] != nil {
+			if l, ok := errors.AsType[problem.List](errs[i]); ok {
+				p = append(p, l...)
+			} else {
+				p = append(p, &problem.Problem{Path: sources[i], Msg: errs[i].Error()})
+			}
+			continue
+		}
+		all.Merge(results[i])
+	}
+	return all, p.Err()
 }

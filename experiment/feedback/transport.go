@@ -1,6 +1,8 @@
 package feedback
 
 import (
+	"errors"
+
 	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -46,8 +48,8 @@ func FromProto(req *tritonpb.ModelFeedbackRequest) (Feedback, error) {
 	case *tritonpb.ModelFeedbackRequest_Reward:
 		f.Kind, f.Value = Reward, o.Reward
 	}
-	if err := f.Validate(); err != nil {
-		p = append(p, err.(problem.List)...)
+	if l, ok := errors.AsType[problem.List](f.Validate()); ok {
+		p = append(p, l...)
 	}
 	return f, p.Err()
 }
