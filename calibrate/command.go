@@ -35,7 +35,8 @@ The workflow:
   5. merge    add the partial statistics of a fit sharded over several
               machines (fit --shard i/n) into a components file;
   6. experiment  print the arm an A/B experiment of the sidecar gives
-              each key, offline;
+              each key, offline (assign), and decide an experiment from
+              the outcomes the sidecars counted (report);
   7. eval     measure per-task accuracy, hypervolume and uniformity of
               preferences on labelled data, through Triton.
 

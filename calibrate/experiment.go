@@ -19,15 +19,18 @@ import (
 func newExperimentCommand(stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "experiment",
-		Short: "Check the A/B experiments of a sidecar configuration offline",
+		Short: "Check the A/B experiments of a sidecar configuration, and decide them",
 		Long: `The sidecar splits the requests of an experiment's models over its arms
 by a key each request carries (a user id), hashing the experiment's name
-and the key with murmur3 x86_32. These commands compute the same
-assignment offline, so that a team can check it, or reproduce it in
-another language (docs/sidecar.md has a short Python function).`,
+and the key with murmur3 x86_32. assign computes the same assignment
+offline, so that a team can check it, or reproduce it in another language
+(docs/sidecar.md has a short Python function). report reads the outcomes
+the sidecars counted per arm and says whether an arm is better or worse
+than the control, with statistics that stay valid however often it is
+run.`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newExperimentAssignCommand(stdout))
+	cmd.AddCommand(newExperimentAssignCommand(stdout), newExperimentReportCommand(stdout))
 	return cmd
 }
 
@@ -139,25 +142,34 @@ func assignSplit(cmd *cobra.Command, name, arms string, traffic float64, file, e
 // configSplit reads the split of experiment exp from a sidecar
 // configuration.
 func configSplit(file, exp string) (*experiment.Split, error) {
+	e, err := configExperiment(file, exp)
+	if err != nil {
+		return nil, err
+	}
+	arms := make([]experiment.Arm, len(e.Arms))
+	for i, a := range e.Arms {
+		arms[i] = experiment.Arm{Name: a.Name, Weight: *a.Weight}
+	}
+	traffic := 1.0
+	if e.Traffic != nil {
+		traffic = *e.Traffic
+	}
+	return experiment.NewSplit(e.Name, arms, traffic)
+}
+
+// configExperiment reads experiment exp of a sidecar configuration,
+// loaded and checked as the sidecar loads it.
+func configExperiment(file, exp string) (*sidecarconfig.Experiment, error) {
 	cfg, err := sidecarconfig.Load(file, nil)
 	if err != nil {
 		return nil, err
 	}
 	var names []string
-	for _, e := range cfg.Experiments {
-		if e.Name != exp {
-			names = append(names, e.Name)
-			continue
+	for i, e := range cfg.Experiments {
+		if e.Name == exp {
+			return &cfg.Experiments[i], nil
 		}
-		arms := make([]experiment.Arm, len(e.Arms))
-		for i, a := range e.Arms {
-			arms[i] = experiment.Arm{Name: a.Name, Weight: *a.Weight}
-		}
-		traffic := 1.0
-		if e.Traffic != nil {
-			traffic = *e.Traffic
-		}
-		return experiment.NewSplit(e.Name, arms, traffic)
+		names = append(names, e.Name)
 	}
 	have := "none"
 	if len(names) > 0 {

@@ -214,6 +214,7 @@ func TestHelpGolden(t *testing.T) {
 		{"tasks", "remove", "--help"},
 		{"experiment", "--help"},
 		{"experiment", "assign", "--help"},
+		{"experiment", "report", "--help"},
 		{"eval", "--help"},
 		{"upgrade", "--help"},
 	} {

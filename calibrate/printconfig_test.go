@@ -67,6 +67,8 @@ func printCases(fixture string) []printCase {
 				}
 			}},
 		{name: "experiment assign from a sidecar configuration", args: []string{"experiment", "assign", "--sidecar-config", "sidecar.yaml", "--experiment", "e"}},
+		{name: "experiment report", args: []string{"experiment", "report", "--experiment", "fashion-ab", "--sidecar-config", "sidecar.yaml",
+			"--metrics", "http://sidecar-0:8003/metrics", "--metrics", "http://sidecar-1:8003/metrics", "--alpha", "0.01", "--format", "json", "--timeout", "3s"}},
 	}
 }
 

@@ -24,7 +24,8 @@
 //
 // which holds the true difference at every moment at once with
 // probability at least 1 − α, and the always-valid p-value min(1, 1/Λ).
-// The arm is declared better (or worse) when the sequence excludes 0. The
+// The arm is declared better (or worse) when the sequence excludes 0.
+// MeanInterval is the same sequence for one arm's mean. The
 // guarantee is asymptotic, with v estimated from the samples (Waudby-Smith,
 // Arbour, Sinha, Kennedy and Ramdas, "Time-uniform central limit theory and
 // asymptotic confidence sequences", Annals of Statistics 2024), so no

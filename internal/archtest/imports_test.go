@@ -62,6 +62,10 @@ var policy = map[string][]string{
 	"experiment": nil,
 	// experiment/sequential: the statistics that decide an experiment.
 	"experiment/sequential": nil,
+	// experiment/feedback: outcomes joined to the arm that served them,
+	// their metrics and their wire shapes (react.Feedback in tritonpb);
+	// the sidecar's transports call it.
+	"experiment/feedback": {"problem", "triton/tritonpb"},
 
 	// What both serving modes share: no server, no configuration file.
 	"control": {"react", "react/componentsfile", "experiment", "problem", "internal/bytesize", "internal/filecheck"},
@@ -92,6 +96,9 @@ var policy = map[string][]string{
 	"calibrate/upgrade": {"react/componentsfile", "control", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile", "backend/model"},
 	// calibrate/progress: the --progress bar or log lines of fit and eval.
 	"calibrate/progress": {"config"},
+	// calibrate/decide: experiment report's library, the outcome counters
+	// read from /metrics or Prometheus and decided.
+	"calibrate/decide": {"experiment/feedback", "experiment/sequential", "problem"},
 	// calibrate/fit: a whole fit from its configuration, the command's library.
 	"calibrate/fit": {"calibrate/embeddings", "calibrate/images", "calibrate/pairs", "calibrate/partial",
 		"calibrate/progress", "calibrate/tritonpairs", "config", "internal/atomicfile", "internal/cli", "react", "react/componentsfile", "react/heldout", "triton"},
@@ -99,7 +106,8 @@ var policy = map[string][]string{
 	"calibrate": {"react", "react/componentsfile", "triton", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile",
 		"internal/buildinfo", "internal/npyfile", "internal/samples", "experiment", "config", "sidecar/config", "control", "evaluate",
 		"evaluate/figures", "calibrate/partial", "calibrate/images", "calibrate/pairs", "calibrate/embeddings",
-		"calibrate/tritonpairs", "calibrate/upgrade", "calibrate/fit", "calibrate/progress", "internal/cli", "problem"},
+		"calibrate/tritonpairs", "calibrate/upgrade", "calibrate/fit", "calibrate/progress", "internal/cli",
+		"calibrate/decide", "experiment/sequential", "problem"},
 
 	// sidecar/config: the sidecar's configuration, on the same engine.
 	"sidecar/config":              {"config/layer", "react", "experiment", "control", "problem", "internal/bytesize", "internal/filecheck"},
