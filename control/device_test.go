@@ -59,18 +59,17 @@ func TestProfileOnDevice(t *testing.T) {
 		if m.OnDevice() != onDevice {
 			t.Fatalf("%s: OnDevice = %v with accelerator %v", spec, m.OnDevice(), react.CurrentAccelerator())
 		}
-		// The condition estimate is the solve's, on the device as on the
-		// CPU (both lower bounds of the 1-norm condition number), or on
-		// the device an upper bound, then at least the CPU's estimate.
+		// A profile's solver proves the condition bound when it loads,
+		// on the device as on the CPU, so each matrix carries an upper
+		// bound (at least the estimate, a lower bound of the 1-norm
+		// condition number, of a solver that did not prove it) where it
+		// is at most WarnCondition, as here.
 		st, err := cpu.SolveIntoStats(mat.NewDense(comps.D, comps.D, nil), c.Preference)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.CondBounded != (onDevice && m.Cond <= react.WarnCondition && m.Cond >= st.Cond) {
-			t.Errorf("%s: Cond = %.3g (bounded %v, on the device %v), the CPU solver's estimate %.3g", spec, m.Cond, m.CondBounded, onDevice, st.Cond)
-		}
-		if r := m.Cond / st.Cond; !m.CondBounded && !(r > 0.1 && r < 10) {
-			t.Errorf("%s: Cond = %.3g, the CPU solver's %.3g", spec, m.Cond, st.Cond)
+		if st.Bounded || !m.CondBounded || !(m.Cond >= st.Cond && m.Cond <= react.WarnCondition) {
+			t.Errorf("%s: Cond = %.3g (bounded %v, on the device %v), the CPU solver's estimate %.3g (bounded %v)", spec, m.Cond, m.CondBounded, onDevice, st.Cond, st.Bounded)
 		}
 		if !onDevice {
 			if err := m.ApplyDevice(1, 2, 1); !errors.Is(err, ErrNotOnDevice) {

@@ -26,8 +26,9 @@ type Matrix struct {
 	// Cond is an estimate of the 1-norm condition number of C_p, or with
 	// CondBounded an upper bound of it (react.SolveStats).
 	Cond float64
-	// CondBounded reports that Cond is an upper bound (a W_p solved on the
-	// device, where the bound spares the estimate).
+	// CondBounded reports that Cond is an upper bound, computed before the
+	// solve, which then skipped the estimate (the profile's solver proved
+	// its bound: react.Solver.ProveConditionBound, or the device's).
 	CondBounded bool
 
 	// factor is the factored form while W_p is being formed, dropped once
@@ -38,8 +39,8 @@ type Matrix struct {
 }
 
 // newFactored returns the Matrix of a factored W_p.
-func newFactored(key string, d int, cond float64, f *react.Factored) *Matrix {
-	m := &Matrix{Key: key, D: d, Cond: cond}
+func newFactored(key string, d int, st react.SolveStats, f *react.Factored) *Matrix {
+	m := &Matrix{Key: key, D: d, Cond: st.Cond, CondBounded: st.Bounded}
 	m.factor.Store(f)
 	return m
 }

@@ -115,6 +115,11 @@ func NewProfile(ctx context.Context, spec ProfileSpec) (*Profile, error) {
 		if p.device, err = acc.Load(solver); err != nil {
 			return nil, fmt.Errorf("profile %s: %w", spec.Name, err)
 		}
+	} else {
+		// A profile solves many preferences: the bound of each C_p's
+		// condition, proved once here, spares each solve the estimate
+		// (the device solver proves its own when it loads).
+		solver.ProveConditionBound()
 	}
 
 	var errs []error
@@ -247,7 +252,7 @@ func (p *Profile) factor(c Choice) (*Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newFactored(c.Key, p.d, f.Stats().Cond, f), nil
+	return newFactored(c.Key, p.d, f.Stats(), f), nil
 }
 
 // formLater forms the W_p of a factored matrix in the background, when no
@@ -295,7 +300,7 @@ func (p *Profile) solve(c Choice) (*Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Matrix{Key: c.Key, D: p.d, W: w, Cond: st.Cond}, nil
+	return &Matrix{Key: c.Key, D: p.d, W: w, Cond: st.Cond, CondBounded: st.Bounded}, nil
 }
 
 // solveOnDevice computes W_p on the device, where it stays for the

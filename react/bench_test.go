@@ -100,21 +100,42 @@ func BenchmarkCorrect(b *testing.B) {
 // BenchmarkFirstRequest measures the latency of the first request (one
 // feature row) with a new preference, T=8 tasks: "factored" factorises C_p
 // and answers through the factorisation (what the sidecar does on a cache
-// miss), "formed" forms W_p first and then applies it.
+// miss), "formed" forms W_p first and then applies it; "bounded" with the
+// solver's condition bound proved (ProveConditionBound, as the serving
+// profiles do), which spares each solve Dpocon, "estimated" without.
 func BenchmarkFirstRequest(b *testing.B) {
 	for _, d := range []int{512, 768} {
 		c := benchComponents(d, 8)
-		s, err := NewSolver(c, DefaultOptions(c))
+		est, err := NewSolver(c, DefaultOptions(c))
 		if err != nil {
 			b.Fatal(err)
 		}
+		bnd, err := NewSolver(c, DefaultOptions(c))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !bnd.ProveConditionBound() {
+			b.Fatal("condition bound not proved")
+		}
+		for _, cond := range []struct {
+			name string
+			s    *Solver
+		}{{"estimated", est}, {"bounded", bnd}} {
+			firstRequest(b, fmt.Sprintf("D=%d/T=8/%s", d, cond.name), cond.s)
+		}
+	}
+}
+
+func firstRequest(b *testing.B, name string, s *Solver) {
+	d := s.D()
+	{
 		p := Uniform(s.Tasks())
 		rng := rand.New(rand.NewPCG(9, 9))
 		z, dst := make([]float32, d), make([]float32, d)
 		for i := range z {
 			z[i] = float32(rng.NormFloat64())
 		}
-		b.Run(fmt.Sprintf("D=%d/T=8/factored", d), func(b *testing.B) {
+		b.Run(name+"/factored", func(b *testing.B) {
 			var sc FactoredScratch
 			for i := 0; i < b.N; i++ {
 				f, err := s.Factor(p)
@@ -127,7 +148,7 @@ func BenchmarkFirstRequest(b *testing.B) {
 			}
 			b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/request")
 		})
-		b.Run(fmt.Sprintf("D=%d/T=8/formed", d), func(b *testing.B) {
+		b.Run(name+"/formed", func(b *testing.B) {
 			w := mat.NewDense(d, d, nil)
 			w32 := make([]float32, d*d)
 			for i := 0; i < b.N; i++ {
@@ -306,5 +327,29 @@ func BenchmarkSolveSteps(b *testing.B) {
 			flops(b, 2*fd*fd*fd)
 		})
 		s.pool.Put(ws)
+	}
+}
+
+// BenchmarkProveConditionBound measures what a serving profile pays once,
+// at load, to skip each solve's condition estimate: T = 8 Cholesky
+// factorisations of order D.
+func BenchmarkProveConditionBound(b *testing.B) {
+	for _, d := range []int{512, 768} {
+		c := benchComponents(d, 8)
+		b.Run(fmt.Sprintf("D=%d/T=8", d), func(b *testing.B) {
+			b.StopTimer()
+			for i := 0; i < b.N; i++ {
+				s, err := NewSolver(c, DefaultOptions(c))
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if !s.ProveConditionBound() {
+					b.Fatal("not proved")
+				}
+				b.StopTimer()
+			}
+			b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/op")
+		})
 	}
 }

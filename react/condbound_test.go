@@ -141,3 +141,106 @@ func TestGramBoundsNorm(t *testing.T) {
 		}
 	}
 }
+
+// TestSolverBounded: a solver that proved its G_t (ProveConditionBound)
+// reports the a-priori bound instead of Dpocon's estimate (Bounded, and at
+// least κ₁ computed by gonum in float64) wherever the bound is at most
+// WarnCondition, for W_p and for the factored first request alike; a
+// solver not asked, a one-shot solver, β = 0 and an indefinite G_t keep the
+// estimate (at most κ₁). Either way W_p is the same matrix.
+func TestSolverBounded(t *testing.T) {
+	indefinite := syntheticComponents(32, 2)
+	indefinite.Tasks[1].G.SetSym(0, 0, -1) // C_p stays positive definite: G_0's diagonal is above 2
+	// G_1 shifted so that λ_min(G_1) = −10 e_1: beyond the slack the proof
+	// allows, by less than any rounding could hide.
+	barely := syntheticComponents(32, 2)
+	{
+		g := barely.Tasks[1].G
+		var eig mat.EigenSym
+		if !eig.Factorize(g, false) {
+			t.Fatal("eigenvalues did not converge")
+		}
+		e := 8 * 32 * 32 * epsilon * mat.Norm(g, 1)
+		shift := eig.Values(nil)[0] + 10*e
+		for i := range 32 {
+			g.SetSym(i, i, g.At(i, i)-shift)
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		c       *Components
+		beta    float64
+		oneShot bool
+		prove   bool // ProveConditionBound called
+		proved  bool // what it returns
+		bounded bool
+	}{
+		{"proved, β > 0", syntheticComponents(48, 3), 0.1, false, true, true, true},
+		{"proved, samples", components(t, 0.1, NormSum, threeTasks(5, 24, 60, 90, 40)...), 0.1, false, true, true, true},
+		{"not asked", syntheticComponents(48, 3), 0.1, false, false, false, false},
+		{"one-shot", syntheticComponents(48, 3), 0.1, true, true, false, false},
+		{"β = 0", syntheticComponents(48, 3), 0, false, true, true, false},
+		{"a G_t indefinite", indefinite, 0.1, false, true, false, false},
+		{"a G_t indefinite by 10 slacks", barely, 0.1, false, true, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opt := Options{Beta: tc.beta, Normalization: NormSum}
+			newSolver := NewSolver
+			if tc.oneShot {
+				newSolver = NewOneShotSolver
+			}
+			s, err := newSolver(tc.c, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.prove {
+				if got := s.ProveConditionBound(); got != tc.proved {
+					t.Fatalf("ProveConditionBound = %v, want %v", got, tc.proved)
+				}
+			}
+			ref, err := NewOneShotSolver(tc.c, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := make([]float64, len(tc.c.Tasks))
+			for k := range w {
+				w[k] = float64(k + 1)
+			}
+			p, err := NewPreference(s.Tasks(), w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kappa := refCond(t, tc.c, opt, p.Weights())
+			got := mat.NewDense(tc.c.D, tc.c.D, nil)
+			st, err := s.SolveIntoStats(got, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := s.Factor(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, x := range []struct {
+				what string
+				st   SolveStats
+			}{{"solve", st}, {"factor", f.Stats()}} {
+				if x.st.Bounded != tc.bounded {
+					t.Errorf("%s: Bounded %v, want %v", x.what, x.st.Bounded, tc.bounded)
+				}
+				if x.st.Bounded && !(x.st.Cond >= kappa && x.st.Cond <= WarnCondition) {
+					t.Errorf("%s: bound %.6g, want in [κ₁ %.6g, WarnCondition]", x.what, x.st.Cond, kappa)
+				}
+				if !x.st.Bounded && !(x.st.Cond <= kappa*(1+1e-9) && x.st.Cond > 0) {
+					t.Errorf("%s: estimate %.6g, want in (0, κ₁ %.6g]", x.what, x.st.Cond, kappa)
+				}
+			}
+			want, err := ref.Solve(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !mat.EqualApprox(got, want, 1e-12) {
+				t.Errorf("W_p differs from the one-shot solver's by more than 1e-12")
+			}
+		})
+	}
+}

@@ -82,9 +82,10 @@ type SolveStats struct {
 	// With Bounded it is instead an upper bound.
 	Cond float64
 	// Bounded reports that Cond is an upper bound of the condition number
-	// computed before the solve, not an estimate (see condbound.go): the
-	// GPU solver reports the bound, and skips the estimate, when the bound
-	// is at most WarnCondition. The CPU solvers always estimate.
+	// computed before the solve, not an estimate (see condbound.go): a
+	// solver after ProveConditionBound, and the GPU solver, report the
+	// bound, and skip the estimate, when the bound is at most
+	// WarnCondition. Other solvers always estimate.
 	Bounded bool
 }
 
@@ -101,6 +102,9 @@ type Solver struct {
 	n     []int64
 	index map[string]int
 	stats []taskMatrices // by task, in order
+	// bounds bound the condition number of any C_p before its solve, or
+	// are nil: a one-shot solver, or a G_t not shown positive semi-definite.
+	bounds *gramBounds
 
 	pool sync.Pool // *workspace
 }
@@ -193,6 +197,23 @@ func newSolver(c *Components, opt Options, precompute bool) (*Solver, error) {
 		}
 	}
 	return s, nil
+}
+
+// ProveConditionBound readies s to bound the condition number of each C_p
+// before its solve instead of estimating it after the factorisation
+// (Dpocon; condbound.go): it shows every G_t positive semi-definite within
+// the bound's rounding slack, one Cholesky factorisation of order D per
+// task, and reports whether it could. From then on a solve whose bound is
+// at most WarnCondition reports it (SolveStats.Bounded) and skips the
+// estimate; the others estimate as before. A server that solves many
+// preferences calls it once, after NewSolver and before any solve; it is
+// not safe for concurrent use with solves. A one-shot solver cannot.
+func (s *Solver) ProveConditionBound() bool {
+	if s.stats[0].a == nil {
+		return false
+	}
+	s.bounds = proveGramBounds(s)
+	return s.bounds != nil
 }
 
 // D returns the feature dimension.
@@ -356,6 +377,11 @@ func (s *Solver) factorWeights(ap blas64.General, cp []float64, ws *workspace, p
 	u, ok := lapack64.Potrf(sym)
 	if !ok {
 		return u, SolveStats{Cond: math.Inf(1)}, s.solveError(ws.w, name(), math.Inf(1))
+	}
+	if s.bounds != nil {
+		if b := s.bounds.condBound(s, ws.w); b <= WarnCondition {
+			return u, SolveStats{Cond: b, Bounded: true}, nil
+		}
 	}
 	rcond := lapack64.Pocon(sym, anorm, ws.work, ws.iwork)
 	st := SolveStats{Cond: 1 / rcond}
