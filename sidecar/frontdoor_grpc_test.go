@@ -27,7 +27,7 @@ func invokeRaw(ctx context.Context, conn *grpc.ClientConn, method string) error 
 // with INVALID_ARGUMENT before it reaches Triton, for every method; within
 // it, calls pass.
 func TestGRPCMetadataLimit(t *testing.T) {
-	s, u := startRecorded(t, Config{Server: limits(func(c *config.Server) { c.MaxHeaderBytes = 2 * config.KiB })})
+	s, u := startRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.MaxHeaderBytes = 2 * config.KiB })})
 	conn := dial(t, s.GRPCAddr().String())
 	for _, method := range []string{service + "ServerLive", service + "ModelInfer", "/x.Unknown/Echo"} {
 		small := metadata.AppendToOutgoingContext(context.Background(), "cookie", strings.Repeat("c", 1500))
@@ -49,7 +49,7 @@ func TestGRPCMetadataLimit(t *testing.T) {
 // request ends with DEADLINE_EXCEEDED at server.read_timeout, before
 // Triton hears of it; a ModelStreamInfer stream may stay quiet.
 func TestGRPCReadTimeout(t *testing.T) {
-	s, u := startRecorded(t, Config{Server: limits(func(c *config.Server) { c.ReadTimeout = 300 * time.Millisecond })})
+	s, u := startRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.ReadTimeout = 300 * time.Millisecond })})
 	conn := dial(t, s.GRPCAddr().String())
 	for _, method := range []string{service + "ModelInfer", service + "ModelMetadata"} {
 		start := time.Now()
@@ -97,7 +97,7 @@ func TestGRPCReadTimeout(t *testing.T) {
 // is sent a GOAWAY: the client's connection goes idle, and the next call
 // reconnects.
 func TestGRPCIdleTimeout(t *testing.T) {
-	s, _ := startRecorded(t, Config{Server: limits(func(c *config.Server) { c.IdleTimeout = 300 * time.Millisecond })})
+	s, _ := startRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.IdleTimeout = 300 * time.Millisecond })})
 	conn := dial(t, s.GRPCAddr().String())
 	if err := invokeRaw(context.Background(), conn, service+"ServerLive"); err != nil {
 		t.Fatal(err)
@@ -181,7 +181,7 @@ func TestGRPCKeepaliveEnforcement(t *testing.T) {
 		// The bound is the configured one: pings 10ms apart against 100ms.
 		{"pings more often than keepalive_min_time", 100 * time.Millisecond, true, true},
 	} {
-		s, _ := startRecorded(t, Config{Server: limits(func(c *config.Server) {
+		s, _ := startRecorded(t, Config{Server: serverConfig(func(c *config.Server) {
 			c.GRPC.KeepaliveMinTime, c.GRPC.KeepalivePermitWithoutStream = tt.minTime, tt.permit
 		})})
 		code, debug, goaway := pingFlood(t, s.GRPCAddr().String())
@@ -204,7 +204,7 @@ func TestGRPCMaxConcurrentStreams(t *testing.T) {
 		return ss.Context().Err()
 	}
 	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(hangs), grpc.ForceServerCodecV2(rawCodec{}))
-	s := startSidecar(t, Config{TritonGRPC: up, Server: limits(func(c *config.Server) { c.GRPC.MaxConcurrentStreams = 2 })})
+	s := startSidecar(t, Config{TritonGRPC: up, Server: serverConfig(func(c *config.Server) { c.GRPC.MaxConcurrentStreams = 2 })})
 	conn := dial(t, s.GRPCAddr().String())
 	hang := func(ctx context.Context) (grpc.ClientStream, error) {
 		cs, err := conn.NewStream(ctx, proxyDesc, "/x.Unknown/Hang", grpc.ForceCodecV2(rawCodec{}))
@@ -292,7 +292,7 @@ func TestGRPCForwardedFor(t *testing.T) {
 // no HTTP/2 preface, or part of one, is closed at
 // server.read_header_timeout.
 func TestGRPCHandshakeTimeout(t *testing.T) {
-	s, u := startRecorded(t, Config{Server: limits(func(c *config.Server) { c.ReadHeaderTimeout = 300 * time.Millisecond })})
+	s, u := startRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.ReadHeaderTimeout = 300 * time.Millisecond })})
 	for _, sent := range []string{"", "PRI * HTTP/2.0\r\n"} {
 		c := rawHTTP(t, s.GRPCAddr().String(), sent)
 		took, _ := closedWithin(t, c, 5*time.Second)

@@ -16,7 +16,7 @@ import (
 )
 
 // limits returns the default server limits changed by edit.
-func limits(edit func(*config.Server)) config.Server {
+func serverConfig(edit func(*config.Server)) config.Server {
 	c := config.Default().Server
 	edit(&c)
 	return c
@@ -57,7 +57,7 @@ func closedWithin(t *testing.T, c net.Conn, max time.Duration) (time.Duration, s
 // headers get Go's own 431.
 func TestHTTPHeaderLimit(t *testing.T) {
 	m := NewMetrics()
-	s, u := startRecorded(t, Config{Server: limits(func(c *config.Server) { c.MaxHeaderBytes = 2 * config.KiB }), Metrics: m})
+	s, u := startRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.MaxHeaderBytes = 2 * config.KiB }), Metrics: m})
 	base := "http://" + s.HTTPAddr().String()
 	for _, path := range []string{"/v2/models/m/generate", "/v2/health/ready"} {
 		resp, body := httpDo(t, http.MethodPost, base+path, nil, map[string]string{"Cookie": strings.Repeat("c", 1500)})
@@ -94,7 +94,7 @@ func TestHTTPHeaderLimit(t *testing.T) {
 // TestHTTPReadHeaderTimeout: a connection that sends no request, or only
 // part of its headers, is closed at server.read_header_timeout.
 func TestHTTPReadHeaderTimeout(t *testing.T) {
-	s, u := startRecorded(t, Config{Server: limits(func(c *config.Server) { c.ReadHeaderTimeout = 300 * time.Millisecond })})
+	s, u := startRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.ReadHeaderTimeout = 300 * time.Millisecond })})
 	for _, req := range []string{"", "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nX-Slow: "} {
 		c := rawHTTP(t, s.HTTPAddr().String(), req)
 		took, _ := closedWithin(t, c, 5*time.Second)
@@ -112,7 +112,7 @@ func TestHTTPReadHeaderTimeout(t *testing.T) {
 // request, for any model).
 func TestHTTPReadTimeout(t *testing.T) {
 	h := startHarness(t, nil)
-	lim := limits(func(c *config.Server) { c.ReadTimeout = 400 * time.Millisecond })
+	lim := serverConfig(func(c *config.Server) { c.ReadTimeout = 400 * time.Millisecond })
 	s := startSidecar(t, Config{TritonGRPC: h.fake.Addr, TritonHTTP: h.fakeHTTP, Server: lim,
 		InterceptGRPC: h.models.GRPCInterceptor(), InterceptHTTP: h.models.HTTPInterceptor()})
 	pass, _ := startRecorded(t, Config{Server: lim})
@@ -142,7 +142,7 @@ func TestHTTPReadTimeout(t *testing.T) {
 // TestHTTPIdleTimeout: a kept-alive connection with no request is closed
 // at server.idle_timeout.
 func TestHTTPIdleTimeout(t *testing.T) {
-	s, _ := startRecorded(t, Config{Server: limits(func(c *config.Server) { c.IdleTimeout = 300 * time.Millisecond })})
+	s, _ := startRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.IdleTimeout = 300 * time.Millisecond })})
 	c := rawHTTP(t, s.HTTPAddr().String(), "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n")
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, nil)
@@ -178,7 +178,7 @@ func (n bigUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestHTTPWriteTimeout(t *testing.T) {
 	const size = 256 << 20 // more than any socket buffers hold
 	up := startUpstreamHTTP(t, bigUpstream(size))
-	s := startSidecar(t, Config{TritonHTTP: up, Server: limits(func(c *config.Server) { c.WriteTimeout = 300 * time.Millisecond })})
+	s := startSidecar(t, Config{TritonHTTP: up, Server: serverConfig(func(c *config.Server) { c.WriteTimeout = 300 * time.Millisecond })})
 	lis := s.httpLis.(*capListener)
 	c := rawHTTP(t, s.HTTPAddr().String(), "GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
 	// Timed from the accept: until then the listener counts no connection,
@@ -194,7 +194,7 @@ func TestHTTPWriteTimeout(t *testing.T) {
 	// Reading at a modest pace, the whole response comes, however long it
 	// takes in all.
 	up2 := startUpstreamHTTP(t, bigUpstream(4<<20))
-	s2 := startSidecar(t, Config{TritonHTTP: up2, Server: limits(func(c *config.Server) { c.WriteTimeout = 300 * time.Millisecond })})
+	s2 := startSidecar(t, Config{TritonHTTP: up2, Server: serverConfig(func(c *config.Server) { c.WriteTimeout = 300 * time.Millisecond })})
 	resp, err := http.Get("http://" + s2.HTTPAddr().String() + "/big")
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +222,7 @@ func TestHTTPWriteTimeout(t *testing.T) {
 // closes. Both listeners.
 func TestConnectionCap(t *testing.T) {
 	m := NewMetrics()
-	s, _ := startRecorded(t, Config{Metrics: m, Server: limits(func(c *config.Server) { c.MaxConnections = 2 })})
+	s, _ := startRecorded(t, Config{Metrics: m, Server: serverConfig(func(c *config.Server) { c.MaxConnections = 2 })})
 	for _, l := range []struct {
 		name string
 		addr string
@@ -257,7 +257,7 @@ func TestConnectionCap(t *testing.T) {
 // of the header section: the server does not hold a megabyte of headers a
 // connection.
 func TestHTTPHeadersBeyondBoundNotRead(t *testing.T) {
-	s, u := startRecorded(t, Config{Server: limits(func(c *config.Server) { c.MaxHeaderBytes = 2 * config.KiB })})
+	s, u := startRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.MaxHeaderBytes = 2 * config.KiB })})
 	// 32 KiB of a cookie, and the header section never ends.
 	c := rawHTTP(t, s.HTTPAddr().String(), "GET /v2/health/ready HTTP/1.1\r\nHost: x\r\nCookie: "+strings.Repeat("c", 32<<10))
 	// The server closes with our bytes unread: the 431 may be followed by
@@ -278,7 +278,7 @@ func TestHTTPHeadersBeyondBoundNotRead(t *testing.T) {
 // writes itself, before any handler (here a 400 to a malformed request):
 // the write deadline of the last response does not outlive it.
 func TestHTTPWriteDeadlineLiftedWhenIdle(t *testing.T) {
-	s, _ := startRecorded(t, Config{Server: limits(func(c *config.Server) { c.WriteTimeout = 100 * time.Millisecond })})
+	s, _ := startRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.WriteTimeout = 100 * time.Millisecond })})
 	c := rawHTTP(t, s.HTTPAddr().String(), "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n")
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, nil)

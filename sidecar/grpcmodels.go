@@ -17,6 +17,7 @@ import (
 
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/limits"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/triton/tritonhttp"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -420,22 +421,22 @@ func (ms *Models) relayed(ctx context.Context, md metadata.MD, f *Frame) (*Frame
 // counted; later reports a refusal for now (the budget is full), which may
 // be tried again after admission.retry_after. The caller releases the
 // reservation when done with the frame.
-func (ms *Models) admitFrame(f *Frame, cfg *config.Config) (res *Reservation, later bool, err error) {
+func (ms *Models) admitFrame(f *Frame, cfg *config.Config) (res *limits.Reservation, later bool, err error) {
 	res, err = ms.budget.Reserve(int64(len(f.Payload)))
-	var be *BudgetError
+	var be *limits.BudgetError
 	if errors.As(err, &be) {
 		reason := "memory"
 		if be.Never {
 			reason = "too_large"
 		}
 		ms.reject("grpc", reason)
-		return nil, !be.Never, budgetStatus(be)
+		return nil, !be.Never, limits.BudgetStatus(be)
 	}
 	var le *tritonhttp.LimitError
-	if errors.As(checkCounts(f.Payload, requestLimits(cfg.Limits)), &le) {
+	if errors.As(limits.CheckCounts(f.Payload, limits.FromConfig(cfg.Limits)), &le) {
 		res.Release()
-		ms.reject("grpc", limitReason(le))
-		return nil, false, limitStatus(le)
+		ms.reject("grpc", limits.Reason(le))
+		return nil, false, limits.Status(le)
 	}
 	return res, false, nil
 }
@@ -466,7 +467,7 @@ func (ms *Models) infer(ctx context.Context, m *pipeline.Model, up *pipeline.Ups
 	} else if err = proto.Unmarshal(payload, req); err != nil {
 		err = status.Errorf(codes.InvalidArgument, "sidecar: ModelInferRequest: %v", err)
 	} else {
-		err = checkTritonParameters(req)
+		err = limits.CheckTritonParameters(req)
 	}
 	return ms.serve(upstreamContext(ctx), m, up, req, hdr, protocol, start, err)
 }
@@ -479,7 +480,7 @@ func (ms *Models) serve(ctx context.Context, m *pipeline.Model, up *pipeline.Ups
 	var res *pipeline.Result
 	err := decodeErr
 	if err == nil {
-		dedupeOutputs(req)
+		limits.DedupeOutputs(req)
 		res, err = m.Infer(ctx, up, pipeline.Request{Proto: req, Header: hdr})
 		if err != nil {
 			err = ms.partGone(ctx, m, err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/limits"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/triton/tritonhttp"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -146,7 +147,7 @@ func (ms *Models) HTTPInterceptor() HTTPInterceptor {
 func (ms *Models) httpInfer(w http.ResponseWriter, r *http.Request, rt route, pass http.Handler) {
 	start := time.Now()
 	cfg := ms.Config()
-	res := &Reservation{b: ms.budget}
+	res, _ := ms.budget.Reserve(0) // nothing held yet (0 bytes always fit): readRaw grows it
 	defer res.Release()
 	req, raw, body, err := ms.readInfer(r, cfg, res)
 	if err != nil {
@@ -223,7 +224,7 @@ func (ms *Models) httpRelayed(r *http.Request, rt route, req *tritonhttp.Request
 
 // readInfer reads an inference request's body (raw, as it came; body,
 // decompressed) and checks and converts it (req).
-func (ms *Models) readInfer(r *http.Request, cfg *config.Config, res *Reservation) (req *tritonhttp.Request, raw, body []byte, err error) {
+func (ms *Models) readInfer(r *http.Request, cfg *config.Config, res *limits.Reservation) (req *tritonhttp.Request, raw, body []byte, err error) {
 	limit := min(int64(cfg.Limits.MaxRequestBytes), int64(cfg.Limits.MaxInflightBytes))
 	if raw, err = readRaw(r.Body, r.ContentLength, limit, res); err != nil {
 		return nil, nil, nil, err
@@ -238,7 +239,7 @@ func (ms *Models) readInfer(r *http.Request, cfg *config.Config, res *Reservatio
 		}
 	}
 	hl, framed := r.Header[http.CanonicalHeaderKey(headerContentLength)]
-	opt := tritonhttp.Options{HasHeaderLength: framed, Limits: requestLimits(cfg.Limits)}
+	opt := tritonhttp.Options{HasHeaderLength: framed, Limits: limits.FromConfig(cfg.Limits)}
 	if framed && len(hl) > 0 {
 		opt.HeaderLength = hl[0]
 	}
@@ -254,7 +255,7 @@ const readChunk = 256 << 10
 // *tritonhttp.TooLargeError beyond, and reserves them on res as it goes
 // (all at once when the Content-Length says how many), failing with a
 // *BudgetError when they do not fit.
-func readRaw(body io.Reader, length, limit int64, res *Reservation) ([]byte, error) {
+func readRaw(body io.Reader, length, limit int64, res *limits.Reservation) ([]byte, error) {
 	if length > limit {
 		return nil, &tritonhttp.TooLargeError{Limit: limit}
 	}
@@ -302,7 +303,7 @@ func (ms *Models) httpRefuse(w http.ResponseWriter, err error, cfg *config.Confi
 		enc      *tritonhttp.EncodingError
 		te       *tritonhttp.TritonError
 		le       *tritonhttp.LimitError
-		be       *BudgetError
+		be       *limits.BudgetError
 	)
 	code, reason, msg := http.StatusBadRequest, "malformed", "sidecar: "+err.Error()
 	switch {
@@ -325,8 +326,8 @@ func (ms *Models) httpRefuse(w http.ResponseWriter, err error, cfg *config.Confi
 		code, reason = http.StatusNotImplemented, "encoding"
 		w.Header().Set("Accept-Encoding", "gzip, deflate")
 	case errors.As(err, &le):
-		code, reason = http.StatusRequestEntityTooLarge, limitReason(le)
-		msg = status.Convert(limitStatus(le)).Message()
+		code, reason = http.StatusRequestEntityTooLarge, limits.Reason(le)
+		msg = status.Convert(limits.Status(le)).Message()
 	case errors.As(err, &be) && be.Never:
 		code, reason = http.StatusRequestEntityTooLarge, "too_large"
 	case errors.As(err, &be):

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/sidecar/limits"
 )
 
 // admissionMetrics are the metrics of the W_p cache's budgets and of the
@@ -64,7 +65,7 @@ func (m *Metrics) watchCache(stats func() control.CacheStats) {
 
 // watchBudget exports the request bodies held against
 // limits.max_inflight_bytes, at each scrape.
-func (m *Metrics) watchBudget(b *Budget) {
+func (m *Metrics) watchBudget(b *limits.Budget) {
 	m.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "react_inflight_request_bytes",

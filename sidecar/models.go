@@ -17,6 +17,7 @@ import (
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/limits"
 	"github.com/mergectl/react-triton/sidecar/modelstats"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -35,7 +36,7 @@ type Models struct {
 	conn    *grpc.ClientConn // to Triton, shared with the pass-through
 	rpc     tritonpb.GRPCInferenceServiceClient
 	cache   *control.Cache
-	budget  *Budget // limits.max_inflight_bytes
+	budget  *limits.Budget // limits.max_inflight_bytes
 	stats   *modelstats.Registry
 	metrics *Metrics
 	// readers knows which Triton models read ReACT's request parameters
@@ -81,7 +82,7 @@ func NewModels(cfg *config.Config, conn *grpc.ClientConn, m *Metrics, log *slog.
 		conn:    conn,
 		rpc:     tritonpb.NewGRPCInferenceServiceClient(conn),
 		cache:   cache,
-		budget:  NewBudget(int64(cfg.Limits.MaxInflightBytes)),
+		budget:  limits.NewBudget(int64(cfg.Limits.MaxInflightBytes)),
 		stats:   &modelstats.Registry{},
 		metrics: m,
 		redact:  newRedactor(cfg.Triton.GRPC, cfg.Triton.HTTP),

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mergectl/react-triton/sidecar/limits"
 	"github.com/mergectl/react-triton/triton/tritonhttp"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -181,7 +182,7 @@ func FuzzModelName(f *testing.F) {
 			return
 		}
 		for _, lim := range []tritonhttp.Limits{{MaxInputs: 1, MaxOutputs: 1, MaxParameters: 1}, {MaxInputs: 2, MaxOutputs: 3, MaxParameters: 2}} {
-			if checkCounts(b, lim) != nil {
+			if limits.CheckCounts(b, lim) != nil {
 				continue
 			}
 			over := len(req.GetInputs()) > lim.MaxInputs || len(req.GetOutputs()) > lim.MaxOutputs || len(req.GetParameters()) > lim.MaxParameters

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
+	"github.com/mergectl/react-triton/sidecar/limits"
 	"github.com/mergectl/react-triton/triton/tritonhttp"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -343,9 +344,9 @@ func TestGRPCAsTriton(t *testing.T) {
 	if st := status.Convert(err); st.Code() != grpccodes.InvalidArgument || !strings.Contains(st.Message(), "reserved for Triton usage") {
 		t.Errorf("triton_x: %v", err)
 	}
-	req.Parameters = map[string]*tritonpb.InferParameter{allowedTritonParameter: {ParameterChoice: &tritonpb.InferParameter_BoolParam{BoolParam: true}}}
+	req.Parameters = map[string]*tritonpb.InferParameter{limits.AllowedTritonParameter: {ParameterChoice: &tritonpb.InferParameter_BoolParam{BoolParam: true}}}
 	if _, err := h.client.ModelInfer(context.Background(), req); err != nil {
-		t.Errorf("%s: %v", allowedTritonParameter, err)
+		t.Errorf("%s: %v", limits.AllowedTritonParameter, err)
 	}
 	resp, err := h.client.ModelInfer(context.Background(), ctlRequest("multi", "d", ctlBatch, "logits_b", "logits_a", "logits_b"))
 	if err != nil {

@@ -110,11 +110,14 @@ var policy = map[string][]string{
 		"calibrate/decide", "experiment/sequential", "problem"},
 
 	// sidecar/config: the sidecar's configuration, on the same engine.
-	"sidecar/config":              {"config/layer", "react", "experiment", "control", "problem", "internal/bytesize", "internal/filecheck"},
-	"sidecar/modelstats":          {"triton/tritonpb"},
+	"sidecar/config":     {"config/layer", "react", "experiment", "control", "problem", "internal/bytesize", "internal/filecheck"},
+	"sidecar/modelstats": {"triton/tritonpb"},
+	// sidecar/limits: what one request may hold (the body budget) and send
+	// (its inputs, outputs and parameters), and the statuses of a refusal.
+	"sidecar/limits":              {"sidecar/config", "triton/tritonhttp", "triton/tritonpb"},
 	"sidecar/pipeline":            {"sidecar/modelstats", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/ensemble"},
 	"sidecar/internal/faketriton": {"react", "react/componentsfile", "triton", "triton/tritonpb", "triton/tritonhttp"},
-	"sidecar": {"sidecar/pipeline", "sidecar/modelstats", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/tritonhttp",
+	"sidecar": {"sidecar/pipeline", "sidecar/modelstats", "sidecar/limits", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/tritonhttp",
 		"internal/buildinfo", "internal/cli"},
 
 	// The Triton backend: never the sidecar or its configuration.

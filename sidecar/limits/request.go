@@ -1,4 +1,4 @@
-package sidecar
+package limits
 
 import (
 	"fmt"
@@ -23,18 +23,18 @@ const (
 	fieldOutputParameters  = 2 // InferRequestedOutputTensor.parameters
 )
 
-// requestLimits are the limits of limits.max_inputs, max_outputs and
+// FromConfig returns the limits of limits.max_inputs, max_outputs and
 // max_parameters, as tritonhttp takes them.
-func requestLimits(l config.Limits) tritonhttp.Limits {
+func FromConfig(l config.Limits) tritonhttp.Limits {
 	return tritonhttp.Limits{MaxInputs: l.MaxInputs, MaxOutputs: l.MaxOutputs, MaxParameters: l.MaxParameters}
 }
 
-// checkCounts checks a serialized ModelInferRequest against the limits on
+// CheckCounts checks a serialized ModelInferRequest against the limits on
 // its inputs, requested outputs and the parameters of any one of its
 // objects, reading the wire format without decoding it: one pass, no
 // allocation. It returns a *tritonhttp.LimitError for the first limit
 // passed, nil otherwise (a message it cannot read is Triton's to refuse).
-func checkCounts(b []byte, lim tritonhttp.Limits) error {
+func CheckCounts(b []byte, lim tritonhttp.Limits) error {
 	var inputs, outputs, params int
 	over := func(n, limit int, what string) error {
 		if limit > 0 && n > limit {
@@ -104,32 +104,32 @@ func countField(b []byte, field protowire.Number) int {
 	return count
 }
 
-// limitStatus is the gRPC status of a request over a limit.
-func limitStatus(err *tritonhttp.LimitError) error {
+// Status is the gRPC status of a request over a limit.
+func Status(err *tritonhttp.LimitError) error {
 	return status.Errorf(codes.ResourceExhausted, "sidecar: request has %s (limits.max_%s)", err.Error(), err.What)
 }
 
-// allowedTritonParameter is the only triton_* request parameter Triton's
+// AllowedTritonParameter is the only triton_* request parameter Triton's
 // gRPC server accepts.
-const allowedTritonParameter = "triton_enable_empty_final_response"
+const AllowedTritonParameter = "triton_enable_empty_final_response"
 
-// checkTritonParameters refuses, as Triton's gRPC server does, request
+// CheckTritonParameters refuses, as Triton's gRPC server does, request
 // parameters whose keys start with "triton_", for the requests the sidecar
 // serves itself (Triton refuses the others). Its HTTP server refuses them
 // all; tritonhttp does the same.
-func checkTritonParameters(req *tritonpb.ModelInferRequest) error {
+func CheckTritonParameters(req *tritonpb.ModelInferRequest) error {
 	for k := range req.GetParameters() {
-		if strings.HasPrefix(k, "triton_") && k != allowedTritonParameter {
-			return status.Error(codes.InvalidArgument, "parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: "+allowedTritonParameter)
+		if strings.HasPrefix(k, "triton_") && k != AllowedTritonParameter {
+			return status.Error(codes.InvalidArgument, "parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: "+AllowedTritonParameter)
 		}
 	}
 	return nil
 }
 
-// dedupeOutputs drops the requested outputs listed again after their
+// DedupeOutputs drops the requested outputs listed again after their
 // first listing, whose parameters win: Triton answers such a request with
 // each output once.
-func dedupeOutputs(req *tritonpb.ModelInferRequest) {
+func DedupeOutputs(req *tritonpb.ModelInferRequest) {
 	outs := req.GetOutputs()
 	if len(outs) < 2 {
 		return
@@ -145,11 +145,5 @@ func dedupeOutputs(req *tritonpb.ModelInferRequest) {
 	req.Outputs = kept
 }
 
-// budgetStatus is the gRPC status of a request whose body does not fit
-// limits.max_inflight_bytes.
-func budgetStatus(err *BudgetError) error {
-	return status.Error(codes.ResourceExhausted, "sidecar: "+err.Error())
-}
-
-// describeLimit names a limit reason for the rejection metric.
-func limitReason(err *tritonhttp.LimitError) string { return fmt.Sprintf("too_many_%s", err.What) }
+// Reason names the limit a request passed, for the rejection metric.
+func Reason(err *tritonhttp.LimitError) string { return fmt.Sprintf("too_many_%s", err.What) }

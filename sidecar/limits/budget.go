@@ -1,8 +1,11 @@
-package sidecar
+package limits
 
 import (
 	"fmt"
 	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Budget bounds the memory of the inference request bodies the sidecar
@@ -115,4 +118,10 @@ func (e *BudgetError) Error() string {
 		return fmt.Sprintf("request body larger than limits.max_inflight_bytes (%d bytes)", e.Limit)
 	}
 	return fmt.Sprintf("request bodies held at once would exceed limits.max_inflight_bytes (%d bytes): try again later", e.Limit)
+}
+
+// BudgetStatus is the gRPC status of a request whose body does not fit
+// limits.max_inflight_bytes.
+func BudgetStatus(err *BudgetError) error {
+	return status.Error(codes.ResourceExhausted, "sidecar: "+err.Error())
 }
