@@ -19,6 +19,7 @@ import (
 	"github.com/mergectl/react-triton/internal/cli"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/metrics"
 )
 
 // Exit codes of the sidecar command: those of package cli, the same for
@@ -120,26 +121,26 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 	if err != nil {
 		return err
 	}
-	metrics := NewMetrics()
-	models, err := NewModels(cfg, conn, metrics, log)
+	prom := metrics.New()
+	models, err := NewModels(cfg, conn, prom, log)
 	if err != nil {
 		conn.Close()
 		return err
 	}
-	guard, err := NewManagement(cfg.Management, metrics)
+	guard, err := NewManagement(cfg.Management, prom)
 	if err != nil {
 		conn.Close()
 		return err
 	}
 	var certs *CertStore
 	if cfg.Server.TLS.Enabled {
-		if certs, err = NewCertStore(cfg.Server.TLS, log, metrics); err != nil {
+		if certs, err = NewCertStore(cfg.Server.TLS, log, prom); err != nil {
 			conn.Close()
 			return err
 		}
 	}
 	metricsMux := http.NewServeMux()
-	metricsMux.Handle("/", metrics.Handler())
+	metricsMux.Handle("/", prom.Handler())
 	metricsMux.Handle("/readyz", models.ReadyzHandler())
 	sc := Config{
 		TritonGRPC:      cfg.Triton.GRPC,
@@ -159,7 +160,7 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 		TLS:             certs,
 		MetricsTLS:      cfg.Server.TLS.Metrics,
 		Management:      guard,
-		Metrics:         metrics,
+		Metrics:         prom,
 	}
 	if cfg.Pprof.Enabled {
 		sc.PprofListen, sc.PprofHandler = cfg.Pprof.Listen, PprofHandler(cfg.Pprof.MaxSeconds)
@@ -199,7 +200,7 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 		}
 		log.Info("sidecar ready")
 	}()
-	r := &reloader{flags: flags, models: models, metrics: metrics, log: log, level: level, guard: guard, certs: certs}
+	r := &reloader{flags: flags, models: models, metrics: prom, log: log, level: level, guard: guard, certs: certs}
 	go r.run(ctx, hup)
 	if certs != nil {
 		go certs.Watch(ctx)

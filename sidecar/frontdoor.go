@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/metrics"
 )
 
 // serverLimits returns c, or the defaults when c is the zero value (a
@@ -60,7 +61,7 @@ func grpcServerOptions(c config.Server) []grpc.ServerOption {
 // httpFrontDoor wraps the HTTP handler with what every request passes
 // first, outermost first: the write timeout, the header size bound (431),
 // and the management guard (403, 401).
-func httpFrontDoor(h http.Handler, c config.Server, guard *Management, m *Metrics) http.Handler {
+func httpFrontDoor(h http.Handler, c config.Server, guard *Management, m *metrics.Metrics) http.Handler {
 	h = guard.HTTP(h)
 	h = limitHTTPHeaders(int(c.MaxHeaderBytes), m, h)
 	return limitWrites(c.WriteTimeout, h)

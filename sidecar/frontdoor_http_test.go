@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/metrics"
 )
 
 // limits returns the default server limits changed by edit.
@@ -56,7 +57,7 @@ func closedWithin(t *testing.T, c net.Conn, max time.Duration) (time.Duration, s
 // JSON error, and never reach Triton; headers within pass. Far larger
 // headers get Go's own 431.
 func TestHTTPHeaderLimit(t *testing.T) {
-	m := NewMetrics()
+	m := metrics.New()
 	s, u := startRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.MaxHeaderBytes = 2 * config.KiB }), Metrics: m})
 	base := "http://" + s.HTTPAddr().String()
 	for _, path := range []string{"/v2/models/m/generate", "/v2/health/ready"} {
@@ -221,7 +222,7 @@ func TestHTTPWriteTimeout(t *testing.T) {
 // the next connection at once, counts it, and accepts again once one
 // closes. Both listeners.
 func TestConnectionCap(t *testing.T) {
-	m := NewMetrics()
+	m := metrics.New()
 	s, _ := startRecorded(t, Config{Metrics: m, Server: serverConfig(func(c *config.Server) { c.MaxConnections = 2 })})
 	for _, l := range []struct {
 		name string

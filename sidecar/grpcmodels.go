@@ -450,7 +450,7 @@ func retryAfter(d time.Duration) metadata.MD {
 // reject counts a request refused before it reached Triton.
 func (ms *Models) reject(protocol, reason string) {
 	if ms.metrics != nil {
-		ms.metrics.reject(protocol, reason)
+		ms.metrics.Reject(protocol, reason)
 	}
 }
 
@@ -500,7 +500,7 @@ func (ms *Models) serve(ctx context.Context, m *pipeline.Model, up *pipeline.Ups
 		ms.reject(protocol, "presets_only")
 	}
 	if ms.metrics != nil {
-		ms.metrics.served(m.Name(), protocol, res, took, code)
+		ms.metrics.Served(m.Name(), protocol, res, took, code)
 	}
 	if err != nil {
 		if code == codes.Internal || code == codes.Unknown {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/mergectl/react-triton/sidecar/metrics"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
@@ -54,11 +55,11 @@ func headerLimitMessage(what string, size, limit int) string {
 // larger than limit is answered 431 Request Header Fields Too Large and
 // never reaches Triton. (Go's server itself answers 431 without a body to
 // headers far larger, beyond limit + 4 KiB read.)
-func limitHTTPHeaders(limit int, m *Metrics, next http.Handler) http.Handler {
+func limitHTTPHeaders(limit int, m *metrics.Metrics, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if n := httpHeaderSize(r); n > limit {
 			if m != nil {
-				m.reject("http", "headers_too_large")
+				m.Reject("http", "headers_too_large")
 			}
 			writeHTTPError(w, http.StatusRequestHeaderFieldsTooLarge, headerLimitMessage("headers", n, limit))
 			return

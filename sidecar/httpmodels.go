@@ -313,7 +313,7 @@ func (ms *Models) httpRefuse(w http.ResponseWriter, err error, cfg *config.Confi
 		code, msg = te.Status, te.Msg
 		if te.ContentType != "" {
 			if ms.metrics != nil {
-				ms.metrics.reject("http", reason)
+				ms.metrics.Reject("http", reason)
 			}
 			w.Header().Set("Content-Type", te.ContentType)
 			w.WriteHeader(code)
@@ -335,7 +335,7 @@ func (ms *Models) httpRefuse(w http.ResponseWriter, err error, cfg *config.Confi
 		setRetryAfter(w, cfg.Admission.RetryAfter)
 	}
 	if ms.metrics != nil {
-		ms.metrics.reject("http", reason)
+		ms.metrics.Reject("http", reason)
 	}
 	writeHTTPError(w, code, msg)
 }

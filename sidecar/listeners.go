@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"github.com/mergectl/react-triton/sidecar/metrics"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -16,12 +17,12 @@ type capListener struct {
 	name    string // the listener, in metrics
 	max     int64
 	open    atomic.Int64
-	metrics *Metrics // may be nil
+	metrics *metrics.Metrics // may be nil
 }
 
 // limitListener returns l bounded to max open connections (max ≤ 0: no
 // bound, but still counted).
-func limitListener(l net.Listener, name string, max int, m *Metrics) net.Listener {
+func limitListener(l net.Listener, name string, max int, m *metrics.Metrics) net.Listener {
 	return &capListener{Listener: l, name: name, max: int64(max), metrics: m}
 }
 
@@ -38,13 +39,13 @@ func (l *capListener) Accept() (net.Conn, error) {
 			// Counted before the close, so that whoever sees the close
 			// also sees the count.
 			if l.metrics != nil {
-				l.metrics.connectionRefused(l.name)
+				l.metrics.ConnectionRefused(l.name)
 			}
 			c.Close()
 			continue
 		}
 		if l.metrics != nil {
-			l.metrics.connectionOpened(l.name)
+			l.metrics.ConnectionOpened(l.name)
 		}
 		return &capConn{Conn: c, l: l}, nil
 	}
@@ -66,7 +67,7 @@ func (c *capConn) Close() error {
 	c.once.Do(func() {
 		c.l.open.Add(-1)
 		if c.l.metrics != nil {
-			c.l.metrics.connectionClosed(c.l.name)
+			c.l.metrics.ConnectionClosed(c.l.name)
 		}
 	})
 	return err

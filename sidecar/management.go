@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/metrics"
 )
 
 // Management guards Triton's management API (config.ManagementCalls): a
@@ -34,10 +35,10 @@ type managementPolicy struct {
 }
 
 // NewManagement returns a guard with the policy of c. m may be nil.
-func NewManagement(c config.Management, m *Metrics) (*Management, error) {
+func NewManagement(c config.Management, m *metrics.Metrics) (*Management, error) {
 	g := &Management{}
 	if m != nil {
-		g.refused = m.managementRefused
+		g.refused = m.ManagementRefused
 	}
 	if err := g.Set(c); err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/metrics"
 )
 
 // managementRoutes are an HTTP route of each management call, as Triton
@@ -86,7 +87,7 @@ func TestHTTPManagementCall(t *testing.T) {
 // of the management API reaches Triton, on either protocol; the inference
 // API still does.
 func TestManagementClosedByDefault(t *testing.T) {
-	m := NewMetrics()
+	m := metrics.New()
 	guard, err := NewManagement(config.Default().Management, m)
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/limits"
+	"github.com/mergectl/react-triton/sidecar/metrics"
 	"github.com/mergectl/react-triton/sidecar/modelstats"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -38,7 +39,7 @@ type Models struct {
 	cache   *control.Cache
 	budget  *limits.Budget // limits.max_inflight_bytes
 	stats   *modelstats.Registry
-	metrics *Metrics
+	metrics *metrics.Metrics
 	// readers knows which Triton models read ReACT's request parameters
 	// (backend mode), for the react-* headers of relayed requests.
 	readers *reactReaders
@@ -68,7 +69,7 @@ type modelsState struct {
 
 // NewModels returns the controllable models of cfg, not yet built: Start
 // builds them. conn is the connection to the upstream Triton; m may be nil.
-func NewModels(cfg *config.Config, conn *grpc.ClientConn, m *Metrics, log *slog.Logger) (*Models, error) {
+func NewModels(cfg *config.Config, conn *grpc.ClientConn, m *metrics.Metrics, log *slog.Logger) (*Models, error) {
 	var obs control.CacheObserver
 	if m != nil {
 		obs = m
@@ -90,8 +91,8 @@ func NewModels(cfg *config.Config, conn *grpc.ClientConn, m *Metrics, log *slog.
 	ms.readers = &reactReaders{rpc: ms.rpc}
 	ms.readiness = &readiness{ms: ms}
 	if m != nil {
-		m.watchCache(cache.Stats)
-		m.watchBudget(ms.budget)
+		m.WatchCache(cache.Stats)
+		m.WatchBudget(ms.budget)
 	}
 	ms.state.Store(ms.newState(cfg, nil, errors.New("loading")))
 	return ms, nil

@@ -23,6 +23,7 @@ import (
 
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
+	"github.com/mergectl/react-triton/sidecar/metrics"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -175,7 +176,7 @@ type harness struct {
 	cfgPath  string
 	cfg      ctlConfig
 	log      *syncBuffer
-	metrics  *Metrics
+	metrics  *metrics.Metrics
 	models   *Models
 	srv      *Server
 	client   tritonpb.GRPCInferenceServiceClient
@@ -242,7 +243,7 @@ func newHarness(t testing.TB, edit func(*ctlConfig)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.metrics = NewMetrics()
+	h.metrics = metrics.New()
 	logger := slog.New(slog.NewTextHandler(h.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if h.models, err = NewModels(cfg, conn, h.metrics, logger); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"github.com/mergectl/react-triton/sidecar/metrics"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,7 +11,7 @@ import (
 // TestPprofOffTheMetricsListener: the metrics handler serves no profiles.
 func TestPprofOffTheMetricsListener(t *testing.T) {
 	rec := httptest.NewRecorder()
-	NewMetrics().Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/pprof/", nil))
+	metrics.New().Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/pprof/", nil))
 	if rec.Code != http.StatusNotFound {
 		t.Errorf("/debug/pprof/ on the metrics handler: %d, want 404", rec.Code)
 	}

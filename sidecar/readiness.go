@@ -85,7 +85,7 @@ func (r *readiness) check(ctx context.Context) error {
 	r.mu.Unlock()
 	close(done)
 	if r.ms.metrics != nil {
-		r.ms.metrics.ready(err == nil)
+		r.ms.metrics.Ready(err == nil)
 	}
 	return err
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/metrics"
 	"github.com/mergectl/react-triton/triton"
 )
 
@@ -64,7 +65,7 @@ const reloadDebounce = 250 * time.Millisecond
 type reloader struct {
 	flags   *pflag.FlagSet
 	models  *Models
-	metrics *Metrics
+	metrics *metrics.Metrics
 	log     *slog.Logger
 	level   *slog.LevelVar
 	// guard takes the management section of each configuration that
@@ -328,7 +329,7 @@ func (r *reloader) reload(ctx context.Context, forced bool) (transient bool) {
 	} else {
 		r.sums = sums
 	}
-	r.metrics.reloaded(err == nil)
+	r.metrics.Reloaded(err == nil)
 	if err != nil {
 		var be problem.List
 		transient = errors.As(err, &be) && be.Transient()

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/metrics"
 )
 
 // DefaultShutdownTimeout is how long Serve lets calls in flight finish once
@@ -56,7 +57,7 @@ type Config struct {
 	// management call.
 	Management *Management
 	// Metrics counts connections; nil counts nothing.
-	Metrics *Metrics
+	Metrics *metrics.Metrics
 	// MaxRecvMsgSize bounds every gRPC message the sidecar receives, after
 	// decompression (grpc stops decompressing at the limit); 0 means
 	// math.MaxInt32, Triton's own bound.

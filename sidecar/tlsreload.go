@@ -16,6 +16,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/metrics"
 )
 
 // CertStore holds the TLS certificate of the sidecar's listeners, its key
@@ -28,7 +29,7 @@ import (
 type CertStore struct {
 	certFile, keyFile, caFile string
 	log                       *slog.Logger
-	metrics                   *Metrics // may be nil
+	metrics                   *metrics.Metrics // may be nil
 
 	mu  sync.Mutex // one Reload at a time
 	cur atomic.Pointer[certBundle]
@@ -42,7 +43,7 @@ type certBundle struct {
 }
 
 // NewCertStore loads the files of c (TLS enabled); log and m may be nil.
-func NewCertStore(c config.ServerTLS, log *slog.Logger, m *Metrics) (*CertStore, error) {
+func NewCertStore(c config.ServerTLS, log *slog.Logger, m *metrics.Metrics) (*CertStore, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -64,7 +65,7 @@ func (s *CertStore) Reload() error {
 		if b != nil {
 			notAfter = b.notAfter
 		}
-		s.metrics.tlsLoaded(notAfter, err)
+		s.metrics.TLSLoaded(notAfter, err)
 	}
 	if err != nil {
 		return err

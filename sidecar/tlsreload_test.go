@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/metrics"
 )
 
 // testCA is a certificate authority for the TLS tests.
@@ -195,7 +196,7 @@ func TestMutualTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := NewMetrics()
+	m := metrics.New()
 	s, _ := startRecorded(t, Config{TLS: certs, MetricsTLS: true, MetricsListen: "127.0.0.1:0", MetricsHandler: m.Handler()})
 	if gerr, herr := tlsCalls(t, s, clientTLS(t, ca, clients)); gerr != nil || herr != nil {
 		t.Fatalf("with a client certificate: gRPC %v, HTTP %v", gerr, herr)
@@ -238,7 +239,7 @@ func TestCertificateReload(t *testing.T) {
 	dir := t.TempDir()
 	ca := newTestCA(t, "ca")
 	files := tlsFiles(t, dir, ca, nil)
-	m := NewMetrics()
+	m := metrics.New()
 	certs, err := NewCertStore(files, nil, m)
 	if err != nil {
 		t.Fatal(err)
@@ -427,7 +428,7 @@ func TestMetricsPlainUnlessAsked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := NewMetrics()
+	m := metrics.New()
 	s, _ := startRecorded(t, Config{TLS: certs, MetricsListen: "127.0.0.1:0", MetricsHandler: m.Handler()})
 	resp, err := http.Get("http://" + s.MetricsAddr().String() + "/healthz")
 	if err != nil || resp.StatusCode != http.StatusOK {

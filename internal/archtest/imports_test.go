@@ -114,10 +114,13 @@ var policy = map[string][]string{
 	"sidecar/modelstats": {"triton/tritonpb"},
 	// sidecar/limits: what one request may hold (the body budget) and send
 	// (its inputs, outputs and parameters), and the statuses of a refusal.
-	"sidecar/limits":              {"sidecar/config", "triton/tritonhttp", "triton/tritonpb"},
+	"sidecar/limits": {"sidecar/config", "triton/tritonhttp", "triton/tritonpb"},
+	// sidecar/metrics: the sidecar's Prometheus metrics, which the other
+	// parts report to.
+	"sidecar/metrics":             {"sidecar/pipeline", "sidecar/limits", "control", "internal/buildinfo"},
 	"sidecar/pipeline":            {"sidecar/modelstats", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/ensemble"},
 	"sidecar/internal/faketriton": {"react", "react/componentsfile", "triton", "triton/tritonpb", "triton/tritonhttp"},
-	"sidecar": {"sidecar/pipeline", "sidecar/modelstats", "sidecar/limits", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/tritonhttp",
+	"sidecar": {"sidecar/pipeline", "sidecar/modelstats", "sidecar/limits", "sidecar/metrics", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/tritonhttp",
 		"internal/buildinfo", "internal/cli"},
 
 	// The Triton backend: never the sidecar or its configuration.

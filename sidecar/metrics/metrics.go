@@ -1,4 +1,4 @@
-package sidecar
+package metrics
 
 import (
 	"net/http"
@@ -41,9 +41,9 @@ type Metrics struct {
 // latencyBuckets span 100 µs to about 13 s.
 var latencyBuckets = prometheus.ExponentialBuckets(100e-6, 2, 18)
 
-// NewMetrics registers the sidecar's metrics, with the Go and process
+// New registers the sidecar's metrics, with the Go and process
 // collectors, on a new registry.
-func NewMetrics() *Metrics {
+func New() *Metrics {
 	m := &Metrics{
 		reg:     prometheus.NewRegistry(),
 		exp:     newExperimentMetrics(),
@@ -141,9 +141,9 @@ func (m *Metrics) Solved(components string, took time.Duration, err error) {
 	m.solves.WithLabelValues(components).Observe(took.Seconds())
 }
 
-// served records a request for a controllable model: its result, or the
+// Served records a request for a controllable model: its result, or the
 // status code it failed with.
-func (m *Metrics) served(model, protocol string, res *pipeline.Result, total time.Duration, code codes.Code) {
+func (m *Metrics) Served(model, protocol string, res *pipeline.Result, total time.Duration, code codes.Code) {
 	m.exp.served(model, res, total, code)
 	if code != codes.OK {
 		m.errors.WithLabelValues(model, protocol, code.String()).Inc()
@@ -160,13 +160,13 @@ func (m *Metrics) served(model, protocol string, res *pipeline.Result, total tim
 	m.duration.WithLabelValues(model, "total").Observe(total.Seconds())
 }
 
-// reject counts a request refused before it reached Triton.
-func (m *Metrics) reject(protocol, reason string) {
+// Reject counts a request refused before it reached Triton.
+func (m *Metrics) Reject(protocol, reason string) {
 	m.rejected.WithLabelValues(protocol, reason).Inc()
 }
 
-// reloaded records the outcome of a reload.
-func (m *Metrics) reloaded(ok bool) {
+// Reloaded records the outcome of a reload.
+func (m *Metrics) Reloaded(ok bool) {
 	if ok {
 		m.reloads.WithLabelValues("success").Inc()
 		m.reloadOK.Set(1)
@@ -178,7 +178,7 @@ func (m *Metrics) reloaded(ok bool) {
 }
 
 // Handler serves /metrics and /healthz, for the metrics listener. Go's
-// profiles are not here: see PprofHandler.
+// profiles are not here: see frontdoor.PprofHandler.
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))

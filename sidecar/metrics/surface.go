@@ -1,4 +1,4 @@
-package sidecar
+package metrics
 
 import (
 	"time"
@@ -57,26 +57,30 @@ func (s *surfaceMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{s.connections, s.connectionsRefused, s.management, s.tlsReloads, s.tlsReloadOK, s.tlsNotAfter, s.readiness}
 }
 
-// managementRefused counts a refused management call.
-func (m *Metrics) managementRefused(protocol, call, reason string) {
+// ManagementRefused counts a refused management call.
+func (m *Metrics) ManagementRefused(protocol, call, reason string) {
 	m.surface.management.WithLabelValues(protocol, call, reason).Inc()
 }
 
-// connectionOpened, connectionClosed and connectionRefused follow a
-// listener's connections.
-func (m *Metrics) connectionOpened(listener string) {
+// ConnectionOpened counts a connection a listener accepted.
+func (m *Metrics) ConnectionOpened(listener string) {
 	m.surface.connections.WithLabelValues(listener).Inc()
 }
-func (m *Metrics) connectionClosed(listener string) {
+
+// ConnectionClosed counts out a connection of a listener that closed.
+func (m *Metrics) ConnectionClosed(listener string) {
 	m.surface.connections.WithLabelValues(listener).Dec()
 }
-func (m *Metrics) connectionRefused(listener string) {
+
+// ConnectionRefused counts a connection a listener closed as soon as it
+// accepted it (server.max_connections).
+func (m *Metrics) ConnectionRefused(listener string) {
 	m.surface.connectionsRefused.WithLabelValues(listener).Inc()
 }
 
-// tlsLoaded records a load of the TLS files: its result, and the
+// TLSLoaded records a load of the TLS files: its result, and the
 // certificate's expiry when it succeeded.
-func (m *Metrics) tlsLoaded(notAfter time.Time, err error) {
+func (m *Metrics) TLSLoaded(notAfter time.Time, err error) {
 	if err != nil {
 		m.surface.tlsReloads.WithLabelValues("failure").Inc()
 		m.surface.tlsReloadOK.Set(0)
@@ -87,8 +91,8 @@ func (m *Metrics) tlsLoaded(notAfter time.Time, err error) {
 	m.surface.tlsNotAfter.Set(float64(notAfter.Unix()))
 }
 
-// ready records the outcome of a readiness check.
-func (m *Metrics) ready(ok bool) {
+// Ready records the outcome of a readiness check.
+func (m *Metrics) Ready(ok bool) {
 	if ok {
 		m.surface.readiness.Set(1)
 	} else {

@@ -1,4 +1,4 @@
-package sidecar
+package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -57,15 +57,15 @@ func (m *Metrics) Evicted(components string) {
 	m.adm.evicted.WithLabelValues(components).Inc()
 }
 
-// watchCache exports the cache's state at each scrape: its entries, bytes
+// WatchCache exports the cache's state at each scrape: its entries, bytes
 // per components entry, and the solves pending and running.
-func (m *Metrics) watchCache(stats func() control.CacheStats) {
+func (m *Metrics) WatchCache(stats func() control.CacheStats) {
 	m.reg.MustRegister(&cacheCollector{stats: stats})
 }
 
-// watchBudget exports the request bodies held against
+// WatchBudget exports the request bodies held against
 // limits.max_inflight_bytes, at each scrape.
-func (m *Metrics) watchBudget(b *limits.Budget) {
+func (m *Metrics) WatchBudget(b *limits.Budget) {
 	m.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "react_inflight_request_bytes",

@@ -1,4 +1,4 @@
-package sidecar
+package metrics
 
 import (
 	"net/http"
@@ -10,7 +10,7 @@ import (
 // docker/k8s with 200, without asking Triton (there is none here), and
 // refuses other methods.
 func TestHealthz(t *testing.T) {
-	h := NewMetrics().Handler()
+	h := New().Handler()
 	for method, want := range map[string]int{http.MethodGet: 200, http.MethodHead: 200, http.MethodPost: 405} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(method, "/healthz", nil))
