@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"google.golang.org/grpc"
+
+	"github.com/mergectl/react-triton/sidecar/passthrough"
 )
 
 // BenchmarkGRPCUnary compares a small unary call made directly to an
@@ -12,15 +14,15 @@ import (
 // bench/sidecar-passthrough.sh measures the same against the real Triton.
 func BenchmarkGRPCUnary(b *testing.B) {
 	u := &rawUpstream{cancelled: make(chan struct{})}
-	up := startUpstreamGRPC(b, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.handle), grpc.ForceServerCodecV2(rawCodec{}))
+	up := startUpstreamGRPC(b, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.handle), grpc.ForceServerCodecV2(passthrough.Codec{}))
 	s := startSidecar(b, Config{TritonGRPC: up})
 	payload := make([]byte, 64)
 	for _, bc := range []struct{ name, addr string }{{"direct", up}, {"sidecar", s.GRPCAddr().String()}} {
 		b.Run(bc.name, func(b *testing.B) {
 			conn := dial(b, bc.addr)
 			for b.Loop() {
-				var out Frame
-				if err := conn.Invoke(context.Background(), "/x.Unknown/Echo", &Frame{Payload: payload}, &out, grpc.ForceCodecV2(rawCodec{})); err != nil {
+				var out passthrough.Frame
+				if err := conn.Invoke(context.Background(), "/x.Unknown/Echo", &passthrough.Frame{Payload: payload}, &out, grpc.ForceCodecV2(passthrough.Codec{})); err != nil {
 					b.Fatal(err)
 				}
 			}

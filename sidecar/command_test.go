@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/passthrough"
 )
 
 func TestMainUsageAndVersion(t *testing.T) {
@@ -56,7 +57,7 @@ func TestMainListenerInUse(t *testing.T) {
 // once the graceful period is over, and the upstream call is cancelled.
 func TestShutdownEndsCallsInFlight(t *testing.T) {
 	u := &rawUpstream{cancelled: make(chan struct{})}
-	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.handle), grpc.ForceServerCodecV2(rawCodec{}))
+	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.handle), grpc.ForceServerCodecV2(passthrough.Codec{}))
 	s, err := New(Config{TritonGRPC: up, TritonHTTP: closedAddr(t), GRPCListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0",
 		ShutdownTimeout: 50 * time.Millisecond})
 	if err != nil {
@@ -67,7 +68,7 @@ func TestShutdownEndsCallsInFlight(t *testing.T) {
 	go func() { done <- s.Serve(ctx) }()
 
 	conn := dial(t, s.GRPCAddr().String())
-	stream, err := conn.NewStream(context.Background(), proxyDesc, "/x.Unknown/Hang", grpc.ForceCodecV2(rawCodec{}))
+	stream, err := conn.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/x.Unknown/Hang", grpc.ForceCodecV2(passthrough.Codec{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mergectl/react-triton/sidecar/passthrough"
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 
@@ -148,8 +149,8 @@ func TestE2ESameBytesAsTriton(t *testing.T) {
 		do := func(conn *grpc.ClientConn) ([]byte, *status.Status) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			var out Frame
-			err := conn.Invoke(ctx, call.method, &Frame{Payload: call.req}, &out, grpc.ForceCodecV2(rawCodec{}))
+			var out passthrough.Frame
+			err := conn.Invoke(ctx, call.method, &passthrough.Frame{Payload: call.req}, &out, grpc.ForceCodecV2(passthrough.Codec{}))
 			return out.Payload, status.Convert(err)
 		}
 		want, wantSt := do(direct)

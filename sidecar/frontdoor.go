@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/metrics"
@@ -55,6 +56,20 @@ func grpcServerOptions(c config.Server) []grpc.ServerOption {
 		// above server.max_header_bytes, so the transport's bound is well
 		// beyond it, and advertised to clients.
 		grpc.MaxHeaderListSize(uint32(max(4*int64(c.MaxHeaderBytes), 64<<10))),
+	}
+}
+
+// grpcCheck is the front door's check of a gRPC call, for the proxy
+// (GRPCProxy.Check): the size of its metadata (maxHeaderBytes > 0), then
+// the management guard (guard nil: every management call refused).
+func grpcCheck(guard *Management, maxHeaderBytes int) func(method string, md metadata.MD) error {
+	return func(method string, md metadata.MD) error {
+		if maxHeaderBytes > 0 {
+			if err := checkMetadataSize(md, maxHeaderBytes); err != nil {
+				return err
+			}
+		}
+		return guard.checkGRPC(method, md)
 	}
 }
 

@@ -16,11 +16,12 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/passthrough"
 )
 
 // invokeRaw makes a unary call with the raw codec.
 func invokeRaw(ctx context.Context, conn *grpc.ClientConn, method string) error {
-	return conn.Invoke(ctx, method, &Frame{}, &Frame{}, grpc.ForceCodecV2(rawCodec{}))
+	return conn.Invoke(ctx, method, &passthrough.Frame{}, &passthrough.Frame{}, grpc.ForceCodecV2(passthrough.Codec{}))
 }
 
 // TestGRPCMetadataLimit: metadata over server.max_header_bytes is refused
@@ -29,7 +30,7 @@ func invokeRaw(ctx context.Context, conn *grpc.ClientConn, method string) error 
 func TestGRPCMetadataLimit(t *testing.T) {
 	s, u := startRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.MaxHeaderBytes = 2 * config.KiB })})
 	conn := dial(t, s.GRPCAddr().String())
-	for _, method := range []string{service + "ServerLive", service + "ModelInfer", "/x.Unknown/Echo"} {
+	for _, method := range []string{passthrough.Service + "ServerLive", passthrough.Service + "ModelInfer", "/x.Unknown/Echo"} {
 		small := metadata.AppendToOutgoingContext(context.Background(), "cookie", strings.Repeat("c", 1500))
 		if err := invokeRaw(small, conn, method); err != nil {
 			t.Errorf("%s with 1.5 KB of metadata: %v", method, err)
@@ -51,13 +52,13 @@ func TestGRPCMetadataLimit(t *testing.T) {
 func TestGRPCReadTimeout(t *testing.T) {
 	s, u := startRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.ReadTimeout = 300 * time.Millisecond })})
 	conn := dial(t, s.GRPCAddr().String())
-	for _, method := range []string{service + "ModelInfer", service + "ModelMetadata"} {
+	for _, method := range []string{passthrough.Service + "ModelInfer", passthrough.Service + "ModelMetadata"} {
 		start := time.Now()
-		cs, err := conn.NewStream(context.Background(), proxyDesc, method, grpc.ForceCodecV2(rawCodec{}))
+		cs, err := conn.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method, grpc.ForceCodecV2(passthrough.Codec{}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = cs.RecvMsg(&Frame{})
+		err = cs.RecvMsg(&passthrough.Frame{})
 		took := time.Since(start)
 		if st := status.Convert(err); st.Code() != codes.DeadlineExceeded || !strings.Contains(st.Message(), "server.read_timeout") || took < 250*time.Millisecond || took > 3*time.Second {
 			t.Errorf("%s without a request: %v after %v, want DEADLINE_EXCEEDED at about 300ms", method, err, took)
@@ -67,28 +68,28 @@ func TestGRPCReadTimeout(t *testing.T) {
 		t.Errorf("%d calls reached Triton", g)
 	}
 	// A request sent late but within the bound is served.
-	cs, err := conn.NewStream(context.Background(), proxyDesc, service+"ModelInfer", grpc.ForceCodecV2(rawCodec{}))
+	cs, err := conn.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, passthrough.Service+"ModelInfer", grpc.ForceCodecV2(passthrough.Codec{}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)
-	if err := cs.SendMsg(&Frame{}); err != nil {
+	if err := cs.SendMsg(&passthrough.Frame{}); err != nil {
 		t.Fatal(err)
 	}
 	cs.CloseSend()
-	if err := cs.RecvMsg(&Frame{}); err != nil {
+	if err := cs.RecvMsg(&passthrough.Frame{}); err != nil {
 		t.Errorf("a request within the bound: %v", err)
 	}
 	// A stream's first request may come later.
-	st, err := conn.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, service+"ModelStreamInfer", grpc.ForceCodecV2(rawCodec{}))
+	st, err := conn.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, passthrough.Service+"ModelStreamInfer", grpc.ForceCodecV2(passthrough.Codec{}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(600 * time.Millisecond)
-	if err := st.SendMsg(&Frame{}); err != nil {
+	if err := st.SendMsg(&passthrough.Frame{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.RecvMsg(&Frame{}); err != nil {
+	if err := st.RecvMsg(&passthrough.Frame{}); err != nil {
 		t.Errorf("ModelStreamInfer quiet for twice read_timeout: %v", err)
 	}
 }
@@ -99,7 +100,7 @@ func TestGRPCReadTimeout(t *testing.T) {
 func TestGRPCIdleTimeout(t *testing.T) {
 	s, _ := startRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.IdleTimeout = 300 * time.Millisecond })})
 	conn := dial(t, s.GRPCAddr().String())
-	if err := invokeRaw(context.Background(), conn, service+"ServerLive"); err != nil {
+	if err := invokeRaw(context.Background(), conn, passthrough.Service+"ServerLive"); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -113,7 +114,7 @@ func TestGRPCIdleTimeout(t *testing.T) {
 	if took := time.Since(start); took < 200*time.Millisecond {
 		t.Errorf("closed after %v, before the idle timeout", took)
 	}
-	if err := invokeRaw(context.Background(), conn, service+"ServerLive"); err != nil {
+	if err := invokeRaw(context.Background(), conn, passthrough.Service+"ServerLive"); err != nil {
 		t.Errorf("the next call: %v", err)
 	}
 }
@@ -203,11 +204,11 @@ func TestGRPCMaxConcurrentStreams(t *testing.T) {
 		<-ss.Context().Done()
 		return ss.Context().Err()
 	}
-	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(hangs), grpc.ForceServerCodecV2(rawCodec{}))
+	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(hangs), grpc.ForceServerCodecV2(passthrough.Codec{}))
 	s := startSidecar(t, Config{TritonGRPC: up, Server: serverConfig(func(c *config.Server) { c.GRPC.MaxConcurrentStreams = 2 })})
 	conn := dial(t, s.GRPCAddr().String())
 	hang := func(ctx context.Context) (grpc.ClientStream, error) {
-		cs, err := conn.NewStream(ctx, proxyDesc, "/x.Unknown/Hang", grpc.ForceCodecV2(rawCodec{}))
+		cs, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/x.Unknown/Hang", grpc.ForceCodecV2(passthrough.Codec{}))
 		if err != nil {
 			return nil, err
 		}
@@ -274,13 +275,13 @@ func TestGRPCForwardedFor(t *testing.T) {
 	s, u := startRecorded(t, Config{})
 	conn := dial(t, s.GRPCAddr().String())
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "x-forwarded-for", "203.0.113.9")
-	if err := invokeRaw(ctx, conn, service+"ServerLive"); err != nil {
+	if err := invokeRaw(ctx, conn, passthrough.Service+"ServerLive"); err != nil {
 		t.Fatal(err)
 	}
 	if got := u.lastMD().Get("x-forwarded-for"); len(got) != 1 || got[0] != "203.0.113.9, 127.0.0.1" {
 		t.Errorf("x-forwarded-for at Triton = %q", got)
 	}
-	if err := invokeRaw(context.Background(), conn, service+"ServerLive"); err != nil {
+	if err := invokeRaw(context.Background(), conn, passthrough.Service+"ServerLive"); err != nil {
 		t.Fatal(err)
 	}
 	if got := u.lastMD().Get("x-forwarded-for"); len(got) != 1 || got[0] != "127.0.0.1" {

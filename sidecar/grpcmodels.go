@@ -18,6 +18,7 @@ import (
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/limits"
+	"github.com/mergectl/react-triton/sidecar/passthrough"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/triton/tritonhttp"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -26,26 +27,24 @@ import (
 // The methods of Triton's inference service the sidecar answers itself for
 // controllable models.
 const (
-	service             = "/inference.GRPCInferenceService/"
-	methodInfer         = service + "ModelInfer"
-	methodStreamInfer   = service + "ModelStreamInfer"
-	methodModelMetadata = service + "ModelMetadata"
-	methodModelReady    = service + "ModelReady"
-	methodModelConfig   = service + "ModelConfig"
-	methodModelStats    = service + "ModelStatistics"
-	methodIndex         = service + "RepositoryIndex"
-	methodServerReady   = service + "ServerReady"
+	methodInfer         = passthrough.Service + "ModelInfer"
+	methodModelMetadata = passthrough.Service + "ModelMetadata"
+	methodModelReady    = passthrough.Service + "ModelReady"
+	methodModelConfig   = passthrough.Service + "ModelConfig"
+	methodModelStats    = passthrough.Service + "ModelStatistics"
+	methodIndex         = passthrough.Service + "RepositoryIndex"
+	methodServerReady   = passthrough.Service + "ServerReady"
 )
 
 // GRPCInterceptor returns the handler of the methods that concern
 // controllable models, for the proxy's seam. Each reads the request and
 // passes it on untouched unless it names a controllable model.
-func (ms *Models) GRPCInterceptor() GRPCInterceptor {
-	return func(method string) GRPCHandler {
+func (ms *Models) GRPCInterceptor() passthrough.GRPCInterceptor {
+	return func(method string) passthrough.GRPCHandler {
 		switch method {
 		case methodInfer:
 			return ms.grpcInfer
-		case methodStreamInfer:
+		case passthrough.MethodStreamInfer:
 			return ms.grpcStream
 		case methodModelMetadata:
 			return ms.unary(ms.metadata, true)
@@ -97,31 +96,22 @@ func stringField(b []byte, field protowire.Number) string {
 	return value
 }
 
-// recvRequest reads the one request message of a unary call.
-func recvRequest(ss grpc.ServerStream) (*Frame, error) {
-	f := new(Frame)
-	if err := ss.RecvMsg(f); err != nil {
-		return nil, err
-	}
-	return f, nil
-}
-
 // sendProto serializes a response message onto the raw stream.
 func sendProto(ss grpc.ServerStream, m proto.Message) error {
 	b, err := proto.Marshal(m)
 	if err != nil {
 		return status.Errorf(codes.Internal, "sidecar: encoding the response: %v", err)
 	}
-	return ss.SendMsg(&Frame{Payload: b})
+	return ss.SendMsg(&passthrough.Frame{Payload: b})
 }
 
 // unary adapts an answer for one controllable model to a unary gRPC
 // handler: requests for other models pass through, and so do those for a
 // model of the graph form when tritons is set (Triton answers for the
 // ensemble it runs).
-func (ms *Models) unary(answer func(ctx context.Context, m *pipeline.Model, req []byte) (proto.Message, error), tritons bool) GRPCHandler {
-	return func(ss grpc.ServerStream, pass func(*Frame) error) error {
-		f, err := recvRequest(ss)
+func (ms *Models) unary(answer func(ctx context.Context, m *pipeline.Model, req []byte) (proto.Message, error), tritons bool) passthrough.GRPCHandler {
+	return func(ss grpc.ServerStream, pass func(*passthrough.Frame) error) error {
+		f, err := passthrough.RecvRequest(ss)
 		if err != nil {
 			return err
 		}
@@ -207,8 +197,8 @@ func (ms *Models) config(_ context.Context, m *pipeline.Model, b []byte) (proto.
 // grpcStatistics answers ModelStatistics: a controllable model's own
 // counts; for every model (an empty name), Triton's list with the
 // controllable models' counts in place of any model they shadow.
-func (ms *Models) grpcStatistics(ss grpc.ServerStream, pass func(*Frame) error) error {
-	f, err := recvRequest(ss)
+func (ms *Models) grpcStatistics(ss grpc.ServerStream, pass func(*passthrough.Frame) error) error {
+	f, err := passthrough.RecvRequest(ss)
 	if err != nil {
 		return err
 	}
@@ -229,7 +219,7 @@ func (ms *Models) grpcStatistics(ss grpc.ServerStream, pass func(*Frame) error) 
 		}
 		return sendProto(ss, &tritonpb.ModelStatisticsResponse{ModelStats: []*tritonpb.ModelStatistics{m.Stats().Proto(m.Name(), m.Version())}})
 	}
-	ctx := upstreamContext(ss.Context())
+	ctx := passthrough.UpstreamContext(ss.Context())
 	resp, err := ms.rpc.ModelStatistics(ctx, &req)
 	if err != nil {
 		return ms.upstreamError(err)
@@ -257,8 +247,8 @@ func (ms *Models) mergeStatistics(stats []*tritonpb.ModelStatistics) []*tritonpb
 // grpcIndex answers RepositoryIndex: Triton's index, with each controllable
 // model listed as version 1, READY once it is built (UNAVAILABLE while
 // loading), in place of any model it shadows.
-func (ms *Models) grpcIndex(ss grpc.ServerStream, pass func(*Frame) error) error {
-	f, err := recvRequest(ss)
+func (ms *Models) grpcIndex(ss grpc.ServerStream, pass func(*passthrough.Frame) error) error {
+	f, err := passthrough.RecvRequest(ss)
 	if err != nil {
 		return err
 	}
@@ -266,7 +256,7 @@ func (ms *Models) grpcIndex(ss grpc.ServerStream, pass func(*Frame) error) error
 	if err := proto.Unmarshal(f.Payload, &req); err != nil {
 		return pass(f)
 	}
-	resp, err := ms.rpc.RepositoryIndex(upstreamContext(ss.Context()), &req)
+	resp, err := ms.rpc.RepositoryIndex(passthrough.UpstreamContext(ss.Context()), &req)
 	if err != nil {
 		return ms.upstreamError(err)
 	}
@@ -302,8 +292,8 @@ func (ms *Models) mergeIndex(models []*tritonpb.RepositoryIndexResponse_ModelInd
 // grpcServerReady answers ServerReady: ready when Triton is, the
 // controllable models are built and every model they call is ready on
 // Triton.
-func (ms *Models) grpcServerReady(ss grpc.ServerStream, pass func(*Frame) error) error {
-	f, err := recvRequest(ss)
+func (ms *Models) grpcServerReady(ss grpc.ServerStream, pass func(*passthrough.Frame) error) error {
+	f, err := passthrough.RecvRequest(ss)
 	if err != nil {
 		return err
 	}
@@ -316,13 +306,6 @@ func (ms *Models) grpcServerReady(ss grpc.ServerStream, pass func(*Frame) error)
 	default:
 		return err
 	}
-}
-
-// upstreamContext is the context of a call the sidecar makes to Triton on a
-// client's behalf: the client's deadline, cancellation and forwardable
-// metadata, with the peer appended to x-forwarded-for.
-func upstreamContext(ctx context.Context) context.Context {
-	return metadata.NewOutgoingContext(ctx, upstreamMetadata(ctx))
 }
 
 // preferenceKeys reads ReACT's keys from gRPC metadata.
@@ -363,8 +346,8 @@ func responseHeader(resp *tritonpb.ModelInferResponse) metadata.MD {
 // against limits.max_inflight_bytes and its inputs, outputs and parameters
 // counted against the limits, then it is passed on, or served for a
 // controllable model.
-func (ms *Models) grpcInfer(ss grpc.ServerStream, pass func(*Frame) error) error {
-	f, err := recvRequest(ss)
+func (ms *Models) grpcInfer(ss grpc.ServerStream, pass func(*passthrough.Frame) error) error {
+	f, err := passthrough.RecvRequest(ss)
 	if err != nil {
 		return err
 	}
@@ -407,12 +390,12 @@ func (ms *Models) grpcInfer(ss grpc.ServerStream, pass func(*Frame) error) error
 // goes to Triton: the client's, with the react-preference and react-preset
 // headers of md turned into request parameters when the model reads them
 // (backend mode; backendParameters).
-func (ms *Models) relayed(ctx context.Context, md metadata.MD, f *Frame) (*Frame, error) {
+func (ms *Models) relayed(ctx context.Context, md metadata.MD, f *passthrough.Frame) (*passthrough.Frame, error) {
 	params, err := ms.backendParameters(ctx, modelName(f.Payload), stringField(f.Payload, 2), preferenceKeys(md))
 	if err != nil || params == nil {
 		return f, err
 	}
-	return &Frame{Payload: withParameters(f.Payload, params)}, nil
+	return &passthrough.Frame{Payload: withParameters(f.Payload, params)}, nil
 }
 
 // admitFrame holds an inference request's message against
@@ -421,7 +404,7 @@ func (ms *Models) relayed(ctx context.Context, md metadata.MD, f *Frame) (*Frame
 // counted; later reports a refusal for now (the budget is full), which may
 // be tried again after admission.retry_after. The caller releases the
 // reservation when done with the frame.
-func (ms *Models) admitFrame(f *Frame, cfg *config.Config) (res *limits.Reservation, later bool, err error) {
+func (ms *Models) admitFrame(f *passthrough.Frame, cfg *config.Config) (res *limits.Reservation, later bool, err error) {
 	res, err = ms.budget.Reserve(int64(len(f.Payload)))
 	var be *limits.BudgetError
 	if errors.As(err, &be) {
@@ -469,7 +452,7 @@ func (ms *Models) infer(ctx context.Context, m *pipeline.Model, up *pipeline.Ups
 	} else {
 		err = limits.CheckTritonParameters(req)
 	}
-	return ms.serve(upstreamContext(ctx), m, up, req, hdr, protocol, start, err)
+	return ms.serve(passthrough.UpstreamContext(ctx), m, up, req, hdr, protocol, start, err)
 }
 
 // serve runs a decoded request through the pipeline (unless decoding

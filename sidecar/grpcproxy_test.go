@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/mergectl/react-triton/sidecar/passthrough"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -50,24 +52,24 @@ func (u *rawUpstream) handle(_ any, ss grpc.ServerStream) error {
 		if err := ss.SendHeader(hdr); err != nil {
 			return err
 		}
-		var f Frame
+		var f passthrough.Frame
 		if err := ss.RecvMsg(&f); err != nil {
 			return err
 		}
 		out := slices.Clone(f.Payload)
 		slices.Reverse(out)
 		ss.SetTrailer(metadata.Pairs("t", "done"))
-		return ss.SendMsg(&Frame{Payload: out})
+		return ss.SendMsg(&passthrough.Frame{Payload: out})
 	case "/x.Unknown/Chat":
 		for {
-			var f Frame
+			var f passthrough.Frame
 			if err := ss.RecvMsg(&f); errors.Is(err, io.EOF) {
 				ss.SetTrailer(metadata.Pairs("chat", "over"))
 				return nil
 			} else if err != nil {
 				return err
 			}
-			if err := ss.SendMsg(&Frame{Payload: append([]byte("re:"), f.Payload...)}); err != nil {
+			if err := ss.SendMsg(&passthrough.Frame{Payload: append([]byte("re:"), f.Payload...)}); err != nil {
 				return err
 			}
 		}
@@ -75,7 +77,7 @@ func (u *rawUpstream) handle(_ any, ss grpc.ServerStream) error {
 		ss.SetTrailer(metadata.Pairs("why", "because"))
 		return status.Error(codes.FailedPrecondition, "model  \"m\" is not ready: ünïcode & spaces")
 	case "/x.Unknown/Deadline":
-		var f Frame
+		var f passthrough.Frame
 		if err := ss.RecvMsg(&f); err != nil {
 			return err
 		}
@@ -83,7 +85,7 @@ func (u *rawUpstream) handle(_ any, ss grpc.ServerStream) error {
 		if d, ok := ctx.Deadline(); ok {
 			answer = d.UTC().Format(time.RFC3339Nano)
 		}
-		return ss.SendMsg(&Frame{Payload: []byte(answer)})
+		return ss.SendMsg(&passthrough.Frame{Payload: []byte(answer)})
 	case "/x.Unknown/Hang":
 		if err := ss.SendHeader(metadata.Pairs("hanging", "yes")); err != nil {
 			return err
@@ -98,7 +100,7 @@ func (u *rawUpstream) handle(_ any, ss grpc.ServerStream) error {
 func startRaw(t *testing.T) (*Server, *rawUpstream) {
 	t.Helper()
 	u := &rawUpstream{cancelled: make(chan struct{})}
-	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.handle), grpc.ForceServerCodecV2(rawCodec{}),
+	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.handle), grpc.ForceServerCodecV2(passthrough.Codec{}),
 		grpc.MaxRecvMsgSize(1<<30))
 	return startSidecar(t, Config{TritonGRPC: up}), u
 }
@@ -111,9 +113,9 @@ func TestGRPCUnaryUnknownServiceWithMetadata(t *testing.T) {
 	ctx := metadata.AppendToOutgoingContext(context.Background(),
 		"x-user", "alice", "x-multi", "one", "x-multi", "two", "trace-bin", string([]byte{0, 1, 2, 0xff}))
 	var hdr, tlr metadata.MD
-	var out Frame
-	err := conn.Invoke(ctx, "/x.Unknown/Echo", &Frame{Payload: payload}, &out,
-		grpc.ForceCodecV2(rawCodec{}), grpc.Header(&hdr), grpc.Trailer(&tlr))
+	var out passthrough.Frame
+	err := conn.Invoke(ctx, "/x.Unknown/Echo", &passthrough.Frame{Payload: payload}, &out,
+		grpc.ForceCodecV2(passthrough.Codec{}), grpc.Header(&hdr), grpc.Trailer(&tlr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +144,7 @@ func TestGRPCUnaryUnknownServiceWithMetadata(t *testing.T) {
 func TestGRPCBidiStreamAndLargeMessages(t *testing.T) {
 	s, _ := startRaw(t)
 	conn := dial(t, s.GRPCAddr().String())
-	stream, err := conn.NewStream(context.Background(), proxyDesc, "/x.Unknown/Chat", grpc.ForceCodecV2(rawCodec{}),
+	stream, err := conn.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/x.Unknown/Chat", grpc.ForceCodecV2(passthrough.Codec{}),
 		grpc.MaxCallRecvMsgSize(1<<30), grpc.MaxCallSendMsgSize(1<<30))
 	if err != nil {
 		t.Fatal(err)
@@ -151,10 +153,10 @@ func TestGRPCBidiStreamAndLargeMessages(t *testing.T) {
 	msgs := [][]byte{[]byte("one"), {}, big, []byte("last")}
 	for _, m := range msgs {
 		// Lock-step: each answer must arrive before the next request is sent.
-		if err := stream.SendMsg(&Frame{Payload: m}); err != nil {
+		if err := stream.SendMsg(&passthrough.Frame{Payload: m}); err != nil {
 			t.Fatal(err)
 		}
-		var f Frame
+		var f passthrough.Frame
 		if err := stream.RecvMsg(&f); err != nil {
 			t.Fatal(err)
 		}
@@ -165,7 +167,7 @@ func TestGRPCBidiStreamAndLargeMessages(t *testing.T) {
 	if err := stream.CloseSend(); err != nil {
 		t.Fatal(err)
 	}
-	if err := stream.RecvMsg(&Frame{}); !errors.Is(err, io.EOF) {
+	if err := stream.RecvMsg(&passthrough.Frame{}); !errors.Is(err, io.EOF) {
 		t.Fatalf("after CloseSend: %v, want io.EOF", err)
 	}
 	if got := stream.Trailer().Get("chat"); !slices.Equal(got, []string{"over"}) {
@@ -177,7 +179,7 @@ func TestGRPCStatusPropagation(t *testing.T) {
 	s, _ := startRaw(t)
 	conn := dial(t, s.GRPCAddr().String())
 	var tlr metadata.MD
-	err := conn.Invoke(context.Background(), "/x.Unknown/Fail", &Frame{}, &Frame{}, grpc.ForceCodecV2(rawCodec{}), grpc.Trailer(&tlr))
+	err := conn.Invoke(context.Background(), "/x.Unknown/Fail", &passthrough.Frame{}, &passthrough.Frame{}, grpc.ForceCodecV2(passthrough.Codec{}), grpc.Trailer(&tlr))
 	st := status.Convert(err)
 	if st.Code() != codes.FailedPrecondition || st.Message() != "model  \"m\" is not ready: ünïcode & spaces" {
 		t.Errorf("status %v %q", st.Code(), st.Message())
@@ -186,7 +188,7 @@ func TestGRPCStatusPropagation(t *testing.T) {
 		t.Errorf("trailer why = %q", got)
 	}
 	// A method the upstream does not know: its UNIMPLEMENTED, not the proxy's.
-	err = conn.Invoke(context.Background(), "/x.Unknown/Nothing", &Frame{}, &Frame{}, grpc.ForceCodecV2(rawCodec{}))
+	err = conn.Invoke(context.Background(), "/x.Unknown/Nothing", &passthrough.Frame{}, &passthrough.Frame{}, grpc.ForceCodecV2(passthrough.Codec{}))
 	if st := status.Convert(err); st.Code() != codes.Unimplemented || st.Message() != "no method /x.Unknown/Nothing" {
 		t.Errorf("status %v %q", st.Code(), st.Message())
 	}
@@ -197,8 +199,8 @@ func TestGRPCDeadlinePropagation(t *testing.T) {
 	conn := dial(t, s.GRPCAddr().String())
 	call := func(ctx context.Context) string {
 		t.Helper()
-		var out Frame
-		if err := conn.Invoke(ctx, "/x.Unknown/Deadline", &Frame{}, &out, grpc.ForceCodecV2(rawCodec{})); err != nil {
+		var out passthrough.Frame
+		if err := conn.Invoke(ctx, "/x.Unknown/Deadline", &passthrough.Frame{}, &out, grpc.ForceCodecV2(passthrough.Codec{})); err != nil {
 			t.Fatal(err)
 		}
 		return string(out.Payload)
@@ -225,7 +227,7 @@ func TestGRPCCancellationReachesUpstream(t *testing.T) {
 	s, u := startRaw(t)
 	conn := dial(t, s.GRPCAddr().String())
 	ctx, cancel := context.WithCancel(context.Background())
-	stream, err := conn.NewStream(ctx, proxyDesc, "/x.Unknown/Hang", grpc.ForceCodecV2(rawCodec{}))
+	stream, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/x.Unknown/Hang", grpc.ForceCodecV2(passthrough.Codec{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,13 +244,14 @@ func TestGRPCCancellationReachesUpstream(t *testing.T) {
 
 func TestGRPCUpstreamDown(t *testing.T) {
 	down := closedAddr(t)
+	downHost, _, _ := net.SplitHostPort(down)
 	s := startSidecar(t, Config{TritonGRPC: down})
 	conn := dial(t, s.GRPCAddr().String())
 	for _, method := range []string{"/x.Unknown/Echo", tritonpb.GRPCInferenceService_ServerLive_FullMethodName} {
-		err := conn.Invoke(context.Background(), method, &Frame{}, &Frame{}, grpc.ForceCodecV2(rawCodec{}))
+		err := conn.Invoke(context.Background(), method, &passthrough.Frame{}, &passthrough.Frame{}, grpc.ForceCodecV2(passthrough.Codec{}))
 		st := status.Convert(err)
 		// The client learns that Triton is away, not where it is.
-		if st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "upstream Triton") || strings.Contains(st.Message(), hostOf(down)) {
+		if st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "upstream Triton") || strings.Contains(st.Message(), downHost) {
 			t.Errorf("%s: status %v %q, want UNAVAILABLE without the address %s", method, st.Code(), st.Message(), down)
 		}
 	}
@@ -340,29 +343,29 @@ func TestGRPCTypedTritonAndHealth(t *testing.T) {
 
 func TestGRPCInterceptorSeam(t *testing.T) {
 	u := &rawUpstream{cancelled: make(chan struct{})}
-	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.handle), grpc.ForceServerCodecV2(rawCodec{}))
+	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.handle), grpc.ForceServerCodecV2(passthrough.Codec{}))
 	var consulted []string
-	s := startSidecar(t, Config{TritonGRPC: up, InterceptGRPC: func(method string) GRPCHandler {
+	s := startSidecar(t, Config{TritonGRPC: up, InterceptGRPC: func(method string) passthrough.GRPCHandler {
 		consulted = append(consulted, method)
 		if method != "/x.Unknown/Mine" {
 			return nil
 		}
 		// Serves messages that start with "me", passes the others on,
 		// after having read them.
-		return func(ss grpc.ServerStream, pass func(*Frame) error) error {
-			f := new(Frame)
+		return func(ss grpc.ServerStream, pass func(*passthrough.Frame) error) error {
+			f := new(passthrough.Frame)
 			if err := ss.RecvMsg(f); err != nil {
 				return err
 			}
 			if !bytes.HasPrefix(f.Payload, []byte("me")) {
 				return pass(f)
 			}
-			return ss.SendMsg(&Frame{Payload: append([]byte("sidecar:"), f.Payload...)})
+			return ss.SendMsg(&passthrough.Frame{Payload: append([]byte("sidecar:"), f.Payload...)})
 		}
 	}})
 	conn := dial(t, s.GRPCAddr().String())
-	var out Frame
-	if err := conn.Invoke(context.Background(), "/x.Unknown/Mine", &Frame{Payload: []byte("me hi")}, &out, grpc.ForceCodecV2(rawCodec{})); err != nil {
+	var out passthrough.Frame
+	if err := conn.Invoke(context.Background(), "/x.Unknown/Mine", &passthrough.Frame{Payload: []byte("me hi")}, &out, grpc.ForceCodecV2(passthrough.Codec{})); err != nil {
 		t.Fatal(err)
 	}
 	if string(out.Payload) != "sidecar:me hi" {
@@ -370,13 +373,13 @@ func TestGRPCInterceptorSeam(t *testing.T) {
 	}
 	// Read by the handler, then passed on: the upstream (which reverses
 	// the bytes of the methods it does not know) answers.
-	if err := conn.Invoke(context.Background(), "/x.Unknown/Mine", &Frame{Payload: []byte("you")}, &out, grpc.ForceCodecV2(rawCodec{})); err != nil {
+	if err := conn.Invoke(context.Background(), "/x.Unknown/Mine", &passthrough.Frame{Payload: []byte("you")}, &out, grpc.ForceCodecV2(passthrough.Codec{})); err != nil {
 		t.Fatal(err)
 	}
 	if string(out.Payload) != "uoy" {
 		t.Errorf("passed-on answer %q, want the upstream's \"uoy\"", out.Payload)
 	}
-	if err := conn.Invoke(context.Background(), "/x.Unknown/Echo", &Frame{Payload: []byte("ab")}, &out, grpc.ForceCodecV2(rawCodec{})); err != nil {
+	if err := conn.Invoke(context.Background(), "/x.Unknown/Echo", &passthrough.Frame{Payload: []byte("ab")}, &out, grpc.ForceCodecV2(passthrough.Codec{})); err != nil {
 		t.Fatal(err)
 	}
 	if string(out.Payload) != "ba" {
@@ -397,9 +400,9 @@ func TestGRPCCompressedRequests(t *testing.T) {
 	want := slices.Clone(payload)
 	slices.Reverse(want)
 	for _, name := range []string{"gzip", "deflate"} {
-		var out Frame
-		err := conn.Invoke(context.Background(), "/x.Unknown/Echo", &Frame{Payload: payload}, &out,
-			grpc.ForceCodecV2(rawCodec{}), grpc.UseCompressor(name))
+		var out passthrough.Frame
+		err := conn.Invoke(context.Background(), "/x.Unknown/Echo", &passthrough.Frame{Payload: payload}, &out,
+			grpc.ForceCodecV2(passthrough.Codec{}), grpc.UseCompressor(name))
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
@@ -413,20 +416,20 @@ func TestGRPCCompressedRequests(t *testing.T) {
 // TestGRPCInterceptorPanic checks that a failing interceptor handler costs
 // its call an INTERNAL status, not the process.
 func TestGRPCInterceptorPanic(t *testing.T) {
-	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler((&rawUpstream{cancelled: make(chan struct{})}).handle), grpc.ForceServerCodecV2(rawCodec{}))
-	s := startSidecar(t, Config{TritonGRPC: up, InterceptGRPC: func(method string) GRPCHandler {
+	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler((&rawUpstream{cancelled: make(chan struct{})}).handle), grpc.ForceServerCodecV2(passthrough.Codec{}))
+	s := startSidecar(t, Config{TritonGRPC: up, InterceptGRPC: func(method string) passthrough.GRPCHandler {
 		if method != "/x.Unknown/Boom" {
 			return nil
 		}
-		return func(grpc.ServerStream, func(*Frame) error) error { panic("boom") }
+		return func(grpc.ServerStream, func(*passthrough.Frame) error) error { panic("boom") }
 	}})
 	conn := dial(t, s.GRPCAddr().String())
-	err := conn.Invoke(context.Background(), "/x.Unknown/Boom", &Frame{}, &Frame{}, grpc.ForceCodecV2(rawCodec{}))
+	err := conn.Invoke(context.Background(), "/x.Unknown/Boom", &passthrough.Frame{}, &passthrough.Frame{}, grpc.ForceCodecV2(passthrough.Codec{}))
 	if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "handler of /x.Unknown/Boom failed: boom") {
 		t.Errorf("panicking handler: %v, want INTERNAL naming the method", err)
 	}
-	var out Frame
-	if err := conn.Invoke(context.Background(), "/x.Unknown/Echo", &Frame{Payload: []byte("ok")}, &out, grpc.ForceCodecV2(rawCodec{})); err != nil {
+	var out passthrough.Frame
+	if err := conn.Invoke(context.Background(), "/x.Unknown/Echo", &passthrough.Frame{Payload: []byte("ok")}, &out, grpc.ForceCodecV2(passthrough.Codec{})); err != nil {
 		t.Errorf("the sidecar stopped serving after a panic: %v", err)
 	}
 }
@@ -437,18 +440,18 @@ func TestGRPCInterceptorPanic(t *testing.T) {
 // (grpc stops decompressing at the limit), and nothing reaches the upstream.
 func TestGRPCMaxRecvMsgSize(t *testing.T) {
 	u := &rawUpstream{cancelled: make(chan struct{})}
-	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.handle), grpc.ForceServerCodecV2(rawCodec{}))
+	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.handle), grpc.ForceServerCodecV2(passthrough.Codec{}))
 	s := startSidecar(t, Config{TritonGRPC: up, MaxRecvMsgSize: 4096})
 	conn := dial(t, s.GRPCAddr().String())
-	var out Frame
+	var out passthrough.Frame
 	bomb := make([]byte, 1<<20) // 1 MiB of zeros: about 1 KiB gzipped
-	err := conn.Invoke(context.Background(), "/x.Unknown/Echo", &Frame{Payload: bomb}, &out,
-		grpc.ForceCodecV2(rawCodec{}), grpc.UseCompressor("gzip"))
+	err := conn.Invoke(context.Background(), "/x.Unknown/Echo", &passthrough.Frame{Payload: bomb}, &out,
+		grpc.ForceCodecV2(passthrough.Codec{}), grpc.UseCompressor("gzip"))
 	if status.Code(err) != codes.ResourceExhausted {
 		t.Errorf("1 MiB (gzipped) with a 4 KiB limit: %v, want RESOURCE_EXHAUSTED", err)
 	}
-	if err := conn.Invoke(context.Background(), "/x.Unknown/Echo", &Frame{Payload: make([]byte, 1000)}, &out,
-		grpc.ForceCodecV2(rawCodec{})); err != nil || len(out.Payload) != 1000 {
+	if err := conn.Invoke(context.Background(), "/x.Unknown/Echo", &passthrough.Frame{Payload: make([]byte, 1000)}, &out,
+		grpc.ForceCodecV2(passthrough.Codec{})); err != nil || len(out.Payload) != 1000 {
 		t.Errorf("1000 bytes under the limit: %v (%d bytes back)", err, len(out.Payload))
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/sidecar/passthrough"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -33,7 +34,7 @@ import (
 // stream fails first, the call ends with its status. At most
 // server.grpc.max_concurrent_streams controllable requests of one stream
 // are in flight at once.
-func (ms *Models) grpcStream(ss grpc.ServerStream, _ func(*Frame) error) error {
+func (ms *Models) grpcStream(ss grpc.ServerStream, _ func(*passthrough.Frame) error) error {
 	ctx, cancel := context.WithCancel(ss.Context())
 	md, _ := metadata.FromIncomingContext(ss.Context())
 	x := &streamMux{ms: ms, ss: ss, ctx: ctx, cancel: cancel, md: md, upDone: make(chan error, 1),
@@ -88,7 +89,7 @@ type streamMux struct {
 // receive reads the client's requests until it half-closes (nil) or fails.
 func (x *streamMux) receive() error {
 	for {
-		f := new(Frame)
+		f := new(passthrough.Frame)
 		if err := x.ss.RecvMsg(f); err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
@@ -143,20 +144,20 @@ func (x *streamMux) receive() error {
 			}
 			b, err := proto.Marshal(&tritonpb.ModelStreamInferResponse{InferResponse: resp})
 			if err == nil {
-				x.send(&Frame{Payload: b})
+				x.send(&passthrough.Frame{Payload: b})
 			}
 		}()
 	}
 }
 
 // sendError answers the request f, for model name, with an error message.
-func (x *streamMux) sendError(name string, f *Frame, err error) {
+func (x *streamMux) sendError(name string, f *passthrough.Frame, err error) {
 	out := &tritonpb.ModelStreamInferResponse{
 		ErrorMessage:  status.Convert(err).Message(),
 		InferResponse: &tritonpb.ModelInferResponse{ModelName: name, Id: stringField(f.Payload, 3)},
 	}
 	if b, err := proto.Marshal(out); err == nil {
-		x.send(&Frame{Payload: b})
+		x.send(&passthrough.Frame{Payload: b})
 	}
 }
 
@@ -188,7 +189,7 @@ func (x *streamMux) begin() bool {
 // openUpstream opens the upstream stream to Triton and starts relaying its
 // answers.
 func (x *streamMux) openUpstream() error {
-	cs, err := x.ms.conn.NewStream(upstreamContext(x.ctx), proxyDesc, methodStreamInfer, upstreamCallOptions...)
+	cs, err := passthrough.OpenStream(passthrough.UpstreamContext(x.ctx), x.ms.conn, passthrough.MethodStreamInfer)
 	if err != nil {
 		return x.ms.upstreamError(status.Convert(err).Err())
 	}
@@ -199,7 +200,7 @@ func (x *streamMux) openUpstream() error {
 }
 
 // toUpstream sends a request on to Triton.
-func (x *streamMux) toUpstream(f *Frame) error {
+func (x *streamMux) toUpstream(f *passthrough.Frame) error {
 	if err := x.up.SendMsg(f); err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
@@ -220,7 +221,7 @@ func (x *streamMux) relay(cs grpc.ClientStream) {
 		x.sendMu.Unlock()
 	}
 	for {
-		f := new(Frame)
+		f := new(passthrough.Frame)
 		if err := cs.RecvMsg(f); err != nil {
 			x.upDone <- err
 			return
@@ -236,7 +237,7 @@ func (x *streamMux) upDoneEarly() <-chan error {
 }
 
 // send writes one response to the client.
-func (x *streamMux) send(f *Frame) {
+func (x *streamMux) send(f *passthrough.Frame) {
 	x.sendMu.Lock()
 	defer x.sendMu.Unlock()
 	x.headerSent = true

@@ -1,17 +1,15 @@
 package sidecar
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"net/http"
-	"strings"
 
-	"github.com/mergectl/react-triton/sidecar/metrics"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+
+	"github.com/mergectl/react-triton/sidecar/metrics"
+	"github.com/mergectl/react-triton/sidecar/passthrough"
 )
 
 // headerFieldOverhead is what HTTP/2 adds to each header field's name and
@@ -61,7 +59,7 @@ func limitHTTPHeaders(limit int, m *metrics.Metrics, next http.Handler) http.Han
 			if m != nil {
 				m.Reject("http", "headers_too_large")
 			}
-			writeHTTPError(w, http.StatusRequestHeaderFieldsTooLarge, headerLimitMessage("headers", n, limit))
+			passthrough.WriteHTTPError(w, http.StatusRequestHeaderFieldsTooLarge, headerLimitMessage("headers", n, limit))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -75,47 +73,4 @@ func checkMetadataSize(md metadata.MD, limit int) error {
 		return status.Error(codes.InvalidArgument, headerLimitMessage("metadata", n, limit))
 	}
 	return nil
-}
-
-// forwardedFor is the X-Forwarded-For value the sidecar passes on: the
-// client's own value(s), then the address of the peer it heard the request
-// from, as a proxy appends it. Clients can write anything in what they
-// send; only the last entry is the sidecar's own observation.
-func forwardedFor(prior []string, peerHost string) string {
-	if peerHost == "" {
-		return strings.Join(prior, ", ")
-	}
-	if len(prior) == 0 {
-		return peerHost
-	}
-	return strings.Join(prior, ", ") + ", " + peerHost
-}
-
-// hostOf returns the host of a host:port address (the whole string when it
-// has no port).
-func hostOf(addr string) string {
-	if h, _, err := net.SplitHostPort(addr); err == nil {
-		return h
-	}
-	return addr
-}
-
-// peerHost returns the host of a gRPC call's peer, "" when unknown.
-func peerHost(ctx context.Context) string {
-	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
-		return hostOf(p.Addr.String())
-	}
-	return ""
-}
-
-// upstreamMetadata is the metadata of a call the sidecar makes to Triton on
-// behalf of a gRPC call: the client's forwardable metadata, with the peer
-// appended to x-forwarded-for.
-func upstreamMetadata(ctx context.Context) metadata.MD {
-	in, _ := metadata.FromIncomingContext(ctx)
-	md := forwardable(in)
-	if v := forwardedFor(md["x-forwarded-for"], peerHost(ctx)); v != "" {
-		md["x-forwarded-for"] = []string{v}
-	}
-	return md
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/mergectl/react-triton/sidecar/passthrough"
 )
 
 // jsonMessage renders a protocol message the way Triton's HTTP endpoints
@@ -72,7 +74,7 @@ func jsonScalar(fd protoreflect.FieldDescriptor, v protoreflect.Value) any {
 func writeJSONValue(w http.ResponseWriter, code int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		writeHTTPError(w, http.StatusInternalServerError, "sidecar: encoding JSON: "+err.Error())
+		passthrough.WriteHTTPError(w, http.StatusInternalServerError, "sidecar: encoding JSON: "+err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

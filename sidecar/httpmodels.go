@@ -19,6 +19,7 @@ import (
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/limits"
+	"github.com/mergectl/react-triton/sidecar/passthrough"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/triton/tritonhttp"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -68,7 +69,7 @@ func parseRoute(path string) (r route, ok bool) {
 // framing checked (tritonhttp.ParseRequest): a malformed one is answered
 // with 400 (413 when too large) and never reaches Triton, which one such
 // request can crash. Everything else passes through.
-func (ms *Models) HTTPInterceptor() HTTPInterceptor {
+func (ms *Models) HTTPInterceptor() passthrough.HTTPInterceptor {
 	return func(r *http.Request, pass http.Handler) http.Handler {
 		switch {
 		case r.URL.Path == "/v2/health/ready" && r.Method == http.MethodGet:
@@ -133,7 +134,7 @@ func (ms *Models) HTTPInterceptor() HTTPInterceptor {
 			case rt.action == "stats" && r.Method == http.MethodGet:
 				writeHTTPJSON(w, &tritonpb.ModelStatisticsResponse{ModelStats: []*tritonpb.ModelStatistics{m.Stats().Proto(m.Name(), m.Version())}})
 			default:
-				writeHTTPError(w, http.StatusNotFound, "sidecar: "+r.Method+" "+r.URL.Path+" is not served for the controllable model "+strconv.Quote(m.Name()))
+				passthrough.WriteHTTPError(w, http.StatusNotFound, "sidecar: "+r.Method+" "+r.URL.Path+" is not served for the controllable model "+strconv.Quote(m.Name()))
 			}
 		})
 	}
@@ -151,7 +152,7 @@ func (ms *Models) httpInfer(w http.ResponseWriter, r *http.Request, rt route, pa
 	defer res.Release()
 	req, raw, body, err := ms.readInfer(r, cfg, res)
 	if err != nil {
-		if r.Context().Err() != nil && !errors.Is(err, errReadTimeout) {
+		if r.Context().Err() != nil && !errors.Is(err, passthrough.ErrReadTimeout) {
 			// The client went away: nobody is left to answer. (A body cut
 			// by server.read_timeout cancels the context too, and its
 			// client is told.)
@@ -285,8 +286,8 @@ func readRaw(body io.Reader, length, limit int64, res *limits.Reservation) ([]by
 		if errors.Is(err, io.EOF) {
 			return b, nil
 		}
-		if isReadTimeout(err) {
-			return nil, errReadTimeout
+		if passthrough.IsReadTimeout(err) {
+			return nil, passthrough.ErrReadTimeout
 		}
 		if err != nil {
 			return nil, &tritonhttp.RequestError{Msg: "reading the request body: " + err.Error()}
@@ -307,7 +308,7 @@ func (ms *Models) httpRefuse(w http.ResponseWriter, err error, cfg *config.Confi
 	)
 	code, reason, msg := http.StatusBadRequest, "malformed", "sidecar: "+err.Error()
 	switch {
-	case errors.Is(err, errReadTimeout):
+	case errors.Is(err, passthrough.ErrReadTimeout):
 		code, reason = http.StatusRequestTimeout, "timeout"
 	case errors.As(err, &te):
 		code, msg = te.Status, te.Msg
@@ -337,7 +338,7 @@ func (ms *Models) httpRefuse(w http.ResponseWriter, err error, cfg *config.Confi
 	if ms.metrics != nil {
 		ms.metrics.Reject("http", reason)
 	}
-	writeHTTPError(w, code, msg)
+	passthrough.WriteHTTPError(w, code, msg)
 }
 
 // setRetryAfter sets the Retry-After header, in whole seconds.
@@ -362,7 +363,7 @@ func (ms *Models) httpServe(w http.ResponseWriter, r *http.Request, m *pipeline.
 	}
 	if err := jsonOutputsFit(m, req); err != nil {
 		// Refused before Triton is called (Triton answers 400 too).
-		writeHTTPError(w, http.StatusBadRequest, err.Error())
+		passthrough.WriteHTTPError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	ctx := metadata.NewOutgoingContext(r.Context(), httpMetadata(r.Header, ms.Config().Triton.ForwardHeaders))
@@ -376,10 +377,10 @@ func (ms *Models) httpServe(w http.ResponseWriter, r *http.Request, m *pipeline.
 	if err != nil {
 		var re *tritonhttp.RequestError
 		if errors.As(err, &re) {
-			writeHTTPError(w, http.StatusBadRequest, err.Error())
+			passthrough.WriteHTTPError(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		writeHTTPError(w, http.StatusInternalServerError, "sidecar: encoding the response: "+err.Error())
+		passthrough.WriteHTTPError(w, http.StatusInternalServerError, "sidecar: encoding the response: "+err.Error())
 		return
 	}
 	h := w.Header()
@@ -444,7 +445,7 @@ func httpMetadata(h http.Header, forward []string) metadata.MD {
 			}
 		}
 	}
-	return forwardable(md)
+	return passthrough.Forwardable(md)
 }
 
 func printableASCII(s string) bool {
@@ -508,14 +509,7 @@ func writeStatusError(w http.ResponseWriter, err error) {
 		code = http.StatusTooManyRequests
 		setRetryAfter(w, overload.RetryAfter)
 	}
-	writeHTTPError(w, code, st.Message())
-}
-
-// writeHTTPError answers {"error": msg} with an HTTP status.
-func writeHTTPError(w http.ResponseWriter, code int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	w.Write(tritonhttp.ErrorBody(msg))
+	passthrough.WriteHTTPError(w, code, st.Message())
 }
 
 // writeHTTPJSON answers a protocol message as Triton's JSON.

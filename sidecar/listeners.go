@@ -1,10 +1,11 @@
 package sidecar
 
 import (
-	"github.com/mergectl/react-triton/sidecar/metrics"
 	"net"
 	"sync"
 	"sync/atomic"
+
+	"github.com/mergectl/react-triton/sidecar/metrics"
 )
 
 // capListener bounds the connections open at once through a listener: a

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/metrics"
+	"github.com/mergectl/react-triton/sidecar/passthrough"
 )
 
 // Management guards Triton's management API (config.ManagementCalls): a
@@ -144,7 +145,7 @@ func (p *managementPolicy) authorized(authorization string) bool {
 var grpcManagementCalls = func() map[string]string {
 	m := make(map[string]string, len(config.ManagementCalls))
 	for _, c := range config.ManagementCalls {
-		m[service+c.Name] = c.Name
+		m[passthrough.Service+c.Name] = c.Name
 	}
 	return m
 }()
@@ -194,7 +195,7 @@ func (g *Management) HTTP(next http.Handler) http.Handler {
 			code = http.StatusUnauthorized
 			w.Header().Set("WWW-Authenticate", `Bearer realm="react-sidecar"`)
 		}
-		writeHTTPError(w, code, st.Message())
+		passthrough.WriteHTTPError(w, code, st.Message())
 	})
 }
 

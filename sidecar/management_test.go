@@ -15,6 +15,7 @@ import (
 
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/metrics"
+	"github.com/mergectl/react-triton/sidecar/passthrough"
 )
 
 // managementRoutes are an HTTP route of each management call, as Triton
@@ -95,7 +96,7 @@ func TestManagementClosedByDefault(t *testing.T) {
 	s, u := startRecorded(t, Config{Management: guard, Metrics: m})
 	conn := dial(t, s.GRPCAddr().String())
 	for _, c := range config.ManagementCalls {
-		err := conn.Invoke(context.Background(), service+c.Name, &Frame{}, &Frame{}, grpc.ForceCodecV2(rawCodec{}))
+		err := conn.Invoke(context.Background(), passthrough.Service+c.Name, &passthrough.Frame{}, &passthrough.Frame{}, grpc.ForceCodecV2(passthrough.Codec{}))
 		if st := status.Convert(err); st.Code() != codes.PermissionDenied || !strings.Contains(st.Message(), c.Name) {
 			t.Errorf("gRPC %s: %v, want PERMISSION_DENIED", c.Name, err)
 		}
@@ -113,7 +114,7 @@ func TestManagementClosedByDefault(t *testing.T) {
 		t.Errorf("react_management_refused_total{http,RepositoryModelUnload,denied} = %v, want 2", got)
 	}
 	// The rest of the API passes.
-	if err := conn.Invoke(context.Background(), service+"ServerLive", &Frame{}, &Frame{}, grpc.ForceCodecV2(rawCodec{})); err != nil {
+	if err := conn.Invoke(context.Background(), passthrough.Service+"ServerLive", &passthrough.Frame{}, &passthrough.Frame{}, grpc.ForceCodecV2(passthrough.Codec{})); err != nil {
 		t.Errorf("ServerLive: %v", err)
 	}
 	if resp, body := httpDo(t, http.MethodGet, "http://"+s.HTTPAddr().String()+"/v2/health/live", nil, nil); resp.StatusCode != http.StatusOK {
@@ -124,7 +125,7 @@ func TestManagementClosedByDefault(t *testing.T) {
 	}
 	// A nil guard is closed too.
 	var none *Management
-	if err := none.checkGRPC(service+"RepositoryModelLoad", nil); status.Code(err) != codes.PermissionDenied {
+	if err := none.checkGRPC(passthrough.Service+"RepositoryModelLoad", nil); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("nil guard: %v", err)
 	}
 }
@@ -152,7 +153,7 @@ func TestManagementAllowAndTokens(t *testing.T) {
 		if auth != "" {
 			ctx = metadata.AppendToOutgoingContext(ctx, "authorization", auth)
 		}
-		return conn.Invoke(ctx, service+method, &Frame{}, &Frame{}, grpc.ForceCodecV2(rawCodec{}))
+		return conn.Invoke(ctx, passthrough.Service+method, &passthrough.Frame{}, &passthrough.Frame{}, grpc.ForceCodecV2(passthrough.Codec{}))
 	}
 	httpCall := func(path, auth string) (*http.Response, string) {
 		hdr := map[string]string{}

@@ -20,6 +20,7 @@ import (
 	"github.com/mergectl/react-triton/sidecar/limits"
 	"github.com/mergectl/react-triton/sidecar/metrics"
 	"github.com/mergectl/react-triton/sidecar/modelstats"
+	"github.com/mergectl/react-triton/sidecar/passthrough"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -49,8 +50,8 @@ type Models struct {
 
 	readiness *readiness
 	// redact removes Triton's addresses from the messages clients get.
-	redact *redactor
-	logged logLimit
+	redact *passthrough.Redactor
+	logged passthrough.LogLimit
 }
 
 // modelsState is one configuration's controllable models.
@@ -86,7 +87,7 @@ func NewModels(cfg *config.Config, conn *grpc.ClientConn, m *metrics.Metrics, lo
 		budget:  limits.NewBudget(int64(cfg.Limits.MaxInflightBytes)),
 		stats:   &modelstats.Registry{},
 		metrics: m,
-		redact:  newRedactor(cfg.Triton.GRPC, cfg.Triton.HTTP),
+		redact:  passthrough.NewRedactor(cfg.Triton.GRPC, cfg.Triton.HTTP),
 	}
 	ms.readers = &reactReaders{rpc: ms.rpc}
 	ms.readiness = &readiness{ms: ms}
@@ -326,9 +327,9 @@ func (ms *Models) upstreamError(err error) error {
 // Triton's addresses. A message that named one is logged in full (at most
 // once a second).
 func (ms *Models) clientMessage(st *status.Status) string {
-	msg := ms.redact.redact(st.Message())
+	msg := ms.redact.Redact(st.Message())
 	if msg != st.Message() {
-		ms.logged.do(func() {
+		ms.logged.Do(func() {
 			ms.log.Warn("upstream Triton", "code", st.Code().String(), "error", st.Message(), "triton", ms.Config().Triton.GRPC)
 		})
 	}

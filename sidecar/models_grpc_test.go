@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
+	"github.com/mergectl/react-triton/sidecar/passthrough"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -129,9 +130,9 @@ func TestModelsGRPCInfer(t *testing.T) {
 		// Garbage that does not decode as a ModelInferRequest but names the
 		// model is refused by the sidecar.
 		conn := dial(t, h.srv.GRPCAddr().String())
-		var out Frame
-		err = conn.Invoke(context.Background(), methodInfer, &Frame{Payload: []byte("\x0a\x05multi\x2a\x02\x0a\x05")}, &out,
-			grpc.ForceCodecV2(rawCodec{}))
+		var out passthrough.Frame
+		err = conn.Invoke(context.Background(), methodInfer, &passthrough.Frame{Payload: []byte("\x0a\x05multi\x2a\x02\x0a\x05")}, &out,
+			grpc.ForceCodecV2(passthrough.Codec{}))
 		if status.Code(err) != codes.InvalidArgument {
 			t.Errorf("undecodable request: %v", err)
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
 	"github.com/mergectl/react-triton/sidecar/metrics"
+	"github.com/mergectl/react-triton/sidecar/passthrough"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -260,7 +261,7 @@ func newHarness(t testing.TB, edit func(*ctlConfig)) *harness {
 		Management: guard, Log: logger,
 	})
 	h.client = tritonpb.NewGRPCInferenceServiceClient(dial(t, h.srv.GRPCAddr().String()))
-	if h.http, err = NewHTTPProxy(cfg.Triton.HTTP, nil, h.models.HTTPInterceptor(), nil); err != nil {
+	if h.http, err = passthrough.NewHTTPProxy(cfg.Triton.HTTP, nil, h.models.HTTPInterceptor(), nil); err != nil {
 		t.Fatal(err)
 	}
 	h.httpURL = "http://" + h.srv.HTTPAddr().String()

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -523,7 +524,7 @@ func TestModelsHTTPWhileLoading(t *testing.T) {
 func TestModelsTritonGone(t *testing.T) {
 	h := startHarness(t, nil)
 	h.fake.Stop()
-	addr := hostOf(h.fake.Addr)
+	addr, _, _ := net.SplitHostPort(h.fake.Addr)
 	hidden := func(msg string) bool { return strings.Contains(msg, "upstream Triton") && !strings.Contains(msg, addr) }
 	_, err := h.client.ModelInfer(context.Background(), ctlRequest("multi", "g", ctlBatch))
 	if st := status.Convert(err); st.Code() != grpccodes.Unavailable || !hidden(st.Message()) {

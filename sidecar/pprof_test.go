@@ -1,11 +1,12 @@
 package sidecar
 
 import (
-	"github.com/mergectl/react-triton/sidecar/metrics"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/mergectl/react-triton/sidecar/metrics"
 )
 
 // TestPprofOffTheMetricsListener: the metrics handler serves no profiles.

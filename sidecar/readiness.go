@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/mergectl/react-triton/sidecar/passthrough"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -182,7 +183,7 @@ func quoteAll(names []string) string {
 func (ms *Models) httpServerReady(pass http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := ms.readiness.check(r.Context()); err != nil {
-			writeHTTPError(w, http.StatusServiceUnavailable, err.Error())
+			passthrough.WriteHTTPError(w, http.StatusServiceUnavailable, err.Error())
 			return
 		}
 		pass.ServeHTTP(w, r)

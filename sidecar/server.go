@@ -18,6 +18,7 @@ import (
 
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/metrics"
+	"github.com/mergectl/react-triton/sidecar/passthrough"
 )
 
 // DefaultShutdownTimeout is how long Serve lets calls in flight finish once
@@ -67,8 +68,8 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// InterceptGRPC and InterceptHTTP are the interception seams; nil
 	// passes everything through.
-	InterceptGRPC GRPCInterceptor
-	InterceptHTTP HTTPInterceptor
+	InterceptGRPC passthrough.GRPCInterceptor
+	InterceptHTTP passthrough.HTTPInterceptor
 	// Log receives proxy error messages; nil discards them.
 	Log *slog.Logger
 }
@@ -133,7 +134,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.TritonGRPC == "" || cfg.TritonHTTP == "" {
 		return nil, errors.New("sidecar: both upstream Triton addresses (gRPC and HTTP) are required")
 	}
-	handler, err := NewHTTPProxy(cfg.TritonHTTP, cfg.TritonTLS, cfg.InterceptHTTP, errLog)
+	handler, err := passthrough.NewHTTPProxy(cfg.TritonHTTP, cfg.TritonTLS, cfg.InterceptHTTP, errLog)
 	if err != nil {
 		return nil, fmt.Errorf("sidecar: %w", err)
 	}
@@ -143,8 +144,8 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	lim := serverLimits(cfg.Server)
-	proxy := NewGRPCProxy(s.conn, cfg.TritonGRPC, cfg.InterceptGRPC)
-	proxy.guard, proxy.maxHeaderBytes, proxy.readTimeout, proxy.log = cfg.Management, int(lim.MaxHeaderBytes), lim.ReadTimeout, logger
+	proxy := passthrough.NewGRPCProxy(s.conn, cfg.TritonGRPC, cfg.InterceptGRPC)
+	proxy.Check, proxy.ReadTimeout, proxy.Log = grpcCheck(cfg.Management, int(lim.MaxHeaderBytes)), lim.ReadTimeout, logger
 	opts := grpcServerOptions(lim)
 	if cfg.MaxRecvMsgSize > 0 {
 		opts = append(opts, grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize))

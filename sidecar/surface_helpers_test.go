@@ -8,6 +8,8 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+
+	"github.com/mergectl/react-triton/sidecar/passthrough"
 )
 
 // recorder is an upstream Triton for the front door's tests, on both
@@ -30,11 +32,11 @@ func (u *recorder) handle(_ any, ss grpc.ServerStream) error {
 	u.methods = append(u.methods, method)
 	u.md = append(u.md, md)
 	u.mu.Unlock()
-	var f Frame
+	var f passthrough.Frame
 	if err := ss.RecvMsg(&f); err != nil && err != io.EOF {
 		return err
 	}
-	return ss.SendMsg(&Frame{})
+	return ss.SendMsg(&passthrough.Frame{})
 }
 
 func (u *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -78,7 +80,7 @@ func (u *recorder) lastHeader() http.Header {
 func startRecorded(t *testing.T, cfg Config) (*Server, *recorder) {
 	t.Helper()
 	u := &recorder{}
-	cfg.TritonGRPC = startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.handle), grpc.ForceServerCodecV2(rawCodec{}))
+	cfg.TritonGRPC = startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.handle), grpc.ForceServerCodecV2(passthrough.Codec{}))
 	cfg.TritonHTTP = startUpstreamHTTP(t, u)
 	return startSidecar(t, cfg), u
 }

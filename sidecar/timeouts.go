@@ -1,15 +1,9 @@
 package sidecar
 
 import (
-	"errors"
 	"net"
 	"net/http"
-	"os"
 	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // writeChunk is the most one write to an HTTP client may carry under the
@@ -93,69 +87,4 @@ func clearWriteDeadline(c net.Conn, state http.ConnState) {
 	if state == http.StateIdle {
 		c.SetWriteDeadline(time.Time{})
 	}
-}
-
-// isReadTimeout reports whether err comes from a read past the
-// connection's deadline (server.read_timeout).
-func isReadTimeout(err error) bool {
-	return errors.Is(err, os.ErrDeadlineExceeded)
-}
-
-// errReadTimeout is a request body that did not arrive within
-// server.read_timeout.
-var errReadTimeout = errors.New("the request did not arrive within server.read_timeout")
-
-// recvFirst reads a call's first message within d (d ≤ 0: no bound). A
-// call that sends none in time ends with DEADLINE_EXCEEDED; the read goes
-// on in the background until grpc ends the stream, and nothing else
-// touches the stream meanwhile.
-func recvFirst(ss grpc.ServerStream, d time.Duration) (*Frame, error) {
-	if d <= 0 {
-		return recvRequest(ss)
-	}
-	type result struct {
-		f   *Frame
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
-		f, err := recvRequest(ss)
-		got <- result{f, err}
-	}()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case r := <-got:
-		return r.f, r.err
-	case <-t.C:
-		return nil, status.Errorf(codes.DeadlineExceeded, "sidecar: no request message within server.read_timeout (%v)", d)
-	case <-ss.Context().Done():
-		return nil, status.FromContextError(ss.Context().Err()).Err()
-	}
-}
-
-// firstReplayed is a server stream whose first message was already read:
-// RecvMsg returns it (or the io.EOF of a client that half-closed without
-// one) first, then reads on.
-type firstReplayed struct {
-	grpc.ServerStream
-	first    *Frame
-	firstErr error
-}
-
-// RecvMsg implements grpc.ServerStream.
-func (s *firstReplayed) RecvMsg(m any) error {
-	if s.firstErr != nil {
-		return s.firstErr
-	}
-	if s.first != nil {
-		f, ok := m.(*Frame)
-		if !ok {
-			return status.Errorf(codes.Internal, "sidecar: a message of type %T on the raw stream", m)
-		}
-		*f = *s.first
-		s.first = nil
-		return nil
-	}
-	return s.ServerStream.RecvMsg(m)
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/metrics"
+	"github.com/mergectl/react-triton/sidecar/passthrough"
 )
 
 // testCA is a certificate authority for the TLS tests.
@@ -134,7 +135,7 @@ func tlsCalls(t *testing.T, s *Server, cfg *tls.Config) (grpcErr, httpErr error)
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	grpcErr = invokeRaw(ctx, conn, service+"ServerLive")
+	grpcErr = invokeRaw(ctx, conn, passthrough.Service+"ServerLive")
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 5 * time.Second}
 	defer client.CloseIdleConnections()
 	resp, err := client.Get("https://" + s.HTTPAddr().String() + "/v2/health/live")
@@ -255,7 +256,7 @@ func TestCertificateReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if err := invokeRaw(context.Background(), conn, service+"ServerLive"); err != nil {
+	if err := invokeRaw(context.Background(), conn, passthrough.Service+"ServerLive"); err != nil {
 		t.Fatal(err)
 	}
 	first := servedCert(t, s.HTTPAddr().String(), cfg)
@@ -272,7 +273,7 @@ func TestCertificateReload(t *testing.T) {
 	block, _ := pem.Decode(cert)
 	leaf, _ := x509.ParseCertificate(block.Bytes)
 	waitFor(t, 5*time.Second, "the new certificate", func() bool { return servedCert(t, s.HTTPAddr().String(), cfg) == leaf.SerialNumber.String() })
-	if err := invokeRaw(context.Background(), conn, service+"ServerLive"); err != nil {
+	if err := invokeRaw(context.Background(), conn, passthrough.Service+"ServerLive"); err != nil {
 		t.Errorf("the connection open across the change: %v", err)
 	}
 	fams := scrape(t, m.Handler())

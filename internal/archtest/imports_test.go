@@ -117,10 +117,13 @@ var policy = map[string][]string{
 	"sidecar/limits": {"sidecar/config", "triton/tritonhttp", "triton/tritonpb"},
 	// sidecar/metrics: the sidecar's Prometheus metrics, which the other
 	// parts report to.
-	"sidecar/metrics":             {"sidecar/pipeline", "sidecar/limits", "control", "internal/buildinfo"},
+	"sidecar/metrics": {"sidecar/pipeline", "sidecar/limits", "control", "internal/buildinfo"},
+	// sidecar/passthrough: the pass-through proxy and its seams; it knows
+	// nothing of the controllable models or the front door.
+	"sidecar/passthrough":         {"control", "triton/tritonhttp"},
 	"sidecar/pipeline":            {"sidecar/modelstats", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/ensemble"},
 	"sidecar/internal/faketriton": {"react", "react/componentsfile", "triton", "triton/tritonpb", "triton/tritonhttp"},
-	"sidecar": {"sidecar/pipeline", "sidecar/modelstats", "sidecar/limits", "sidecar/metrics", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/tritonhttp",
+	"sidecar": {"sidecar/pipeline", "sidecar/modelstats", "sidecar/limits", "sidecar/metrics", "sidecar/passthrough", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/tritonhttp",
 		"internal/buildinfo", "internal/cli"},
 
 	// The Triton backend: never the sidecar or its configuration.

@@ -113,6 +113,7 @@ type BudgetError struct {
 	Never bool
 }
 
+// Error says why the request was refused.
 func (e *BudgetError) Error() string {
 	if e.Never {
 		return fmt.Sprintf("request body larger than limits.max_inflight_bytes (%d bytes)", e.Limit)

@@ -1,4 +1,4 @@
-package sidecar
+package passthrough
 
 import (
 	"context"
@@ -95,11 +95,11 @@ func NewHTTPProxy(target string, tlsCfg *tls.Config, intercept HTTPInterceptor, 
 		FlushInterval: -1,
 		ErrorLog:      errLog,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if isReadTimeout(err) || (r.Context().Err() != nil && bodyTimedOut(r)) {
+			if IsReadTimeout(err) || (r.Context().Err() != nil && bodyTimedOut(r)) {
 				// The client's body stopped coming before
 				// server.read_timeout (which also cancelled the request's
 				// context): it is still there to be told.
-				writeHTTPError(w, http.StatusRequestTimeout, "sidecar: "+errReadTimeout.Error())
+				WriteHTTPError(w, http.StatusRequestTimeout, "sidecar: "+ErrReadTimeout.Error())
 				return
 			}
 			if r.Context().Err() != nil {
@@ -110,7 +110,7 @@ func NewHTTPProxy(target string, tlsCfg *tls.Config, intercept HTTPInterceptor, 
 			if errLog != nil {
 				errLog.Printf("sidecar: http %s %s: upstream Triton %s: %v", r.Method, r.URL.Path, target, err)
 			}
-			writeHTTPError(w, http.StatusBadGateway, "sidecar: upstream Triton is unavailable")
+			WriteHTTPError(w, http.StatusBadGateway, "sidecar: upstream Triton is unavailable")
 		},
 	}
 	// The body is watched for the server's read timeout: when it strikes,
@@ -150,7 +150,7 @@ type watchedBodyKey struct{}
 // Read implements io.Reader.
 func (b *watchedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err != nil && isReadTimeout(err) {
+	if err != nil && IsReadTimeout(err) {
 		b.once.Do(func() { close(b.timedOut) })
 	}
 	return n, err

@@ -1,4 +1,4 @@
-package sidecar
+package passthrough
 
 import (
 	"context"
@@ -15,24 +15,38 @@ import (
 	"google.golang.org/grpc/status"
 )
 
+// Service is the prefix of the full method names of Triton's inference
+// service.
+const Service = "/inference.GRPCInferenceService/"
+
+// MethodStreamInfer is the full method name of Triton's streaming
+// inference, a session whose requests come when they come.
+const MethodStreamInfer = Service + "ModelStreamInfer"
+
 // GRPCProxy relays every gRPC call it receives to an upstream server over
 // one shared connection, message by message, without decoding anything.
-// Before anything else it checks the call's metadata size, guards Triton's
-// management API, and waits a bounded time for the call's first message.
+// Before anything else it runs Check, the front door's checks of the call
+// (the metadata's size, the guard of Triton's management API), and waits
+// a bounded time for the first message of a unary call of Triton's
+// service. Set its fields before NewServer.
 type GRPCProxy struct {
+	// Check, when not nil, is consulted first with the call's full method
+	// name and metadata: an error ends the call with it. It may edit md
+	// (a token it consumed removed): the rest of the call, the upstream
+	// call included, sees the metadata as Check left it.
+	Check func(method string, md metadata.MD) error
+	// ReadTimeout bounds the wait for the first message of a unary call
+	// of Triton's service (0: no bound).
+	ReadTimeout time.Duration
+	// Log receives what the client is not told (the upstream's addresses
+	// in its errors); NewGRPCProxy sets one that discards it.
+	Log *slog.Logger
+
 	conn      *grpc.ClientConn
 	target    string
 	intercept GRPCInterceptor
-
-	// guard closes the management API (nil: every management call is
-	// refused); maxHeaderBytes bounds a call's metadata (0: no bound);
-	// readTimeout bounds the wait for a call's first message (0: none).
-	guard          *Management
-	maxHeaderBytes int
-	readTimeout    time.Duration
-	redact         *redactor
-	log            *slog.Logger
-	logged         logLimit
+	redact    *Redactor
+	logged    LogLimit
 }
 
 // proxyDesc describes every proxied call as bidirectional streaming: a unary
@@ -43,9 +57,16 @@ var proxyDesc = &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}
 // upstreamCallOptions are the options of every upstream call: the raw codec
 // and Triton's message size limits.
 var upstreamCallOptions = []grpc.CallOption{
-	grpc.ForceCodecV2(rawCodec{}),
+	grpc.ForceCodecV2(Codec{}),
 	grpc.MaxCallRecvMsgSize(math.MaxInt32),
 	grpc.MaxCallSendMsgSize(math.MaxInt32),
+}
+
+// OpenStream opens an upstream call of method on conn as the proxy opens
+// every one: a bidirectional stream of Frames, with the raw codec and
+// Triton's message size limits.
+func OpenStream(ctx context.Context, conn *grpc.ClientConn, method string) (grpc.ClientStream, error) {
+	return conn.NewStream(ctx, proxyDesc, method, upstreamCallOptions...)
 }
 
 // NewGRPCProxy returns a proxy to the server at the other end of conn.
@@ -53,7 +74,7 @@ var upstreamCallOptions = []grpc.CallOption{
 // intercept may be nil.
 func NewGRPCProxy(conn *grpc.ClientConn, target string, intercept GRPCInterceptor) *GRPCProxy {
 	return &GRPCProxy{conn: conn, target: target, intercept: intercept,
-		redact: newRedactor(target), log: slog.New(slog.DiscardHandler)}
+		redact: NewRedactor(target), Log: slog.New(slog.DiscardHandler)}
 }
 
 // NewServer returns a grpc.Server with no registered services that hands
@@ -62,7 +83,7 @@ func NewGRPCProxy(conn *grpc.ClientConn, target string, intercept GRPCIntercepto
 func (p *GRPCProxy) NewServer(opts ...grpc.ServerOption) *grpc.Server {
 	base := []grpc.ServerOption{
 		grpc.UnknownServiceHandler(p.handle),
-		grpc.ForceServerCodecV2(rawCodec{}),
+		grpc.ForceServerCodecV2(Codec{}),
 		grpc.MaxRecvMsgSize(math.MaxInt32),
 		grpc.MaxSendMsgSize(math.MaxInt32),
 	}
@@ -82,24 +103,21 @@ func (p *GRPCProxy) handle(srv any, ss grpc.ServerStream) error {
 // serve checks a call and serves it: intercepted, or passed through.
 func (p *GRPCProxy) serve(method string, ss grpc.ServerStream) error {
 	md, _ := metadata.FromIncomingContext(ss.Context())
-	if p.maxHeaderBytes > 0 {
-		if err := checkMetadataSize(md, p.maxHeaderBytes); err != nil {
+	if p.Check != nil {
+		if err := p.Check(method, md); err != nil {
 			return err
 		}
 	}
-	if err := p.guard.checkGRPC(method, md); err != nil {
-		return err
-	}
-	// The guard may have consumed the call's token: what follows sees the
+	// The check may have consumed the call's token: what follows sees the
 	// metadata as it left it.
 	ss = &contextStream{ServerStream: ss, ctx: metadata.NewIncomingContext(ss.Context(), md)}
-	if p.readTimeout > 0 && strings.HasPrefix(method, service) && method != methodStreamInfer {
+	if p.ReadTimeout > 0 && strings.HasPrefix(method, Service) && method != MethodStreamInfer {
 		// A unary call of Triton's service sends its request with its
 		// headers; a call that sends none holds a goroutine, and Triton a
 		// stream, for nothing. (A ModelStreamInfer stream is a session:
 		// its requests come when they come; other services' calls pass as
 		// they are, whoever speaks first.)
-		first, err := recvFirst(ss, p.readTimeout)
+		first, err := recvFirst(ss, p.ReadTimeout)
 		switch {
 		case errors.Is(err, io.EOF):
 			ss = &firstReplayed{ServerStream: ss, firstErr: io.EOF}
@@ -138,7 +156,7 @@ func (p *GRPCProxy) forward(ss grpc.ServerStream, method string, first *Frame) e
 	ctx, cancel := context.WithCancel(metadata.NewOutgoingContext(ss.Context(), upstreamMetadata(ss.Context())))
 	defer cancel()
 
-	cs, err := p.conn.NewStream(ctx, proxyDesc, method, upstreamCallOptions...)
+	cs, err := OpenStream(ctx, p.conn, method)
 	if err != nil {
 		return p.upstreamError(err)
 	}
@@ -250,12 +268,12 @@ func (p *GRPCProxy) scrub(method string, err error) error {
 	if !ok {
 		return err
 	}
-	msg := p.redact.redact(st.Message())
+	msg := p.redact.Redact(st.Message())
 	if msg == st.Message() {
 		return err
 	}
-	p.logged.do(func() {
-		p.log.Warn("upstream Triton", "method", method, "code", st.Code().String(), "error", st.Message(), "triton", p.target)
+	p.logged.Do(func() {
+		p.Log.Warn("upstream Triton", "method", method, "code", st.Code().String(), "error", st.Message(), "triton", p.target)
 	})
 	sp := st.Proto()
 	sp.Message = msg

@@ -1,4 +1,4 @@
-package sidecar
+package passthrough
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ type Frame struct {
 	Payload []byte
 }
 
-// rawCodec passes Frames through untouched. It is forced on the proxy's
+// Codec passes Frames through untouched. It is forced on the proxy's
 // server (grpc.ForceServerCodecV2) and on its upstream calls
 // (grpc.ForceCodecV2), never registered globally, so other gRPC users in the
 // process keep the proto codec.
@@ -23,15 +23,15 @@ type Frame struct {
 // received buffers into a slice the Frame owns (grpc frees its buffers once
 // Unmarshal returns), and Marshal hands grpc the Frame's slice, which the
 // proxy never touches again.
-type rawCodec struct{}
+type Codec struct{}
 
-var _ encoding.CodecV2 = rawCodec{}
+var _ encoding.CodecV2 = Codec{}
 
 // Marshal returns the Frame's bytes as they are.
-func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+func (Codec) Marshal(v any) (mem.BufferSlice, error) {
 	f, ok := v.(*Frame)
 	if !ok {
-		return nil, fmt.Errorf("raw codec: marshal: want *sidecar.Frame, got %T", v)
+		return nil, fmt.Errorf("raw codec: marshal: want *passthrough.Frame, got %T", v)
 	}
 	return mem.BufferSlice{mem.SliceBuffer(f.Payload)}, nil
 }
@@ -39,10 +39,10 @@ func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
 // Unmarshal copies the received message into the Frame. The proxy uses a new
 // Frame per message, because grpc may still read a sent message after
 // SendMsg returns.
-func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
 	f, ok := v.(*Frame)
 	if !ok {
-		return fmt.Errorf("raw codec: unmarshal: want *sidecar.Frame, got %T", v)
+		return fmt.Errorf("raw codec: unmarshal: want *passthrough.Frame, got %T", v)
 	}
 	f.Payload = data.Materialize()
 	return nil
@@ -51,4 +51,4 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 // Name is the content-subtype the codec claims: "proto", because the frames
 // are Triton's protobuf messages and peers expect application/grpc+proto
 // (or plain application/grpc).
-func (rawCodec) Name() string { return "proto" }
+func (Codec) Name() string { return "proto" }

@@ -1,4 +1,4 @@
-package sidecar
+package passthrough
 
 import (
 	"regexp"
@@ -12,18 +12,18 @@ import (
 // port.
 var addrPattern = regexp.MustCompile(`\[[0-9A-Fa-f:.%]+\](:\d+)?|\b\d{1,3}(\.\d{1,3}){3}(:\d+)?\b`)
 
-// redactor removes the upstream Triton's addresses from messages that
+// Redactor removes the upstream Triton's addresses from messages that
 // reach clients: Triton's internal address (and the addresses of the
 // sidecar's own connections to it, in the messages of a failed dial or a
 // reset) tell an attacker where to go next. The full message goes to the
 // log.
-type redactor struct {
+type Redactor struct {
 	hosts []*regexp.Regexp // the configured upstream host names, as words, with their ports
 }
 
-// newRedactor returns a redactor for the upstream addresses (host:port).
-func newRedactor(upstream ...string) *redactor {
-	r := &redactor{}
+// NewRedactor returns a redactor for the upstream addresses (host:port).
+func NewRedactor(upstream ...string) *Redactor {
+	r := &Redactor{}
 	for _, a := range upstream {
 		h := hostOf(a)
 		if h == "" || strings.Contains(h, ":") || addrPattern.MatchString(h) {
@@ -34,9 +34,9 @@ func newRedactor(upstream ...string) *redactor {
 	return r
 }
 
-// redact returns msg with every address replaced by "[triton]": the
+// Redact returns msg with every address replaced by "[triton]": the
 // upstream host names (with their ports), and any IP address.
-func (r *redactor) redact(msg string) string {
+func (r *Redactor) Redact(msg string) string {
 	if r != nil {
 		for _, re := range r.hosts {
 			msg = re.ReplaceAllString(msg, "[triton]")
@@ -45,12 +45,12 @@ func (r *redactor) redact(msg string) string {
 	return addrPattern.ReplaceAllString(msg, "[triton]")
 }
 
-// logLimit lets through one log line a second, so that an outage of
+// LogLimit lets through one log line a second, so that an outage of
 // Triton under load logs its cause without flooding the log.
-type logLimit struct{ last atomic.Int64 }
+type LogLimit struct{ last atomic.Int64 }
 
-// do runs f unless it ran less than a second ago.
-func (l *logLimit) do(f func()) {
+// Do runs f unless it ran less than a second ago.
+func (l *LogLimit) Do(f func()) {
 	now := time.Now().UnixNano()
 	last := l.last.Load()
 	if now-last < int64(time.Second) || !l.last.CompareAndSwap(last, now) {

@@ -1,4 +1,4 @@
-package sidecar
+package passthrough
 
 import (
 	"compress/zlib"
