@@ -49,15 +49,15 @@ func backendModels() []*faketriton.Model {
 }
 
 // startBackendHarness is a harness whose fake also serves backendModels.
-func startBackendHarness(t *testing.T) *harness {
+func startBackendHarness(t *testing.T) *Harness {
 	t.Helper()
-	h := newHarness(t, nil)
+	h := NewHarness(t, nil)
 	for _, m := range backendModels() {
-		h.fake.Put(m)
+		h.Fake.Put(m)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := h.models.Start(ctx); err != nil {
+	if err := h.Models.Start(ctx); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
 	return h
@@ -115,9 +115,9 @@ func TestBackendModeHeaders(t *testing.T) {
 		{"no header", "fashion_react", nil, map[string]string{"react-preset": "q"}, map[string]string{"react-preset": "q"}},
 	}
 	request := func(model string, params map[string]string) *tritonpb.ModelInferRequest {
-		req := ctlRequest(model, "b", ctlBatch)
+		req := CtlRequest(model, "b", CtlBatch)
 		if model == "react_zoo" {
-			req = headRequest(model, "b", ctlBatch[:4])
+			req = HeadRequest(model, "b", CtlBatch[:4])
 		}
 		req.Parameters = map[string]*tritonpb.InferParameter{"keep": {ParameterChoice: &tritonpb.InferParameter_StringParam{StringParam: "y"}}}
 		for k, v := range params {
@@ -127,7 +127,7 @@ func TestBackendModeHeaders(t *testing.T) {
 	}
 	check := func(t *testing.T, how, model string, want map[string]string) {
 		t.Helper()
-		got := h.fake.LastRequest(model)
+		got := h.Fake.LastRequest(model)
 		if !sameParams(ownParams(got), want) || got.GetParameters()["keep"].GetStringParam() != "y" {
 			t.Errorf("%s: %s received parameters %v, want %v and keep", how, model, got.GetParameters(), want)
 		}
@@ -139,17 +139,17 @@ func TestBackendModeHeaders(t *testing.T) {
 			for k, v := range tt.headers {
 				ctx = metadata.AppendToOutgoingContext(ctx, k, v)
 			}
-			if _, err := h.client.ModelInfer(ctx, request(tt.model, tt.params)); err != nil {
+			if _, err := h.Client.ModelInfer(ctx, request(tt.model, tt.params)); err != nil {
 				t.Fatal(err)
 			}
 			check(t, "gRPC", tt.model, tt.want)
-			for k := range h.fake.LastMetadata(tt.model) {
+			for k := range h.Fake.LastMetadata(tt.model) {
 				if control.IsOwnKey(k) {
 					t.Errorf("metadata %q reached Triton", k)
 				}
 			}
 			// A stream.
-			stream, err := h.client.ModelStreamInfer(ctx)
+			stream, err := h.Client.ModelStreamInfer(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -163,7 +163,7 @@ func TestBackendModeHeaders(t *testing.T) {
 			check(t, "stream", tt.model, tt.want)
 			// HTTP, JSON, binary and gzip-compressed.
 			for _, form := range []string{"json", "binary", "gzip"} {
-				body, hdr := inferBody(t, request(tt.model, tt.params), form != "json")
+				body, hdr := InferBody(t, request(tt.model, tt.params), form != "json")
 				if form == "gzip" {
 					var gz bytes.Buffer
 					zw := gzip.NewWriter(&gz)
@@ -174,12 +174,12 @@ func TestBackendModeHeaders(t *testing.T) {
 				for k, v := range tt.headers {
 					hdr[strings.ToUpper(k[:1])+k[1:]] = v
 				}
-				resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/"+tt.model+"/infer", body, hdr)
+				resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/"+tt.model+"/infer", body, hdr)
 				if resp.StatusCode != http.StatusOK {
 					t.Fatalf("HTTP %s: %d %s", form, resp.StatusCode, out)
 				}
 				check(t, "HTTP "+form, tt.model, tt.want)
-				for k := range h.fake.LastHTTPHeader() {
+				for k := range h.Fake.LastHTTPHeader() {
 					if control.IsOwnKey(k) {
 						t.Errorf("HTTP %s: header %q reached Triton", form, k)
 					}
@@ -196,18 +196,18 @@ func TestBackendModeHeaders(t *testing.T) {
 func TestBackendModeUnknownAndUnreachable(t *testing.T) {
 	h := startBackendHarness(t)
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "react-preference", "a=1")
-	if _, err := h.client.ModelInfer(ctx, ctlRequest("nosuch", "u", ctlBatch)); status.Code(err) != codes.NotFound ||
+	if _, err := h.Client.ModelInfer(ctx, CtlRequest("nosuch", "u", CtlBatch)); status.Code(err) != codes.NotFound ||
 		!strings.Contains(err.Error(), "Request for unknown model") {
 		t.Errorf("unknown model: %v, want Triton's NOT_FOUND", err)
 	}
-	h.fake.Stop()
-	_, err := h.client.ModelInfer(ctx, ctlRequest("outer", "u", ctlBatch))
+	h.Fake.Stop()
+	_, err := h.Client.ModelInfer(ctx, CtlRequest("outer", "u", CtlBatch))
 	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "cannot tell whether it reads the react-preference") {
 		t.Errorf("Triton away: %v", err)
 	}
-	body, hdr := inferBody(t, ctlRequest("outer", "u", ctlBatch), false)
+	body, hdr := InferBody(t, CtlRequest("outer", "u", CtlBatch), false)
 	hdr["React-Preset"] = "p"
-	resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/outer/infer", body, hdr)
+	resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/outer/infer", body, hdr)
 	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(out), "cannot tell") {
 		t.Errorf("HTTP, Triton away: %d %s", resp.StatusCode, out)
 	}
@@ -262,22 +262,22 @@ func TestReactReadersExpire(t *testing.T) {
 func TestReloadForgetsReaders(t *testing.T) {
 	h := startBackendHarness(t)
 	ctx := context.Background()
-	if _, err := h.models.readers.reads(ctx, "plain", ""); err != nil {
+	if _, err := h.Models.readers.reads(ctx, "plain", ""); err != nil {
 		t.Fatal(err)
 	}
 	known := func() int {
-		h.models.readers.mu.Lock()
-		defer h.models.readers.mu.Unlock()
-		return len(h.models.readers.known)
+		h.Models.readers.mu.Lock()
+		defer h.Models.readers.mu.Unlock()
+		return len(h.Models.readers.known)
 	}
 	if known() == 0 {
 		t.Fatal("nothing learnt about model plain")
 	}
-	cfg, err := config.Load(h.cfgPath, nil)
+	cfg, err := config.Load(h.ConfigPath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.models.Reload(ctx, cfg); err != nil {
+	if err := h.Models.Reload(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
 	if n := known(); n != 0 {
@@ -294,16 +294,16 @@ func TestBackendModeRawBinary(t *testing.T) {
 	h := startBackendHarness(t)
 	body := make([]byte, 4*3) // one row of x, FP32 [1, 3]
 	hdr := map[string]string{"Content-Type": "application/octet-stream", "Inference-Header-Content-Length": "0", "React-Preference": "a=1"}
-	before := h.fake.Calls("fashion_react")
-	resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/fashion_react/infer", body, hdr)
+	before := h.Fake.Calls("fashion_react")
+	resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/fashion_react/infer", body, hdr)
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(out), "raw binary request") {
 		t.Errorf("raw binary with react-preference: %d %s, want 400 saying why", resp.StatusCode, out)
 	}
-	if n := h.fake.Calls("fashion_react") - before; n != 0 {
+	if n := h.Fake.Calls("fashion_react") - before; n != 0 {
 		t.Errorf("Triton called %d times for a refused request", n)
 	}
 	delete(hdr, "React-Preference")
-	resp, out = httpDo(t, http.MethodPost, h.httpURL+"/v2/models/fashion_react/infer", body, hdr)
+	resp, out = HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/fashion_react/infer", body, hdr)
 	if resp.StatusCode == http.StatusBadRequest && strings.Contains(string(out), "raw binary request") {
 		t.Errorf("raw binary without a react header refused: %d %s", resp.StatusCode, out)
 	}

@@ -13,13 +13,13 @@ import (
 // in-process upstream with the same call through the proxy, over loopback.
 // bench/sidecar-passthrough.sh measures the same against the real Triton.
 func BenchmarkGRPCUnary(b *testing.B) {
-	u := &rawUpstream{cancelled: make(chan struct{})}
-	up := startUpstreamGRPC(b, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.handle), grpc.ForceServerCodecV2(passthrough.Codec{}))
-	s := startSidecar(b, Config{TritonGRPC: up})
+	u := &RawUpstream{Cancelled: make(chan struct{})}
+	up := StartUpstreamGRPC(b, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.Handle), grpc.ForceServerCodecV2(passthrough.Codec{}))
+	s := StartSidecar(b, Config{TritonGRPC: up})
 	payload := make([]byte, 64)
 	for _, bc := range []struct{ name, addr string }{{"direct", up}, {"sidecar", s.GRPCAddr().String()}} {
 		b.Run(bc.name, func(b *testing.B) {
-			conn := dial(b, bc.addr)
+			conn := Dial(b, bc.addr)
 			for b.Loop() {
 				var out passthrough.Frame
 				if err := conn.Invoke(context.Background(), "/x.Unknown/Echo", &passthrough.Frame{Payload: payload}, &out, grpc.ForceCodecV2(passthrough.Codec{})); err != nil {

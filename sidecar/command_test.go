@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/mergectl/react-triton/internal/testutil"
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/passthrough"
 )
@@ -56,9 +57,9 @@ func TestMainListenerInUse(t *testing.T) {
 // TestShutdownEndsCallsInFlight: a stop with a call that never ends returns
 // once the graceful period is over, and the upstream call is cancelled.
 func TestShutdownEndsCallsInFlight(t *testing.T) {
-	u := &rawUpstream{cancelled: make(chan struct{})}
-	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.handle), grpc.ForceServerCodecV2(passthrough.Codec{}))
-	s, err := New(Config{TritonGRPC: up, TritonHTTP: closedAddr(t), GRPCListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0",
+	u := &RawUpstream{Cancelled: make(chan struct{})}
+	up := StartUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.Handle), grpc.ForceServerCodecV2(passthrough.Codec{}))
+	s, err := New(Config{TritonGRPC: up, TritonHTTP: testutil.ClosedAddr(t), GRPCListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0",
 		ShutdownTimeout: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ func TestShutdownEndsCallsInFlight(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx) }()
 
-	conn := dial(t, s.GRPCAddr().String())
+	conn := Dial(t, s.GRPCAddr().String())
 	stream, err := conn.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/x.Unknown/Hang", grpc.ForceCodecV2(passthrough.Codec{}))
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +86,7 @@ func TestShutdownEndsCallsInFlight(t *testing.T) {
 		t.Fatal("Serve did not return")
 	}
 	select {
-	case <-u.cancelled:
+	case <-u.Cancelled:
 	case <-time.After(time.Minute):
 		t.Fatal("the upstream call was not cancelled")
 	}
@@ -102,13 +103,13 @@ func TestCommandPprofSwitch(t *testing.T) {
 			t.Setenv(config.EnvVar("pprof.listen"), "127.0.0.1:0")
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		var out syncBuffer
+		var out SyncBuffer
 		cmd := NewCommand(ctx, nil, &out, &out)
-		cmd.SetArgs([]string{"--triton-grpc", closedAddr(t), "--triton-http", closedAddr(t),
+		cmd.SetArgs([]string{"--triton-grpc", testutil.ClosedAddr(t), "--triton-http", testutil.ClosedAddr(t),
 			"--grpc-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--metrics-listen", ""})
 		done := make(chan error, 1)
 		go func() { done <- cmd.Execute() }()
-		waitFor(t, 10*time.Second, "the sidecar listening", func() bool { return strings.Contains(out.String(), "sidecar listening") })
+		WaitFor(t, 10*time.Second, "the sidecar listening", func() bool { return strings.Contains(out.String(), "sidecar listening") })
 		var line string
 		for l := range strings.Lines(out.String()) {
 			if strings.Contains(l, "sidecar listening") {

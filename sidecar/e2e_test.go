@@ -37,7 +37,7 @@ func realTriton(t *testing.T) (grpcAddr, httpAddr string) {
 
 func TestE2EClientThroughSidecar(t *testing.T) {
 	up, upHTTP := realTriton(t)
-	s := startSidecar(t, Config{TritonGRPC: up, TritonHTTP: upHTTP})
+	s := StartSidecar(t, Config{TritonGRPC: up, TritonHTTP: upHTTP})
 	ctx := context.Background()
 	c, err := triton.Dial(ctx, s.GRPCAddr().String(), triton.WithTimeout(30*time.Second))
 	if err != nil {
@@ -120,8 +120,8 @@ func f32le(v float32) []byte {
 // message for errors.
 func TestE2ESameBytesAsTriton(t *testing.T) {
 	up, upHTTP := realTriton(t)
-	s := startSidecar(t, Config{TritonGRPC: up, TritonHTTP: upHTTP})
-	direct, proxied := dial(t, up), dial(t, s.GRPCAddr().String())
+	s := StartSidecar(t, Config{TritonGRPC: up, TritonHTTP: upHTTP})
+	direct, proxied := Dial(t, up), Dial(t, s.GRPCAddr().String())
 	infer, err := proto.Marshal(&tritonpb.ModelInferRequest{ModelName: "affine_fp32",
 		Inputs:           []*tritonpb.ModelInferRequest_InferInputTensor{{Name: "INPUT0", Datatype: "FP32", Shape: []int64{1, 4}}},
 		RawInputContents: [][]byte{bytes.Repeat(f32le(1.5), 4)}})
@@ -161,7 +161,7 @@ func TestE2ESameBytesAsTriton(t *testing.T) {
 		}
 	}
 
-	body, headerLen := binaryInferBody()
+	body, headerLen := BinaryInferBody()
 	requests := []struct{ method, path string }{
 		{http.MethodGet, "/v2/models/affine_fp32/config"},
 		{http.MethodGet, "/v2/models/no_such_model"},

@@ -16,7 +16,7 @@ import (
 // serverLimits returns c, or the defaults when c is the zero value (a
 // Config built by hand: tests, embedding), so that every server is
 // bounded. Keys that must be positive take their default when zero.
-func serverLimits(c config.Server) config.Server {
+func ServerLimits(c config.Server) config.Server {
 	d := config.Default().Server
 	if c == (config.Server{}) {
 		return d
@@ -34,7 +34,7 @@ func serverLimits(c config.Server) config.Server {
 // the keepalive policy (the sidecar's pings, and how often clients may
 // ping), idle connections, the handshake's time and the size of a call's
 // metadata at the transport.
-func grpcServerOptions(c config.Server) []grpc.ServerOption {
+func GRPCServerOptions(c config.Server) []grpc.ServerOption {
 	idle := c.IdleTimeout
 	if idle <= 0 {
 		idle = math.MaxInt64 // never
@@ -62,7 +62,7 @@ func grpcServerOptions(c config.Server) []grpc.ServerOption {
 // grpcCheck is the front door's check of a gRPC call, for the proxy
 // (GRPCProxy.Check): the size of its metadata (maxHeaderBytes > 0), then
 // the management guard (guard nil: every management call refused).
-func grpcCheck(guard *Management, maxHeaderBytes int) func(method string, md metadata.MD) error {
+func GRPCCheck(guard *Management, maxHeaderBytes int) func(method string, md metadata.MD) error {
 	return func(method string, md metadata.MD) error {
 		if maxHeaderBytes > 0 {
 			if err := checkMetadataSize(md, maxHeaderBytes); err != nil {
@@ -76,7 +76,7 @@ func grpcCheck(guard *Management, maxHeaderBytes int) func(method string, md met
 // httpFrontDoor wraps the HTTP handler with what every request passes
 // first, outermost first: the write timeout, the header size bound (431),
 // and the management guard (403, 401).
-func httpFrontDoor(h http.Handler, c config.Server, guard *Management, m *metrics.Metrics) http.Handler {
+func WrapHTTP(h http.Handler, c config.Server, guard *Management, m *metrics.Metrics) http.Handler {
 	h = guard.HTTP(h)
 	h = limitHTTPHeaders(int(c.MaxHeaderBytes), m, h)
 	return limitWrites(c.WriteTimeout, h)

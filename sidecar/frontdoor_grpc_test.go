@@ -20,7 +20,7 @@ import (
 )
 
 // invokeRaw makes a unary call with the raw codec.
-func invokeRaw(ctx context.Context, conn *grpc.ClientConn, method string) error {
+func InvokeRaw(ctx context.Context, conn *grpc.ClientConn, method string) error {
 	return conn.Invoke(ctx, method, &passthrough.Frame{}, &passthrough.Frame{}, grpc.ForceCodecV2(passthrough.Codec{}))
 }
 
@@ -28,20 +28,20 @@ func invokeRaw(ctx context.Context, conn *grpc.ClientConn, method string) error 
 // with INVALID_ARGUMENT before it reaches Triton, for every method; within
 // it, calls pass.
 func TestGRPCMetadataLimit(t *testing.T) {
-	s, u := startRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.MaxHeaderBytes = 2 * config.KiB })})
-	conn := dial(t, s.GRPCAddr().String())
+	s, u := StartRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.MaxHeaderBytes = 2 * config.KiB })})
+	conn := Dial(t, s.GRPCAddr().String())
 	for _, method := range []string{passthrough.Service + "ServerLive", passthrough.Service + "ModelInfer", "/x.Unknown/Echo"} {
 		small := metadata.AppendToOutgoingContext(context.Background(), "cookie", strings.Repeat("c", 1500))
-		if err := invokeRaw(small, conn, method); err != nil {
+		if err := InvokeRaw(small, conn, method); err != nil {
 			t.Errorf("%s with 1.5 KB of metadata: %v", method, err)
 		}
 		large := metadata.AppendToOutgoingContext(context.Background(), "cookie", strings.Repeat("c", 2100))
-		err := invokeRaw(large, conn, method)
+		err := InvokeRaw(large, conn, method)
 		if st := status.Convert(err); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), "server.max_header_bytes (2048)") {
 			t.Errorf("%s with 2.1 KB of metadata: %v, want INVALID_ARGUMENT", method, err)
 		}
 	}
-	if g, _ := u.calls(); g != 3 {
+	if g, _ := u.Calls(); g != 3 {
 		t.Errorf("%d calls reached Triton, want the 3 within the limit", g)
 	}
 }
@@ -50,8 +50,8 @@ func TestGRPCMetadataLimit(t *testing.T) {
 // request ends with DEADLINE_EXCEEDED at server.read_timeout, before
 // Triton hears of it; a ModelStreamInfer stream may stay quiet.
 func TestGRPCReadTimeout(t *testing.T) {
-	s, u := startRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.ReadTimeout = 300 * time.Millisecond })})
-	conn := dial(t, s.GRPCAddr().String())
+	s, u := StartRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.ReadTimeout = 300 * time.Millisecond })})
+	conn := Dial(t, s.GRPCAddr().String())
 	for _, method := range []string{passthrough.Service + "ModelInfer", passthrough.Service + "ModelMetadata"} {
 		start := time.Now()
 		cs, err := conn.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method, grpc.ForceCodecV2(passthrough.Codec{}))
@@ -64,7 +64,7 @@ func TestGRPCReadTimeout(t *testing.T) {
 			t.Errorf("%s without a request: %v after %v, want DEADLINE_EXCEEDED at about 300ms", method, err, took)
 		}
 	}
-	if g, _ := u.calls(); g != 0 {
+	if g, _ := u.Calls(); g != 0 {
 		t.Errorf("%d calls reached Triton", g)
 	}
 	// A request sent late but within the bound is served.
@@ -98,9 +98,9 @@ func TestGRPCReadTimeout(t *testing.T) {
 // is sent a GOAWAY: the client's connection goes idle, and the next call
 // reconnects.
 func TestGRPCIdleTimeout(t *testing.T) {
-	s, _ := startRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.IdleTimeout = 300 * time.Millisecond })})
-	conn := dial(t, s.GRPCAddr().String())
-	if err := invokeRaw(context.Background(), conn, passthrough.Service+"ServerLive"); err != nil {
+	s, _ := StartRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.IdleTimeout = 300 * time.Millisecond })})
+	conn := Dial(t, s.GRPCAddr().String())
+	if err := InvokeRaw(context.Background(), conn, passthrough.Service+"ServerLive"); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -114,7 +114,7 @@ func TestGRPCIdleTimeout(t *testing.T) {
 	if took := time.Since(start); took < 200*time.Millisecond {
 		t.Errorf("closed after %v, before the idle timeout", took)
 	}
-	if err := invokeRaw(context.Background(), conn, passthrough.Service+"ServerLive"); err != nil {
+	if err := InvokeRaw(context.Background(), conn, passthrough.Service+"ServerLive"); err != nil {
 		t.Errorf("the next call: %v", err)
 	}
 }
@@ -182,7 +182,7 @@ func TestGRPCKeepaliveEnforcement(t *testing.T) {
 		// The bound is the configured one: pings 10ms apart against 100ms.
 		{"pings more often than keepalive_min_time", 100 * time.Millisecond, true, true},
 	} {
-		s, _ := startRecorded(t, Config{Server: serverConfig(func(c *config.Server) {
+		s, _ := StartRecorded(t, Config{Server: serverConfig(func(c *config.Server) {
 			c.GRPC.KeepaliveMinTime, c.GRPC.KeepalivePermitWithoutStream = tt.minTime, tt.permit
 		})})
 		code, debug, goaway := pingFlood(t, s.GRPCAddr().String())
@@ -204,9 +204,9 @@ func TestGRPCMaxConcurrentStreams(t *testing.T) {
 		<-ss.Context().Done()
 		return ss.Context().Err()
 	}
-	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(hangs), grpc.ForceServerCodecV2(passthrough.Codec{}))
-	s := startSidecar(t, Config{TritonGRPC: up, Server: serverConfig(func(c *config.Server) { c.GRPC.MaxConcurrentStreams = 2 })})
-	conn := dial(t, s.GRPCAddr().String())
+	up := StartUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(hangs), grpc.ForceServerCodecV2(passthrough.Codec{}))
+	s := StartSidecar(t, Config{TritonGRPC: up, Server: serverConfig(func(c *config.Server) { c.GRPC.MaxConcurrentStreams = 2 })})
+	conn := Dial(t, s.GRPCAddr().String())
 	hang := func(ctx context.Context) (grpc.ClientStream, error) {
 		cs, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/x.Unknown/Hang", grpc.ForceCodecV2(passthrough.Codec{}))
 		if err != nil {
@@ -239,24 +239,24 @@ func TestGRPCMaxConcurrentStreams(t *testing.T) {
 // server.grpc.max_concurrent_streams controllable requests in flight; the
 // rest wait in the client's stream, and all are answered.
 func TestGRPCStreamInflightBound(t *testing.T) {
-	h := startHarness(t, func(c *ctlConfig) { c.sections = "server:\n  grpc:\n    max_concurrent_streams: 2\n" })
-	release := h.fake.Hold("backbone")
+	h := StartHarness(t, func(c *CtlConfig) { c.Sections = "server:\n  grpc:\n    max_concurrent_streams: 2\n" })
+	release := h.Fake.Hold("backbone")
 	defer release()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	stream, err := h.client.ModelStreamInfer(ctx)
+	stream, err := h.Client.ModelStreamInfer(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const n = 6
 	for i := range n {
-		if err := stream.Send(ctlRequest("multi", string(rune('a'+i)), ctlBatch)); err != nil {
+		if err := stream.Send(CtlRequest("multi", string(rune('a'+i)), CtlBatch)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 5*time.Second, "two backbone calls", func() bool { return h.fake.Calls("backbone") >= 2 })
+	WaitFor(t, 5*time.Second, "two backbone calls", func() bool { return h.Fake.Calls("backbone") >= 2 })
 	time.Sleep(200 * time.Millisecond)
-	if got := h.fake.Calls("backbone"); got != 2 {
+	if got := h.Fake.Calls("backbone"); got != 2 {
 		t.Errorf("%d backbone calls in flight, want 2", got)
 	}
 	release()
@@ -272,19 +272,19 @@ func TestGRPCStreamInflightBound(t *testing.T) {
 // TestGRPCForwardedFor: a call passed through carries the client's
 // x-forwarded-for with the peer appended.
 func TestGRPCForwardedFor(t *testing.T) {
-	s, u := startRecorded(t, Config{})
-	conn := dial(t, s.GRPCAddr().String())
+	s, u := StartRecorded(t, Config{})
+	conn := Dial(t, s.GRPCAddr().String())
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "x-forwarded-for", "203.0.113.9")
-	if err := invokeRaw(ctx, conn, passthrough.Service+"ServerLive"); err != nil {
+	if err := InvokeRaw(ctx, conn, passthrough.Service+"ServerLive"); err != nil {
 		t.Fatal(err)
 	}
-	if got := u.lastMD().Get("x-forwarded-for"); len(got) != 1 || got[0] != "203.0.113.9, 127.0.0.1" {
+	if got := u.LastMD().Get("x-forwarded-for"); len(got) != 1 || got[0] != "203.0.113.9, 127.0.0.1" {
 		t.Errorf("x-forwarded-for at Triton = %q", got)
 	}
-	if err := invokeRaw(context.Background(), conn, passthrough.Service+"ServerLive"); err != nil {
+	if err := InvokeRaw(context.Background(), conn, passthrough.Service+"ServerLive"); err != nil {
 		t.Fatal(err)
 	}
-	if got := u.lastMD().Get("x-forwarded-for"); len(got) != 1 || got[0] != "127.0.0.1" {
+	if got := u.LastMD().Get("x-forwarded-for"); len(got) != 1 || got[0] != "127.0.0.1" {
 		t.Errorf("x-forwarded-for at Triton = %q", got)
 	}
 }
@@ -293,7 +293,7 @@ func TestGRPCForwardedFor(t *testing.T) {
 // no HTTP/2 preface, or part of one, is closed at
 // server.read_header_timeout.
 func TestGRPCHandshakeTimeout(t *testing.T) {
-	s, u := startRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.ReadHeaderTimeout = 300 * time.Millisecond })})
+	s, u := StartRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.ReadHeaderTimeout = 300 * time.Millisecond })})
 	for _, sent := range []string{"", "PRI * HTTP/2.0\r\n"} {
 		c := rawHTTP(t, s.GRPCAddr().String(), sent)
 		took, _ := closedWithin(t, c, 5*time.Second)
@@ -301,7 +301,7 @@ func TestGRPCHandshakeTimeout(t *testing.T) {
 			t.Errorf("sent %q: closed after %v, want about 300ms", sent, took)
 		}
 	}
-	if g, _ := u.calls(); g != 0 {
+	if g, _ := u.Calls(); g != 0 {
 		t.Errorf("%d calls reached Triton", g)
 	}
 }

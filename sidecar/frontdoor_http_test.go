@@ -58,14 +58,14 @@ func closedWithin(t *testing.T, c net.Conn, max time.Duration) (time.Duration, s
 // headers get Go's own 431.
 func TestHTTPHeaderLimit(t *testing.T) {
 	m := metrics.New()
-	s, u := startRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.MaxHeaderBytes = 2 * config.KiB }), Metrics: m})
+	s, u := StartRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.MaxHeaderBytes = 2 * config.KiB }), Metrics: m})
 	base := "http://" + s.HTTPAddr().String()
 	for _, path := range []string{"/v2/models/m/generate", "/v2/health/ready"} {
-		resp, body := httpDo(t, http.MethodPost, base+path, nil, map[string]string{"Cookie": strings.Repeat("c", 1500)})
+		resp, body := HTTPDo(t, http.MethodPost, base+path, nil, map[string]string{"Cookie": strings.Repeat("c", 1500)})
 		if resp.StatusCode != http.StatusOK {
 			t.Errorf("%s with 1.5 KB of cookie: %d %s", path, resp.StatusCode, body)
 		}
-		resp, body = httpDo(t, http.MethodPost, base+path, nil, map[string]string{"Cookie": strings.Repeat("c", 2100)})
+		resp, body = HTTPDo(t, http.MethodPost, base+path, nil, map[string]string{"Cookie": strings.Repeat("c", 2100)})
 		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge || !strings.Contains(string(body), "server.max_header_bytes (2048)") {
 			t.Errorf("%s with 2.1 KB of cookie: %d %s, want 431", path, resp.StatusCode, body)
 		}
@@ -74,20 +74,20 @@ func TestHTTPHeaderLimit(t *testing.T) {
 		for i := range 60 {
 			hdr[fmt.Sprintf("X-H%d", i)] = "v"
 		}
-		if resp, body := httpDo(t, http.MethodPost, base+path, nil, hdr); resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		if resp, body := HTTPDo(t, http.MethodPost, base+path, nil, hdr); resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
 			t.Errorf("%s with 60 small headers (%d bytes counted): %d %s, want 431", path, 60*(len("X-H10")+1+32), resp.StatusCode, body)
 		}
 	}
 	// Go's server reads the limit and 4 KiB more before it answers 431
 	// itself; within that, the sidecar answers.
-	resp, body := httpDo(t, http.MethodGet, base+"/v2/health/ready", nil, map[string]string{"Cookie": strings.Repeat("c", 5000)})
+	resp, body := HTTPDo(t, http.MethodGet, base+"/v2/health/ready", nil, map[string]string{"Cookie": strings.Repeat("c", 5000)})
 	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge || !strings.Contains(string(body), "max_header_bytes") {
 		t.Errorf("5 KB of cookie: %d %s, want 431", resp.StatusCode, body)
 	}
-	if _, h := u.calls(); h != 2 {
+	if _, h := u.Calls(); h != 2 {
 		t.Errorf("%d requests reached Triton, want the 2 within the limit", h)
 	}
-	if got, _ := metricValue(scrape(t, m.Handler()), "react_rejected_requests_total", map[string]string{"protocol": "http", "reason": "headers_too_large"}); got != 5 {
+	if got, _ := MetricValue(Scrape(t, m.Handler()), "react_rejected_requests_total", map[string]string{"protocol": "http", "reason": "headers_too_large"}); got != 5 {
 		t.Errorf("react_rejected_requests_total{http,headers_too_large} = %v, want 5", got)
 	}
 }
@@ -95,7 +95,7 @@ func TestHTTPHeaderLimit(t *testing.T) {
 // TestHTTPReadHeaderTimeout: a connection that sends no request, or only
 // part of its headers, is closed at server.read_header_timeout.
 func TestHTTPReadHeaderTimeout(t *testing.T) {
-	s, u := startRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.ReadHeaderTimeout = 300 * time.Millisecond })})
+	s, u := StartRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.ReadHeaderTimeout = 300 * time.Millisecond })})
 	for _, req := range []string{"", "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nX-Slow: "} {
 		c := rawHTTP(t, s.HTTPAddr().String(), req)
 		took, _ := closedWithin(t, c, 5*time.Second)
@@ -103,7 +103,7 @@ func TestHTTPReadHeaderTimeout(t *testing.T) {
 			t.Errorf("request %q: closed after %v, want about 300ms", req, took)
 		}
 	}
-	if _, h := u.calls(); h != 0 {
+	if _, h := u.Calls(); h != 0 {
 		t.Errorf("%d requests reached Triton", h)
 	}
 }
@@ -112,11 +112,11 @@ func TestHTTPReadHeaderTimeout(t *testing.T) {
 // server.read_timeout, passed through or checked by the sidecar (an infer
 // request, for any model).
 func TestHTTPReadTimeout(t *testing.T) {
-	h := startHarness(t, nil)
+	h := StartHarness(t, nil)
 	lim := serverConfig(func(c *config.Server) { c.ReadTimeout = 400 * time.Millisecond })
-	s := startSidecar(t, Config{TritonGRPC: h.fake.Addr, TritonHTTP: h.fakeHTTP, Server: lim,
-		InterceptGRPC: h.models.GRPCInterceptor(), InterceptHTTP: h.models.HTTPInterceptor()})
-	pass, _ := startRecorded(t, Config{Server: lim})
+	s := StartSidecar(t, Config{TritonGRPC: h.Fake.Addr, TritonHTTP: h.FakeHTTP, Server: lim,
+		InterceptGRPC: h.Models.GRPCInterceptor(), InterceptHTTP: h.Models.HTTPInterceptor()})
+	pass, _ := StartRecorded(t, Config{Server: lim})
 	for _, tt := range []struct {
 		addr, path string
 	}{
@@ -143,7 +143,7 @@ func TestHTTPReadTimeout(t *testing.T) {
 // TestHTTPIdleTimeout: a kept-alive connection with no request is closed
 // at server.idle_timeout.
 func TestHTTPIdleTimeout(t *testing.T) {
-	s, _ := startRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.IdleTimeout = 300 * time.Millisecond })})
+	s, _ := StartRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.IdleTimeout = 300 * time.Millisecond })})
 	c := rawHTTP(t, s.HTTPAddr().String(), "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n")
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, nil)
@@ -178,15 +178,15 @@ func (n bigUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the whole response.
 func TestHTTPWriteTimeout(t *testing.T) {
 	const size = 256 << 20 // more than any socket buffers hold
-	up := startUpstreamHTTP(t, bigUpstream(size))
-	s := startSidecar(t, Config{TritonHTTP: up, Server: serverConfig(func(c *config.Server) { c.WriteTimeout = 300 * time.Millisecond })})
+	up := StartUpstreamHTTP(t, bigUpstream(size))
+	s := StartSidecar(t, Config{TritonHTTP: up, Server: serverConfig(func(c *config.Server) { c.WriteTimeout = 300 * time.Millisecond })})
 	lis := s.httpLis.(*capListener)
 	c := rawHTTP(t, s.HTTPAddr().String(), "GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
 	// Timed from the accept: until then the listener counts no connection,
 	// and an unaccepted one is not "closed".
-	waitFor(t, 10*time.Second, "the sidecar accepting the connection", func() bool { return lis.Open() == 1 })
+	WaitFor(t, 10*time.Second, "the sidecar accepting the connection", func() bool { return lis.Open() == 1 })
 	start := time.Now()
-	waitFor(t, 10*time.Second, "the sidecar closing a connection that does not read", func() bool { return lis.Open() == 0 })
+	WaitFor(t, 10*time.Second, "the sidecar closing a connection that does not read", func() bool { return lis.Open() == 0 })
 	if took := time.Since(start); took < 250*time.Millisecond {
 		t.Errorf("closed after %v, before the write timeout", took)
 	}
@@ -194,8 +194,8 @@ func TestHTTPWriteTimeout(t *testing.T) {
 
 	// Reading at a modest pace, the whole response comes, however long it
 	// takes in all.
-	up2 := startUpstreamHTTP(t, bigUpstream(4<<20))
-	s2 := startSidecar(t, Config{TritonHTTP: up2, Server: serverConfig(func(c *config.Server) { c.WriteTimeout = 300 * time.Millisecond })})
+	up2 := StartUpstreamHTTP(t, bigUpstream(4<<20))
+	s2 := StartSidecar(t, Config{TritonHTTP: up2, Server: serverConfig(func(c *config.Server) { c.WriteTimeout = 300 * time.Millisecond })})
 	resp, err := http.Get("http://" + s2.HTTPAddr().String() + "/big")
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +223,7 @@ func TestHTTPWriteTimeout(t *testing.T) {
 // closes. Both listeners.
 func TestConnectionCap(t *testing.T) {
 	m := metrics.New()
-	s, _ := startRecorded(t, Config{Metrics: m, Server: serverConfig(func(c *config.Server) { c.MaxConnections = 2 })})
+	s, _ := StartRecorded(t, Config{Metrics: m, Server: serverConfig(func(c *config.Server) { c.MaxConnections = 2 })})
 	for _, l := range []struct {
 		name string
 		addr string
@@ -231,22 +231,22 @@ func TestConnectionCap(t *testing.T) {
 	}{{"http", s.HTTPAddr().String(), s.httpLis}, {"grpc", s.GRPCAddr().String(), s.grpcLis}} {
 		a := rawHTTP(t, l.addr, "")
 		rawHTTP(t, l.addr, "")
-		waitFor(t, 5*time.Second, "two connections open", func() bool { return l.lis.(*capListener).Open() == 2 })
+		WaitFor(t, 5*time.Second, "two connections open", func() bool { return l.lis.(*capListener).Open() == 2 })
 		third := rawHTTP(t, l.addr, "")
 		if took, _ := closedWithin(t, third, 2*time.Second); took > time.Second {
 			t.Errorf("%s: the third connection was closed after %v", l.name, took)
 		}
-		if got, _ := metricValue(scrape(t, m.Handler()), "react_connections_refused_total", map[string]string{"listener": l.name}); got != 1 {
+		if got, _ := MetricValue(Scrape(t, m.Handler()), "react_connections_refused_total", map[string]string{"listener": l.name}); got != 1 {
 			t.Errorf("%s: react_connections_refused_total = %v, want 1", l.name, got)
 		}
 		a.Close()
-		waitFor(t, 5*time.Second, "a connection closed", func() bool { return l.lis.(*capListener).Open() == 1 })
+		WaitFor(t, 5*time.Second, "a connection closed", func() bool { return l.lis.(*capListener).Open() == 1 })
 		again := rawHTTP(t, l.addr, "")
 		again.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
 		if _, err := again.Read(make([]byte, 1)); err == io.EOF {
 			t.Errorf("%s: a connection after one closed was refused", l.name)
 		}
-		if got, _ := metricValue(scrape(t, m.Handler()), "react_connections", map[string]string{"listener": l.name}); got != 2 {
+		if got, _ := MetricValue(Scrape(t, m.Handler()), "react_connections", map[string]string{"listener": l.name}); got != 2 {
 			t.Errorf("%s: react_connections = %v, want 2", l.name, got)
 		}
 	}
@@ -258,7 +258,7 @@ func TestConnectionCap(t *testing.T) {
 // of the header section: the server does not hold a megabyte of headers a
 // connection.
 func TestHTTPHeadersBeyondBoundNotRead(t *testing.T) {
-	s, u := startRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.MaxHeaderBytes = 2 * config.KiB })})
+	s, u := StartRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.MaxHeaderBytes = 2 * config.KiB })})
 	// 32 KiB of a cookie, and the header section never ends.
 	c := rawHTTP(t, s.HTTPAddr().String(), "GET /v2/health/ready HTTP/1.1\r\nHost: x\r\nCookie: "+strings.Repeat("c", 32<<10))
 	// The server closes with our bytes unread: the 431 may be followed by
@@ -269,7 +269,7 @@ func TestHTTPHeadersBeyondBoundNotRead(t *testing.T) {
 	if took := time.Since(start); !strings.HasPrefix(string(got), "HTTP/1.1 431") || took > 2*time.Second || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Errorf("after %v: %q (%v), want 431 at once", took, got, err)
 	}
-	if _, h := u.calls(); h != 0 {
+	if _, h := u.Calls(); h != 0 {
 		t.Errorf("%d requests reached Triton", h)
 	}
 }
@@ -279,7 +279,7 @@ func TestHTTPHeadersBeyondBoundNotRead(t *testing.T) {
 // writes itself, before any handler (here a 400 to a malformed request):
 // the write deadline of the last response does not outlive it.
 func TestHTTPWriteDeadlineLiftedWhenIdle(t *testing.T) {
-	s, _ := startRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.WriteTimeout = 100 * time.Millisecond })})
+	s, _ := StartRecorded(t, Config{Server: serverConfig(func(c *config.Server) { c.WriteTimeout = 100 * time.Millisecond })})
 	c := rawHTTP(t, s.HTTPAddr().String(), "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n")
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, nil)
@@ -307,7 +307,7 @@ func TestLimitListenerUnbounded(t *testing.T) {
 		// A bound that refuses would close each connection and wait for
 		// the next: fail rather than wait.
 		inner.(*net.TCPListener).SetDeadline(time.Now().Add(5 * time.Second))
-		l := limitListener(inner, "test", max, nil).(*capListener)
+		l := LimitListener(inner, "test", max, nil).(*capListener)
 		var conns []net.Conn
 		for range 3 {
 			c := rawHTTP(t, l.Addr().String(), "")
@@ -337,10 +337,10 @@ func TestLimitListenerUnbounded(t *testing.T) {
 // keeps what it sets and the zeros that mean "no bound".
 func TestServerLimitsDefaults(t *testing.T) {
 	d := config.Default().Server
-	if got := serverLimits(config.Server{}); got != d {
+	if got := ServerLimits(config.Server{}); got != d {
 		t.Errorf("serverLimits(zero) = %+v, want the defaults %+v", got, d)
 	}
-	got := serverLimits(config.Server{MaxConnections: 5, WriteTimeout: time.Second})
+	got := ServerLimits(config.Server{MaxConnections: 5, WriteTimeout: time.Second})
 	want := config.Server{
 		MaxConnections:    5,
 		MaxHeaderBytes:    d.MaxHeaderBytes,

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/mergectl/react-triton/internal/testutil"
 	"github.com/mergectl/react-triton/sidecar/passthrough"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -33,11 +34,11 @@ import (
 //	/x.Unknown/Fail      fails with FAILED_PRECONDITION and a trailer
 //	/x.Unknown/Deadline  answers the deadline it sees (RFC 3339, or "none")
 //	/x.Unknown/Hang      waits for its context to end, then signals cancelled
-type rawUpstream struct {
-	cancelled chan struct{}
+type RawUpstream struct {
+	Cancelled chan struct{}
 }
 
-func (u *rawUpstream) handle(_ any, ss grpc.ServerStream) error {
+func (u *RawUpstream) Handle(_ any, ss grpc.ServerStream) error {
 	method, _ := grpc.MethodFromServerStream(ss)
 	ctx := ss.Context()
 	switch method {
@@ -91,23 +92,23 @@ func (u *rawUpstream) handle(_ any, ss grpc.ServerStream) error {
 			return err
 		}
 		<-ctx.Done()
-		close(u.cancelled)
+		close(u.Cancelled)
 		return ctx.Err()
 	}
 	return status.Errorf(codes.Unimplemented, "no method %s", method)
 }
 
-func startRaw(t *testing.T) (*Server, *rawUpstream) {
+func startRaw(t *testing.T) (*Server, *RawUpstream) {
 	t.Helper()
-	u := &rawUpstream{cancelled: make(chan struct{})}
-	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.handle), grpc.ForceServerCodecV2(passthrough.Codec{}),
+	u := &RawUpstream{Cancelled: make(chan struct{})}
+	up := StartUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.Handle), grpc.ForceServerCodecV2(passthrough.Codec{}),
 		grpc.MaxRecvMsgSize(1<<30))
-	return startSidecar(t, Config{TritonGRPC: up}), u
+	return StartSidecar(t, Config{TritonGRPC: up}), u
 }
 
 func TestGRPCUnaryUnknownServiceWithMetadata(t *testing.T) {
 	s, _ := startRaw(t)
-	conn := dial(t, s.GRPCAddr().String())
+	conn := Dial(t, s.GRPCAddr().String())
 	// Not a protobuf message at all: the proxy must not care.
 	payload := []byte{0xff, 0x00, 0x01, 0xfe, 'a', 'b'}
 	ctx := metadata.AppendToOutgoingContext(context.Background(),
@@ -143,7 +144,7 @@ func TestGRPCUnaryUnknownServiceWithMetadata(t *testing.T) {
 
 func TestGRPCBidiStreamAndLargeMessages(t *testing.T) {
 	s, _ := startRaw(t)
-	conn := dial(t, s.GRPCAddr().String())
+	conn := Dial(t, s.GRPCAddr().String())
 	stream, err := conn.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/x.Unknown/Chat", grpc.ForceCodecV2(passthrough.Codec{}),
 		grpc.MaxCallRecvMsgSize(1<<30), grpc.MaxCallSendMsgSize(1<<30))
 	if err != nil {
@@ -177,7 +178,7 @@ func TestGRPCBidiStreamAndLargeMessages(t *testing.T) {
 
 func TestGRPCStatusPropagation(t *testing.T) {
 	s, _ := startRaw(t)
-	conn := dial(t, s.GRPCAddr().String())
+	conn := Dial(t, s.GRPCAddr().String())
 	var tlr metadata.MD
 	err := conn.Invoke(context.Background(), "/x.Unknown/Fail", &passthrough.Frame{}, &passthrough.Frame{}, grpc.ForceCodecV2(passthrough.Codec{}), grpc.Trailer(&tlr))
 	st := status.Convert(err)
@@ -196,7 +197,7 @@ func TestGRPCStatusPropagation(t *testing.T) {
 
 func TestGRPCDeadlinePropagation(t *testing.T) {
 	s, _ := startRaw(t)
-	conn := dial(t, s.GRPCAddr().String())
+	conn := Dial(t, s.GRPCAddr().String())
 	call := func(ctx context.Context) string {
 		t.Helper()
 		var out passthrough.Frame
@@ -225,7 +226,7 @@ func TestGRPCDeadlinePropagation(t *testing.T) {
 
 func TestGRPCCancellationReachesUpstream(t *testing.T) {
 	s, u := startRaw(t)
-	conn := dial(t, s.GRPCAddr().String())
+	conn := Dial(t, s.GRPCAddr().String())
 	ctx, cancel := context.WithCancel(context.Background())
 	stream, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/x.Unknown/Hang", grpc.ForceCodecV2(passthrough.Codec{}))
 	if err != nil {
@@ -236,17 +237,17 @@ func TestGRPCCancellationReachesUpstream(t *testing.T) {
 	}
 	cancel()
 	select {
-	case <-u.cancelled:
+	case <-u.Cancelled:
 	case <-time.After(time.Minute):
 		t.Fatal("the upstream call was not cancelled")
 	}
 }
 
 func TestGRPCUpstreamDown(t *testing.T) {
-	down := closedAddr(t)
+	down := testutil.ClosedAddr(t)
 	downHost, _, _ := net.SplitHostPort(down)
-	s := startSidecar(t, Config{TritonGRPC: down})
-	conn := dial(t, s.GRPCAddr().String())
+	s := StartSidecar(t, Config{TritonGRPC: down})
+	conn := Dial(t, s.GRPCAddr().String())
 	for _, method := range []string{"/x.Unknown/Echo", tritonpb.GRPCInferenceService_ServerLive_FullMethodName} {
 		err := conn.Invoke(context.Background(), method, &passthrough.Frame{}, &passthrough.Frame{}, grpc.ForceCodecV2(passthrough.Codec{}))
 		st := status.Convert(err)
@@ -287,14 +288,14 @@ func (echoUpstream) ModelStreamInfer(s grpc.BidiStreamingServer[tritonpb.ModelIn
 }
 
 func TestGRPCTypedTritonAndHealth(t *testing.T) {
-	up := startUpstreamGRPC(t, func(s *grpc.Server) {
+	up := StartUpstreamGRPC(t, func(s *grpc.Server) {
 		tritonpb.RegisterGRPCInferenceServiceServer(s, echoUpstream{})
 		hs := health.NewServer()
 		hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 		healthpb.RegisterHealthServer(s, hs)
 	})
-	s := startSidecar(t, Config{TritonGRPC: up})
-	conn := dial(t, s.GRPCAddr().String())
+	s := StartSidecar(t, Config{TritonGRPC: up})
+	conn := Dial(t, s.GRPCAddr().String())
 	ctx := context.Background()
 
 	hc, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
@@ -342,10 +343,10 @@ func TestGRPCTypedTritonAndHealth(t *testing.T) {
 }
 
 func TestGRPCInterceptorSeam(t *testing.T) {
-	u := &rawUpstream{cancelled: make(chan struct{})}
-	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.handle), grpc.ForceServerCodecV2(passthrough.Codec{}))
+	u := &RawUpstream{Cancelled: make(chan struct{})}
+	up := StartUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.Handle), grpc.ForceServerCodecV2(passthrough.Codec{}))
 	var consulted []string
-	s := startSidecar(t, Config{TritonGRPC: up, InterceptGRPC: func(method string) passthrough.GRPCHandler {
+	s := StartSidecar(t, Config{TritonGRPC: up, InterceptGRPC: func(method string) passthrough.GRPCHandler {
 		consulted = append(consulted, method)
 		if method != "/x.Unknown/Mine" {
 			return nil
@@ -363,7 +364,7 @@ func TestGRPCInterceptorSeam(t *testing.T) {
 			return ss.SendMsg(&passthrough.Frame{Payload: append([]byte("sidecar:"), f.Payload...)})
 		}
 	}})
-	conn := dial(t, s.GRPCAddr().String())
+	conn := Dial(t, s.GRPCAddr().String())
 	var out passthrough.Frame
 	if err := conn.Invoke(context.Background(), "/x.Unknown/Mine", &passthrough.Frame{Payload: []byte("me hi")}, &out, grpc.ForceCodecV2(passthrough.Codec{})); err != nil {
 		t.Fatal(err)
@@ -395,7 +396,7 @@ func TestGRPCInterceptorSeam(t *testing.T) {
 // proxy must decode each message to relay it.
 func TestGRPCCompressedRequests(t *testing.T) {
 	s, _ := startRaw(t)
-	conn := dial(t, s.GRPCAddr().String())
+	conn := Dial(t, s.GRPCAddr().String())
 	payload := bytes.Repeat([]byte("tensor bytes "), 1000)
 	want := slices.Clone(payload)
 	slices.Reverse(want)
@@ -416,14 +417,14 @@ func TestGRPCCompressedRequests(t *testing.T) {
 // TestGRPCInterceptorPanic checks that a failing interceptor handler costs
 // its call an INTERNAL status, not the process.
 func TestGRPCInterceptorPanic(t *testing.T) {
-	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler((&rawUpstream{cancelled: make(chan struct{})}).handle), grpc.ForceServerCodecV2(passthrough.Codec{}))
-	s := startSidecar(t, Config{TritonGRPC: up, InterceptGRPC: func(method string) passthrough.GRPCHandler {
+	up := StartUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler((&RawUpstream{Cancelled: make(chan struct{})}).Handle), grpc.ForceServerCodecV2(passthrough.Codec{}))
+	s := StartSidecar(t, Config{TritonGRPC: up, InterceptGRPC: func(method string) passthrough.GRPCHandler {
 		if method != "/x.Unknown/Boom" {
 			return nil
 		}
 		return func(grpc.ServerStream, func(*passthrough.Frame) error) error { panic("boom") }
 	}})
-	conn := dial(t, s.GRPCAddr().String())
+	conn := Dial(t, s.GRPCAddr().String())
 	err := conn.Invoke(context.Background(), "/x.Unknown/Boom", &passthrough.Frame{}, &passthrough.Frame{}, grpc.ForceCodecV2(passthrough.Codec{}))
 	if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "handler of /x.Unknown/Boom failed: boom") {
 		t.Errorf("panicking handler: %v, want INTERNAL naming the method", err)
@@ -439,10 +440,10 @@ func TestGRPCInterceptorPanic(t *testing.T) {
 // gzip message that expands beyond it is refused with RESOURCE_EXHAUSTED
 // (grpc stops decompressing at the limit), and nothing reaches the upstream.
 func TestGRPCMaxRecvMsgSize(t *testing.T) {
-	u := &rawUpstream{cancelled: make(chan struct{})}
-	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.handle), grpc.ForceServerCodecV2(passthrough.Codec{}))
-	s := startSidecar(t, Config{TritonGRPC: up, MaxRecvMsgSize: 4096})
-	conn := dial(t, s.GRPCAddr().String())
+	u := &RawUpstream{Cancelled: make(chan struct{})}
+	up := StartUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.Handle), grpc.ForceServerCodecV2(passthrough.Codec{}))
+	s := StartSidecar(t, Config{TritonGRPC: up, MaxRecvMsgSize: 4096})
+	conn := Dial(t, s.GRPCAddr().String())
 	var out passthrough.Frame
 	bomb := make([]byte, 1<<20) // 1 MiB of zeros: about 1 KiB gzipped
 	err := conn.Invoke(context.Background(), "/x.Unknown/Echo", &passthrough.Frame{Payload: bomb}, &out,

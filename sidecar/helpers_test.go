@@ -9,11 +9,13 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/mergectl/react-triton/internal/testutil"
 )
 
 // startUpstreamGRPC serves a gRPC server, set up by register, on a loopback
 // port for the test's duration and returns its address.
-func startUpstreamGRPC(t testing.TB, register func(*grpc.Server), opts ...grpc.ServerOption) string {
+func StartUpstreamGRPC(t testing.TB, register func(*grpc.Server), opts ...grpc.ServerOption) string {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -26,27 +28,15 @@ func startUpstreamGRPC(t testing.TB, register func(*grpc.Server), opts ...grpc.S
 	return lis.Addr().String()
 }
 
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t testing.TB) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := lis.Addr().String()
-	lis.Close()
-	return addr
-}
-
 // startSidecar serves a sidecar in front of the given upstreams on loopback
 // ports until the test ends, and returns it.
-func startSidecar(t testing.TB, cfg Config) *Server {
+func StartSidecar(t testing.TB, cfg Config) *Server {
 	t.Helper()
 	if cfg.TritonHTTP == "" {
-		cfg.TritonHTTP = closedAddr(t)
+		cfg.TritonHTTP = testutil.ClosedAddr(t)
 	}
 	if cfg.TritonGRPC == "" {
-		cfg.TritonGRPC = closedAddr(t)
+		cfg.TritonGRPC = testutil.ClosedAddr(t)
 	}
 	cfg.GRPCListen, cfg.HTTPListen = "127.0.0.1:0", "127.0.0.1:0"
 	s, err := New(cfg)
@@ -66,7 +56,7 @@ func startSidecar(t testing.TB, cfg Config) *Server {
 }
 
 // dial returns a client connection to addr, closed when the test ends.
-func dial(t testing.TB, addr string) *grpc.ClientConn {
+func Dial(t testing.TB, addr string) *grpc.ClientConn {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -78,7 +68,7 @@ func dial(t testing.TB, addr string) *grpc.ClientConn {
 
 // startUpstreamHTTP serves h on a loopback port for the test's duration and
 // returns its address (host:port).
-func startUpstreamHTTP(t *testing.T, h http.Handler) string {
+func StartUpstreamHTTP(t *testing.T, h http.Handler) string {
 	t.Helper()
 	s := httptest.NewServer(h)
 	t.Cleanup(s.Close)

@@ -11,20 +11,22 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mergectl/react-triton/internal/testutil"
 )
 
 // binaryInferBody is a Triton HTTP inference request with the binary tensor
 // extension: a JSON header of the given length, then raw little-endian FP32
 // bytes, some of them not valid UTF-8.
-func binaryInferBody() (body []byte, headerLen int) {
+func BinaryInferBody() (body []byte, headerLen int) {
 	header := []byte(`{"inputs":[{"name":"INPUT0","shape":[1,4],"datatype":"FP32","parameters":{"binary_data_size":16}}]}`)
 	tensor := []byte{0, 0, 0x80, 0x3f, 0, 0, 0, 0xc0, 0xff, 0xff, 0xff, 0x7f, 0x00, 0x00, 0x80, 0xff}
 	return append(header, tensor...), len(header)
 }
 
 func TestHTTPProxyByteForByte(t *testing.T) {
-	body, headerLen := binaryInferBody()
-	up := startUpstreamHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	body, headerLen := BinaryInferBody()
+	up := StartUpstreamHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, err := io.ReadAll(r.Body)
 		if err != nil {
 			t.Error(err)
@@ -41,7 +43,7 @@ func TestHTTPProxyByteForByte(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 		w.Write(got) // the request's bytes as the response
 	}))
-	s := startSidecar(t, Config{TritonHTTP: up})
+	s := StartSidecar(t, Config{TritonHTTP: up})
 	url := fmt.Sprintf("http://%s/v2/models/affine_fp32/versions/1/infer?a=1&b=%%2F&a=2&c=x;y", s.HTTPAddr())
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
@@ -87,7 +89,7 @@ func TestHTTPProxyByteForByte(t *testing.T) {
 
 func TestHTTPProxyStreamsResponses(t *testing.T) {
 	next := make(chan struct{})
-	up := startUpstreamHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up := StartUpstreamHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Read the request first, as Triton does. With the body left unread
 		// the proxy's read of the stream failed now and then ("use of closed
 		// network connection" on its upstream connection; about 1 run in 75
@@ -100,7 +102,7 @@ func TestHTTPProxyStreamsResponses(t *testing.T) {
 		<-next // the client must see "one" before "two" is written
 		io.WriteString(w, "data: two\n\n")
 	}))
-	s := startSidecar(t, Config{TritonHTTP: up})
+	s := StartSidecar(t, Config{TritonHTTP: up})
 	resp, err := http.Post(fmt.Sprintf("http://%s/v2/models/m/generate_stream", s.HTTPAddr()), "application/json", strings.NewReader("{}"))
 	if err != nil {
 		close(next)
@@ -120,9 +122,9 @@ func TestHTTPProxyStreamsResponses(t *testing.T) {
 }
 
 func TestHTTPUpstreamDown(t *testing.T) {
-	down := closedAddr(t)
+	down := testutil.ClosedAddr(t)
 	downHost, _, _ := net.SplitHostPort(down)
-	s := startSidecar(t, Config{TritonHTTP: down})
+	s := StartSidecar(t, Config{TritonHTTP: down})
 	resp, err := http.Get(fmt.Sprintf("http://%s/v2/health/ready", s.HTTPAddr()))
 	if err != nil {
 		t.Fatal(err)
@@ -139,10 +141,10 @@ func TestHTTPUpstreamDown(t *testing.T) {
 }
 
 func TestHTTPInterceptorSeam(t *testing.T) {
-	up := startUpstreamHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up := StartUpstreamHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "triton")
 	}))
-	s := startSidecar(t, Config{TritonHTTP: up, InterceptHTTP: func(r *http.Request, _ http.Handler) http.Handler {
+	s := StartSidecar(t, Config{TritonHTTP: up, InterceptHTTP: func(r *http.Request, _ http.Handler) http.Handler {
 		if r.URL.Path != "/v2/models/mine/infer" {
 			return nil
 		}
@@ -165,10 +167,10 @@ func TestHTTPInterceptorSeam(t *testing.T) {
 // never reach Triton; other headers do.
 func TestHTTPProxyStripsOwnHeaders(t *testing.T) {
 	seen := make(chan http.Header, 1)
-	up := startUpstreamHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up := StartUpstreamHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen <- r.Header.Clone()
 	}))
-	s := startSidecar(t, Config{TritonHTTP: up})
+	s := StartSidecar(t, Config{TritonHTTP: up})
 	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://%s/v2/models/x", s.HTTPAddr()), nil)
 	if err != nil {
 		t.Fatal(err)

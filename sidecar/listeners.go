@@ -23,7 +23,7 @@ type capListener struct {
 
 // limitListener returns l bounded to max open connections (max ≤ 0: no
 // bound, but still counted).
-func limitListener(l net.Listener, name string, max int, m *metrics.Metrics) net.Listener {
+func LimitListener(l net.Listener, name string, max int, m *metrics.Metrics) net.Listener {
 	return &capListener{Listener: l, name: name, max: int64(max), metrics: m}
 }
 

@@ -24,13 +24,13 @@ import (
 // policy atomically (a reload); the zero value, and a nil *Management,
 // allow no management call.
 type Management struct {
-	policy  atomic.Pointer[managementPolicy]
+	policy  atomic.Pointer[ManagementPolicy]
 	refused func(protocol, call, reason string) // counts refusals; may be nil
 }
 
 // managementPolicy is one configuration's management section, ready to
 // check.
-type managementPolicy struct {
+type ManagementPolicy struct {
 	allow  map[string]bool
 	tokens [][sha256.Size]byte // SHA-256 of each token; nil: none asked
 }
@@ -50,7 +50,7 @@ func NewManagement(c config.Management, m *metrics.Metrics) (*Management, error)
 // Set replaces the policy with c's, reading its token file. On error the
 // old policy stays.
 func (g *Management) Set(c config.Management) error {
-	p, err := newManagementPolicy(c)
+	p, err := NewManagementPolicy(c)
 	if err != nil {
 		return err
 	}
@@ -59,8 +59,8 @@ func (g *Management) Set(c config.Management) error {
 }
 
 // newManagementPolicy reads c's token file and returns its policy.
-func newManagementPolicy(c config.Management) (*managementPolicy, error) {
-	p := &managementPolicy{allow: make(map[string]bool, len(c.Allow))}
+func NewManagementPolicy(c config.Management) (*ManagementPolicy, error) {
+	p := &ManagementPolicy{allow: make(map[string]bool, len(c.Allow))}
 	for _, name := range c.Allow {
 		p.allow[name] = true
 	}
@@ -91,7 +91,7 @@ func (e *configError) Unwrap() error { return e.err }
 // is none of them) given its Authorization value, and returns nil to let it
 // pass, or a PERMISSION_DENIED or UNAUTHENTICATED status.
 func (g *Management) check(protocol, call, authorization string) *status.Status {
-	var p *managementPolicy
+	var p *ManagementPolicy
 	if g != nil {
 		p = g.policy.Load()
 	}
@@ -127,7 +127,7 @@ func (g *Management) tokensRequired() bool {
 
 // authorized reports whether an Authorization value carries one of the
 // tokens, comparing digests in constant time.
-func (p *managementPolicy) authorized(authorization string) bool {
+func (p *ManagementPolicy) authorized(authorization string) bool {
 	scheme, token, ok := strings.Cut(strings.TrimSpace(authorization), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false

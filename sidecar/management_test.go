@@ -93,34 +93,34 @@ func TestManagementClosedByDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, u := startRecorded(t, Config{Management: guard, Metrics: m})
-	conn := dial(t, s.GRPCAddr().String())
+	s, u := StartRecorded(t, Config{Management: guard, Metrics: m})
+	conn := Dial(t, s.GRPCAddr().String())
 	for _, c := range config.ManagementCalls {
 		err := conn.Invoke(context.Background(), passthrough.Service+c.Name, &passthrough.Frame{}, &passthrough.Frame{}, grpc.ForceCodecV2(passthrough.Codec{}))
 		if st := status.Convert(err); st.Code() != codes.PermissionDenied || !strings.Contains(st.Message(), c.Name) {
 			t.Errorf("gRPC %s: %v, want PERMISSION_DENIED", c.Name, err)
 		}
 		for _, method := range []string{http.MethodPost, http.MethodGet} {
-			resp, body := httpDo(t, method, "http://"+s.HTTPAddr().String()+managementRoutes[c.Name], []byte("{}"), nil)
+			resp, body := HTTPDo(t, method, "http://"+s.HTTPAddr().String()+managementRoutes[c.Name], []byte("{}"), nil)
 			if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "management.allow") {
 				t.Errorf("HTTP %s %s: %d %s, want 403", method, managementRoutes[c.Name], resp.StatusCode, body)
 			}
 		}
 	}
-	if g, h := u.calls(); g != 0 || h != 0 {
+	if g, h := u.Calls(); g != 0 || h != 0 {
 		t.Errorf("%d gRPC calls and %d HTTP requests of the management API reached Triton", g, h)
 	}
-	if got, _ := metricValue(scrape(t, m.Handler()), "react_management_refused_total", map[string]string{"protocol": "http", "call": "RepositoryModelUnload", "reason": "denied"}); got != 2 {
+	if got, _ := MetricValue(Scrape(t, m.Handler()), "react_management_refused_total", map[string]string{"protocol": "http", "call": "RepositoryModelUnload", "reason": "denied"}); got != 2 {
 		t.Errorf("react_management_refused_total{http,RepositoryModelUnload,denied} = %v, want 2", got)
 	}
 	// The rest of the API passes.
 	if err := conn.Invoke(context.Background(), passthrough.Service+"ServerLive", &passthrough.Frame{}, &passthrough.Frame{}, grpc.ForceCodecV2(passthrough.Codec{})); err != nil {
 		t.Errorf("ServerLive: %v", err)
 	}
-	if resp, body := httpDo(t, http.MethodGet, "http://"+s.HTTPAddr().String()+"/v2/health/live", nil, nil); resp.StatusCode != http.StatusOK {
+	if resp, body := HTTPDo(t, http.MethodGet, "http://"+s.HTTPAddr().String()+"/v2/health/live", nil, nil); resp.StatusCode != http.StatusOK {
 		t.Errorf("/v2/health/live: %d %s", resp.StatusCode, body)
 	}
-	if g, h := u.calls(); g != 1 || h != 1 {
+	if g, h := u.Calls(); g != 1 || h != 1 {
 		t.Errorf("%d gRPC calls and %d HTTP requests reached Triton, want 1 and 1", g, h)
 	}
 	// A nil guard is closed too.
@@ -145,8 +145,8 @@ func TestManagementAllowAndTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, u := startRecorded(t, Config{Management: guard})
-	conn := dial(t, s.GRPCAddr().String())
+	s, u := StartRecorded(t, Config{Management: guard})
+	conn := Dial(t, s.GRPCAddr().String())
 	base := "http://" + s.HTTPAddr().String()
 	grpcCall := func(method, auth string) error {
 		ctx := context.Background()
@@ -160,7 +160,7 @@ func TestManagementAllowAndTokens(t *testing.T) {
 		if auth != "" {
 			hdr["Authorization"] = auth
 		}
-		resp, body := httpDo(t, http.MethodPost, base+path, []byte("{}"), hdr)
+		resp, body := HTTPDo(t, http.MethodPost, base+path, []byte("{}"), hdr)
 		return resp, string(body)
 	}
 	for _, auth := range []string{"", "Bearer wrong-token-0123456789", "Basic " + current, current} {
@@ -172,20 +172,20 @@ func TestManagementAllowAndTokens(t *testing.T) {
 			t.Errorf("HTTP load with %q: %d %s (WWW-Authenticate %q), want 401", auth, resp.StatusCode, body, resp.Header.Get("WWW-Authenticate"))
 		}
 	}
-	if g, h := u.calls(); g != 0 || h != 0 {
+	if g, h := u.Calls(); g != 0 || h != 0 {
 		t.Fatalf("unauthenticated calls reached Triton: %d gRPC, %d HTTP", g, h)
 	}
 	for _, tok := range []string{old, current} {
 		if err := grpcCall("RepositoryModelLoad", "Bearer "+tok); err != nil {
 			t.Errorf("gRPC load with a token: %v", err)
 		}
-		if md := u.lastMD(); len(md.Get("authorization")) != 0 {
+		if md := u.LastMD(); len(md.Get("authorization")) != 0 {
 			t.Errorf("the token reached Triton over gRPC: %v", md)
 		}
 		if resp, body := httpCall(managementRoutes["RepositoryModelLoad"], "bearer "+tok); resp.StatusCode != http.StatusOK {
 			t.Errorf("HTTP load with a token: %d %s", resp.StatusCode, body)
 		}
-		if h := u.lastHeader(); h.Get("Authorization") != "" {
+		if h := u.LastHeader(); h.Get("Authorization") != "" {
 			t.Errorf("the token reached Triton over HTTP: %v", h)
 		}
 	}
@@ -198,8 +198,8 @@ func TestManagementAllowAndTokens(t *testing.T) {
 	}
 	// The inference API keeps the client's Authorization (Triton's own
 	// restricted endpoints may want it).
-	if resp, body := httpCall("/v2/models/m/infer", "Bearer for-triton"); resp.StatusCode != http.StatusOK || u.lastHeader().Get("Authorization") != "Bearer for-triton" {
-		t.Errorf("infer: %d %s, Authorization at Triton %q", resp.StatusCode, body, u.lastHeader().Get("Authorization"))
+	if resp, body := httpCall("/v2/models/m/infer", "Bearer for-triton"); resp.StatusCode != http.StatusOK || u.LastHeader().Get("Authorization") != "Bearer for-triton" {
+		t.Errorf("infer: %d %s, Authorization at Triton %q", resp.StatusCode, body, u.LastHeader().Get("Authorization"))
 	}
 
 	// A reload: no token file, unload allowed, load closed.

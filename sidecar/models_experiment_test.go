@@ -40,7 +40,7 @@ func abSplit(t *testing.T, plain, bheavy int) func(string) string {
 // logits of the arm's preference, and the per-arm metrics count them; then
 // a reload with new weights moves the keys the new split says.
 func TestModelsExperiment(t *testing.T) {
-	h := startHarness(t, func(c *ctlConfig) { c.experiments = experimentYAML(1, 1) })
+	h := StartHarness(t, func(c *CtlConfig) { c.Experiments = experimentYAML(1, 1) })
 	armOf := abSplit(t, 1, 1)
 	prefOf := map[string][]float64{"plain": nil, "bheavy": {0.2, 0.8, 0}}
 	counts := map[string]int{}
@@ -49,7 +49,7 @@ func TestModelsExperiment(t *testing.T) {
 		t.Helper()
 		var hdr metadata.MD
 		ctx := metadata.NewOutgoingContext(context.Background(), md)
-		resp, err := h.client.ModelInfer(ctx, ctlRequest("multi", "m", ctlBatch), grpc.Header(&hdr))
+		resp, err := h.Client.ModelInfer(ctx, CtlRequest("multi", "m", CtlBatch), grpc.Header(&hdr))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +58,7 @@ func TestModelsExperiment(t *testing.T) {
 			t.Errorf("react-arm header %v, parameter %q", got, arm)
 		}
 		if arm != "" {
-			if err := checkLogits(h.sc, "b", prefOf[arm], ctlBatch, resp.GetRawOutputContents()[1]); err != nil {
+			if err := CheckLogits(h.Scenario, "b", prefOf[arm], CtlBatch, resp.GetRawOutputContents()[1]); err != nil {
 				t.Errorf("arm %s: %v", arm, err)
 			}
 		}
@@ -74,9 +74,9 @@ func TestModelsExperiment(t *testing.T) {
 	}
 	for i := range 6 {
 		key := "web-" + strconv.Itoa(i)
-		body, hdr := inferBody(t, ctlRequest("multi", "m", ctlBatch), true)
+		body, hdr := InferBody(t, CtlRequest("multi", "m", CtlBatch), true)
 		hdr["x-user-id"] = key
-		resp, _ := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/multi/infer", body, hdr)
+		resp, _ := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/multi/infer", body, hdr)
 		if got, want := resp.Header.Get("React-Arm"), armOf(key); resp.StatusCode != 200 || got != want {
 			t.Errorf("HTTP key %s: %d, react-arm %q, want %q", key, resp.StatusCode, got, want)
 		}
@@ -92,22 +92,22 @@ func TestModelsExperiment(t *testing.T) {
 		t.Errorf("override: arm %q, preference %q", arm, pref)
 	}
 
-	fams := scrape(t, h.metrics.Handler())
+	fams := Scrape(t, h.Metrics.Handler())
 	total := 0.0
 	for _, arm := range []string{"plain", "bheavy"} {
-		got, _ := metricValue(fams, "react_experiment_requests_total", map[string]string{"model": "multi", "experiment": "ab", "arm": arm, "assignment": "key"})
+		got, _ := MetricValue(fams, "react_experiment_requests_total", map[string]string{"model": "multi", "experiment": "ab", "arm": arm, "assignment": "key"})
 		if got != float64(counts[arm]) {
 			t.Errorf("react_experiment_requests_total{arm=%s,assignment=key} = %v, want %d", arm, got, counts[arm])
 		}
-		random, _ := metricValue(fams, "react_experiment_requests_total", map[string]string{"model": "multi", "experiment": "ab", "arm": arm, "assignment": "random"})
+		random, _ := MetricValue(fams, "react_experiment_requests_total", map[string]string{"model": "multi", "experiment": "ab", "arm": arm, "assignment": "random"})
 		total += random
-		lat, _ := metricValue(fams, "react_experiment_request_duration_seconds", map[string]string{"model": "multi", "experiment": "ab", "arm": arm})
+		lat, _ := MetricValue(fams, "react_experiment_request_duration_seconds", map[string]string{"model": "multi", "experiment": "ab", "arm": arm})
 		if lat != got+random {
 			t.Errorf("latency of arm %s counts %v requests, want %v", arm, lat, got+random)
 		}
 		// Four rows per request, one prediction per row and head.
-		for _, task := range ctlTasks {
-			conf, _ := metricValue(fams, "react_experiment_top1_confidence", map[string]string{"model": "multi", "experiment": "ab", "arm": arm, "task": task})
+		for _, task := range CtlTasks {
+			conf, _ := MetricValue(fams, "react_experiment_top1_confidence", map[string]string{"model": "multi", "experiment": "ab", "arm": arm, "task": task})
 			if conf != 4*(got+random) {
 				t.Errorf("top-1 confidence of arm %s, task %s counts %v rows, want %v", arm, task, conf, 4*(got+random))
 			}
@@ -116,18 +116,18 @@ func TestModelsExperiment(t *testing.T) {
 	if total != float64(keyless) {
 		t.Errorf("keyless requests counted %v, want %d", total, keyless)
 	}
-	if got, _ := metricValue(fams, "react_experiment_overrides_total", map[string]string{"model": "multi", "experiment": "ab"}); got != 1 {
+	if got, _ := MetricValue(fams, "react_experiment_overrides_total", map[string]string{"model": "multi", "experiment": "ab"}); got != 1 {
 		t.Errorf("overrides = %v, want 1", got)
 	}
 
 	// A reload with new weights: plain 1 → 3 moves the keys of the
 	// boundary's new stretch, and only those.
-	writeFile(t, h.cfgPath, func() string { c := h.cfg; c.experiments = experimentYAML(3, 1); return c.yaml() }())
-	cfg, err := config.Load(h.cfgPath, nil)
+	WriteFile(t, h.ConfigPath, func() string { c := h.Config; c.Experiments = experimentYAML(3, 1); return c.YAML() }())
+	cfg, err := config.Load(h.ConfigPath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.models.Reload(context.Background(), cfg); err != nil {
+	if err := h.Models.Reload(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	after := abSplit(t, 3, 1)

@@ -40,9 +40,9 @@ var fuzzTargets = []struct {
 // use, answer errors as JSON, and let nothing whose framing is malformed
 // reach Triton.
 func FuzzHTTPInfer(f *testing.F) {
-	valid, _, _ := tritonhttp.EncodeRequest(ctlRequest("", "f", ctlBatch), false)
-	binary, hl, _ := tritonhttp.EncodeRequest(ctlRequest("", "f", ctlBatch[:6], "logits_a"), true)
-	head, headHL, _ := tritonhttp.EncodeRequest(headRequest("", "f", []float64{1, 2, 3, 4}), true)
+	valid, _, _ := tritonhttp.EncodeRequest(CtlRequest("", "f", CtlBatch), false)
+	binary, hl, _ := tritonhttp.EncodeRequest(CtlRequest("", "f", CtlBatch[:6], "logits_a"), true)
+	head, headHL, _ := tritonhttp.EncodeRequest(HeadRequest("", "f", []float64{1, 2, 3, 4}), true)
 	f.Add(valid, "", "", "", uint8(0))
 	f.Add(valid, "", "a=1,b=1,c=1", "", uint8(0))
 	f.Add(valid, "", "", "b_first", uint8(1))
@@ -55,7 +55,7 @@ func FuzzHTTPInfer(f *testing.F) {
 	f.Add([]byte(`{"inputs":[{"name":"x","datatype":"FP32","shape":[9,3],"data":[]}]}`), "", "", "", uint8(0))
 	f.Add([]byte(`{"inputs":`), "", "", "", uint8(3))
 
-	h := startHarness(f, nil)
+	h := StartHarness(f, nil)
 	f.Fuzz(func(t *testing.T, body []byte, headerLength, preference, preset string, target uint8) {
 		tg := fuzzTargets[int(target)%len(fuzzTargets)]
 		req := httptest.NewRequest(http.MethodPost, tg.path, strings.NewReader(string(body)))
@@ -68,9 +68,9 @@ func FuzzHTTPInfer(f *testing.F) {
 		if preset != "" {
 			req.Header.Set("React-Preset", preset)
 		}
-		beforeHTTP, beforeRPC := h.fake.HTTPCalls(), h.fake.TotalCalls()
+		beforeHTTP, beforeRPC := h.Fake.HTTPCalls(), h.Fake.TotalCalls()
 		rec := httptest.NewRecorder()
-		h.http.ServeHTTP(rec, req)
+		h.HTTP.ServeHTTP(rec, req)
 
 		code := rec.Code
 		if !slices.Contains([]int{200, 400, 404, 413, 429, 500, 501, 502, 503}, code) {
@@ -99,12 +99,12 @@ func FuzzHTTPInfer(f *testing.F) {
 			case code != 400 && code != 413:
 				t.Fatalf("malformed body (%v) answered %d", err, code)
 			}
-			if h.fake.HTTPCalls() != beforeHTTP || h.fake.TotalCalls() != beforeRPC {
+			if h.Fake.HTTPCalls() != beforeHTTP || h.Fake.TotalCalls() != beforeRPC {
 				t.Fatalf("a malformed body (%v) reached Triton", err)
 			}
 			return
 		}
-		if tg.controllable && h.fake.HTTPCalls() != beforeHTTP {
+		if tg.controllable && h.Fake.HTTPCalls() != beforeHTTP {
 			t.Fatal("a request for a controllable model reached Triton's HTTP endpoint")
 		}
 		if tg.controllable && code == 200 {
@@ -135,7 +135,7 @@ func FuzzModelName(f *testing.F) {
 		}
 		f.Add(b)
 	}
-	add(ctlRequest("multi", "id-1", ctlBatch))
+	add(CtlRequest("multi", "id-1", CtlBatch))
 	add(&tritonpb.ModelInferRequest{ModelName: "a", ModelVersion: "1", Id: "x", Parameters: map[string]*tritonpb.InferParameter{
 		"react-preference": {ParameterChoice: &tritonpb.InferParameter_StringParam{StringParam: "a=1"}}}})
 	add(&tritonpb.ModelMetadataRequest{Name: "single", Version: "1"})

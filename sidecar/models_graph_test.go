@@ -51,14 +51,14 @@ func ensembleModel(sc *faketriton.Scenario) *faketriton.Model {
 
 // startGraphHarness is a harness whose configuration adds the graph-form
 // model "ens", correcting "emb".
-func startGraphHarness(t *testing.T) *harness {
+func startGraphHarness(t *testing.T) *Harness {
 	t.Helper()
-	h := newHarness(t, func(c *ctlConfig) { c.moreModels = "  - {name: ens, correct: emb}\n" })
-	h.fake.Put(ensembleModel(h.sc))
+	h := NewHarness(t, func(c *CtlConfig) { c.MoreModels = "  - {name: ens, correct: emb}\n" })
+	h.Fake.Put(ensembleModel(h.Scenario))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := h.models.Start(ctx); err != nil {
-		t.Fatalf("Start: %v\nlog:\n%s", err, h.log.String())
+	if err := h.Models.Start(ctx); err != nil {
+		t.Fatalf("Start: %v\nlog:\n%s", err, h.Log.String())
 	}
 	return h
 }
@@ -69,8 +69,8 @@ func startGraphHarness(t *testing.T) *harness {
 func TestGraphModelAPI(t *testing.T) {
 	h := startGraphHarness(t)
 	ctx := context.Background()
-	direct := tritonpb.NewGRPCInferenceServiceClient(dial(t, h.fake.Addr))
-	md, err := h.client.ModelMetadata(ctx, &tritonpb.ModelMetadataRequest{Name: "ens"})
+	direct := tritonpb.NewGRPCInferenceServiceClient(Dial(t, h.Fake.Addr))
+	md, err := h.Client.ModelMetadata(ctx, &tritonpb.ModelMetadataRequest{Name: "ens"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestGraphModelAPI(t *testing.T) {
 	if !proto.Equal(md, want) || md.GetPlatform() != "ensemble" {
 		t.Errorf("ModelMetadata(ens) = %v, want Triton's %v", md, want)
 	}
-	cfg, err := h.client.ModelConfig(ctx, &tritonpb.ModelConfigRequest{Name: "ens"})
+	cfg, err := h.Client.ModelConfig(ctx, &tritonpb.ModelConfigRequest{Name: "ens"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,14 +89,14 @@ func TestGraphModelAPI(t *testing.T) {
 	if !proto.Equal(cfg, wantCfg) || len(cfg.GetConfig().GetEnsembleScheduling().GetStep()) != 2 {
 		t.Errorf("ModelConfig(ens) = %v, want Triton's %v", cfg, wantCfg)
 	}
-	before := h.fake.ReadyCalls("ens")
-	if r, err := h.client.ModelReady(ctx, &tritonpb.ModelReadyRequest{Name: "ens"}); err != nil || !r.GetReady() || h.fake.ReadyCalls("ens") != before+1 {
+	before := h.Fake.ReadyCalls("ens")
+	if r, err := h.Client.ModelReady(ctx, &tritonpb.ModelReadyRequest{Name: "ens"}); err != nil || !r.GetReady() || h.Fake.ReadyCalls("ens") != before+1 {
 		t.Errorf("ModelReady(ens) = %v, %v; want Triton's answer", r, err)
 	}
-	if _, err := h.client.ModelInfer(ctx, ctlRequest("ens", "s", ctlBatch)); err != nil {
+	if _, err := h.Client.ModelInfer(ctx, CtlRequest("ens", "s", CtlBatch)); err != nil {
 		t.Fatal(err)
 	}
-	st, err := h.client.ModelStatistics(ctx, &tritonpb.ModelStatisticsRequest{Name: "ens"})
+	st, err := h.Client.ModelStatistics(ctx, &tritonpb.ModelStatisticsRequest{Name: "ens"})
 	if err != nil || len(st.GetModelStats()) != 1 || st.GetModelStats()[0].GetVersion() != "1" ||
 		st.GetModelStats()[0].GetInferenceStats().GetSuccess().GetCount() != 1 {
 		t.Errorf("ModelStatistics(ens) = %v, %v; want the sidecar's one request, version 1", st, err)
@@ -104,13 +104,13 @@ func TestGraphModelAPI(t *testing.T) {
 	// HTTP: the fake serves no metadata route; the sidecar passes the
 	// requests on rather than answering.
 	for _, path := range []string{"/v2/models/ens", "/v2/models/ens/config", "/v2/models/ens/ready"} {
-		calls := h.fake.HTTPCalls()
-		resp, _ := httpDo(t, http.MethodGet, h.httpURL+path, nil, nil)
-		if resp.StatusCode != http.StatusNotFound || h.fake.HTTPCalls() != calls+1 {
-			t.Errorf("GET %s: %d, %d calls reached Triton; want Triton's 404", path, resp.StatusCode, h.fake.HTTPCalls()-calls)
+		calls := h.Fake.HTTPCalls()
+		resp, _ := HTTPDo(t, http.MethodGet, h.HTTPURL+path, nil, nil)
+		if resp.StatusCode != http.StatusNotFound || h.Fake.HTTPCalls() != calls+1 {
+			t.Errorf("GET %s: %d, %d calls reached Triton; want Triton's 404", path, resp.StatusCode, h.Fake.HTTPCalls()-calls)
 		}
 	}
-	resp, body := httpDo(t, http.MethodGet, h.httpURL+"/v2/models/ens/stats", nil, nil)
+	resp, body := HTTPDo(t, http.MethodGet, h.HTTPURL+"/v2/models/ens/stats", nil, nil)
 	var stats map[string]any
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &stats) != nil || jget(stats, "model_stats", 0, "version") != "1" {
 		t.Errorf("GET stats: %d %s", resp.StatusCode, body)
@@ -127,11 +127,11 @@ func TestGraphInfer(t *testing.T) {
 	// (The harness's default preference is a=1: ask for none.)
 	var hdr metadata.MD
 	ctxNone := metadata.AppendToOutgoingContext(ctx, "react-preference", "none")
-	resp, err := h.client.ModelInfer(ctxNone, ctlRequest("ens", "g", ctlBatch), grpc.Header(&hdr))
+	resp, err := h.Client.ModelInfer(ctxNone, CtlRequest("ens", "g", CtlBatch), grpc.Header(&hdr))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := h.fake.LastResponse("ens")
+	want := h.Fake.LastResponse("ens")
 	if got := resp.GetParameters()[control.KeyPreference].GetStringParam(); got != "none" || hdr.Get(control.KeyPreference)[0] != "none" {
 		t.Errorf("react-preference %q, header %v; want none", got, hdr)
 	}
@@ -142,24 +142,24 @@ func TestGraphInfer(t *testing.T) {
 	}
 
 	ctxPref := metadata.AppendToOutgoingContext(ctx, "react-preference", "a=1,b=1")
-	calls := h.fake.Calls("ens")
-	resp, err = h.client.ModelInfer(ctxPref, ctlRequest("ens", "g", ctlBatch))
+	calls := h.Fake.Calls("ens")
+	resp, err = h.Client.ModelInfer(ctxPref, CtlRequest("ens", "g", CtlBatch))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.fake.Calls("ens") != calls {
+	if h.Fake.Calls("ens") != calls {
 		t.Error("a corrected request went to the ensemble")
 	}
-	if err := checkLogits(h.sc, "a", []float64{0.5, 0.5, 0}, ctlBatch, resp.GetRawOutputContents()[0]); err != nil {
+	if err := CheckLogits(h.Scenario, "a", []float64{0.5, 0.5, 0}, CtlBatch, resp.GetRawOutputContents()[0]); err != nil {
 		t.Error(err)
 	}
 
 	// A stream, the preference in its metadata.
-	stream, err := h.client.ModelStreamInfer(ctxPref)
+	stream, err := h.Client.ModelStreamInfer(ctxPref)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := stream.Send(ctlRequest("ens", "st", ctlBatch)); err != nil {
+	if err := stream.Send(CtlRequest("ens", "st", CtlBatch)); err != nil {
 		t.Fatal(err)
 	}
 	sr, err := stream.Recv()
@@ -167,14 +167,14 @@ func TestGraphInfer(t *testing.T) {
 		t.Fatalf("stream: %v %v", sr, err)
 	}
 	stream.CloseSend()
-	if err := checkLogits(h.sc, "a", []float64{0.5, 0.5, 0}, ctlBatch, sr.GetInferResponse().GetRawOutputContents()[0]); err != nil {
+	if err := CheckLogits(h.Scenario, "a", []float64{0.5, 0.5, 0}, CtlBatch, sr.GetInferResponse().GetRawOutputContents()[0]); err != nil {
 		t.Errorf("stream: %v", err)
 	}
 
 	for _, binary := range []bool{false, true} {
-		body, hdr := inferBody(t, ctlRequest("ens", "h", ctlBatch), binary)
+		body, hdr := InferBody(t, CtlRequest("ens", "h", CtlBatch), binary)
 		hdr["React-Preference"] = "a=1,b=1"
-		resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/ens/infer", body, hdr)
+		resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/ens/infer", body, hdr)
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("React-Preference") != "a=0.5,b=0.5" {
 			t.Fatalf("HTTP binary=%v: %d %s", binary, resp.StatusCode, out)
 		}
@@ -182,7 +182,7 @@ func TestGraphInfer(t *testing.T) {
 		if err != nil || len(dec.GetOutputs()) != 1 || dec.GetOutputs()[0].GetName() != "logits" {
 			t.Fatalf("HTTP binary=%v: %v %s", binary, err, out)
 		}
-		if err := checkLogits(h.sc, "a", []float64{0.5, 0.5, 0}, ctlBatch, dec.GetRawOutputContents()[0]); err != nil {
+		if err := CheckLogits(h.Scenario, "a", []float64{0.5, 0.5, 0}, CtlBatch, dec.GetRawOutputContents()[0]); err != nil {
 			t.Errorf("HTTP binary=%v: %v", binary, err)
 		}
 	}
@@ -194,19 +194,19 @@ func TestGraphInfer(t *testing.T) {
 // configuration in service keeps serving.
 func TestReloadRefusesAnotherSignature(t *testing.T) {
 	h := startGraphHarness(t)
-	c := h.cfg
-	c.components = filepath.Join(h.dir, "components.safetensors")
+	c := h.Config
+	c.Components = filepath.Join(h.Dir, "components.safetensors")
 	// "multi" no longer declares its difference from Triton's "multi",
 	// and "ens" names a tensor its ensemble lacks.
-	c.moreModels = "  - {name: ens, correct: embedding}\n"
-	text := strings.Replace(c.yaml(), "    signature: differs\n", "", 1)
+	c.MoreModels = "  - {name: ens, correct: embedding}\n"
+	text := strings.Replace(c.YAML(), "    signature: differs\n", "", 1)
 	path := filepath.Join(t.TempDir(), "new.yaml")
-	writeFile(t, path, text)
+	WriteFile(t, path, text)
 	cfg, err := config.Load(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = h.models.Reload(context.Background(), cfg)
+	err = h.Models.Reload(context.Background(), cfg)
 	var be problem.List
 	if !errors.As(err, &be) || be.Transient() {
 		t.Fatalf("Reload: %v, want a permanent problem.List", err)
@@ -222,14 +222,14 @@ func TestReloadRefusesAnotherSignature(t *testing.T) {
 	}
 	// The old configuration serves on.
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "react-preference", "a=1")
-	resp, err := h.client.ModelInfer(ctx, ctlRequest("ens", "after", ctlBatch))
+	resp, err := h.Client.ModelInfer(ctx, CtlRequest("ens", "after", CtlBatch))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := checkLogits(h.sc, "a", []float64{1, 0, 0}, ctlBatch, resp.GetRawOutputContents()[0]); err != nil {
+	if err := CheckLogits(h.Scenario, "a", []float64{1, 0, 0}, CtlBatch, resp.GetRawOutputContents()[0]); err != nil {
 		t.Error(err)
 	}
-	if h.models.Config() == cfg {
+	if h.Models.Config() == cfg {
 		t.Error("the refused configuration is in service")
 	}
 }

@@ -30,7 +30,7 @@ import (
 // parameter; ReACT's metadata never reaches Triton, the rest does; other
 // models pass through.
 func TestModelsGRPCInfer(t *testing.T) {
-	h := startHarness(t, nil)
+	h := StartHarness(t, nil)
 	tests := []struct {
 		name      string
 		md        metadata.MD
@@ -51,13 +51,13 @@ func TestModelsGRPCInfer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			md := metadata.Join(tt.md, metadata.Pairs("x-trace", "abc"))
 			ctx := metadata.NewOutgoingContext(context.Background(), md)
-			req := ctlRequest("multi", "id-"+tt.name, ctlBatch)
+			req := CtlRequest("multi", "id-"+tt.name, CtlBatch)
 			req.Parameters = map[string]*tritonpb.InferParameter{"custom": {ParameterChoice: &tritonpb.InferParameter_StringParam{StringParam: "v"}}}
 			for k, v := range tt.params {
 				req.Parameters[k] = &tritonpb.InferParameter{ParameterChoice: &tritonpb.InferParameter_StringParam{StringParam: v}}
 			}
 			var hdr metadata.MD
-			resp, err := h.client.ModelInfer(ctx, req, grpc.Header(&hdr))
+			resp, err := h.Client.ModelInfer(ctx, req, grpc.Header(&hdr))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,13 +70,13 @@ func TestModelsGRPCInfer(t *testing.T) {
 			if resp.GetModelName() != "multi" || resp.GetModelVersion() != "1" || resp.GetId() != "id-"+tt.name {
 				t.Errorf("response model %q version %q id %q", resp.GetModelName(), resp.GetModelVersion(), resp.GetId())
 			}
-			for i, task := range ctlTasks {
-				if err := checkLogits(h.sc, task, tt.weights, ctlBatch, resp.GetRawOutputContents()[i]); err != nil {
+			for i, task := range CtlTasks {
+				if err := CheckLogits(h.Scenario, task, tt.weights, CtlBatch, resp.GetRawOutputContents()[i]); err != nil {
 					t.Error(err)
 				}
 			}
 			for _, m := range []string{"backbone", "head_a", "head_b", "head_c"} {
-				md := h.fake.LastMetadata(m)
+				md := h.Fake.LastMetadata(m)
 				for k := range md {
 					if strings.HasPrefix(k, "react-") {
 						t.Errorf("%s received ReACT's metadata %s: %q", m, k, md[k])
@@ -85,7 +85,7 @@ func TestModelsGRPCInfer(t *testing.T) {
 				if got := md.Get("x-trace"); !slices.Equal(got, []string{"abc"}) {
 					t.Errorf("%s received x-trace %q, want abc", m, got)
 				}
-				last := h.fake.LastRequest(m)
+				last := h.Fake.LastRequest(m)
 				if last.GetId() != "id-"+tt.name || len(last.GetParameters()) != 1 || last.GetParameters()["custom"] == nil {
 					t.Errorf("%s received id %q, parameters %v", m, last.GetId(), last.GetParameters())
 				}
@@ -94,42 +94,42 @@ func TestModelsGRPCInfer(t *testing.T) {
 	}
 
 	t.Run("pass-through", func(t *testing.T) {
-		before := h.fake.Calls("backbone")
+		before := h.Fake.Calls("backbone")
 		ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs("react-preference", "b=1"))
-		resp, err := h.client.ModelInfer(ctx, headRequest("head_a", "p", []float64{1, 2, 3, 4}))
+		resp, err := h.Client.ModelInfer(ctx, HeadRequest("head_a", "p", []float64{1, 2, 3, 4}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if resp.GetModelName() != "head_a" || h.fake.Calls("backbone") != before {
-			t.Errorf("pass-through answered by %q, backbone called %d times", resp.GetModelName(), h.fake.Calls("backbone")-before)
+		if resp.GetModelName() != "head_a" || h.Fake.Calls("backbone") != before {
+			t.Errorf("pass-through answered by %q, backbone called %d times", resp.GetModelName(), h.Fake.Calls("backbone")-before)
 		}
 		if _, ok := resp.GetParameters()["react-preference"]; ok {
 			t.Error("a pass-through response carries react-preference")
 		}
-		if md := h.fake.LastMetadata("head_a"); len(md.Get("react-preference")) != 0 {
+		if md := h.Fake.LastMetadata("head_a"); len(md.Get("react-preference")) != 0 {
 			t.Error("react-preference metadata reached Triton through the pass-through")
 		}
 	})
 
 	t.Run("errors", func(t *testing.T) {
-		before := h.fake.TotalCalls()
+		before := h.Fake.TotalCalls()
 		ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs("react-preference", "a=1,q=2"))
-		_, err := h.client.ModelInfer(ctx, ctlRequest("multi", "e", ctlBatch))
+		_, err := h.Client.ModelInfer(ctx, CtlRequest("multi", "e", CtlBatch))
 		if st := status.Convert(err); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), "(known: a, b, c) (presets: b_first)") ||
 			!strings.Contains(st.Message(), "presets: b_first") {
 			t.Errorf("bad preference: %v", err)
 		}
-		req := ctlRequest("multi", "e", ctlBatch)
+		req := CtlRequest("multi", "e", CtlBatch)
 		req.ModelVersion = "2"
-		if _, err := h.client.ModelInfer(context.Background(), req); status.Code(err) != codes.NotFound {
+		if _, err := h.Client.ModelInfer(context.Background(), req); status.Code(err) != codes.NotFound {
 			t.Errorf("version 2: %v", err)
 		}
-		if n := h.fake.TotalCalls() - before; n != 0 {
+		if n := h.Fake.TotalCalls() - before; n != 0 {
 			t.Errorf("%d calls reached Triton for refused requests", n)
 		}
 		// Garbage that does not decode as a ModelInferRequest but names the
 		// model is refused by the sidecar.
-		conn := dial(t, h.srv.GRPCAddr().String())
+		conn := Dial(t, h.Server.GRPCAddr().String())
 		var out passthrough.Frame
 		err = conn.Invoke(context.Background(), methodInfer, &passthrough.Frame{Payload: []byte("\x0a\x05multi\x2a\x02\x0a\x05")}, &out,
 			grpc.ForceCodecV2(passthrough.Codec{}))
@@ -142,25 +142,25 @@ func TestModelsGRPCInfer(t *testing.T) {
 // TestModelsGRPCMaxRequestBytes: limits.max_request_bytes bounds "a gRPC
 // message of a controllable model" (config.Limits).
 func TestModelsGRPCMaxRequestBytes(t *testing.T) {
-	h := startHarness(t, func(c *ctlConfig) { c.maxRequestBytes = "1KiB" })
+	h := StartHarness(t, func(c *CtlConfig) { c.MaxRequestBytes = "1KiB" })
 	padded := func(n int) *tritonpb.ModelInferRequest {
-		req := ctlRequest("multi", "big", ctlBatch)
+		req := CtlRequest("multi", "big", CtlBatch)
 		req.Parameters = map[string]*tritonpb.InferParameter{"pad": {ParameterChoice: &tritonpb.InferParameter_StringParam{StringParam: strings.Repeat("x", n)}}}
 		return req
 	}
-	before := h.fake.TotalCalls()
-	_, err := h.client.ModelInfer(context.Background(), padded(4096))
-	if status.Code(err) != codes.ResourceExhausted || h.fake.TotalCalls() != before {
-		t.Errorf("a request of over 4 KiB with limits.max_request_bytes 1KiB: %v (%d calls reached Triton)", err, h.fake.TotalCalls()-before)
+	before := h.Fake.TotalCalls()
+	_, err := h.Client.ModelInfer(context.Background(), padded(4096))
+	if status.Code(err) != codes.ResourceExhausted || h.Fake.TotalCalls() != before {
+		t.Errorf("a request of over 4 KiB with limits.max_request_bytes 1KiB: %v (%d calls reached Triton)", err, h.Fake.TotalCalls()-before)
 	}
-	if v, _ := metricValue(scrape(t, h.metrics.Handler()), "react_rejected_requests_total", map[string]string{"protocol": "grpc", "reason": "too_large"}); v != 1 {
+	if v, _ := MetricValue(Scrape(t, h.Metrics.Handler()), "react_rejected_requests_total", map[string]string{"protocol": "grpc", "reason": "too_large"}); v != 1 {
 		t.Errorf("react_rejected_requests_total{grpc,too_large} = %v", v)
 	}
-	if _, err := h.client.ModelInfer(context.Background(), padded(600)); err != nil {
+	if _, err := h.Client.ModelInfer(context.Background(), padded(600)); err != nil {
 		t.Errorf("a request under the limit: %v", err)
 	}
 	// On a stream too, as an error_message.
-	stream, err := h.client.ModelStreamInfer(context.Background())
+	stream, err := h.Client.ModelStreamInfer(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,10 +178,10 @@ func TestModelsGRPCMaxRequestBytes(t *testing.T) {
 // and the repository index of controllable models come from the sidecar;
 // the other models' from Triton.
 func TestModelsGRPCModelAPI(t *testing.T) {
-	h := startHarness(t, nil)
+	h := StartHarness(t, nil)
 	ctx := context.Background()
 
-	md, err := h.client.ModelMetadata(ctx, &tritonpb.ModelMetadataRequest{Name: "multi"})
+	md, err := h.Client.ModelMetadata(ctx, &tritonpb.ModelMetadataRequest{Name: "multi"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,28 +193,28 @@ func TestModelsGRPCModelAPI(t *testing.T) {
 		len(md.GetInputs()) != 1 || md.GetInputs()[0].GetName() != "x" {
 		t.Errorf("ModelMetadata(multi) = %v", md)
 	}
-	if md, err := h.client.ModelMetadata(ctx, &tritonpb.ModelMetadataRequest{Name: "head_a"}); err != nil || md.GetPlatform() != "fake" {
+	if md, err := h.Client.ModelMetadata(ctx, &tritonpb.ModelMetadataRequest{Name: "head_a"}); err != nil || md.GetPlatform() != "fake" {
 		t.Errorf("ModelMetadata(head_a) = %v, %v; want Triton's", md, err)
 	}
-	if _, err := h.client.ModelMetadata(ctx, &tritonpb.ModelMetadataRequest{Name: "multi", Version: "2"}); status.Code(err) != codes.NotFound {
+	if _, err := h.Client.ModelMetadata(ctx, &tritonpb.ModelMetadataRequest{Name: "multi", Version: "2"}); status.Code(err) != codes.NotFound {
 		t.Errorf("ModelMetadata(multi, 2): %v", err)
 	}
-	if _, err := h.client.ModelMetadata(ctx, &tritonpb.ModelMetadataRequest{Name: "multi", Version: "1"}); err != nil {
+	if _, err := h.Client.ModelMetadata(ctx, &tritonpb.ModelMetadataRequest{Name: "multi", Version: "1"}); err != nil {
 		t.Errorf("ModelMetadata(multi, 1): %v", err)
 	}
 
-	cfg, err := h.client.ModelConfig(ctx, &tritonpb.ModelConfigRequest{Name: "single"})
+	cfg, err := h.Client.ModelConfig(ctx, &tritonpb.ModelConfigRequest{Name: "single"})
 	if err != nil || cfg.GetConfig().GetPlatform() != "react" || cfg.GetConfig().GetMaxBatchSize() != 8 ||
 		cfg.GetConfig().GetParameters()["react.tasks"].GetStringValue() != "a,b,c" {
 		t.Errorf("ModelConfig(single) = %v, %v", cfg, err)
 	}
-	if cfg, err := h.client.ModelConfig(ctx, &tritonpb.ModelConfigRequest{Name: "backbone"}); err != nil || cfg.GetConfig().GetPlatform() != "fake" {
+	if cfg, err := h.Client.ModelConfig(ctx, &tritonpb.ModelConfigRequest{Name: "backbone"}); err != nil || cfg.GetConfig().GetPlatform() != "fake" {
 		t.Errorf("ModelConfig(backbone) = %v, %v; want Triton's", cfg, err)
 	}
 
 	ready := func(name string) bool {
 		t.Helper()
-		r, err := h.client.ModelReady(ctx, &tritonpb.ModelReadyRequest{Name: name})
+		r, err := h.Client.ModelReady(ctx, &tritonpb.ModelReadyRequest{Name: name})
 		if err != nil {
 			t.Fatalf("ModelReady(%s): %v", name, err)
 		}
@@ -223,27 +223,27 @@ func TestModelsGRPCModelAPI(t *testing.T) {
 	if !ready("multi") || !ready("single") {
 		t.Error("controllable models not ready")
 	}
-	h.fake.SetReady("head_c", false)
+	h.Fake.SetReady("head_c", false)
 	if ready("multi") || !ready("single") || ready("head_c") {
 		t.Error("with head_c not ready: want multi not ready, single ready, head_c not ready")
 	}
-	h.fake.SetReady("head_c", true)
-	h.fake.SetMissing("head_c", true)
+	h.Fake.SetReady("head_c", true)
+	h.Fake.SetMissing("head_c", true)
 	if ready("multi") {
 		t.Error("with head_c unloaded, multi is ready")
 	}
-	h.fake.SetMissing("head_c", false)
+	h.Fake.SetMissing("head_c", false)
 
 	// Some requests, to count.
 	for i := 0; i < 3; i++ {
-		if _, err := h.client.ModelInfer(ctx, ctlRequest("multi", "s", ctlBatch[:3*(i+1)])); err != nil {
+		if _, err := h.Client.ModelInfer(ctx, CtlRequest("multi", "s", CtlBatch[:3*(i+1)])); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := h.client.ModelInfer(ctx, ctlRequest("multi", "s", ctlBatch, "nope")); err == nil {
+	if _, err := h.Client.ModelInfer(ctx, CtlRequest("multi", "s", CtlBatch, "nope")); err == nil {
 		t.Fatal("unknown output accepted")
 	}
-	st, err := h.client.ModelStatistics(ctx, &tritonpb.ModelStatisticsRequest{Name: "multi"})
+	st, err := h.Client.ModelStatistics(ctx, &tritonpb.ModelStatisticsRequest{Name: "multi"})
 	if err != nil || len(st.GetModelStats()) != 1 {
 		t.Fatalf("ModelStatistics(multi) = %v, %v", st, err)
 	}
@@ -253,14 +253,14 @@ func TestModelsGRPCModelAPI(t *testing.T) {
 		is.GetSuccess().GetCount() != 3 || is.GetFail().GetCount() != 1 || is.GetQueue().GetCount() != 3 || is.GetSuccess().GetNs() == 0 {
 		t.Errorf("ModelStatistics(multi) = %v; want 3 successes of 6 rows, 1 failure, queue count 3", s)
 	}
-	if _, err := h.client.ModelStatistics(ctx, &tritonpb.ModelStatisticsRequest{Name: "multi", Version: "3"}); status.Code(err) != codes.InvalidArgument { // as Triton answers
+	if _, err := h.Client.ModelStatistics(ctx, &tritonpb.ModelStatisticsRequest{Name: "multi", Version: "3"}); status.Code(err) != codes.InvalidArgument { // as Triton answers
 		t.Errorf("ModelStatistics(multi, 3): %v", err)
 	}
-	if st, err := h.client.ModelStatistics(ctx, &tritonpb.ModelStatisticsRequest{Name: "head_a"}); err != nil || st.GetModelStats()[0].GetInferenceCount() < 1000 {
+	if st, err := h.Client.ModelStatistics(ctx, &tritonpb.ModelStatisticsRequest{Name: "head_a"}); err != nil || st.GetModelStats()[0].GetInferenceCount() < 1000 {
 		t.Errorf("ModelStatistics(head_a) = %v, %v; want Triton's", st, err)
 	}
 
-	all, err := h.client.ModelStatistics(ctx, &tritonpb.ModelStatisticsRequest{})
+	all, err := h.Client.ModelStatistics(ctx, &tritonpb.ModelStatisticsRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestModelsGRPCModelAPI(t *testing.T) {
 		t.Errorf("all statistics: backbone is not Triton's")
 	}
 
-	idx, err := h.client.RepositoryIndex(ctx, &tritonpb.RepositoryIndexRequest{})
+	idx, err := h.Client.RepositoryIndex(ctx, &tritonpb.RepositoryIndexRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,30 +303,30 @@ func TestModelsGRPCModelAPI(t *testing.T) {
 // the models answer UNAVAILABLE and the index lists them as UNAVAILABLE;
 // Start keeps trying and the sidecar becomes ready when Triton is.
 func TestModelsServerReadyWhileLoading(t *testing.T) {
-	h := newHarness(t, nil)
-	h.fake.SetReady("backbone", false)
+	h := NewHarness(t, nil)
+	h.Fake.SetReady("backbone", false)
 	started := make(chan error, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { started <- h.models.Start(ctx) }()
+	go func() { started <- h.Models.Start(ctx) }()
 	// Wait for Start's first attempt.
-	waitFor(t, 5*time.Second, "a first build attempt", func() bool { return h.fake.ReadyCalls("backbone") > 0 })
+	WaitFor(t, 5*time.Second, "a first build attempt", func() bool { return h.Fake.ReadyCalls("backbone") > 0 })
 
-	r, err := h.client.ServerReady(ctx, &tritonpb.ServerReadyRequest{})
+	r, err := h.Client.ServerReady(ctx, &tritonpb.ServerReadyRequest{})
 	if err != nil || r.GetReady() {
 		t.Errorf("ServerReady while loading = %v, %v; want false", r, err)
 	}
-	_, err = h.client.ModelInfer(ctx, ctlRequest("multi", "l", ctlBatch))
+	_, err = h.Client.ModelInfer(ctx, CtlRequest("multi", "l", CtlBatch))
 	if st := status.Convert(err); st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "not loaded yet") {
 		t.Errorf("ModelInfer while loading: %v", err)
 	}
-	if _, err := h.client.ModelMetadata(ctx, &tritonpb.ModelMetadataRequest{Name: "multi"}); status.Code(err) != codes.Unavailable {
+	if _, err := h.Client.ModelMetadata(ctx, &tritonpb.ModelMetadataRequest{Name: "multi"}); status.Code(err) != codes.Unavailable {
 		t.Errorf("ModelMetadata while loading: %v", err)
 	}
-	if _, err := h.client.ModelInfer(ctx, headRequest("head_a", "p", []float64{1, 2, 3, 4})); err != nil {
+	if _, err := h.Client.ModelInfer(ctx, HeadRequest("head_a", "p", []float64{1, 2, 3, 4})); err != nil {
 		t.Errorf("pass-through while loading: %v", err)
 	}
-	idx, err := h.client.RepositoryIndex(ctx, &tritonpb.RepositoryIndexRequest{})
+	idx, err := h.Client.RepositoryIndex(ctx, &tritonpb.RepositoryIndexRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +335,7 @@ func TestModelsServerReadyWhileLoading(t *testing.T) {
 			t.Errorf("index while loading: %v", m)
 		}
 	}
-	if idx, err := h.client.RepositoryIndex(ctx, &tritonpb.RepositoryIndexRequest{Ready: true}); err == nil {
+	if idx, err := h.Client.RepositoryIndex(ctx, &tritonpb.RepositoryIndexRequest{Ready: true}); err == nil {
 		for _, m := range idx.GetModels() {
 			if m.GetName() == "multi" || m.GetName() == "single" || m.GetName() == "backbone" {
 				t.Errorf("ready-only index while loading lists %v", m)
@@ -343,7 +343,7 @@ func TestModelsServerReadyWhileLoading(t *testing.T) {
 		}
 	}
 
-	h.fake.SetReady("backbone", true)
+	h.Fake.SetReady("backbone", true)
 	select {
 	case err := <-started:
 		if err != nil {
@@ -352,15 +352,15 @@ func TestModelsServerReadyWhileLoading(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("Start did not finish after the backbone became ready")
 	}
-	r, err = h.client.ServerReady(ctx, &tritonpb.ServerReadyRequest{})
+	r, err = h.Client.ServerReady(ctx, &tritonpb.ServerReadyRequest{})
 	if err != nil || !r.GetReady() {
 		t.Errorf("ServerReady after loading = %v, %v", r, err)
 	}
-	h.fake.SetServerReady(false)
-	if r, err := h.client.ServerReady(ctx, &tritonpb.ServerReadyRequest{}); err != nil || r.GetReady() {
+	h.Fake.SetServerReady(false)
+	if r, err := h.Client.ServerReady(ctx, &tritonpb.ServerReadyRequest{}); err != nil || r.GetReady() {
 		t.Errorf("ServerReady with Triton not ready = %v, %v; want Triton's false", r, err)
 	}
-	if _, err := h.client.ModelInfer(ctx, ctlRequest("multi", "l", ctlBatch)); err != nil {
+	if _, err := h.Client.ModelInfer(ctx, CtlRequest("multi", "l", CtlBatch)); err != nil {
 		t.Errorf("ModelInfer after loading: %v", err)
 	}
 }
@@ -368,18 +368,18 @@ func TestModelsServerReadyWhileLoading(t *testing.T) {
 // TestModelsStartPermanentProblem: a problem no wait cures ends Start at
 // once, with every problem listed.
 func TestModelsStartPermanentProblem(t *testing.T) {
-	h := newHarness(t, func(c *ctlConfig) { c.headTask = "zz" })
+	h := NewHarness(t, func(c *CtlConfig) { c.HeadTask = "zz" })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	start := time.Now()
-	err := h.models.Start(ctx)
+	err := h.Models.Start(ctx)
 	if err == nil || !strings.Contains(err.Error(), `models[0].heads[0].task: unknown task "zz"`) {
 		t.Fatalf("Start = %v", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("Start took %v for a permanent problem", d)
 	}
-	if h.models.Ready() {
+	if h.Models.Ready() {
 		t.Error("Ready after a failed Start")
 	}
 }
@@ -395,11 +395,11 @@ type streamResult struct {
 // by id; a failing controllable request comes back as an error_message and
 // the stream goes on.
 func TestModelsStreamMixed(t *testing.T) {
-	h := startHarness(t, nil)
+	h := StartHarness(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	ctx = metadata.NewOutgoingContext(ctx, metadata.Pairs("react-preference", "b=1", "x-trace", "s"))
-	stream, err := h.client.ModelStreamInfer(ctx)
+	stream, err := h.Client.ModelStreamInfer(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,21 +413,21 @@ func TestModelsStreamMixed(t *testing.T) {
 		var s sent
 		switch i % 5 {
 		case 0, 1:
-			s = sent{model: "multi", x: ctlBatch[:3*(1+i%4)]}
+			s = sent{model: "multi", x: CtlBatch[:3*(1+i%4)]}
 		case 2:
 			s = sent{model: "head_a", x: []float64{float64(i), 1, 2, 3}}
 		case 3:
-			s = sent{model: "single", x: ctlBatch[3:]}
+			s = sent{model: "single", x: CtlBatch[3:]}
 		case 4:
 			if i%10 == 4 {
-				s = sent{model: "multi", x: ctlBatch, fail: "unknown output"}
+				s = sent{model: "multi", x: CtlBatch, fail: "unknown output"}
 			} else {
-				s = sent{model: "nosuchmodel", x: ctlBatch, fail: "nosuchmodel"}
+				s = sent{model: "nosuchmodel", x: CtlBatch, fail: "nosuchmodel"}
 			}
 		}
-		req := ctlRequest(s.model, id, s.x)
+		req := CtlRequest(s.model, id, s.x)
 		if s.model == "head_a" {
-			req = headRequest(s.model, id, s.x)
+			req = HeadRequest(s.model, id, s.x)
 		}
 		if s.fail == "unknown output" {
 			req.Outputs = []*tritonpb.ModelInferRequest_InferRequestedOutputTensor{{Name: "bogus"}}
@@ -484,18 +484,18 @@ func TestModelsStreamMixed(t *testing.T) {
 			if p := ir.GetParameters()["react-preference"].GetStringParam(); p != "b=1" {
 				t.Errorf("%s: react-preference %q, want the stream's b=1", id, p)
 			}
-			for i, task := range ctlTasks {
-				if err := checkLogits(h.sc, task, []float64{0, 1, 0}, s.x, ir.GetRawOutputContents()[i]); err != nil {
+			for i, task := range CtlTasks {
+				if err := CheckLogits(h.Scenario, task, []float64{0, 1, 0}, s.x, ir.GetRawOutputContents()[i]); err != nil {
 					t.Errorf("%s: %v", id, err)
 				}
 			}
 		case "single":
-			if err := checkLogits(h.sc, "a", []float64{0, 1, 0}, s.x, ir.GetRawOutputContents()[0]); err != nil {
+			if err := CheckLogits(h.Scenario, "a", []float64{0, 1, 0}, s.x, ir.GetRawOutputContents()[0]); err != nil {
 				t.Errorf("%s: %v", id, err)
 			}
 		case "head_a":
 			// Triton's own answer: the head applied to x as a feature.
-			want := faketriton.Apply(h.sc.Head("a"), s.x)
+			want := faketriton.Apply(h.Scenario.Head("a"), s.x)
 			if out, _ := faketriton.Decode("FP32", ir.GetRawOutputContents()[0]); !closeTo(out, want, 1e-5) {
 				t.Errorf("%s: pass-through answer %v, want %v", id, out, want)
 			}
@@ -506,7 +506,7 @@ func TestModelsStreamMixed(t *testing.T) {
 			t.Errorf("response for an id never sent: %q", id)
 		}
 	}
-	if md := h.fake.LastMetadata("backbone"); len(md.Get("react-preference")) != 0 || len(md.Get("x-trace")) != 1 {
+	if md := h.Fake.LastMetadata("backbone"); len(md.Get("react-preference")) != 0 || len(md.Get("x-trace")) != 1 {
 		t.Errorf("backbone received metadata %v", md)
 	}
 }
@@ -533,15 +533,15 @@ func abs(x float64) float64 {
 // TestModelsStreamOnlyControllable: a stream with controllable requests
 // only ends cleanly without ever calling Triton's stream.
 func TestModelsStreamOnlyControllable(t *testing.T) {
-	h := startHarness(t, nil)
+	h := StartHarness(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	stream, err := h.client.ModelStreamInfer(ctx)
+	stream, err := h.Client.ModelStreamInfer(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 5; i++ {
-		if err := stream.Send(ctlRequest("single", fmt.Sprint(i), ctlBatch)); err != nil {
+		if err := stream.Send(CtlRequest("single", fmt.Sprint(i), CtlBatch)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -583,16 +583,16 @@ func TestModelsStreamWhileLoading(t *testing.T) {
 }
 
 func streamWhileLoading(t *testing.T) {
-	h := newHarness(t, nil)
-	h.fake.SetReady("backbone", false)
+	h := NewHarness(t, nil)
+	h.Fake.SetReady("backbone", false)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	go h.models.Start(ctx)
-	stream, err := h.client.ModelStreamInfer(ctx)
+	go h.Models.Start(ctx)
+	stream, err := h.Client.ModelStreamInfer(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := stream.Send(ctlRequest("multi", "loading", ctlBatch)); err != nil {
+	if err := stream.Send(CtlRequest("multi", "loading", CtlBatch)); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := stream.Recv()
@@ -608,59 +608,59 @@ func streamWhileLoading(t *testing.T) {
 // TestModelsCancellationReachesTriton: a client's cancellation or deadline
 // ends the sidecar's calls to Triton, on unary calls, streams and HTTP.
 func TestModelsCancellationReachesTriton(t *testing.T) {
-	h := startHarness(t, nil)
-	release := h.fake.Hold("backbone")
+	h := StartHarness(t, nil)
+	release := h.Fake.Hold("backbone")
 	defer release()
-	calls := func() int { return h.fake.Calls("backbone") }
+	calls := func() int { return h.Fake.Calls("backbone") }
 
 	t.Run("unary cancel", func(t *testing.T) {
-		n, c := calls(), h.fake.Cancelled("backbone")
+		n, c := calls(), h.Fake.Cancelled("backbone")
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
-			_, err := h.client.ModelInfer(ctx, ctlRequest("multi", "c", ctlBatch))
+			_, err := h.Client.ModelInfer(ctx, CtlRequest("multi", "c", CtlBatch))
 			done <- err
 		}()
-		waitFor(t, 5*time.Second, "the backbone call", func() bool { return calls() > n })
+		WaitFor(t, 5*time.Second, "the backbone call", func() bool { return calls() > n })
 		cancel()
 		if err := <-done; status.Code(err) != codes.Canceled {
 			t.Errorf("ModelInfer: %v", err)
 		}
-		waitFor(t, 5*time.Second, "the cancellation at Triton", func() bool { return h.fake.Cancelled("backbone") > c })
+		WaitFor(t, 5*time.Second, "the cancellation at Triton", func() bool { return h.Fake.Cancelled("backbone") > c })
 	})
 	t.Run("unary deadline", func(t *testing.T) {
-		c := h.fake.Cancelled("backbone")
+		c := h.Fake.Cancelled("backbone")
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
-		if _, err := h.client.ModelInfer(ctx, ctlRequest("multi", "d", ctlBatch)); status.Code(err) != codes.DeadlineExceeded {
+		if _, err := h.Client.ModelInfer(ctx, CtlRequest("multi", "d", CtlBatch)); status.Code(err) != codes.DeadlineExceeded {
 			t.Errorf("ModelInfer: %v", err)
 		}
-		waitFor(t, 5*time.Second, "the deadline at Triton", func() bool { return h.fake.Cancelled("backbone") > c })
+		WaitFor(t, 5*time.Second, "the deadline at Triton", func() bool { return h.Fake.Cancelled("backbone") > c })
 	})
 	t.Run("stream cancel", func(t *testing.T) {
-		n, c := calls(), h.fake.Cancelled("backbone")
+		n, c := calls(), h.Fake.Cancelled("backbone")
 		ctx, cancel := context.WithCancel(context.Background())
-		stream, err := h.client.ModelStreamInfer(ctx)
+		stream, err := h.Client.ModelStreamInfer(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := 0; i < 2; i++ {
-			if err := stream.Send(ctlRequest("single", fmt.Sprint(i), ctlBatch)); err != nil {
+			if err := stream.Send(CtlRequest("single", fmt.Sprint(i), CtlBatch)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		waitFor(t, 5*time.Second, "the backbone calls", func() bool { return calls() >= n+2 })
+		WaitFor(t, 5*time.Second, "the backbone calls", func() bool { return calls() >= n+2 })
 		cancel()
 		if _, err := stream.Recv(); status.Code(err) != codes.Canceled {
 			t.Errorf("Recv after cancel: %v", err)
 		}
-		waitFor(t, 5*time.Second, "the cancellations at Triton", func() bool { return h.fake.Cancelled("backbone") >= c+2 })
+		WaitFor(t, 5*time.Second, "the cancellations at Triton", func() bool { return h.Fake.Cancelled("backbone") >= c+2 })
 	})
 	t.Run("http cancel", func(t *testing.T) {
-		n, c := calls(), h.fake.Cancelled("backbone")
+		n, c := calls(), h.Fake.Cancelled("backbone")
 		ctx, cancel := context.WithCancel(context.Background())
-		body, hdr := inferBody(t, ctlRequest("multi", "h", ctlBatch), false)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.httpURL+"/v2/models/multi/infer", bytes.NewReader(body))
+		body, hdr := InferBody(t, CtlRequest("multi", "h", CtlBatch), false)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.HTTPURL+"/v2/models/multi/infer", bytes.NewReader(body))
 		for k, v := range hdr {
 			req.Header.Set(k, v)
 		}
@@ -672,14 +672,14 @@ func TestModelsCancellationReachesTriton(t *testing.T) {
 			}
 			done <- err
 		}()
-		waitFor(t, 5*time.Second, "the backbone call", func() bool { return calls() > n })
+		WaitFor(t, 5*time.Second, "the backbone call", func() bool { return calls() > n })
 		cancel()
 		<-done
-		waitFor(t, 5*time.Second, "the cancellation at Triton", func() bool { return h.fake.Cancelled("backbone") > c })
+		WaitFor(t, 5*time.Second, "the cancellation at Triton", func() bool { return h.Fake.Cancelled("backbone") > c })
 	})
 
 	release()
-	if _, err := h.client.ModelInfer(context.Background(), ctlRequest("multi", "after", ctlBatch)); err != nil {
+	if _, err := h.Client.ModelInfer(context.Background(), CtlRequest("multi", "after", CtlBatch)); err != nil {
 		t.Errorf("after the cancellations: %v", err)
 	}
 }

@@ -35,11 +35,11 @@ import (
 // compute on their own in float64.
 
 // ctlTasks are the scenario's tasks.
-var ctlTasks = []string{"a", "b", "c"}
+var CtlTasks = []string{"a", "b", "c"}
 
 // waitFor polls cond until it holds or timeout passes, and fails the test
 // with what.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func WaitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
@@ -51,95 +51,95 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 }
 
 // syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
 }
 
 // ctlConfig are the knobs of the test configuration file.
-type ctlConfig struct {
-	tritonGRPC, tritonHTTP string
-	components             string // path, relative to the file's directory or absolute
-	defaultPreference      string
-	presets                map[string]string
-	maxRequestBytes        string
-	cacheSize              int
-	startupTimeout         string
+type CtlConfig struct {
+	TritonGRPC, TritonHTTP string
+	Components             string // path, relative to the file's directory or absolute
+	DefaultPreference      string
+	Presets                map[string]string
+	MaxRequestBytes        string
+	CacheSize              int
+	StartupTimeout         string
 	// headTask overrides the task of models[0].heads[0] (single).
-	headTask string
+	HeadTask string
 	// backbone overrides the backbone model of both models.
-	backbone string
+	Backbone string
 	// metricsListen, logFormat and logLevel set listen.metrics, log.format
 	// and log.level.
-	metricsListen, logFormat, logLevel string
+	MetricsListen, LogFormat, LogLevel string
 	// moreModels are more entries of the models section, YAML list items,
 	// appended as they are.
-	moreModels string
+	MoreModels string
 	// experiments is the experiments section, YAML, appended as is.
-	experiments string
+	Experiments string
 	// limits are more keys of the limits section, YAML lines indented by
 	// two spaces; admission is the admission section's keys, the same way.
-	limits, admission string
+	Limits, Admission string
 	// cacheMaxBytes sets cache.max_bytes ("" keeps the default).
-	cacheMaxBytes string
+	CacheMaxBytes string
 	// sections is more YAML (top-level sections such as server:),
 	// appended as is.
-	sections string
+	Sections string
 	// configMap lays the files out as a Kubernetes ConfigMap volume does:
 	// config.yaml and components.safetensors are symlinks through the
 	// ..data symlink to a timestamped directory.
-	configMap bool
+	ConfigMap bool
 }
 
 // yaml writes the configuration: models "single" (backbone → head_a) and
 // "multi" (backbone → head_a, head_b, head_c, logits renamed logits_a,
 // logits_b, logits_c), which shadows the fake's "multi" with another
 // signature, on purpose.
-func (c ctlConfig) yaml() string {
+func (c CtlConfig) YAML() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "triton:\n  grpc: %s\n  http: %s\n  timeout: 10s\n  startup_timeout: %s\n", c.tritonGRPC, c.tritonHTTP, or(c.startupTimeout, "20s"))
-	fmt.Fprintf(&b, "listen:\n  grpc: 127.0.0.1:0\n  http: 127.0.0.1:0\n  metrics: %q\n", c.metricsListen)
-	fmt.Fprintf(&b, "limits:\n  max_request_bytes: %s\n  max_preference_length: 64\n", or(c.maxRequestBytes, "64KiB"))
-	b.WriteString(or(c.limits, "  max_inputs: 8\n  max_outputs: 8\n  max_parameters: 8\n"))
-	fmt.Fprintf(&b, "cache:\n  size: %d\n", max(c.cacheSize, 4))
-	if c.cacheMaxBytes != "" {
-		fmt.Fprintf(&b, "  max_bytes: %s\n", c.cacheMaxBytes)
+	fmt.Fprintf(&b, "triton:\n  grpc: %s\n  http: %s\n  timeout: 10s\n  startup_timeout: %s\n", c.TritonGRPC, c.TritonHTTP, or(c.StartupTimeout, "20s"))
+	fmt.Fprintf(&b, "listen:\n  grpc: 127.0.0.1:0\n  http: 127.0.0.1:0\n  metrics: %q\n", c.MetricsListen)
+	fmt.Fprintf(&b, "limits:\n  max_request_bytes: %s\n  max_preference_length: 64\n", or(c.MaxRequestBytes, "64KiB"))
+	b.WriteString(or(c.Limits, "  max_inputs: 8\n  max_outputs: 8\n  max_parameters: 8\n"))
+	fmt.Fprintf(&b, "cache:\n  size: %d\n", max(c.CacheSize, 4))
+	if c.CacheMaxBytes != "" {
+		fmt.Fprintf(&b, "  max_bytes: %s\n", c.CacheMaxBytes)
 	}
-	if c.admission != "" {
-		fmt.Fprintf(&b, "admission:\n%s", c.admission)
+	if c.Admission != "" {
+		fmt.Fprintf(&b, "admission:\n%s", c.Admission)
 	}
-	fmt.Fprintf(&b, "log:\n  level: %s\n  format: %s\n", or(c.logLevel, "debug"), or(c.logFormat, "text"))
-	fmt.Fprintf(&b, "components:\n  - name: zoo\n    path: %s\n", c.components)
-	if c.defaultPreference != "" {
-		fmt.Fprintf(&b, "    default_preference: %q\n", c.defaultPreference)
+	fmt.Fprintf(&b, "log:\n  level: %s\n  format: %s\n", or(c.LogLevel, "debug"), or(c.LogFormat, "text"))
+	fmt.Fprintf(&b, "components:\n  - name: zoo\n    path: %s\n", c.Components)
+	if c.DefaultPreference != "" {
+		fmt.Fprintf(&b, "    default_preference: %q\n", c.DefaultPreference)
 	}
-	if len(c.presets) > 0 {
+	if len(c.Presets) > 0 {
 		fmt.Fprintf(&b, "    presets:\n")
-		names := make([]string, 0, len(c.presets))
-		for n := range c.presets {
+		names := make([]string, 0, len(c.Presets))
+		for n := range c.Presets {
 			names = append(names, n)
 		}
 		sort.Strings(names)
 		for _, n := range names {
-			fmt.Fprintf(&b, "      %s: %q\n", n, c.presets[n])
+			fmt.Fprintf(&b, "      %s: %q\n", n, c.Presets[n])
 		}
 	}
 	// Another backbone is a copy of the one the components were
 	// calibrated on.
 	calibratedOn := ""
-	if c.backbone != "" {
+	if c.Backbone != "" {
 		calibratedOn = "\n    variant_of: backbone"
 	}
 	fmt.Fprintf(&b, `models:
@@ -154,10 +154,10 @@ func (c ctlConfig) yaml() string {
       - {task: a, model: head_a, outputs: {logits: logits_a}}
       - {task: b, model: head_b, outputs: {logits: logits_b}}
       - {task: c, model: head_c, outputs: {logits: logits_c}}
-`, or(c.headTask, "a"), or(c.backbone, "backbone"), calibratedOn)
-	b.WriteString(c.moreModels)
-	b.WriteString(c.experiments)
-	b.WriteString(c.sections)
+`, or(c.HeadTask, "a"), or(c.Backbone, "backbone"), calibratedOn)
+	b.WriteString(c.MoreModels)
+	b.WriteString(c.Experiments)
+	b.WriteString(c.Sections)
 	return b.String()
 }
 
@@ -169,26 +169,26 @@ func or(s, def string) string {
 }
 
 // harness is a sidecar in front of a fake Triton.
-type harness struct {
-	sc       *faketriton.Scenario
-	fake     *faketriton.Server
-	fakeHTTP string // the fake's HTTP address
-	dir      string // holds config.yaml and components.safetensors
-	cfgPath  string
-	cfg      ctlConfig
-	log      *syncBuffer
-	metrics  *metrics.Metrics
-	models   *Models
-	srv      *Server
-	client   tritonpb.GRPCInferenceServiceClient
+type Harness struct {
+	Scenario   *faketriton.Scenario
+	Fake       *faketriton.Server
+	FakeHTTP   string // the fake's HTTP address
+	Dir        string // holds config.yaml and components.safetensors
+	ConfigPath string
+	Config     CtlConfig
+	Log        *SyncBuffer
+	Metrics    *metrics.Metrics
+	Models     *Models
+	Server     *Server
+	Client     tritonpb.GRPCInferenceServiceClient
 	// http is the sidecar's HTTP handler, for in-process requests.
-	http    http.Handler
-	httpURL string
+	HTTP    http.Handler
+	HTTPURL string
 }
 
 // ctlModels are the fake's models: the scenario's backbone and heads, and
 // a model named "multi" that the controllable model of that name shadows.
-func ctlModels(sc *faketriton.Scenario) []*faketriton.Model {
+func CtlModels(sc *faketriton.Scenario) []*faketriton.Model {
 	return []*faketriton.Model{
 		sc.BackboneModel("backbone", "FP32"),
 		sc.HeadModel("head_a", "a", "FP32"),
@@ -201,42 +201,42 @@ func ctlModels(sc *faketriton.Scenario) []*faketriton.Model {
 // newHarness starts a fake Triton and a sidecar with the test
 // configuration (edit may change it), without building the models: call
 // start (or Models.Start) for that.
-func newHarness(t testing.TB, edit func(*ctlConfig)) *harness {
+func NewHarness(t testing.TB, edit func(*CtlConfig)) *Harness {
 	t.Helper()
-	h := &harness{sc: faketriton.NewScenario(7, 4, ctlTasks...), dir: t.TempDir(), log: &syncBuffer{}}
-	h.fake = faketriton.Start(t, ctlModels(h.sc)...)
-	hs := httptest.NewServer(h.fake.HTTPHandler())
+	h := &Harness{Scenario: faketriton.NewScenario(7, 4, CtlTasks...), Dir: t.TempDir(), Log: &SyncBuffer{}}
+	h.Fake = faketriton.Start(t, CtlModels(h.Scenario)...)
+	hs := httptest.NewServer(h.Fake.HTTPHandler())
 	t.Cleanup(hs.Close)
-	h.fakeHTTP = hs.Listener.Addr().String()
-	h.cfg = ctlConfig{
-		tritonGRPC: h.fake.Addr, tritonHTTP: h.fakeHTTP, components: "components.safetensors",
-		defaultPreference: "a=1", presets: map[string]string{"b_first": "a=0.2,b=0.8"},
+	h.FakeHTTP = hs.Listener.Addr().String()
+	h.Config = CtlConfig{
+		TritonGRPC: h.Fake.Addr, TritonHTTP: h.FakeHTTP, Components: "components.safetensors",
+		DefaultPreference: "a=1", Presets: map[string]string{"b_first": "a=0.2,b=0.8"},
 	}
 	if edit != nil {
-		edit(&h.cfg)
+		edit(&h.Config)
 	}
-	h.cfgPath = filepath.Join(h.dir, "config.yaml")
-	if h.cfg.configMap {
-		data := filepath.Join(h.dir, "..2026_01_01_00_00_00.000000001")
+	h.ConfigPath = filepath.Join(h.Dir, "config.yaml")
+	if h.Config.ConfigMap {
+		data := filepath.Join(h.Dir, "..2026_01_01_00_00_00.000000001")
 		if err := os.Mkdir(data, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		h.sc.WriteComponents(t, data, "components.safetensors")
-		writeFile(t, filepath.Join(data, "config.yaml"), h.cfg.yaml())
+		h.Scenario.WriteComponents(t, data, "components.safetensors")
+		WriteFile(t, filepath.Join(data, "config.yaml"), h.Config.YAML())
 		for _, link := range [][2]string{
 			{filepath.Base(data), "..data"},
 			{"..data/config.yaml", "config.yaml"},
 			{"..data/components.safetensors", "components.safetensors"},
 		} {
-			if err := os.Symlink(link[0], filepath.Join(h.dir, link[1])); err != nil {
+			if err := os.Symlink(link[0], filepath.Join(h.Dir, link[1])); err != nil {
 				t.Fatal(err)
 			}
 		}
 	} else {
-		h.sc.WriteComponents(t, h.dir, "components.safetensors")
-		writeFile(t, h.cfgPath, h.cfg.yaml())
+		h.Scenario.WriteComponents(t, h.Dir, "components.safetensors")
+		WriteFile(t, h.ConfigPath, h.Config.YAML())
 	}
-	cfg, err := config.Load(h.cfgPath, nil)
+	cfg, err := config.Load(h.ConfigPath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,49 +244,49 @@ func newHarness(t testing.TB, edit func(*ctlConfig)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.metrics = metrics.New()
-	logger := slog.New(slog.NewTextHandler(h.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	if h.models, err = NewModels(cfg, conn, h.metrics, logger); err != nil {
+	h.Metrics = metrics.New()
+	logger := slog.New(slog.NewTextHandler(h.Log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if h.Models, err = NewModels(cfg, conn, h.Metrics, logger); err != nil {
 		t.Fatal(err)
 	}
 	// The tests read the repository index through the sidecar, as the zoo's
 	// configuration allows.
-	guard, err := NewManagement(config.Management{Allow: []string{"RepositoryIndex"}}, h.metrics)
+	guard, err := NewManagement(config.Management{Allow: []string{"RepositoryIndex"}}, h.Metrics)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.srv = startSidecar(t, Config{
+	h.Server = StartSidecar(t, Config{
 		TritonGRPC: cfg.Triton.GRPC, TritonHTTP: cfg.Triton.HTTP, Conn: conn,
-		InterceptGRPC: h.models.GRPCInterceptor(), InterceptHTTP: h.models.HTTPInterceptor(),
+		InterceptGRPC: h.Models.GRPCInterceptor(), InterceptHTTP: h.Models.HTTPInterceptor(),
 		Management: guard, Log: logger,
 	})
-	h.client = tritonpb.NewGRPCInferenceServiceClient(dial(t, h.srv.GRPCAddr().String()))
-	if h.http, err = passthrough.NewHTTPProxy(cfg.Triton.HTTP, nil, h.models.HTTPInterceptor(), nil); err != nil {
+	h.Client = tritonpb.NewGRPCInferenceServiceClient(Dial(t, h.Server.GRPCAddr().String()))
+	if h.HTTP, err = passthrough.NewHTTPProxy(cfg.Triton.HTTP, nil, h.Models.HTTPInterceptor(), nil); err != nil {
 		t.Fatal(err)
 	}
-	h.httpURL = "http://" + h.srv.HTTPAddr().String()
+	h.HTTPURL = "http://" + h.Server.HTTPAddr().String()
 	return h
 }
 
 // startHarness is newHarness with the models built.
-func startHarness(t testing.TB, edit func(*ctlConfig)) *harness {
+func StartHarness(t testing.TB, edit func(*CtlConfig)) *Harness {
 	t.Helper()
-	h := newHarness(t, edit)
+	h := NewHarness(t, edit)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := h.models.Start(ctx); err != nil {
-		t.Fatalf("Start: %v\nlog:\n%s", err, h.log.String())
+	if err := h.Models.Start(ctx); err != nil {
+		t.Fatalf("Start: %v\nlog:\n%s", err, h.Log.String())
 	}
 	return h
 }
 
 // writeFile writes a file atomically (a temporary file renamed over it).
-func writeFile(t testing.TB, path, content string) {
+func WriteFile(t testing.TB, path, content string) {
 	t.Helper()
-	writeBytes(t, path, []byte(content))
+	WriteBytes(t, path, []byte(content))
 }
 
-func writeBytes(t testing.TB, path string, b []byte) {
+func WriteBytes(t testing.TB, path string, b []byte) {
 	t.Helper()
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
@@ -298,7 +298,7 @@ func writeBytes(t testing.TB, path string, b []byte) {
 }
 
 // ctlBatch is the test input, rows of x (B×3).
-var ctlBatch = []float64{
+var CtlBatch = []float64{
 	1, 0, 0,
 	0, 1, 0,
 	0, 0, 1,
@@ -306,7 +306,7 @@ var ctlBatch = []float64{
 }
 
 // ctlRequest returns a request for model on the batch x.
-func ctlRequest(model, id string, x []float64, outputs ...string) *tritonpb.ModelInferRequest {
+func CtlRequest(model, id string, x []float64, outputs ...string) *tritonpb.ModelInferRequest {
 	req := &tritonpb.ModelInferRequest{
 		ModelName:        model,
 		Id:               id,
@@ -321,7 +321,7 @@ func ctlRequest(model, id string, x []float64, outputs ...string) *tritonpb.Mode
 
 // headRequest returns a request straight to a head of the fake (a
 // pass-through model) on the feature rows f (B×4, FP32).
-func headRequest(model, id string, f []float64) *tritonpb.ModelInferRequest {
+func HeadRequest(model, id string, f []float64) *tritonpb.ModelInferRequest {
 	return &tritonpb.ModelInferRequest{
 		ModelName:        model,
 		Id:               id,
@@ -333,7 +333,7 @@ func headRequest(model, id string, f []float64) *tritonpb.ModelInferRequest {
 // wantLogits computes the logits of the head of task for the batch x with
 // the correction W_p(weights) (nil: none), in float64, as the head
 // receives the feature in headDT; and the tolerance.
-func wantLogits(sc *faketriton.Scenario, task, headDT string, weights []float64, x []float64) (want, tol []float64) {
+func WantLogits(sc *faketriton.Scenario, task, headDT string, weights []float64, x []float64) (want, tol []float64) {
 	d := sc.D
 	z := sc.Feature("FP32", x)
 	var w [][]float64
@@ -371,15 +371,15 @@ func wantLogits(sc *faketriton.Scenario, task, headDT string, weights []float64,
 }
 
 // headDT is the datatype each head of the fake takes the feature in.
-var headDT = map[string]string{"a": "FP32", "b": "FP16", "c": "BF16"}
+var HeadDT = map[string]string{"a": "FP32", "b": "FP16", "c": "BF16"}
 
 // checkLogits compares raw FP32 logits with wantLogits.
-func checkLogits(sc *faketriton.Scenario, task string, weights []float64, x []float64, raw []byte) error {
+func CheckLogits(sc *faketriton.Scenario, task string, weights []float64, x []float64, raw []byte) error {
 	got, err := faketriton.Decode("FP32", raw)
 	if err != nil {
 		return err
 	}
-	want, tol := wantLogits(sc, task, headDT[task], weights, x)
+	want, tol := WantLogits(sc, task, HeadDT[task], weights, x)
 	if len(got) != len(want) {
 		return fmt.Errorf("logits of %s: %d values, want %d", task, len(got), len(want))
 	}
@@ -392,14 +392,14 @@ func checkLogits(sc *faketriton.Scenario, task string, weights []float64, x []fl
 }
 
 // scrape reads the metrics, by family name.
-func scrape(t *testing.T, h http.Handler) map[string]*dto.MetricFamily {
+func Scrape(t *testing.T, h http.Handler) map[string]*dto.MetricFamily {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	return parseMetrics(t, rec.Body)
+	return ParseMetrics(t, rec.Body)
 }
 
-func parseMetrics(t *testing.T, r io.Reader) map[string]*dto.MetricFamily {
+func ParseMetrics(t *testing.T, r io.Reader) map[string]*dto.MetricFamily {
 	t.Helper()
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(r)
@@ -412,7 +412,7 @@ func parseMetrics(t *testing.T, r io.Reader) map[string]*dto.MetricFamily {
 // metricValue returns the value of the series of family name whose labels
 // include labels (a counter, gauge or untyped value; a histogram's count),
 // and false when there is none.
-func metricValue(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
+func MetricValue(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
 	f := fams[name]
 	if f == nil {
 		return 0, false

@@ -25,7 +25,7 @@ import (
 
 // httpDo sends a request to the sidecar's HTTP listener and returns the
 // response with its body read.
-func httpDo(t *testing.T, method, url string, body []byte, header map[string]string) (*http.Response, []byte) {
+func HTTPDo(t *testing.T, method, url string, body []byte, header map[string]string) (*http.Response, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, bytes.NewReader(body))
 	if err != nil {
@@ -47,7 +47,7 @@ func httpDo(t *testing.T, method, url string, body []byte, header map[string]str
 }
 
 // inferBody encodes a request as an HTTP body, with its headers.
-func inferBody(t *testing.T, req *tritonpb.ModelInferRequest, binary bool) ([]byte, map[string]string) {
+func InferBody(t *testing.T, req *tritonpb.ModelInferRequest, binary bool) ([]byte, map[string]string) {
 	t.Helper()
 	body, hl, err := tritonhttp.EncodeRequest(req, binary)
 	if err != nil {
@@ -62,7 +62,7 @@ func inferBody(t *testing.T, req *tritonpb.ModelInferRequest, binary bool) ([]by
 }
 
 func TestModelsHTTPInfer(t *testing.T) {
-	h := startHarness(t, nil)
+	h := StartHarness(t, nil)
 	tests := []struct {
 		name      string
 		binary    bool
@@ -86,21 +86,21 @@ func TestModelsHTTPInfer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req := ctlRequest("multi", "h-"+tt.name, ctlBatch, tt.outputs...)
+			req := CtlRequest("multi", "h-"+tt.name, CtlBatch, tt.outputs...)
 			req.Parameters = map[string]*tritonpb.InferParameter{}
 			for k, v := range tt.params {
 				req.Parameters[k] = &tritonpb.InferParameter{ParameterChoice: &tritonpb.InferParameter_StringParam{StringParam: v}}
 			}
-			body, hdr := inferBody(t, req, tt.binary)
+			body, hdr := InferBody(t, req, tt.binary)
 			for k, v := range tt.header {
 				hdr[k] = v
 			}
-			before := h.fake.HTTPCalls()
-			resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/multi/infer", body, hdr)
+			before := h.Fake.HTTPCalls()
+			resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/multi/infer", body, hdr)
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("status %d: %s", resp.StatusCode, out)
 			}
-			if h.fake.HTTPCalls() != before {
+			if h.Fake.HTTPCalls() != before {
 				t.Error("a controllable request reached Triton's HTTP endpoint")
 			}
 			if got := resp.Header.Get("React-Preference"); got != tt.canonical {
@@ -135,21 +135,21 @@ func TestModelsHTTPInfer(t *testing.T) {
 				t.Fatalf("outputs %v, want %v", names, want)
 			}
 			for i, name := range want {
-				if err := checkLogits(h.sc, strings.TrimPrefix(name, "logits_"), tt.weights, ctlBatch, dec.GetRawOutputContents()[i]); err != nil {
+				if err := CheckLogits(h.Scenario, strings.TrimPrefix(name, "logits_"), tt.weights, CtlBatch, dec.GetRawOutputContents()[i]); err != nil {
 					t.Error(err)
 				}
 			}
-			if tt.outputs != nil && h.fake.LastRequest("head_b").GetId() == "h-"+tt.name {
+			if tt.outputs != nil && h.Fake.LastRequest("head_b").GetId() == "h-"+tt.name {
 				t.Error("head_b was called for outputs it does not produce")
 			}
 		})
 	}
 
 	t.Run("pass-through", func(t *testing.T) {
-		body, hdr := inferBody(t, headRequest("head_a", "p", []float64{1, 2, 3, 4}), true)
-		before := h.fake.HTTPCalls()
-		resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/head_a/infer", body, hdr)
-		if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Fake-Triton") != "1" || h.fake.HTTPCalls() != before+1 {
+		body, hdr := InferBody(t, HeadRequest("head_a", "p", []float64{1, 2, 3, 4}), true)
+		before := h.Fake.HTTPCalls()
+		resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/head_a/infer", body, hdr)
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Fake-Triton") != "1" || h.Fake.HTTPCalls() != before+1 {
 			t.Fatalf("status %d, %s; want Triton's answer", resp.StatusCode, out)
 		}
 		if resp.Header.Get("React-Preference") != "" {
@@ -158,9 +158,9 @@ func TestModelsHTTPInfer(t *testing.T) {
 	})
 
 	t.Run("pass-through chunked", func(t *testing.T) {
-		body, hdr := inferBody(t, headRequest("head_a", "p", []float64{1, 2, 3, 4}), true)
+		body, hdr := InferBody(t, HeadRequest("head_a", "p", []float64{1, 2, 3, 4}), true)
 		// A reader of unknown length: the client sends the body chunked.
-		req, err := http.NewRequest(http.MethodPost, h.httpURL+"/v2/models/head_a/infer", io.MultiReader(bytes.NewReader(body)))
+		req, err := http.NewRequest(http.MethodPost, h.HTTPURL+"/v2/models/head_a/infer", io.MultiReader(bytes.NewReader(body)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,13 +181,13 @@ func TestModelsHTTPInfer(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, _ := faketriton.Decode("FP32", dec.GetRawOutputContents()[0])
-		if want := faketriton.Apply(h.sc.Head("a"), []float64{1, 2, 3, 4}); !closeTo(got, want, 1e-6) {
+		if want := faketriton.Apply(h.Scenario.Head("a"), []float64{1, 2, 3, 4}); !closeTo(got, want, 1e-6) {
 			t.Errorf("chunked pass-through: %v, want %v", got, want)
 		}
 	})
 
 	t.Run("errors", func(t *testing.T) {
-		body, hdr := inferBody(t, ctlRequest("multi", "e", ctlBatch), false)
+		body, hdr := InferBody(t, CtlRequest("multi", "e", CtlBatch), false)
 		tests := []struct {
 			path   string
 			header map[string]string
@@ -208,7 +208,7 @@ func TestModelsHTTPInfer(t *testing.T) {
 			for k, v := range tt.header {
 				hd[k] = v
 			}
-			resp, out := httpDo(t, http.MethodPost, h.httpURL+tt.path, body, hd)
+			resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+tt.path, body, hd)
 			if resp.StatusCode != tt.code {
 				t.Errorf("%s %v: status %d (%s), want %d", tt.path, tt.header, resp.StatusCode, out, tt.code)
 				continue
@@ -227,15 +227,15 @@ func TestModelsHTTPInfer(t *testing.T) {
 // Triton (control.KeyPrefix: "the sidecar strips all such keys before
 // calling Triton"), on HTTP as on gRPC.
 func TestModelsHTTPPassThroughStripsReactHeaders(t *testing.T) {
-	h := startHarness(t, nil)
-	body, hdr := inferBody(t, headRequest("head_a", "p", []float64{1, 2, 3, 4}), true)
+	h := StartHarness(t, nil)
+	body, hdr := InferBody(t, HeadRequest("head_a", "p", []float64{1, 2, 3, 4}), true)
 	hdr["React-Preference"] = "a=1"
 	hdr["X-Trace"] = "kept"
-	resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/head_a/infer", body, hdr)
+	resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/head_a/infer", body, hdr)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d: %s", resp.StatusCode, out)
 	}
-	got := h.fake.LastHTTPHeader()
+	got := h.Fake.LastHTTPHeader()
 	if got.Get("X-Trace") != "kept" {
 		t.Fatalf("the fake did not record the request's headers: %v", got)
 	}
@@ -248,9 +248,9 @@ func TestModelsHTTPPassThroughStripsReactHeaders(t *testing.T) {
 // before anything reaches Triton: a malformed one is answered 400, a too
 // large one 413, an unknown encoding 501, and counted as rejected.
 func TestModelsHTTPMalformed(t *testing.T) {
-	h := startHarness(t, nil)
+	h := StartHarness(t, nil)
 	header := `{"inputs":[{"name":"x","datatype":"FP32","shape":[4,3],"parameters":{"binary_data_size":48}}]}`
-	data := faketriton.Encode("FP32", ctlBatch)
+	data := faketriton.Encode("FP32", CtlBatch)
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
 	zw.Write([]byte(`{"inputs":[{"name":"x","datatype":"FP32","shape":[1,3],"data":[1,2,3]}]}` + strings.Repeat(" ", 200<<10)))
@@ -284,9 +284,9 @@ func TestModelsHTTPMalformed(t *testing.T) {
 	for _, model := range []string{"multi", "head_a"} {
 		for _, tt := range tests {
 			t.Run(model+"/"+tt.name, func(t *testing.T) {
-				beforeHTTP, beforeRPC := h.fake.HTTPCalls(), h.fake.TotalCalls()
-				rejected, _ := metricValue(scrape(t, h.metrics.Handler()), "react_rejected_requests_total", map[string]string{"protocol": "http", "reason": tt.reason})
-				resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/"+model+"/infer", tt.body, tt.header)
+				beforeHTTP, beforeRPC := h.Fake.HTTPCalls(), h.Fake.TotalCalls()
+				rejected, _ := MetricValue(Scrape(t, h.Metrics.Handler()), "react_rejected_requests_total", map[string]string{"protocol": "http", "reason": tt.reason})
+				resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/"+model+"/infer", tt.body, tt.header)
 				if resp.StatusCode != tt.code {
 					t.Errorf("status %d (%s), want %d", resp.StatusCode, out, tt.code)
 				}
@@ -294,13 +294,13 @@ func TestModelsHTTPMalformed(t *testing.T) {
 				if err := json.Unmarshal(out, &e); err != nil || e.Error == "" {
 					t.Errorf("body %q is not a JSON error", out)
 				}
-				if h.fake.HTTPCalls() != beforeHTTP || h.fake.TotalCalls() != beforeRPC {
+				if h.Fake.HTTPCalls() != beforeHTTP || h.Fake.TotalCalls() != beforeRPC {
 					t.Error("a refused request reached Triton")
 				}
 				if tt.code == 501 && resp.Header.Get("Accept-Encoding") == "" {
 					t.Error("501 without Accept-Encoding")
 				}
-				after, _ := metricValue(scrape(t, h.metrics.Handler()), "react_rejected_requests_total", map[string]string{"protocol": "http", "reason": tt.reason})
+				after, _ := MetricValue(Scrape(t, h.Metrics.Handler()), "react_rejected_requests_total", map[string]string{"protocol": "http", "reason": tt.reason})
 				if after != rejected+1 {
 					t.Errorf("react_rejected_requests_total{reason=%q} went from %v to %v", tt.reason, rejected, after)
 				}
@@ -310,11 +310,11 @@ func TestModelsHTTPMalformed(t *testing.T) {
 	// A gzip body within the limit is served.
 	var ok bytes.Buffer
 	zw = gzip.NewWriter(&ok)
-	body, hdr := inferBody(t, ctlRequest("multi", "gz", ctlBatch), false)
+	body, hdr := InferBody(t, CtlRequest("multi", "gz", CtlBatch), false)
 	zw.Write(body)
 	zw.Close()
 	hdr["Content-Encoding"] = "gzip"
-	if resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/multi/infer", ok.Bytes(), hdr); resp.StatusCode != http.StatusOK {
+	if resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/multi/infer", ok.Bytes(), hdr); resp.StatusCode != http.StatusOK {
 		t.Errorf("gzip body: %d %s", resp.StatusCode, out)
 	}
 }
@@ -323,7 +323,7 @@ func TestModelsHTTPMalformed(t *testing.T) {
 // numbers kept as json.Number.
 func getJSON(t *testing.T, method, url, body string) (int, any) {
 	t.Helper()
-	resp, out := httpDo(t, method, url, []byte(body), nil)
+	resp, out := HTTPDo(t, method, url, []byte(body), nil)
 	if ct := resp.Header.Get("Content-Type"); resp.StatusCode == 200 && ct != "application/json" {
 		t.Errorf("%s: Content-Type %q", url, ct)
 	}
@@ -374,18 +374,18 @@ func jnum(t *testing.T, what string, v any) int64 {
 }
 
 func TestModelsHTTPModelAPI(t *testing.T) {
-	h := startHarness(t, nil)
+	h := StartHarness(t, nil)
 	for i := 1; i <= 2; i++ {
-		body, hdr := inferBody(t, ctlRequest("multi", "s", ctlBatch[:3*i]), true)
-		if resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/multi/infer", body, hdr); resp.StatusCode != 200 {
+		body, hdr := InferBody(t, CtlRequest("multi", "s", CtlBatch[:3*i]), true)
+		if resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/multi/infer", body, hdr); resp.StatusCode != 200 {
 			t.Fatalf("infer: %d %s", resp.StatusCode, out)
 		}
 	}
-	if _, err := h.client.ModelInfer(context.Background(), ctlRequest("multi", "s", ctlBatch[:3*4])); err != nil {
+	if _, err := h.Client.ModelInfer(context.Background(), CtlRequest("multi", "s", CtlBatch[:3*4])); err != nil {
 		t.Fatal(err)
 	}
 
-	code, md := getJSON(t, http.MethodGet, h.httpURL+"/v2/models/multi", "")
+	code, md := getJSON(t, http.MethodGet, h.HTTPURL+"/v2/models/multi", "")
 	if code != 200 || jget(md, "name") != "multi" || jget(md, "platform") != "react" || jget(md, "versions", 0) != "1" ||
 		jget(md, "outputs", 2, "name") != "logits_c" || jget(md, "inputs", 0, "datatype") != "FP32" {
 		t.Errorf("metadata: %d %v", code, md)
@@ -393,15 +393,15 @@ func TestModelsHTTPModelAPI(t *testing.T) {
 	if jnum(t, "inputs[0].shape[0]", jget(md, "inputs", 0, "shape", 0)) != -1 || jnum(t, "inputs[0].shape[1]", jget(md, "inputs", 0, "shape", 1)) != 3 {
 		t.Errorf("metadata input shape %v", jget(md, "inputs", 0, "shape"))
 	}
-	code, md = getJSON(t, http.MethodGet, h.httpURL+"/v2/models/multi/versions/1", "")
+	code, md = getJSON(t, http.MethodGet, h.HTTPURL+"/v2/models/multi/versions/1", "")
 	if code != 200 || jget(md, "name") != "multi" {
 		t.Errorf("metadata of version 1: %d %v", code, md)
 	}
-	if code, _ := getJSON(t, http.MethodGet, h.httpURL+"/v2/models/multi/versions/2", ""); code != 404 {
+	if code, _ := getJSON(t, http.MethodGet, h.HTTPURL+"/v2/models/multi/versions/2", ""); code != 404 {
 		t.Errorf("metadata of version 2: %d", code)
 	}
 
-	code, cfg := getJSON(t, http.MethodGet, h.httpURL+"/v2/models/multi/config", "")
+	code, cfg := getJSON(t, http.MethodGet, h.HTTPURL+"/v2/models/multi/config", "")
 	if code != 200 || jget(cfg, "name") != "multi" || jget(cfg, "backend") != "react" || jget(cfg, "input", 0, "data_type") != "TYPE_FP32" ||
 		jget(cfg, "output", 1, "name") != "logits_b" || jget(cfg, "parameters", "react.tasks", "string_value") != "a,b,c" {
 		t.Errorf("config: %d %v", code, cfg)
@@ -410,7 +410,7 @@ func TestModelsHTTPModelAPI(t *testing.T) {
 		t.Errorf("config numbers: %v", cfg)
 	}
 
-	code, st := getJSON(t, http.MethodGet, h.httpURL+"/v2/models/multi/stats", "")
+	code, st := getJSON(t, http.MethodGet, h.HTTPURL+"/v2/models/multi/stats", "")
 	s := jget(st, "model_stats", 0)
 	if code != 200 || jget(s, "name") != "multi" || jget(s, "version") != "1" {
 		t.Errorf("stats: %d %v", code, st)
@@ -432,7 +432,7 @@ func TestModelsHTTPModelAPI(t *testing.T) {
 	}
 	jnum(t, "fail.count", jget(s, "inference_stats", "fail", "count"))
 
-	code, all := getJSON(t, http.MethodGet, h.httpURL+"/v2/models/stats", "")
+	code, all := getJSON(t, http.MethodGet, h.HTTPURL+"/v2/models/stats", "")
 	names := map[string]int{}
 	if arr, ok := jget(all, "model_stats").([]any); code == 200 && ok {
 		for _, e := range arr {
@@ -448,7 +448,7 @@ func TestModelsHTTPModelAPI(t *testing.T) {
 		}
 	}
 
-	code, idx := getJSON(t, http.MethodPost, h.httpURL+"/v2/repository/index", "")
+	code, idx := getJSON(t, http.MethodPost, h.HTTPURL+"/v2/repository/index", "")
 	arr, ok := idx.([]any)
 	if code != 200 || !ok {
 		t.Fatalf("index: %d %v; want a bare JSON array", code, idx)
@@ -463,30 +463,30 @@ func TestModelsHTTPModelAPI(t *testing.T) {
 	if names["multi"] != 1 || names["single"] != 1 || names["head_a"] != 1 {
 		t.Errorf("index: %v", arr)
 	}
-	if code, _ := getJSON(t, http.MethodPost, h.httpURL+"/v2/repository/index", `{"ready": tru`); code != 500 {
+	if code, _ := getJSON(t, http.MethodPost, h.HTTPURL+"/v2/repository/index", `{"ready": tru`); code != 500 {
 		t.Errorf("index with a bad body: %d, want Triton's 500", code)
 	}
-	if code, v := getJSON(t, http.MethodPost, h.httpURL+"/v2/repository/index", `{"ready": true}`); code != 200 || len(v.([]any)) != len(arr) {
+	if code, v := getJSON(t, http.MethodPost, h.HTTPURL+"/v2/repository/index", `{"ready": true}`); code != 200 || len(v.([]any)) != len(arr) {
 		t.Errorf("ready index: %d %v", code, v)
 	}
 
 	ready := func(model string) int {
-		resp, _ := httpDo(t, http.MethodGet, h.httpURL+"/v2/models/"+model+"/ready", nil, nil)
+		resp, _ := HTTPDo(t, http.MethodGet, h.HTTPURL+"/v2/models/"+model+"/ready", nil, nil)
 		return resp.StatusCode
 	}
 	if ready("multi") != 200 {
 		t.Error("multi not ready")
 	}
-	h.fake.SetReady("head_b", false)
+	h.Fake.SetReady("head_b", false)
 	if ready("multi") != 400 || ready("single") != 200 {
 		t.Errorf("with head_b not ready: multi %d, single %d; want 400, 200", ready("multi"), ready("single"))
 	}
-	h.fake.SetReady("head_b", true)
+	h.Fake.SetReady("head_b", true)
 
-	if resp, _ := httpDo(t, http.MethodGet, h.httpURL+"/v2/models/multi/nope", nil, nil); resp.StatusCode != 404 {
+	if resp, _ := HTTPDo(t, http.MethodGet, h.HTTPURL+"/v2/models/multi/nope", nil, nil); resp.StatusCode != 404 {
 		t.Errorf("unknown action: %d", resp.StatusCode)
 	}
-	if resp, _ := httpDo(t, http.MethodGet, h.httpURL+"/v2/health/ready", nil, nil); resp.StatusCode == http.StatusServiceUnavailable {
+	if resp, _ := HTTPDo(t, http.MethodGet, h.HTTPURL+"/v2/health/ready", nil, nil); resp.StatusCode == http.StatusServiceUnavailable {
 		t.Errorf("health/ready: %d once the models are built", resp.StatusCode)
 	}
 }
@@ -495,20 +495,20 @@ func TestModelsHTTPModelAPI(t *testing.T) {
 // /v2/health/ready and the controllable models answer 503 (docs/contracts.md:
 // "controllable models not built yet (start-up) | UNAVAILABLE | 503").
 func TestModelsHTTPWhileLoading(t *testing.T) {
-	h := newHarness(t, nil)
-	resp, out := httpDo(t, http.MethodGet, h.httpURL+"/v2/health/ready", nil, nil)
+	h := NewHarness(t, nil)
+	resp, out := HTTPDo(t, http.MethodGet, h.HTTPURL+"/v2/health/ready", nil, nil)
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("health/ready while loading: %d %s", resp.StatusCode, out)
 	}
-	body, hdr := inferBody(t, ctlRequest("multi", "l", ctlBatch), false)
+	body, hdr := InferBody(t, CtlRequest("multi", "l", CtlBatch), false)
 	codes := map[string]int{}
-	resp, out = httpDo(t, http.MethodPost, h.httpURL+"/v2/models/multi/infer", body, hdr)
+	resp, out = HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/multi/infer", body, hdr)
 	codes["infer"] = resp.StatusCode
 	if !strings.Contains(string(out), "not loaded yet") {
 		t.Errorf("infer while loading: %s", out)
 	}
 	for _, path := range []string{"", "/config", "/stats"} {
-		resp, _ := httpDo(t, http.MethodGet, h.httpURL+"/v2/models/multi"+path, nil, nil)
+		resp, _ := HTTPDo(t, http.MethodGet, h.HTTPURL+"/v2/models/multi"+path, nil, nil)
 		codes["GET"+path] = resp.StatusCode
 	}
 	for what, code := range codes {
@@ -522,56 +522,56 @@ func TestModelsHTTPWhileLoading(t *testing.T) {
 // with UNAVAILABLE / 502 saying that Triton is unavailable, never where it
 // is (the log says), and the sidecar keeps running.
 func TestModelsTritonGone(t *testing.T) {
-	h := startHarness(t, nil)
-	h.fake.Stop()
-	addr, _, _ := net.SplitHostPort(h.fake.Addr)
+	h := StartHarness(t, nil)
+	h.Fake.Stop()
+	addr, _, _ := net.SplitHostPort(h.Fake.Addr)
 	hidden := func(msg string) bool { return strings.Contains(msg, "upstream Triton") && !strings.Contains(msg, addr) }
-	_, err := h.client.ModelInfer(context.Background(), ctlRequest("multi", "g", ctlBatch))
+	_, err := h.Client.ModelInfer(context.Background(), CtlRequest("multi", "g", CtlBatch))
 	if st := status.Convert(err); st.Code() != grpccodes.Unavailable || !hidden(st.Message()) {
 		t.Errorf("gRPC with Triton gone: %v", err)
 	}
-	body, hdr := inferBody(t, ctlRequest("multi", "g", ctlBatch), false)
-	resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/multi/infer", body, hdr)
+	body, hdr := InferBody(t, CtlRequest("multi", "g", CtlBatch), false)
+	resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/multi/infer", body, hdr)
 	if resp.StatusCode != http.StatusBadGateway || !hidden(string(out)) {
 		t.Errorf("HTTP with Triton gone: %d %s", resp.StatusCode, out)
 	}
-	if r, err := h.client.ModelReady(context.Background(), &tritonpb.ModelReadyRequest{Name: "multi"}); err == nil && r.GetReady() {
+	if r, err := h.Client.ModelReady(context.Background(), &tritonpb.ModelReadyRequest{Name: "multi"}); err == nil && r.GetReady() {
 		t.Error("multi ready with Triton gone")
 	} else if err != nil && !hidden(err.Error()) {
 		t.Errorf("ModelReady with Triton gone: %v, want it to say upstream Triton without %s", err, addr)
 	}
 	// The calls the sidecar makes for the model API say so as the
 	// pass-through does.
-	_, err = h.client.ModelStatistics(context.Background(), &tritonpb.ModelStatisticsRequest{})
+	_, err = h.Client.ModelStatistics(context.Background(), &tritonpb.ModelStatisticsRequest{})
 	if st := status.Convert(err); st.Code() != grpccodes.Unavailable || !hidden(st.Message()) {
 		t.Errorf("ModelStatistics (all) with Triton gone: %v", err)
 	}
-	_, err = h.client.RepositoryIndex(context.Background(), &tritonpb.RepositoryIndexRequest{})
+	_, err = h.Client.RepositoryIndex(context.Background(), &tritonpb.RepositoryIndexRequest{})
 	if st := status.Convert(err); st.Code() != grpccodes.Unavailable || !hidden(st.Message()) {
 		t.Errorf("RepositoryIndex with Triton gone: %v", err)
 	}
 	for _, path := range []string{"/v2/models/stats"} {
-		resp, out := httpDo(t, http.MethodGet, h.httpURL+path, nil, nil)
+		resp, out := HTTPDo(t, http.MethodGet, h.HTTPURL+path, nil, nil)
 		if resp.StatusCode != http.StatusBadGateway || !hidden(string(out)) {
 			t.Errorf("GET %s with Triton gone: %d %s", path, resp.StatusCode, out)
 		}
 	}
 	// The HTTP index is Triton's HTTP answer, edited: the fake's HTTP
 	// endpoint, still up, answers it.
-	resp, out = httpDo(t, http.MethodPost, h.httpURL+"/v2/repository/index", []byte("{}"), nil)
+	resp, out = HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/repository/index", []byte("{}"), nil)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(out), `{"name":"single","version":"1","state":"READY"}`) {
 		t.Errorf("POST /v2/repository/index with Triton's gRPC gone: %d %s", resp.StatusCode, out)
 	}
 	// The operator's log has the address.
-	if !strings.Contains(h.log.String(), h.fake.Addr) {
-		t.Errorf("the log does not name Triton's address %s:\n%s", h.fake.Addr, h.log.String())
+	if !strings.Contains(h.Log.String(), h.Fake.Addr) {
+		t.Errorf("the log does not name Triton's address %s:\n%s", h.Fake.Addr, h.Log.String())
 	}
 }
 
 // TestModelsHTTPTritonErrors: Triton's own error on a backbone or head
 // call keeps its meaning over HTTP, with the model called named.
 func TestModelsHTTPTritonErrors(t *testing.T) {
-	h := startHarness(t, nil)
+	h := StartHarness(t, nil)
 	tests := []struct {
 		model string
 		err   error
@@ -581,11 +581,11 @@ func TestModelsHTTPTritonErrors(t *testing.T) {
 		{"head_b", status.Error(grpccodes.Internal, "head crashed"), 500},
 		{"head_c", status.Error(grpccodes.NotFound, "unloaded"), 404},
 	}
-	body, hdr := inferBody(t, ctlRequest("multi", "t", ctlBatch), true)
+	body, hdr := InferBody(t, CtlRequest("multi", "t", CtlBatch), true)
 	for _, tt := range tests {
-		h.fake.Fail(tt.model, tt.err)
-		resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/multi/infer", body, hdr)
-		h.fake.Fail(tt.model, nil)
+		h.Fake.Fail(tt.model, tt.err)
+		resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/multi/infer", body, hdr)
+		h.Fake.Fail(tt.model, nil)
 		var e struct{ Error string }
 		json.Unmarshal(out, &e)
 		if resp.StatusCode != tt.code || !strings.Contains(e.Error, `"`+tt.model+`"`) || !strings.Contains(e.Error, status.Convert(tt.err).Message()) {
@@ -600,19 +600,19 @@ func TestModelsHTTPTritonErrors(t *testing.T) {
 // endpoints, tracing), but no other (a 12 KB cookie would make Triton
 // refuse some calls at random), nor ReACT's own, nor the body's.
 func TestModelsHTTPHeadersReachTriton(t *testing.T) {
-	h := startHarness(t, nil)
-	body, hdr := inferBody(t, ctlRequest("multi", "m", ctlBatch), true)
+	h := StartHarness(t, nil)
+	body, hdr := InferBody(t, CtlRequest("multi", "m", CtlBatch), true)
 	hdr["Authorization"] = "Bearer secret"
 	hdr["Traceparent"] = "00-abc-def-01"
 	hdr["React-Preference"] = "a=1"
 	hdr["Cookie"] = strings.Repeat("c", 3000)
 	hdr["X-Other"] = "o"
-	resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/multi/infer", body, hdr)
+	resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/multi/infer", body, hdr)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("%d %s", resp.StatusCode, out)
 	}
 	for _, model := range []string{"backbone", "head_a"} {
-		md := h.fake.LastMetadata(model)
+		md := h.Fake.LastMetadata(model)
 		if got := md.Get("authorization"); len(got) != 1 || got[0] != "Bearer secret" {
 			t.Errorf("%s: authorization = %q", model, got)
 		}
@@ -638,22 +638,22 @@ func TestModelsHTTPForwardHeadersConfigured(t *testing.T) {
 		{"[]", map[string]bool{}},
 	} {
 		// As a reload of a file with the list applies it.
-		h := startHarness(t, nil)
-		writeFile(t, h.cfgPath, strings.Replace(h.cfg.yaml(), "triton:\n", "triton:\n  forward_headers: "+tt.list+"\n", 1))
-		cfg, err := config.Load(h.cfgPath, nil)
+		h := StartHarness(t, nil)
+		WriteFile(t, h.ConfigPath, strings.Replace(h.Config.YAML(), "triton:\n", "triton:\n  forward_headers: "+tt.list+"\n", 1))
+		cfg, err := config.Load(h.ConfigPath, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := h.models.Reload(context.Background(), cfg); err != nil {
+		if err := h.Models.Reload(context.Background(), cfg); err != nil {
 			t.Fatal(err)
 		}
-		body, hdr := inferBody(t, ctlRequest("single", "m", ctlBatch), true)
+		body, hdr := InferBody(t, CtlRequest("single", "m", CtlBatch), true)
 		hdr["Authorization"] = "Bearer secret"
 		hdr["X-Other"] = "o"
-		if resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/single/infer", body, hdr); resp.StatusCode != http.StatusOK {
+		if resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/single/infer", body, hdr); resp.StatusCode != http.StatusOK {
 			t.Fatalf("%d %s", resp.StatusCode, out)
 		}
-		md := h.fake.LastMetadata("backbone")
+		md := h.Fake.LastMetadata("backbone")
 		for _, k := range []string{"authorization", "x-other"} {
 			if got := len(md.Get(k)) > 0; got != tt.want[k] {
 				t.Errorf("forward_headers %s: %s at Triton = %v", tt.list, k, got)
@@ -666,23 +666,23 @@ func TestModelsHTTPForwardHeadersConfigured(t *testing.T) {
 // a model the sidecar does not serve is checked (decompressed) and then
 // relayed as it came: compressed, with its Content-Encoding, and answered.
 func TestModelsHTTPCompressedPassThrough(t *testing.T) {
-	h := startHarness(t, nil)
-	req := ctlRequest("head_a", "z", nil)
-	req.Inputs = []*tritonpb.ModelInferRequest_InferInputTensor{{Name: "feature", Datatype: "FP32", Shape: []int64{1, int64(h.sc.D)}}}
-	req.RawInputContents = [][]byte{make([]byte, 4*h.sc.D)}
+	h := StartHarness(t, nil)
+	req := CtlRequest("head_a", "z", nil)
+	req.Inputs = []*tritonpb.ModelInferRequest_InferInputTensor{{Name: "feature", Datatype: "FP32", Shape: []int64{1, int64(h.Scenario.D)}}}
+	req.RawInputContents = [][]byte{make([]byte, 4*h.Scenario.D)}
 	req.Outputs = nil
-	body, hdr := inferBody(t, req, true)
+	body, hdr := InferBody(t, req, true)
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
 	zw.Write(body)
 	zw.Close()
 	hdr["Content-Encoding"] = "gzip"
-	before := h.fake.HTTPCalls()
-	resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/head_a/infer", gz.Bytes(), hdr)
-	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Fake-Triton") != "1" || h.fake.HTTPCalls() != before+1 {
-		t.Fatalf("compressed pass-through: %d %s (fake answered %q, %d calls)", resp.StatusCode, out, resp.Header.Get("X-Fake-Triton"), h.fake.HTTPCalls()-before)
+	before := h.Fake.HTTPCalls()
+	resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/head_a/infer", gz.Bytes(), hdr)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Fake-Triton") != "1" || h.Fake.HTTPCalls() != before+1 {
+		t.Fatalf("compressed pass-through: %d %s (fake answered %q, %d calls)", resp.StatusCode, out, resp.Header.Get("X-Fake-Triton"), h.Fake.HTTPCalls()-before)
 	}
-	if got := h.fake.LastHTTPHeader().Get("Content-Encoding"); got != "gzip" {
+	if got := h.Fake.LastHTTPHeader().Get("Content-Encoding"); got != "gzip" {
 		t.Errorf("Content-Encoding at Triton = %q, want gzip (the body as it came)", got)
 	}
 }

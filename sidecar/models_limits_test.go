@@ -23,20 +23,20 @@ import (
 )
 
 // rejected reads react_rejected_requests_total for a protocol and reason.
-func (h *harness) rejected(t *testing.T, protocol, reason string) float64 {
+func rejected(t *testing.T, h *Harness, protocol, reason string) float64 {
 	t.Helper()
-	v, _ := metricValue(scrape(t, h.metrics.Handler()), "react_rejected_requests_total", map[string]string{"protocol": protocol, "reason": reason})
+	v, _ := MetricValue(Scrape(t, h.Metrics.Handler()), "react_rejected_requests_total", map[string]string{"protocol": protocol, "reason": reason})
 	return v
 }
 
 // overLimits returns requests for model over each of the harness's limits
 // (8 inputs, outputs, and parameters per object), by reason.
 func overLimits(model string) map[string]*tritonpb.ModelInferRequest {
-	many := func() *tritonpb.ModelInferRequest { return ctlRequest(model, "lim", ctlBatch[:3]) }
+	many := func() *tritonpb.ModelInferRequest { return CtlRequest(model, "lim", CtlBatch[:3]) }
 	inputs := many()
 	for i := range 8 {
 		inputs.Inputs = append(inputs.Inputs, &tritonpb.ModelInferRequest_InferInputTensor{Name: fmt.Sprint("in", i), Datatype: "FP32", Shape: []int64{1, 3}})
-		inputs.RawInputContents = append(inputs.RawInputContents, faketriton.Encode("FP32", ctlBatch[:3]))
+		inputs.RawInputContents = append(inputs.RawInputContents, faketriton.Encode("FP32", CtlBatch[:3]))
 	}
 	outputs := many()
 	for i := range 9 {
@@ -62,7 +62,7 @@ func overLimits(model string) map[string]*tritonpb.ModelInferRequest {
 // controllable model and for one passed through alike, counted, and never
 // reaches Triton.
 func TestLimitsGRPC(t *testing.T) {
-	h := startHarness(t, nil)
+	h := StartHarness(t, nil)
 	for _, model := range []string{"single", "head_a"} {
 		for name, req := range overLimits(model) {
 			t.Run(model+"/"+name, func(t *testing.T) {
@@ -70,26 +70,26 @@ func TestLimitsGRPC(t *testing.T) {
 				if !strings.HasPrefix(reason, "too_many") {
 					reason = "too_many_parameters"
 				}
-				before, calls := h.rejected(t, "grpc", reason), h.fake.TotalCalls()
-				_, err := h.client.ModelInfer(context.Background(), req)
+				before, calls := rejected(t, h, "grpc", reason), h.Fake.TotalCalls()
+				_, err := h.Client.ModelInfer(context.Background(), req)
 				st := status.Convert(err)
 				what := strings.TrimPrefix(reason, "too_many_")
 				if st.Code() != grpccodes.ResourceExhausted || !strings.Contains(st.Message(), "limits.max_"+what) {
 					t.Fatalf("%v, want RESOURCE_EXHAUSTED naming limits.max_%s", err, what)
 				}
-				if h.rejected(t, "grpc", reason) != before+1 || h.fake.TotalCalls() != calls {
+				if rejected(t, h, "grpc", reason) != before+1 || h.Fake.TotalCalls() != calls {
 					t.Error("not counted once, or reached Triton")
 				}
 			})
 		}
 	}
 	// At the limits, served.
-	req := ctlRequest("single", "ok", ctlBatch)
+	req := CtlRequest("single", "ok", CtlBatch)
 	req.Parameters = map[string]*tritonpb.InferParameter{}
 	for i := range 8 {
 		req.Parameters[fmt.Sprint("p", i)] = &tritonpb.InferParameter{ParameterChoice: &tritonpb.InferParameter_StringParam{StringParam: "v"}}
 	}
-	if _, err := h.client.ModelInfer(context.Background(), req); err != nil {
+	if _, err := h.Client.ModelInfer(context.Background(), req); err != nil {
 		t.Errorf("8 parameters: %v", err)
 	}
 }
@@ -98,20 +98,20 @@ func TestLimitsGRPC(t *testing.T) {
 // model: 413, counted (the pass-through cases are in
 // TestModelsHTTPMalformed).
 func TestLimitsHTTP(t *testing.T) {
-	h := startHarness(t, nil)
+	h := StartHarness(t, nil)
 	for name, req := range overLimits("") {
 		t.Run(name, func(t *testing.T) {
 			reason := name
 			if !strings.HasPrefix(reason, "too_many") {
 				reason = "too_many_parameters"
 			}
-			body, hdr := inferBody(t, req, true)
-			before := h.rejected(t, "http", reason)
-			resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/single/infer", body, hdr)
+			body, hdr := InferBody(t, req, true)
+			before := rejected(t, h, "http", reason)
+			resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/single/infer", body, hdr)
 			if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(out), "limits.max_") {
 				t.Fatalf("%d %s, want 413 naming the limit", resp.StatusCode, out)
 			}
-			if h.rejected(t, "http", reason) != before+1 {
+			if rejected(t, h, "http", reason) != before+1 {
 				t.Error("not counted")
 			}
 		})
@@ -121,16 +121,16 @@ func TestLimitsHTTP(t *testing.T) {
 // TestLimitsStream: in a stream, a request over a limit is answered with an
 // error_message and the stream goes on, for both kinds of models.
 func TestLimitsStream(t *testing.T) {
-	h := startHarness(t, nil)
+	h := StartHarness(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	stream, err := h.client.ModelStreamInfer(ctx)
+	stream, err := h.Client.ModelStreamInfer(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	send := []*tritonpb.ModelInferRequest{
-		overLimits("single")["too_many_inputs"], ctlRequest("single", "ok1", ctlBatch),
-		overLimits("head_a")["too_many_outputs"], headRequest("head_a", "ok2", []float64{1, 2, 3, 4}),
+		overLimits("single")["too_many_inputs"], CtlRequest("single", "ok1", CtlBatch),
+		overLimits("head_a")["too_many_outputs"], HeadRequest("head_a", "ok2", []float64{1, 2, 3, 4}),
 	}
 	for _, r := range send {
 		if err := stream.Send(r); err != nil {
@@ -162,12 +162,12 @@ func TestLimitsStream(t *testing.T) {
 // request is answered 429 with Retry-After; a body larger than the whole
 // budget 413; a small one still fits the eighth kept for small requests.
 func TestBudgetHTTP(t *testing.T) {
-	h := startHarness(t, func(c *ctlConfig) {
-		c.limits = "  max_inflight_bytes: 64KiB\n  max_inputs: 8\n  max_outputs: 8\n  max_parameters: 8\n"
-		c.admission = "  retry_after: 2500ms\n"
+	h := StartHarness(t, func(c *CtlConfig) {
+		c.Limits = "  max_inflight_bytes: 64KiB\n  max_inputs: 8\n  max_outputs: 8\n  max_parameters: 8\n"
+		c.Admission = "  retry_after: 2500ms\n"
 	})
-	body, hdr := inferBody(t, ctlRequest("", "b", ctlBatch), true)
-	hold, err := h.models.budget.Reserve(64<<10 - 100)
+	body, hdr := InferBody(t, CtlRequest("", "b", CtlBatch), true)
+	hold, err := h.Models.budget.Reserve(64<<10 - 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,33 +176,33 @@ func TestBudgetHTTP(t *testing.T) {
 	for _, model := range []string{"single", "head_a"} {
 		b := body
 		if model == "head_a" {
-			b, hdr = inferBody(t, headRequest("", "h", []float64{1, 2, 3, 4}), true)
+			b, hdr = InferBody(t, HeadRequest("", "h", []float64{1, 2, 3, 4}), true)
 		}
-		resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/"+model+"/infer", b, hdr)
+		resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/"+model+"/infer", b, hdr)
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("%s: a small request with the budget held: %d %s", model, resp.StatusCode, out)
 		}
 	}
 	// A larger one does not.
 	big := []byte(`{"inputs":[{"name":"x","datatype":"FP32","shape":[1,3],"data":[1,2,3]}]}` + strings.Repeat(" ", 4<<10))
-	before := h.rejected(t, "http", "memory")
-	resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/single/infer", big, nil)
+	before := rejected(t, h, "http", "memory")
+	resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/single/infer", big, nil)
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "3" || !strings.Contains(string(out), "limits.max_inflight_bytes") {
 		t.Errorf("with the budget held: %d, Retry-After %q, %s; want 429, 3", resp.StatusCode, resp.Header.Get("Retry-After"), out)
 	}
-	if h.rejected(t, "http", "memory") != before+1 {
+	if rejected(t, h, "http", "memory") != before+1 {
 		t.Error("not counted as memory")
 	}
 	hold.Release()
-	if resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/single/infer", big, nil); resp.StatusCode != http.StatusOK {
+	if resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/single/infer", big, nil); resp.StatusCode != http.StatusOK {
 		t.Errorf("with the budget free: %d %s", resp.StatusCode, out)
 	}
-	if held, _ := h.models.budget.Held(); held != 0 {
+	if held, _ := h.Models.budget.Held(); held != 0 {
 		t.Errorf("%d bytes still held after the requests", held)
 	}
 	// Larger than the whole budget: never.
 	huge := []byte(`{"inputs":[]}` + strings.Repeat(" ", 65<<10))
-	if resp, _ := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/head_a/infer", huge, map[string]string{"Content-Length": strconv.Itoa(len(huge))}); resp.StatusCode != http.StatusRequestEntityTooLarge {
+	if resp, _ := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/head_a/infer", huge, map[string]string{"Content-Length": strconv.Itoa(len(huge))}); resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Errorf("a body larger than the budget: %d, want 413", resp.StatusCode)
 	}
 }
@@ -210,23 +210,23 @@ func TestBudgetHTTP(t *testing.T) {
 // TestBudgetGRPC: the same over gRPC: RESOURCE_EXHAUSTED, with a
 // retry-after trailer when it may fit later.
 func TestBudgetGRPC(t *testing.T) {
-	h := startHarness(t, func(c *ctlConfig) {
-		c.limits = "  max_inflight_bytes: 64KiB\n  max_inputs: 8\n  max_outputs: 8\n  max_parameters: 8\n"
+	h := StartHarness(t, func(c *CtlConfig) {
+		c.Limits = "  max_inflight_bytes: 64KiB\n  max_inputs: 8\n  max_outputs: 8\n  max_parameters: 8\n"
 	})
-	req := ctlRequest("single", "b", ctlBatch)
+	req := CtlRequest("single", "b", CtlBatch)
 	req.Parameters = map[string]*tritonpb.InferParameter{"pad": {ParameterChoice: &tritonpb.InferParameter_StringParam{StringParam: strings.Repeat("x", 4<<10)}}}
-	hold, err := h.models.budget.Reserve(64<<10 - 100)
+	hold, err := h.Models.budget.Reserve(64<<10 - 100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, model := range []string{"single", "head_a"} {
 		req.ModelName = model
 		if model == "head_a" {
-			req = headRequest("head_a", "h", []float64{1, 2, 3, 4})
+			req = HeadRequest("head_a", "h", []float64{1, 2, 3, 4})
 			req.Parameters = map[string]*tritonpb.InferParameter{"pad": {ParameterChoice: &tritonpb.InferParameter_StringParam{StringParam: strings.Repeat("x", 4<<10)}}}
 		}
 		var trailer metadata.MD
-		_, err := h.client.ModelInfer(context.Background(), req, grpc.Trailer(&trailer))
+		_, err := h.Client.ModelInfer(context.Background(), req, grpc.Trailer(&trailer))
 		if st := status.Convert(err); st.Code() != grpccodes.ResourceExhausted || !strings.Contains(st.Message(), "max_inflight_bytes") {
 			t.Errorf("%s with the budget held: %v", model, err)
 		}
@@ -235,7 +235,7 @@ func TestBudgetGRPC(t *testing.T) {
 		}
 	}
 	hold.Release()
-	if _, err := h.client.ModelInfer(context.Background(), req); err != nil {
+	if _, err := h.Client.ModelInfer(context.Background(), req); err != nil {
 		t.Errorf("with the budget free: %v", err)
 	}
 }
@@ -245,14 +245,14 @@ func TestBudgetGRPC(t *testing.T) {
 // with 429 and Retry-After, or RESOURCE_EXHAUSTED and a retry-after
 // trailer; another key is not; a cached preference is never shed.
 func TestAdmissionShedsOverBothProtocols(t *testing.T) {
-	h := startHarness(t, func(c *ctlConfig) {
-		c.admission = "  key_header: x-user\n  key_rate: 0.001\n  key_burst: 1\n  retry_after: 2s\n"
+	h := StartHarness(t, func(c *CtlConfig) {
+		c.Admission = "  key_header: x-user\n  key_rate: 0.001\n  key_burst: 1\n  retry_after: 2s\n"
 	})
 	alice := metadata.Pairs("x-user", "alice")
 	ctx := metadata.NewOutgoingContext(context.Background(), alice)
 	call := func(ctx context.Context, pref string) (metadata.MD, error) {
 		var trailer metadata.MD
-		_, err := h.client.ModelInfer(metadata.AppendToOutgoingContext(ctx, "react-preference", pref), ctlRequest("single", "s", ctlBatch), grpc.Trailer(&trailer))
+		_, err := h.Client.ModelInfer(metadata.AppendToOutgoingContext(ctx, "react-preference", pref), CtlRequest("single", "s", CtlBatch), grpc.Trailer(&trailer))
 		return trailer, err
 	}
 	if _, err := call(ctx, "a=1,b=1"); err != nil {
@@ -272,13 +272,13 @@ func TestAdmissionShedsOverBothProtocols(t *testing.T) {
 	if _, err := call(bob, "a=1,c=1"); err != nil {
 		t.Errorf("bob's first new preference: %v", err)
 	}
-	body, hdr := inferBody(t, ctlRequest("", "s", ctlBatch), true)
+	body, hdr := InferBody(t, CtlRequest("", "s", CtlBatch), true)
 	hdr["X-User"], hdr["React-Preference"] = "alice", "b=1,c=1"
-	resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/single/infer", body, hdr)
+	resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/single/infer", body, hdr)
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "2" {
 		t.Errorf("HTTP: %d, Retry-After %q, %s; want 429, 2", resp.StatusCode, resp.Header.Get("Retry-After"), out)
 	}
-	if v, _ := metricValue(scrape(t, h.metrics.Handler()), "react_wp_solves_shed_total", map[string]string{"components": "zoo", "reason": "key_rate"}); v != 2 {
+	if v, _ := MetricValue(Scrape(t, h.Metrics.Handler()), "react_wp_solves_shed_total", map[string]string{"components": "zoo", "reason": "key_rate"}); v != 2 {
 		t.Errorf("react_wp_solves_shed_total{key_rate} = %v, want 2", v)
 	}
 }
@@ -287,41 +287,41 @@ func TestAdmissionShedsOverBothProtocols(t *testing.T) {
 // its own on both protocols (INVALID_ARGUMENT / 400), counted; with a grid,
 // the echo is the rounded preference and the logits are W_p's of it.
 func TestAdmissionPresetsOnlyAndGrid(t *testing.T) {
-	h := startHarness(t, func(c *ctlConfig) { c.admission = "  presets_only: true\n" })
+	h := StartHarness(t, func(c *CtlConfig) { c.Admission = "  presets_only: true\n" })
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "react-preference", "a=1,c=1")
-	_, err := h.client.ModelInfer(ctx, ctlRequest("single", "p", ctlBatch))
+	_, err := h.Client.ModelInfer(ctx, CtlRequest("single", "p", CtlBatch))
 	if st := status.Convert(err); st.Code() != grpccodes.InvalidArgument || !strings.Contains(st.Message(), "only presets") {
 		t.Errorf("gRPC: %v", err)
 	}
-	body, hdr := inferBody(t, ctlRequest("", "p", ctlBatch), true)
+	body, hdr := InferBody(t, CtlRequest("", "p", CtlBatch), true)
 	hdr["React-Preference"] = "a=1,c=1"
-	if resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/single/infer", body, hdr); resp.StatusCode != http.StatusBadRequest {
+	if resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/single/infer", body, hdr); resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("HTTP: %d %s", resp.StatusCode, out)
 	}
 	hdr["React-Preference"] = "a=0.2,b=0.8" // the preset b_first's preference
-	if resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/single/infer", body, hdr); resp.StatusCode != http.StatusOK {
+	if resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/single/infer", body, hdr); resp.StatusCode != http.StatusOK {
 		t.Errorf("a preset's preference: %d %s", resp.StatusCode, out)
 	}
-	if h.rejected(t, "grpc", "presets_only") != 1 || h.rejected(t, "http", "presets_only") != 1 {
+	if rejected(t, h, "grpc", "presets_only") != 1 || rejected(t, h, "http", "presets_only") != 1 {
 		t.Error("presets_only refusals not counted")
 	}
 
-	g := startHarness(t, func(c *ctlConfig) { c.admission = "  preference_grid: 10\n" })
+	g := StartHarness(t, func(c *CtlConfig) { c.Admission = "  preference_grid: 10\n" })
 	var hdrMD metadata.MD
-	resp, err := g.client.ModelInfer(metadata.AppendToOutgoingContext(context.Background(), "react-preference", "a=0.33,b=0.67"),
-		ctlRequest("multi", "g", ctlBatch), grpc.Header(&hdrMD))
+	resp, err := g.Client.ModelInfer(metadata.AppendToOutgoingContext(context.Background(), "react-preference", "a=0.33,b=0.67"),
+		CtlRequest("multi", "g", CtlBatch), grpc.Header(&hdrMD))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := hdrMD.Get("react-preference"); len(got) != 1 || got[0] != "a=0.3,b=0.7" {
 		t.Errorf("echo %v, want a=0.3,b=0.7", got)
 	}
-	for i, task := range ctlTasks {
-		if err := checkLogits(g.sc, task, []float64{0.3, 0.7, 0}, ctlBatch, resp.GetRawOutputContents()[i]); err != nil {
+	for i, task := range CtlTasks {
+		if err := CheckLogits(g.Scenario, task, []float64{0.3, 0.7, 0}, CtlBatch, resp.GetRawOutputContents()[i]); err != nil {
 			t.Error(err)
 		}
 	}
-	if v, _ := metricValue(scrape(t, g.metrics.Handler()), "react_preference_gridded_total", map[string]string{"model": "multi"}); v != 1 {
+	if v, _ := MetricValue(Scrape(t, g.Metrics.Handler()), "react_preference_gridded_total", map[string]string{"model": "multi"}); v != 1 {
 		t.Errorf("react_preference_gridded_total = %v, want 1", v)
 	}
 }
@@ -331,24 +331,24 @@ func TestAdmissionPresetsOnlyAndGrid(t *testing.T) {
 // triton_* parameters are refused as Triton's gRPC server refuses them,
 // but for the one it allows; an output requested twice is answered once.
 func TestGRPCAsTriton(t *testing.T) {
-	h := startHarness(t, nil)
-	req := ctlRequest("single", "s", ctlBatch[:3])
+	h := StartHarness(t, nil)
+	req := CtlRequest("single", "s", CtlBatch[:3])
 	req.Inputs[0].Shape = []int64{-1, 3}
-	_, err := h.client.ModelInfer(context.Background(), req)
+	_, err := h.Client.ModelInfer(context.Background(), req)
 	if st := status.Convert(err); st.Code() != grpccodes.InvalidArgument || !strings.Contains(st.Message(), `all input dimensions should be specified for input "x", got [-1 3]`) {
 		t.Errorf("shape [-1 3]: %v", err)
 	}
-	req = ctlRequest("single", "s", ctlBatch)
+	req = CtlRequest("single", "s", CtlBatch)
 	req.Parameters = map[string]*tritonpb.InferParameter{"triton_x": {ParameterChoice: &tritonpb.InferParameter_BoolParam{BoolParam: true}}}
-	_, err = h.client.ModelInfer(context.Background(), req)
+	_, err = h.Client.ModelInfer(context.Background(), req)
 	if st := status.Convert(err); st.Code() != grpccodes.InvalidArgument || !strings.Contains(st.Message(), "reserved for Triton usage") {
 		t.Errorf("triton_x: %v", err)
 	}
 	req.Parameters = map[string]*tritonpb.InferParameter{limits.AllowedTritonParameter: {ParameterChoice: &tritonpb.InferParameter_BoolParam{BoolParam: true}}}
-	if _, err := h.client.ModelInfer(context.Background(), req); err != nil {
+	if _, err := h.Client.ModelInfer(context.Background(), req); err != nil {
 		t.Errorf("%s: %v", limits.AllowedTritonParameter, err)
 	}
-	resp, err := h.client.ModelInfer(context.Background(), ctlRequest("multi", "d", ctlBatch, "logits_b", "logits_a", "logits_b"))
+	resp, err := h.Client.ModelInfer(context.Background(), CtlRequest("multi", "d", CtlBatch, "logits_b", "logits_a", "logits_b"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,9 +362,9 @@ func TestGRPCAsTriton(t *testing.T) {
 // answered in binary as Triton answers it; one whose size does not fit is
 // refused.
 func TestHTTPRawRequest(t *testing.T) {
-	h := startHarness(t, nil)
-	row := ctlBatch[9:12]
-	resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/single/infer", faketriton.Encode("FP32", row), map[string]string{headerContentLength: "0"})
+	h := StartHarness(t, nil)
+	row := CtlBatch[9:12]
+	resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/single/infer", faketriton.Encode("FP32", row), map[string]string{headerContentLength: "0"})
 	if resp.StatusCode != http.StatusOK || resp.Header.Get(headerContentLength) == "" {
 		t.Fatalf("%d %s (Inference-Header-Content-Length %q)", resp.StatusCode, out, resp.Header.Get(headerContentLength))
 	}
@@ -372,10 +372,10 @@ func TestHTTPRawRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := checkLogits(h.sc, "a", []float64{1, 0, 0}, row, r.GetRawOutputContents()[0]); err != nil {
+	if err := CheckLogits(h.Scenario, "a", []float64{1, 0, 0}, row, r.GetRawOutputContents()[0]); err != nil {
 		t.Error(err)
 	}
-	resp, out = httpDo(t, http.MethodPost, h.httpURL+"/v2/models/single/infer", faketriton.Encode("FP32", ctlBatch[:6]), map[string]string{headerContentLength: "0"})
+	resp, out = HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/single/infer", faketriton.Encode("FP32", CtlBatch[:6]), map[string]string{headerContentLength: "0"})
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("two rows as raw data of a batch of one: %d %s", resp.StatusCode, out)
 	}
@@ -385,15 +385,15 @@ func TestHTTPRawRequest(t *testing.T) {
 // its entries byte for byte, the shadowed model's replaced by the
 // sidecar's, written as Triton writes them.
 func TestHTTPIndexSpliced(t *testing.T) {
-	h := startHarness(t, nil)
-	resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/repository/index", nil, nil)
+	h := StartHarness(t, nil)
+	resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/repository/index", nil, nil)
 	want := `[{"name":"backbone","version":"1","state":"READY"},{"name":"head_a","version":"1","state":"READY"},` +
 		`{"name":"head_b","version":"1","state":"READY"},{"name":"head_c","version":"1","state":"READY"},` +
 		`{"name":"single","version":"1","state":"READY"},{"name":"multi","version":"1","state":"READY"}]`
 	if resp.StatusCode != http.StatusOK || string(out) != want || resp.Header.Get("Content-Length") != strconv.Itoa(len(want)) {
 		t.Errorf("index: %d %s (Content-Length %s)\nwant %s", resp.StatusCode, out, resp.Header.Get("Content-Length"), want)
 	}
-	resp, out = httpDo(t, http.MethodPost, h.httpURL+"/v2/repository/index", []byte(`{"ready":`), nil)
+	resp, out = HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/repository/index", []byte(`{"ready":`), nil)
 	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(string(out), "failed to parse") {
 		t.Errorf("a malformed body: %d %s, want Triton's own 500", resp.StatusCode, out)
 	}

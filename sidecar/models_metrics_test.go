@@ -14,11 +14,11 @@ import (
 // W_p lookups by result; the cache's size; errors by code; refused bodies.
 // No label carries a raw preference.
 func TestModelsMetrics(t *testing.T) {
-	h := startHarness(t, nil)
+	h := StartHarness(t, nil)
 	grpcInfer := func(md metadata.MD, ok bool) {
 		t.Helper()
 		ctx := metadata.NewOutgoingContext(context.Background(), md)
-		_, err := h.client.ModelInfer(ctx, ctlRequest("multi", "m", ctlBatch))
+		_, err := h.Client.ModelInfer(ctx, CtlRequest("multi", "m", CtlBatch))
 		if (err == nil) != ok {
 			t.Fatalf("ModelInfer(%v): %v", md, err)
 		}
@@ -27,13 +27,13 @@ func TestModelsMetrics(t *testing.T) {
 		t.Helper()
 		if body == nil {
 			var hdr map[string]string
-			body, hdr = inferBody(t, ctlRequest("multi", "m", ctlBatch), true)
+			body, hdr = InferBody(t, CtlRequest("multi", "m", CtlBatch), true)
 			for k, v := range header {
 				hdr[k] = v
 			}
 			header = hdr
 		}
-		resp, _ := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/multi/infer", body, header)
+		resp, _ := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/multi/infer", body, header)
 		return resp.StatusCode
 	}
 
@@ -54,7 +54,7 @@ func TestModelsMetrics(t *testing.T) {
 	}
 	ok := 9 // successful requests
 
-	fams := scrape(t, h.metrics.Handler())
+	fams := Scrape(t, h.Metrics.Handler())
 	checks := []struct {
 		name   string
 		labels map[string]string
@@ -79,7 +79,7 @@ func TestModelsMetrics(t *testing.T) {
 		{"react_build_info", nil, 1},
 	}
 	for _, c := range checks {
-		got, found := metricValue(fams, c.name, c.labels)
+		got, found := MetricValue(fams, c.name, c.labels)
 		if !found || got != c.want {
 			t.Errorf("%s%v = %v (found %v), want %v", c.name, c.labels, got, found, c.want)
 		}

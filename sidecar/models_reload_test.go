@@ -20,6 +20,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/mergectl/react-triton/internal/testutil"
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -27,7 +28,7 @@ import (
 
 // otherStats returns a scenario with the same backbone and heads as sc but
 // other calibration samples, hence other W_p.
-func otherStats(sc *faketriton.Scenario, seed uint64) *faketriton.Scenario {
+func OtherStats(sc *faketriton.Scenario, seed uint64) *faketriton.Scenario {
 	o := faketriton.NewScenario(seed, sc.D, sc.Tasks...)
 	o.M, o.Bias, o.Heads = sc.M, sc.Bias, sc.Heads
 	return o
@@ -35,7 +36,7 @@ func otherStats(sc *faketriton.Scenario, seed uint64) *faketriton.Scenario {
 
 // corruptComponents returns the bytes of sc's components file with one data
 // byte flipped.
-func corruptComponents(t *testing.T, sc *faketriton.Scenario) []byte {
+func CorruptComponents(t *testing.T, sc *faketriton.Scenario) []byte {
 	t.Helper()
 	b := sc.ComponentsBytes(t)
 	b[len(b)-5] ^= 0x10
@@ -43,10 +44,10 @@ func corruptComponents(t *testing.T, sc *faketriton.Scenario) []byte {
 }
 
 // loadConfig writes a configuration file into dir and loads it.
-func loadConfig(t *testing.T, dir, name string, c ctlConfig) *config.Config {
+func loadConfig(t *testing.T, dir, name string, c CtlConfig) *config.Config {
 	t.Helper()
 	path := filepath.Join(dir, name)
-	writeFile(t, path, c.yaml())
+	WriteFile(t, path, c.YAML())
 	cfg, err := config.Load(path, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +60,7 @@ func loadConfig(t *testing.T, dir, name string, c ctlConfig) *config.Config {
 // test changes them around a reload), and counts the requests and keeps
 // the first error.
 type load struct {
-	h       *harness
+	h       *Harness
 	accept  atomic.Pointer[[]*faketriton.Scenario]
 	stop    chan struct{}
 	wg      sync.WaitGroup
@@ -70,9 +71,9 @@ type load struct {
 	failed  atomic.Bool // set with err
 }
 
-func startLoad(h *harness, workers int) *load {
+func startLoad(h *Harness, workers int) *load {
 	l := &load{h: h, stop: make(chan struct{}), each: make([]atomic.Int64, workers)}
-	l.set(h.sc)
+	l.set(h.Scenario)
 	for w := 0; w < workers; w++ {
 		l.wg.Add(1)
 		go func() {
@@ -100,14 +101,14 @@ func startLoad(h *harness, workers int) *load {
 // preset b_first, which every configuration of these tests keeps.
 func (l *load) one(w, i int) error {
 	before := l.accept.Load()
-	x := ctlBatch[3*((w+i)%4):]
+	x := CtlBatch[3*((w+i)%4):]
 	ctx := context.Background()
 	weights := []float64{1, 0, 0}
 	if i%3 == 1 {
 		ctx = metadata.NewOutgoingContext(ctx, metadata.Pairs("react-preset", "b_first"))
 		weights = []float64{0.2, 0.8, 0}
 	}
-	resp, err := l.h.client.ModelInfer(ctx, ctlRequest("single", fmt.Sprint(w, i), x))
+	resp, err := l.h.Client.ModelInfer(ctx, CtlRequest("single", fmt.Sprint(w, i), x))
 	if err != nil {
 		return fmt.Errorf("request %d of worker %d: %w", i, w, err)
 	}
@@ -120,7 +121,7 @@ func (l *load) one(w, i int) error {
 	}
 	var err1 error
 	for _, sc := range accept {
-		if err1 = checkLogits(sc, "a", weights, x, resp.GetRawOutputContents()[0]); err1 == nil {
+		if err1 = CheckLogits(sc, "a", weights, x, resp.GetRawOutputContents()[0]); err1 == nil {
 			return nil
 		}
 	}
@@ -134,7 +135,7 @@ func (l *load) set(scs ...*faketriton.Scenario) { l.accept.Store(&scs) }
 func (l *load) progress(t *testing.T, n int64) {
 	t.Helper()
 	start := l.n.Load()
-	waitFor(t, 10*time.Second, "requests under load", func() bool { return l.n.Load() >= start+n || l.failed.Load() })
+	WaitFor(t, 10*time.Second, "requests under load", func() bool { return l.n.Load() >= start+n || l.failed.Load() })
 }
 
 // settle waits until every worker has finished two more requests: the one
@@ -145,7 +146,7 @@ func (l *load) settle(t *testing.T) {
 	for i := range l.each {
 		start[i] = l.each[i].Load()
 	}
-	waitFor(t, 10*time.Second, "every worker's requests", func() bool {
+	WaitFor(t, 10*time.Second, "every worker's requests", func() bool {
 		for i := range l.each {
 			if l.each[i].Load() < start[i]+2 && !l.failed.Load() {
 				return false
@@ -171,7 +172,7 @@ func (l *load) finish(t *testing.T) {
 // or an invalid configuration keeps the old state serving, requests in
 // flight included; a valid configuration takes effect at once.
 func TestModelsReloadUnderLoad(t *testing.T) {
-	h := startHarness(t, nil)
+	h := StartHarness(t, nil)
 	l := startLoad(h, 4)
 	defer func() {
 		if l != nil {
@@ -179,55 +180,55 @@ func TestModelsReloadUnderLoad(t *testing.T) {
 		}
 	}()
 	ctx := context.Background()
-	oldCfg, oldSums := h.models.Config(), h.models.Checksums()
+	oldCfg, oldSums := h.Models.Config(), h.Models.Checksums()
 	l.progress(t, 20)
 
 	// A corrupt components file.
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "bad.safetensors"), corruptComponents(t, h.sc), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "bad.safetensors"), CorruptComponents(t, h.Scenario), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := h.cfg
-	c.components = "bad.safetensors"
-	err := h.models.Reload(ctx, loadConfig(t, dir, "corrupt.yaml", c))
+	c := h.Config
+	c.Components = "bad.safetensors"
+	err := h.Models.Reload(ctx, loadConfig(t, dir, "corrupt.yaml", c))
 	if err == nil || !strings.Contains(err.Error(), "components[0].path") {
 		t.Errorf("Reload with a corrupt components file: %v", err)
 	}
-	if h.models.Config() != oldCfg || !h.models.Ready() {
+	if h.Models.Config() != oldCfg || !h.Models.Ready() {
 		t.Error("a failed Reload changed the configuration in service")
 	}
 	l.progress(t, 20)
 
 	// A configuration that does not fit Triton.
-	c = h.cfg
-	c.components = filepath.Join(h.dir, "components.safetensors")
-	c.headTask = "zz"
-	if err := h.models.Reload(ctx, loadConfig(t, dir, "invalid.yaml", c)); err == nil || !strings.Contains(err.Error(), `unknown task "zz"`) {
+	c = h.Config
+	c.Components = filepath.Join(h.Dir, "components.safetensors")
+	c.HeadTask = "zz"
+	if err := h.Models.Reload(ctx, loadConfig(t, dir, "invalid.yaml", c)); err == nil || !strings.Contains(err.Error(), `unknown task "zz"`) {
 		t.Errorf("Reload with an unknown task: %v", err)
 	}
-	if h.models.Config() != oldCfg {
+	if h.Models.Config() != oldCfg {
 		t.Error("a failed Reload changed the configuration in service")
 	}
 	l.progress(t, 20)
 
 	// A valid configuration with a new preset and new statistics.
-	sc2 := otherStats(h.sc, 99)
+	sc2 := OtherStats(h.Scenario, 99)
 	sc2.WriteComponents(t, dir, "new.safetensors")
-	c = h.cfg
-	c.components = "new.safetensors"
-	c.presets = map[string]string{"b_first": "a=0.2,b=0.8", "c_only": "c=1"}
-	c.cacheSize = 8
+	c = h.Config
+	c.Components = "new.safetensors"
+	c.Presets = map[string]string{"b_first": "a=0.2,b=0.8", "c_only": "c=1"}
+	c.CacheSize = 8
 	newCfg := loadConfig(t, dir, "new.yaml", c)
-	l.set(h.sc, sc2) // requests in flight may get either
-	if err := h.models.Reload(ctx, newCfg); err != nil {
+	l.set(h.Scenario, sc2) // requests in flight may get either
+	if err := h.Models.Reload(ctx, newCfg); err != nil {
 		t.Fatalf("Reload: %v", err)
 	}
 	l.settle(t) // the requests that were in flight are done
 	l.set(sc2)
-	if h.models.Config() != newCfg {
+	if h.Models.Config() != newCfg {
 		t.Error("the new configuration is not in service")
 	}
-	if sums := h.models.Checksums(); sums[filepath.Join(dir, "new.safetensors")] == "" || len(oldSums) != 1 {
+	if sums := h.Models.Checksums(); sums[filepath.Join(dir, "new.safetensors")] == "" || len(oldSums) != 1 {
 		t.Errorf("Checksums after Reload = %v", sums)
 	}
 	l.progress(t, 20)
@@ -235,17 +236,17 @@ func TestModelsReloadUnderLoad(t *testing.T) {
 	l = nil
 
 	md := metadata.NewOutgoingContext(ctx, metadata.Pairs("react-preset", "c_only"))
-	resp, err := h.client.ModelInfer(md, ctlRequest("multi", "c", ctlBatch))
+	resp, err := h.Client.ModelInfer(md, CtlRequest("multi", "c", CtlBatch))
 	if err != nil {
 		t.Fatalf("new preset: %v", err)
 	}
-	for i, task := range ctlTasks {
-		if err := checkLogits(sc2, task, []float64{0, 0, 1}, ctlBatch, resp.GetRawOutputContents()[i]); err != nil {
+	for i, task := range CtlTasks {
+		if err := CheckLogits(sc2, task, []float64{0, 0, 1}, CtlBatch, resp.GetRawOutputContents()[i]); err != nil {
 			t.Error(err)
 		}
 	}
 	// The statistics survive the reload.
-	st, err := h.client.ModelStatistics(ctx, &tritonpb.ModelStatisticsRequest{Name: "single"})
+	st, err := h.Client.ModelStatistics(ctx, &tritonpb.ModelStatisticsRequest{Name: "single"})
 	if err != nil || st.GetModelStats()[0].GetInferenceStats().GetSuccess().GetCount() < 80 {
 		t.Errorf("statistics after Reload: %v, %v", st, err)
 	}
@@ -255,26 +256,26 @@ func TestModelsReloadUnderLoad(t *testing.T) {
 // waiting for Triton stays in service; Start must not put the old, unbuilt
 // configuration back.
 func TestModelsReloadDuringStart(t *testing.T) {
-	h := newHarness(t, nil)
-	h.fake.Put(h.sc.BackboneModel("backbone2", "FP32"))
-	h.fake.SetReady("backbone", false)
+	h := NewHarness(t, nil)
+	h.Fake.Put(h.Scenario.BackboneModel("backbone2", "FP32"))
+	h.Fake.SetReady("backbone", false)
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan error, 1)
-	go func() { started <- h.models.Start(ctx) }()
+	go func() { started <- h.Models.Start(ctx) }()
 	defer func() {
 		cancel()
 		<-started
 	}()
-	waitFor(t, 5*time.Second, "Start's first attempt", func() bool { return h.fake.ReadyCalls("backbone") > 0 })
+	WaitFor(t, 5*time.Second, "Start's first attempt", func() bool { return h.Fake.ReadyCalls("backbone") > 0 })
 
-	c := h.cfg
-	c.components = filepath.Join(h.dir, "components.safetensors")
-	c.backbone = "backbone2"
+	c := h.Config
+	c.Components = filepath.Join(h.Dir, "components.safetensors")
+	c.Backbone = "backbone2"
 	newCfg := loadConfig(t, t.TempDir(), "new.yaml", c)
-	if err := h.models.Reload(context.Background(), newCfg); err != nil {
+	if err := h.Models.Reload(context.Background(), newCfg); err != nil {
 		t.Fatalf("Reload: %v", err)
 	}
-	if !h.models.Ready() {
+	if !h.Models.Ready() {
 		t.Fatal("not ready right after a successful Reload")
 	}
 	// Start sees the models built by the reload and ends, without storing
@@ -288,18 +289,18 @@ func TestModelsReloadDuringStart(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Start did not end after a successful Reload")
 	}
-	if !h.models.Ready() || h.models.Config() != newCfg {
+	if !h.Models.Ready() || h.Models.Config() != newCfg {
 		t.Errorf("after Start ended: ready %v, backbone %q; want the reloaded configuration serving",
-			h.models.Ready(), h.models.Config().Models[0].Backbone.Model)
+			h.Models.Ready(), h.Models.Config().Models[0].Backbone.Model)
 	}
 }
 
 // reloaderHarness runs the reloader of reload.go on a harness's files until
 // the test ends, with a SIGHUP channel of the test's.
-func runReloader(t *testing.T, h *harness) chan<- os.Signal {
+func runReloader(t *testing.T, h *Harness) chan<- os.Signal {
 	t.Helper()
 	hup := make(chan os.Signal, 1)
-	r := &reloader{models: h.models, metrics: h.metrics, log: slog.New(slog.NewTextHandler(h.log, nil)), level: new(slog.LevelVar)}
+	r := &reloader{models: h.Models, metrics: h.Metrics, log: slog.New(slog.NewTextHandler(h.Log, nil)), level: new(slog.LevelVar)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -316,36 +317,36 @@ func runReloader(t *testing.T, h *harness) chan<- os.Signal {
 // reloads returns the reload counters and the last-reload gauge.
 func reloads(t *testing.T, h http.Handler) (success, failure, ok float64) {
 	t.Helper()
-	fams := scrape(t, h)
-	success, _ = metricValue(fams, "react_config_reloads_total", map[string]string{"result": "success"})
-	failure, _ = metricValue(fams, "react_config_reloads_total", map[string]string{"result": "failure"})
-	ok, _ = metricValue(fams, "react_config_last_reload_successful", nil)
+	fams := Scrape(t, h)
+	success, _ = MetricValue(fams, "react_config_reloads_total", map[string]string{"result": "success"})
+	failure, _ = MetricValue(fams, "react_config_reloads_total", map[string]string{"result": "failure"})
+	ok, _ = MetricValue(fams, "react_config_last_reload_successful", nil)
 	return
 }
 
 // answers reports whether the single model's default answer is sc's.
-func answers(h *harness, sc *faketriton.Scenario, preset string, weights []float64) error {
+func answers(h *Harness, sc *faketriton.Scenario, preset string, weights []float64) error {
 	ctx := context.Background()
 	if preset != "" {
 		ctx = metadata.NewOutgoingContext(ctx, metadata.Pairs("react-preset", preset))
 	}
-	resp, err := h.client.ModelInfer(ctx, ctlRequest("single", "r", ctlBatch))
+	resp, err := h.Client.ModelInfer(ctx, CtlRequest("single", "r", CtlBatch))
 	if err != nil {
 		return err
 	}
-	return checkLogits(sc, "a", weights, ctlBatch, resp.GetRawOutputContents()[0])
+	return CheckLogits(sc, "a", weights, CtlBatch, resp.GetRawOutputContents()[0])
 }
 
 // TestReloaderFiles: the reloader reloads when a file is replaced by an
 // atomic rename and on SIGHUP; a corrupt file leaves the old state serving
 // and drops react_config_last_reload_successful to 0.
 func TestReloaderFiles(t *testing.T) {
-	h := startHarness(t, nil)
+	h := StartHarness(t, nil)
 	hup := runReloader(t, h)
-	metrics := h.metrics.Handler()
+	metrics := h.Metrics.Handler()
 	wait := func(what string, cond func(success, failure, ok float64) bool) {
 		t.Helper()
-		waitFor(t, 10*time.Second, what, func() bool { return cond(reloads(t, metrics)) })
+		WaitFor(t, 10*time.Second, what, func() bool { return cond(reloads(t, metrics)) })
 	}
 
 	// A forced reload with nothing changed succeeds; once it is done the
@@ -354,20 +355,20 @@ func TestReloaderFiles(t *testing.T) {
 	wait("the SIGHUP reload", func(s, f, ok float64) bool { return s == 1 && ok == 1 })
 
 	// (a) The components file replaced by an atomic rename.
-	sc2 := otherStats(h.sc, 42)
-	writeBytes(t, filepath.Join(h.dir, "components.safetensors"), sc2.ComponentsBytes(t))
+	sc2 := OtherStats(h.Scenario, 42)
+	WriteBytes(t, filepath.Join(h.Dir, "components.safetensors"), sc2.ComponentsBytes(t))
 	wait("the reload of new components", func(s, f, ok float64) bool { return s == 2 })
 	if err := answers(h, sc2, "", []float64{1, 0, 0}); err != nil {
 		t.Errorf("after new components: %v", err)
 	}
 
 	// (b) A corrupt one: the reload fails, the old state serves.
-	writeBytes(t, filepath.Join(h.dir, "components.safetensors"), corruptComponents(t, h.sc))
+	WriteBytes(t, filepath.Join(h.Dir, "components.safetensors"), CorruptComponents(t, h.Scenario))
 	wait("the failed reload", func(s, f, ok float64) bool { return f == 1 && ok == 0 })
 	if err := answers(h, sc2, "", []float64{1, 0, 0}); err != nil {
 		t.Errorf("after a failed reload: %v", err)
 	}
-	if !strings.Contains(h.log.String(), "reload failed") {
+	if !strings.Contains(h.Log.String(), "reload failed") {
 		t.Error("the failed reload was not logged")
 	}
 	// SIGHUP while it is still corrupt: fails again.
@@ -376,22 +377,22 @@ func TestReloaderFiles(t *testing.T) {
 
 	// (c) The configuration file replaced: a new preset; the components
 	// file repaired.
-	writeBytes(t, filepath.Join(h.dir, "components.safetensors"), h.sc.ComponentsBytes(t))
-	c := h.cfg
-	c.presets = map[string]string{"b_first": "a=0.2,b=0.8", "c_only": "c=1"}
-	writeFile(t, h.cfgPath, c.yaml())
+	WriteBytes(t, filepath.Join(h.Dir, "components.safetensors"), h.Scenario.ComponentsBytes(t))
+	c := h.Config
+	c.Presets = map[string]string{"b_first": "a=0.2,b=0.8", "c_only": "c=1"}
+	WriteFile(t, h.ConfigPath, c.YAML())
 	wait("the reload of the new configuration", func(s, f, ok float64) bool { return s >= 3 && ok == 1 })
-	waitFor(t, 10*time.Second, "the new preset", func() bool { return answers(h, h.sc, "c_only", []float64{0, 0, 1}) == nil })
-	if err := answers(h, h.sc, "", []float64{1, 0, 0}); err != nil {
+	WaitFor(t, 10*time.Second, "the new preset", func() bool { return answers(h, h.Scenario, "c_only", []float64{0, 0, 1}) == nil })
+	if err := answers(h, h.Scenario, "", []float64{1, 0, 0}); err != nil {
 		t.Errorf("after the repair: %v", err)
 	}
 
 	// (d) An invalid configuration file: the reload fails, the old state
 	// serves.
 	_, f0, _ := reloads(t, metrics)
-	writeFile(t, h.cfgPath, "triton: [\n")
+	WriteFile(t, h.ConfigPath, "triton: [\n")
 	wait("the failed reload of a broken file", func(s, f, ok float64) bool { return f == f0+1 && ok == 0 })
-	if err := answers(h, h.sc, "c_only", []float64{0, 0, 1}); err != nil {
+	if err := answers(h, h.Scenario, "c_only", []float64{0, 0, 1}); err != nil {
 		t.Errorf("after a broken configuration: %v", err)
 	}
 }
@@ -400,38 +401,38 @@ func TestReloaderFiles(t *testing.T) {
 // directory, and the ..data symlink swapped by renaming ..data_tmp over it)
 // reloads the configuration and the components.
 func TestReloaderConfigMap(t *testing.T) {
-	h := startHarness(t, func(c *ctlConfig) { c.configMap = true })
+	h := StartHarness(t, func(c *CtlConfig) { c.ConfigMap = true })
 	hup := runReloader(t, h)
-	metrics := h.metrics.Handler()
+	metrics := h.Metrics.Handler()
 	hup <- syscall.SIGHUP
-	waitFor(t, 10*time.Second, "the SIGHUP reload", func() bool { s, _, _ := reloads(t, metrics); return s == 1 })
+	WaitFor(t, 10*time.Second, "the SIGHUP reload", func() bool { s, _, _ := reloads(t, metrics); return s == 1 })
 
-	swap := func(name string, sc *faketriton.Scenario, comps []byte, c ctlConfig) {
+	swap := func(name string, sc *faketriton.Scenario, comps []byte, c CtlConfig) {
 		t.Helper()
-		data := filepath.Join(h.dir, name)
+		data := filepath.Join(h.Dir, name)
 		if err := os.Mkdir(data, 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(data, "components.safetensors"), comps, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(data, "config.yaml"), []byte(c.yaml()), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(data, "config.yaml"), []byte(c.YAML()), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		tmp := filepath.Join(h.dir, "..data_tmp")
+		tmp := filepath.Join(h.Dir, "..data_tmp")
 		if err := os.Symlink(name, tmp); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Rename(tmp, filepath.Join(h.dir, "..data")); err != nil {
+		if err := os.Rename(tmp, filepath.Join(h.Dir, "..data")); err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	sc2 := otherStats(h.sc, 5)
-	c := h.cfg
-	c.presets = map[string]string{"b_first": "a=0.2,b=0.8", "c_only": "c=1"}
+	sc2 := OtherStats(h.Scenario, 5)
+	c := h.Config
+	c.Presets = map[string]string{"b_first": "a=0.2,b=0.8", "c_only": "c=1"}
 	swap("..2026_01_02_00_00_00.000000002", sc2, sc2.ComponentsBytes(t), c)
-	waitFor(t, 10*time.Second, "the ConfigMap update", func() bool { return answers(h, sc2, "c_only", []float64{0, 0, 1}) == nil })
+	WaitFor(t, 10*time.Second, "the ConfigMap update", func() bool { return answers(h, sc2, "c_only", []float64{0, 0, 1}) == nil })
 	if s, _, ok := reloads(t, metrics); s != 2 || ok != 1 {
 		t.Errorf("after the ConfigMap update: %v successes, gauge %v", s, ok)
 	}
@@ -440,8 +441,8 @@ func TestReloaderConfigMap(t *testing.T) {
 	}
 
 	// An update with a corrupt components file: kept out of service.
-	swap("..2026_01_03_00_00_00.000000003", h.sc, corruptComponents(t, h.sc), h.cfg)
-	waitFor(t, 10*time.Second, "the failed ConfigMap update", func() bool { _, f, ok := reloads(t, metrics); return f == 1 && ok == 0 })
+	swap("..2026_01_03_00_00_00.000000003", h.Scenario, CorruptComponents(t, h.Scenario), h.Config)
+	WaitFor(t, 10*time.Second, "the failed ConfigMap update", func() bool { _, f, ok := reloads(t, metrics); return f == 1 && ok == 0 })
 	if err := answers(h, sc2, "c_only", []float64{0, 0, 1}); err != nil {
 		t.Errorf("after a corrupt update: %v", err)
 	}
@@ -451,18 +452,18 @@ func TestReloaderConfigMap(t *testing.T) {
 // channel of the test's, and follows a reload through its metrics
 // endpoint.
 func TestCommandReload(t *testing.T) {
-	sc := faketriton.NewScenario(7, 4, ctlTasks...)
-	fake := faketriton.Start(t, ctlModels(sc)...)
+	sc := faketriton.NewScenario(7, 4, CtlTasks...)
+	fake := faketriton.Start(t, CtlModels(sc)...)
 	dir := t.TempDir()
 	sc.WriteComponents(t, dir, "components.safetensors")
-	c := ctlConfig{tritonGRPC: fake.Addr, tritonHTTP: closedAddr(t), components: "components.safetensors",
-		defaultPreference: "a=1", metricsListen: "127.0.0.1:0", logFormat: "json"}
+	c := CtlConfig{TritonGRPC: fake.Addr, TritonHTTP: testutil.ClosedAddr(t), Components: "components.safetensors",
+		DefaultPreference: "a=1", MetricsListen: "127.0.0.1:0", LogFormat: "json"}
 	cfgPath := filepath.Join(dir, "config.yaml")
-	writeFile(t, cfgPath, c.yaml())
+	WriteFile(t, cfgPath, c.YAML())
 
 	ctx, cancel := context.WithCancel(context.Background())
 	hup := make(chan os.Signal, 1)
-	stderr := &syncBuffer{}
+	stderr := &SyncBuffer{}
 	cmd := NewCommand(ctx, hup, stderr, stderr)
 	cmd.SetArgs([]string{"--config", cfgPath})
 	done := make(chan error, 1)
@@ -481,7 +482,7 @@ func TestCommandReload(t *testing.T) {
 
 	// The addresses, from the log.
 	var grpcAddr, metricsAddr string
-	waitFor(t, 10*time.Second, "the sidecar ready in the log", func() bool {
+	WaitFor(t, 10*time.Second, "the sidecar ready in the log", func() bool {
 		ready := false
 		sc := bufio.NewScanner(strings.NewReader(stderr.String()))
 		for sc.Scan() {
@@ -499,7 +500,7 @@ func TestCommandReload(t *testing.T) {
 		}
 		return ready && grpcAddr != "" && metricsAddr != ""
 	})
-	client := tritonpb.NewGRPCInferenceServiceClient(dial(t, grpcAddr))
+	client := tritonpb.NewGRPCInferenceServiceClient(Dial(t, grpcAddr))
 	scrapeHTTP := func() (success, failure, ok float64) {
 		t.Helper()
 		resp, err := http.Get("http://" + metricsAddr + "/metrics")
@@ -507,18 +508,18 @@ func TestCommandReload(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		fams := parseMetrics(t, resp.Body)
-		success, _ = metricValue(fams, "react_config_reloads_total", map[string]string{"result": "success"})
-		failure, _ = metricValue(fams, "react_config_reloads_total", map[string]string{"result": "failure"})
-		ok, _ = metricValue(fams, "react_config_last_reload_successful", nil)
+		fams := ParseMetrics(t, resp.Body)
+		success, _ = MetricValue(fams, "react_config_reloads_total", map[string]string{"result": "success"})
+		failure, _ = MetricValue(fams, "react_config_reloads_total", map[string]string{"result": "failure"})
+		ok, _ = MetricValue(fams, "react_config_last_reload_successful", nil)
 		return
 	}
 	infer := func(sc *faketriton.Scenario) error {
-		resp, err := client.ModelInfer(context.Background(), ctlRequest("single", "cmd", ctlBatch))
+		resp, err := client.ModelInfer(context.Background(), CtlRequest("single", "cmd", CtlBatch))
 		if err != nil {
 			return err
 		}
-		return checkLogits(sc, "a", []float64{1, 0, 0}, ctlBatch, resp.GetRawOutputContents()[0])
+		return CheckLogits(sc, "a", []float64{1, 0, 0}, CtlBatch, resp.GetRawOutputContents()[0])
 	}
 	if err := infer(sc); err != nil {
 		t.Fatal(err)
@@ -528,17 +529,17 @@ func TestCommandReload(t *testing.T) {
 	}
 
 	hup <- syscall.SIGHUP
-	waitFor(t, 10*time.Second, "the SIGHUP reload", func() bool { s, _, _ := scrapeHTTP(); return s == 1 })
+	WaitFor(t, 10*time.Second, "the SIGHUP reload", func() bool { s, _, _ := scrapeHTTP(); return s == 1 })
 
-	writeBytes(t, filepath.Join(dir, "components.safetensors"), corruptComponents(t, sc))
-	waitFor(t, 10*time.Second, "the failed reload", func() bool { _, f, ok := scrapeHTTP(); return f == 1 && ok == 0 })
+	WriteBytes(t, filepath.Join(dir, "components.safetensors"), CorruptComponents(t, sc))
+	WaitFor(t, 10*time.Second, "the failed reload", func() bool { _, f, ok := scrapeHTTP(); return f == 1 && ok == 0 })
 	if err := infer(sc); err != nil {
 		t.Errorf("after a failed reload: %v", err)
 	}
 
-	sc2 := otherStats(sc, 11)
-	writeBytes(t, filepath.Join(dir, "components.safetensors"), sc2.ComponentsBytes(t))
-	waitFor(t, 10*time.Second, "the reload of new components", func() bool { s, _, ok := scrapeHTTP(); return s == 2 && ok == 1 })
+	sc2 := OtherStats(sc, 11)
+	WriteBytes(t, filepath.Join(dir, "components.safetensors"), sc2.ComponentsBytes(t))
+	WaitFor(t, 10*time.Second, "the reload of new components", func() bool { s, _, ok := scrapeHTTP(); return s == 2 && ok == 1 })
 	if err := infer(sc2); err != nil {
 		t.Errorf("after new components: %v", err)
 	}
@@ -546,10 +547,10 @@ func TestCommandReload(t *testing.T) {
 	// Triton's address cannot change without a restart: the old one stays,
 	// with a warning. The log level does change.
 	c2 := c
-	c2.tritonGRPC = closedAddr(t)
-	c2.logLevel = "error"
-	writeFile(t, cfgPath, c2.yaml())
-	waitFor(t, 10*time.Second, "the reload of the new configuration", func() bool { s, _, ok := scrapeHTTP(); return s == 3 && ok == 1 })
+	c2.TritonGRPC = testutil.ClosedAddr(t)
+	c2.LogLevel = "error"
+	WriteFile(t, cfgPath, c2.YAML())
+	WaitFor(t, 10*time.Second, "the reload of the new configuration", func() bool { s, _, ok := scrapeHTTP(); return s == 3 && ok == 1 })
 	if !strings.Contains(stderr.String(), "needs a restart") || !strings.Contains(stderr.String(), `"setting":"triton.grpc"`) {
 		t.Errorf("no restart warning for triton.grpc in the log:\n%s", stderr.String())
 	}
@@ -558,7 +559,7 @@ func TestCommandReload(t *testing.T) {
 	}
 	sighups := strings.Count(stderr.String(), "SIGHUP: reloading")
 	hup <- syscall.SIGHUP
-	waitFor(t, 10*time.Second, "the second SIGHUP reload", func() bool { s, _, _ := scrapeHTTP(); return s == 4 })
+	WaitFor(t, 10*time.Second, "the second SIGHUP reload", func() bool { s, _, _ := scrapeHTTP(); return s == 4 })
 	if n := strings.Count(stderr.String(), "SIGHUP: reloading"); n != sighups {
 		t.Errorf("an info message was logged at log.level error")
 	}
@@ -572,24 +573,24 @@ func TestCommandReload(t *testing.T) {
 // service is that of the new files, so that nothing counts as changed
 // (and the next unrelated event in the directory reloads nothing).
 func TestReloaderFingerprintAfterNewPaths(t *testing.T) {
-	h := startHarness(t, nil)
-	r := &reloader{models: h.models, metrics: h.metrics, log: slog.New(slog.NewTextHandler(h.log, nil)), level: new(slog.LevelVar)}
+	h := StartHarness(t, nil)
+	r := &reloader{models: h.Models, metrics: h.Metrics, log: slog.New(slog.NewTextHandler(h.Log, nil)), level: new(slog.LevelVar)}
 	r.sums = r.fingerprint(nil)
 	if r.changed() {
 		t.Fatal("changed right after fingerprinting")
 	}
-	otherStats(h.sc, 3).WriteComponents(t, h.dir, "moved.safetensors")
-	c := h.cfg
-	c.components = "moved.safetensors"
-	writeFile(t, h.cfgPath, c.yaml())
+	OtherStats(h.Scenario, 3).WriteComponents(t, h.Dir, "moved.safetensors")
+	c := h.Config
+	c.Components = "moved.safetensors"
+	WriteFile(t, h.ConfigPath, c.YAML())
 	if !r.changed() {
 		t.Fatal("a new configuration file does not count as a change")
 	}
 	r.reload(context.Background(), false)
-	if s, _, ok := reloads(t, h.metrics.Handler()); s != 1 || ok != 1 {
-		t.Fatalf("reload: %v successes, gauge %v\n%s", s, ok, h.log.String())
+	if s, _, ok := reloads(t, h.Metrics.Handler()); s != 1 || ok != 1 {
+		t.Fatalf("reload: %v successes, gauge %v\n%s", s, ok, h.Log.String())
 	}
-	if got := h.models.Files(); len(got) != 1 || filepath.Base(got[0]) != "moved.safetensors" {
+	if got := h.Models.Files(); len(got) != 1 || filepath.Base(got[0]) != "moved.safetensors" {
 		t.Fatalf("files in service: %v", got)
 	}
 	if r.changed() {
@@ -597,7 +598,7 @@ func TestReloaderFingerprintAfterNewPaths(t *testing.T) {
 	}
 	// Touching a file (same content) is no change either.
 	now := time.Now().Add(time.Second)
-	if err := os.Chtimes(filepath.Join(h.dir, "moved.safetensors"), now, now); err != nil {
+	if err := os.Chtimes(filepath.Join(h.Dir, "moved.safetensors"), now, now); err != nil {
 		t.Fatal(err)
 	}
 	if r.changed() {
@@ -616,7 +617,7 @@ func TestReloaderFingerprintAfterNewPaths(t *testing.T) {
 		{"sidecar.log", false},
 		{"config.yaml.tmp", false},
 	} {
-		if got := r.relevant(fsnotify.Event{Name: filepath.Join(h.dir, tt.name), Op: fsnotify.Write}); got != tt.want {
+		if got := r.relevant(fsnotify.Event{Name: filepath.Join(h.Dir, tt.name), Op: fsnotify.Write}); got != tt.want {
 			t.Errorf("relevant(%s) = %v, want %v", tt.name, got, tt.want)
 		}
 	}
@@ -629,17 +630,17 @@ func TestReloaderFingerprintAfterNewPaths(t *testing.T) {
 // a reload that keeps the components file, β and the normalisation; a
 // reload that changes β solves again (docs/sidecar.md, Reload).
 func TestModelsReloadKeepsCache(t *testing.T) {
-	h := startHarness(t, nil)
+	h := StartHarness(t, nil)
 	lookups := func() (hit, miss float64) {
-		fams := scrape(t, h.metrics.Handler())
-		hit, _ = metricValue(fams, "react_wp_cache_lookups_total", map[string]string{"components": "zoo", "result": "hit"})
-		miss, _ = metricValue(fams, "react_wp_cache_lookups_total", map[string]string{"components": "zoo", "result": "miss"})
+		fams := Scrape(t, h.Metrics.Handler())
+		hit, _ = MetricValue(fams, "react_wp_cache_lookups_total", map[string]string{"components": "zoo", "result": "hit"})
+		miss, _ = MetricValue(fams, "react_wp_cache_lookups_total", map[string]string{"components": "zoo", "result": "miss"})
 		return
 	}
 	infer := func() {
 		t.Helper()
 		ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs("react-preference", "b=1,c=3"))
-		if _, err := h.client.ModelInfer(ctx, ctlRequest("single", "k", ctlBatch)); err != nil {
+		if _, err := h.Client.ModelInfer(ctx, CtlRequest("single", "k", CtlBatch)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -648,11 +649,11 @@ func TestModelsReloadKeepsCache(t *testing.T) {
 		t.Fatalf("first request: %v hits, %v misses", hit, miss)
 	}
 	// The same file, loaded again.
-	cfg, err := config.Load(h.cfgPath, nil)
+	cfg, err := config.Load(h.ConfigPath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.models.Reload(context.Background(), cfg); err != nil {
+	if err := h.Models.Reload(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	infer()
@@ -661,12 +662,12 @@ func TestModelsReloadKeepsCache(t *testing.T) {
 	}
 	// Another β: another W_p.
 	beta := 3.0
-	cfg, err = config.Load(h.cfgPath, nil)
+	cfg, err = config.Load(h.ConfigPath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Components[0].Beta = &beta
-	if err := h.models.Reload(context.Background(), cfg); err != nil {
+	if err := h.Models.Reload(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	infer()
@@ -674,12 +675,12 @@ func TestModelsReloadKeepsCache(t *testing.T) {
 		t.Errorf("after a reload with another β: %v hits, %v misses; want a new solve", hit, miss)
 	}
 	ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs("react-preference", "b=1,c=3"))
-	resp, err := h.client.ModelInfer(ctx, ctlRequest("single", "k", ctlBatch))
+	resp, err := h.Client.ModelInfer(ctx, CtlRequest("single", "k", CtlBatch))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The answer is β=3's, computed independently.
-	want, tol := wantLogitsBeta(h.sc, []float64{0, 0.25, 0.75}, beta, ctlBatch)
+	want, tol := wantLogitsBeta(h.Scenario, []float64{0, 0.25, 0.75}, beta, CtlBatch)
 	got, _ := faketriton.Decode("FP32", resp.GetRawOutputContents()[0])
 	for i := range want {
 		if !(abs(got[i]-want[i]) <= tol[i]) {
@@ -692,5 +693,5 @@ func TestModelsReloadKeepsCache(t *testing.T) {
 func wantLogitsBeta(sc *faketriton.Scenario, weights []float64, beta float64, x []float64) (want, tol []float64) {
 	s := *sc
 	s.Beta = beta
-	return wantLogits(&s, "a", "FP32", weights, x)
+	return WantLogits(&s, "a", "FP32", weights, x)
 }

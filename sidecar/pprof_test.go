@@ -46,7 +46,7 @@ func TestPprofSecondsBound(t *testing.T) {
 
 // TestPprofListener: the profiles are served on their own listener only.
 func TestPprofListener(t *testing.T) {
-	s, _ := startRecorded(t, Config{PprofListen: "127.0.0.1:0", PprofHandler: PprofHandler(30)})
+	s, _ := StartRecorded(t, Config{PprofListen: "127.0.0.1:0", PprofHandler: PprofHandler(30)})
 	resp, err := http.Get("http://" + s.PprofAddr().String() + "/debug/pprof/")
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("%v %v", resp, err)
@@ -55,7 +55,7 @@ func TestPprofListener(t *testing.T) {
 	if s.MetricsAddr() != nil {
 		t.Error("a metrics listener without MetricsListen")
 	}
-	s2, _ := startRecorded(t, Config{})
+	s2, _ := StartRecorded(t, Config{})
 	if s2.PprofAddr() != nil {
 		t.Error("profiles served without PprofListen")
 	}

@@ -19,15 +19,15 @@ import (
 // readyNow answers the sidecar's readiness on both protocols and /readyz:
 // httpCode is 503 when the sidecar is not ready, and otherwise whatever
 // Triton answered it (the fake answers 404).
-func readyNow(t *testing.T, h *harness) (httpCode int, grpcReady bool, readyz int) {
+func readyNow(t *testing.T, h *Harness) (httpCode int, grpcReady bool, readyz int) {
 	t.Helper()
-	resp, _ := httpDo(t, http.MethodGet, h.httpURL+"/v2/health/ready", nil, nil)
-	r, err := h.client.ServerReady(context.Background(), &tritonpb.ServerReadyRequest{})
+	resp, _ := HTTPDo(t, http.MethodGet, h.HTTPURL+"/v2/health/ready", nil, nil)
+	r, err := h.Client.ServerReady(context.Background(), &tritonpb.ServerReadyRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := httptest.NewRecorder()
-	h.models.ReadyzHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	h.Models.ReadyzHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 	return resp.StatusCode, r.GetReady(), rec.Code
 }
 
@@ -36,67 +36,67 @@ func readyNow(t *testing.T, h *harness) (httpCode int, grpcReady bool, readyz in
 // its controllable models answer UNAVAILABLE / 503 instead of Triton's
 // NOT_FOUND; loaded again, everything is back, with no reload.
 func TestReadinessFollowsParts(t *testing.T) {
-	h := startHarness(t, nil)
+	h := StartHarness(t, nil)
 	if code, ready, readyz := readyNow(t, h); code == http.StatusServiceUnavailable || !ready || readyz != http.StatusOK {
 		t.Fatalf("at start: %d %v %d", code, ready, readyz)
 	}
-	h.fake.SetMissing("head_b", true) // unloaded
-	waitFor(t, 5*time.Second, "not ready", func() bool {
+	h.Fake.SetMissing("head_b", true) // unloaded
+	WaitFor(t, 5*time.Second, "not ready", func() bool {
 		code, ready, readyz := readyNow(t, h)
 		return code == http.StatusServiceUnavailable && !ready && readyz == http.StatusServiceUnavailable
 	})
-	resp, body := httpDo(t, http.MethodGet, h.httpURL+"/v2/health/ready", nil, nil)
+	resp, body := HTTPDo(t, http.MethodGet, h.HTTPURL+"/v2/health/ready", nil, nil)
 	if !strings.Contains(string(body), `\"multi\"`) || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("/v2/health/ready: %d %s, want 503 naming the model", resp.StatusCode, body)
 	}
 	// multi calls head_b; single does not and still serves.
-	_, err := h.client.ModelInfer(context.Background(), ctlRequest("multi", "gone", ctlBatch))
+	_, err := h.Client.ModelInfer(context.Background(), CtlRequest("multi", "gone", CtlBatch))
 	if st := status.Convert(err); st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "not ready on Triton") {
 		t.Errorf("gRPC multi with head_b gone: %v, want UNAVAILABLE", err)
 	}
-	body2, hdr := inferBody(t, ctlRequest("multi", "gone", ctlBatch), false)
-	if resp, out := httpDo(t, http.MethodPost, h.httpURL+"/v2/models/multi/infer", body2, hdr); resp.StatusCode != http.StatusServiceUnavailable {
+	body2, hdr := InferBody(t, CtlRequest("multi", "gone", CtlBatch), false)
+	if resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/multi/infer", body2, hdr); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("HTTP multi with head_b gone: %d %s, want 503", resp.StatusCode, out)
 	}
-	if _, err := h.client.ModelInfer(context.Background(), ctlRequest("single", "ok", ctlBatch)); err != nil {
+	if _, err := h.Client.ModelInfer(context.Background(), CtlRequest("single", "ok", CtlBatch)); err != nil {
 		t.Errorf("single (backbone, head_a) with head_b gone: %v", err)
 	}
-	if r, err := h.client.ModelReady(context.Background(), &tritonpb.ModelReadyRequest{Name: "multi"}); err != nil || r.GetReady() {
+	if r, err := h.Client.ModelReady(context.Background(), &tritonpb.ModelReadyRequest{Name: "multi"}); err != nil || r.GetReady() {
 		t.Errorf("ModelReady multi: %v %v", r, err)
 	}
-	if got, _ := metricValue(scrape(t, h.metrics.Handler()), "react_ready", nil); got != 0 {
+	if got, _ := MetricValue(Scrape(t, h.Metrics.Handler()), "react_ready", nil); got != 0 {
 		t.Errorf("react_ready = %v, want 0", got)
 	}
 	// A version the controllable model does not have is still NOT_FOUND.
-	req := ctlRequest("single", "v", ctlBatch)
+	req := CtlRequest("single", "v", CtlBatch)
 	req.ModelVersion = "7"
-	if _, err := h.client.ModelInfer(context.Background(), req); status.Code(err) != codes.NotFound {
+	if _, err := h.Client.ModelInfer(context.Background(), req); status.Code(err) != codes.NotFound {
 		t.Errorf("single version 7: %v, want NOT_FOUND", err)
 	}
 
-	h.fake.SetMissing("head_b", false) // loaded again
-	waitFor(t, 5*time.Second, "ready again", func() bool {
+	h.Fake.SetMissing("head_b", false) // loaded again
+	WaitFor(t, 5*time.Second, "ready again", func() bool {
 		code, ready, readyz := readyNow(t, h)
 		return code != http.StatusServiceUnavailable && ready && readyz == http.StatusOK
 	})
-	if _, err := h.client.ModelInfer(context.Background(), ctlRequest("multi", "back", ctlBatch)); err != nil {
+	if _, err := h.Client.ModelInfer(context.Background(), CtlRequest("multi", "back", CtlBatch)); err != nil {
 		t.Errorf("multi with head_b back: %v", err)
 	}
-	if !strings.Contains(h.log.String(), "not ready") || !strings.Contains(h.log.String(), "ready again") {
-		t.Errorf("the log does not tell the changes:\n%s", h.log.String())
+	if !strings.Contains(h.Log.String(), "not ready") || !strings.Contains(h.Log.String(), "ready again") {
+		t.Errorf("the log does not tell the changes:\n%s", h.Log.String())
 	}
 }
 
 // TestReadinessCached: readiness probes in a burst cost Triton one
 // ModelReady per part at most once a second.
 func TestReadinessCached(t *testing.T) {
-	h := startHarness(t, nil)
+	h := StartHarness(t, nil)
 	readyNow(t, h)
-	before := h.fake.ReadyCalls("head_c")
+	before := h.Fake.ReadyCalls("head_c")
 	for range 20 {
 		readyNow(t, h)
 	}
-	if got := h.fake.ReadyCalls("head_c") - before; got > 2 {
+	if got := h.Fake.ReadyCalls("head_c") - before; got > 2 {
 		t.Errorf("60 readiness answers asked Triton about head_c %d times", got)
 	}
 }
@@ -107,42 +107,42 @@ func TestReadinessCached(t *testing.T) {
 func TestReloadTypoNotRetried(t *testing.T) {
 	defer func(d time.Duration) { reloadRetry = d }(reloadRetry)
 	reloadRetry = 50 * time.Millisecond
-	h := startHarness(t, nil)
+	h := StartHarness(t, nil)
 	hup := runReloader(t, h)
-	metrics := h.metrics.Handler()
-	writeFile(t, h.cfgPath, strings.Replace(h.cfg.yaml(), "model: head_c", "model: head_cc", 1))
+	metrics := h.Metrics.Handler()
+	WriteFile(t, h.ConfigPath, strings.Replace(h.Config.YAML(), "model: head_c", "model: head_cc", 1))
 	hup <- syscall.SIGHUP
-	waitFor(t, 10*time.Second, "the failed reload", func() bool { _, f, ok := reloads(t, metrics); return f >= 1 && ok == 0 })
-	indexCalls := h.fake.IndexCalls()
+	WaitFor(t, 10*time.Second, "the failed reload", func() bool { _, f, ok := reloads(t, metrics); return f >= 1 && ok == 0 })
+	indexCalls := h.Fake.IndexCalls()
 	time.Sleep(20 * reloadRetry)
-	if _, f, _ := reloads(t, metrics); f != 1 || h.fake.IndexCalls() != indexCalls {
-		t.Errorf("a typo was tried again: %v failures, %d index calls more", f, h.fake.IndexCalls()-indexCalls)
+	if _, f, _ := reloads(t, metrics); f != 1 || h.Fake.IndexCalls() != indexCalls {
+		t.Errorf("a typo was tried again: %v failures, %d index calls more", f, h.Fake.IndexCalls()-indexCalls)
 	}
-	if !strings.Contains(h.log.String(), `head_cc\" is not in the model repository`) || !strings.Contains(h.log.String(), "retry=false") {
-		t.Errorf("the log does not say why:\n%s", h.log.String())
+	if !strings.Contains(h.Log.String(), `head_cc\" is not in the model repository`) || !strings.Contains(h.Log.String(), "retry=false") {
+		t.Errorf("the log does not say why:\n%s", h.Log.String())
 	}
-	writeFile(t, h.cfgPath, h.cfg.yaml())
-	waitFor(t, 10*time.Second, "the fixed reload", func() bool { s, _, ok := reloads(t, metrics); return s >= 1 && ok == 1 })
+	WriteFile(t, h.ConfigPath, h.Config.YAML())
+	WaitFor(t, 10*time.Second, "the fixed reload", func() bool { s, _, ok := reloads(t, metrics); return s >= 1 && ok == 1 })
 }
 
 // TestReadyzFollowsTriton: /readyz is 503 while Triton says it is not
 // ready, even with every part of the controllable models ready, and 200
 // again once it is.
 func TestReadyzFollowsTriton(t *testing.T) {
-	h := startHarness(t, nil)
+	h := StartHarness(t, nil)
 	readyz := func() (int, string) {
 		rec := httptest.NewRecorder()
-		h.models.ReadyzHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		h.Models.ReadyzHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 		return rec.Code, rec.Body.String()
 	}
 	if code, body := readyz(); code != http.StatusOK {
 		t.Fatalf("at start: %d %s", code, body)
 	}
-	h.fake.SetServerReady(false)
+	h.Fake.SetServerReady(false)
 	if code, body := readyz(); code != http.StatusServiceUnavailable || !strings.Contains(body, "Triton is not ready") {
 		t.Errorf("with Triton not ready: %d %q, want 503 saying so", code, body)
 	}
-	h.fake.SetServerReady(true)
+	h.Fake.SetServerReady(true)
 	if code, body := readyz(); code != http.StatusOK {
 		t.Errorf("with Triton ready again: %d %s", code, body)
 	}
@@ -152,24 +152,24 @@ func TestReadyzFollowsTriton(t *testing.T) {
 // was computed for; a reload's models are checked at the next probe, not
 // answered with the old models' result of the last second.
 func TestReadinessAfterReload(t *testing.T) {
-	h := newHarness(t, nil)
-	h.fake.Put(h.sc.BackboneModel("backbone2", "FP32"))
+	h := NewHarness(t, nil)
+	h.Fake.Put(h.Scenario.BackboneModel("backbone2", "FP32"))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := h.models.Start(ctx); err != nil {
+	if err := h.Models.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	h.fake.SetReady("backbone", false)
+	h.Fake.SetReady("backbone", false)
 	var seen time.Time
-	waitFor(t, 5*time.Second, "not ready", func() bool {
+	WaitFor(t, 5*time.Second, "not ready", func() bool {
 		code, ready, readyz := readyNow(t, h)
 		seen = time.Now()
 		return code == http.StatusServiceUnavailable && !ready && readyz == http.StatusServiceUnavailable
 	})
-	c := h.cfg
-	c.components = filepath.Join(h.dir, "components.safetensors")
-	c.backbone = "backbone2"
-	if err := h.models.Reload(ctx, loadConfig(t, t.TempDir(), "new.yaml", c)); err != nil {
+	c := h.Config
+	c.Components = filepath.Join(h.Dir, "components.safetensors")
+	c.Backbone = "backbone2"
+	if err := h.Models.Reload(ctx, loadConfig(t, t.TempDir(), "new.yaml", c)); err != nil {
 		t.Fatal(err)
 	}
 	code, ready, readyz := readyNow(t, h)

@@ -101,7 +101,7 @@ func (r *reloader) run(ctx context.Context, hup <-chan os.Signal) {
 		case <-hup:
 			r.log.Info("SIGHUP: reloading")
 			if r.certs != nil {
-				r.certs.reloadAndLog("SIGHUP")
+				r.certs.ReloadAndLog("SIGHUP")
 			}
 			retry = r.retryAfter(r.reload(ctx, true))
 			if w != nil {
@@ -302,7 +302,7 @@ func (r *reloader) reload(ctx context.Context, forced bool) (transient bool) {
 		cfg.Triton.GRPC, cfg.Triton.HTTP, cfg.Triton.TLS = old.Triton.GRPC, old.Triton.HTTP, old.Triton.TLS
 		cfg.Listen, cfg.Log.Format, cfg.LinAlg = old.Listen, old.Log.Format, old.LinAlg
 		cfg.Server, cfg.Pprof = old.Server, old.Pprof
-		policy, err := newManagementPolicy(cfg.Management)
+		policy, err := NewManagementPolicy(cfg.Management)
 		if err != nil {
 			return err
 		}

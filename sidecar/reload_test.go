@@ -41,14 +41,14 @@ func TestReloaderIgnoresOtherFiles(t *testing.T) {
 func TestReloaderRetriesTransientFailure(t *testing.T) {
 	defer func(d time.Duration) { reloadRetry = d }(reloadRetry)
 	reloadRetry = 50 * time.Millisecond
-	h := startHarness(t, nil)
-	h.fake.SetReady("head_a", false)
+	h := StartHarness(t, nil)
+	h.Fake.SetReady("head_a", false)
 	hup := runReloader(t, h)
-	metrics := h.metrics.Handler()
+	metrics := h.Metrics.Handler()
 	hup <- syscall.SIGHUP
-	waitFor(t, 10*time.Second, "the failed reload", func() bool { _, f, ok := reloads(t, metrics); return f >= 1 && ok == 0 })
-	h.fake.SetReady("head_a", true)
-	waitFor(t, 10*time.Second, "the retried reload", func() bool { s, _, ok := reloads(t, metrics); return s == 1 && ok == 1 })
+	WaitFor(t, 10*time.Second, "the failed reload", func() bool { _, f, ok := reloads(t, metrics); return f >= 1 && ok == 0 })
+	h.Fake.SetReady("head_a", true)
+	WaitFor(t, 10*time.Second, "the retried reload", func() bool { s, _, ok := reloads(t, metrics); return s == 1 && ok == 1 })
 }
 
 // TestReloaderRecordsWhatWasLoaded: a components file replaced while a
@@ -56,11 +56,11 @@ func TestReloaderRetriesTransientFailure(t *testing.T) {
 // the reloader records the hash of the bytes the build read, so the next
 // check sees the change and reloads it.
 func TestReloaderRecordsWhatWasLoaded(t *testing.T) {
-	h := startHarness(t, nil)
-	r := &reloader{models: h.models}
+	h := StartHarness(t, nil)
+	r := &reloader{models: h.Models}
 	before := r.fingerprint(nil) // taken when the reload starts; the build reads this content
 	// Replaced after the build read it.
-	writeBytes(t, filepath.Join(h.dir, "components.safetensors"), otherStats(h.sc, 77).ComponentsBytes(t))
+	WriteBytes(t, filepath.Join(h.Dir, "components.safetensors"), OtherStats(h.Scenario, 77).ComponentsBytes(t))
 	r.sums = r.loaded(before)
 	if !r.changed() {
 		t.Fatal("a components file replaced during the build is taken as in service: it would never be loaded")

@@ -143,10 +143,10 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("sidecar: %w", err)
 		}
 	}
-	lim := serverLimits(cfg.Server)
+	lim := ServerLimits(cfg.Server)
 	proxy := passthrough.NewGRPCProxy(s.conn, cfg.TritonGRPC, cfg.InterceptGRPC)
-	proxy.Check, proxy.ReadTimeout, proxy.Log = grpcCheck(cfg.Management, int(lim.MaxHeaderBytes)), lim.ReadTimeout, logger
-	opts := grpcServerOptions(lim)
+	proxy.Check, proxy.ReadTimeout, proxy.Log = GRPCCheck(cfg.Management, int(lim.MaxHeaderBytes)), lim.ReadTimeout, logger
+	opts := GRPCServerOptions(lim)
 	if cfg.MaxRecvMsgSize > 0 {
 		opts = append(opts, grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize))
 	}
@@ -155,7 +155,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.grpc = proxy.NewServer(opts...)
 	s.http = &http.Server{
-		Handler:           httpFrontDoor(handler, lim, cfg.Management, cfg.Metrics),
+		Handler:           WrapHTTP(handler, lim, cfg.Management, cfg.Metrics),
 		ErrorLog:          errLog,
 		ReadHeaderTimeout: lim.ReadHeaderTimeout,
 		ReadTimeout:       lim.ReadTimeout,
@@ -163,7 +163,7 @@ func New(cfg Config) (*Server, error) {
 		// Go reads up to this and 4 KiB more before it answers 431 itself;
 		// limitHTTPHeaders answers the exact bound.
 		MaxHeaderBytes: int(lim.MaxHeaderBytes),
-		ConnState:      clearWriteDeadline,
+		ConnState:      ClearWriteDeadline,
 		// HTTP/1.1 only, as Triton's HTTP endpoint.
 		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
 	}
@@ -209,7 +209,7 @@ func (s *Server) listen(what, addr, name string, max int, tlsCfg *tls.Config) (n
 	if err != nil {
 		return nil, fmt.Errorf("sidecar: %s listener: %w", what, err)
 	}
-	l = limitListener(l, name, max, s.cfg.Metrics)
+	l = LimitListener(l, name, max, s.cfg.Metrics)
 	if tlsCfg != nil {
 		l = tls.NewListener(l, tlsCfg)
 	}

@@ -17,7 +17,7 @@ import (
 // empty message, every HTTP request with 200 "upstream"; each is recorded
 // with its metadata or headers, so that a test can tell what reached
 // Triton.
-type recorder struct {
+type Recorder struct {
 	mu      sync.Mutex
 	methods []string
 	md      []metadata.MD
@@ -25,7 +25,7 @@ type recorder struct {
 	headers []http.Header
 }
 
-func (u *recorder) handle(_ any, ss grpc.ServerStream) error {
+func (u *Recorder) Handle(_ any, ss grpc.ServerStream) error {
 	method, _ := grpc.MethodFromServerStream(ss)
 	md, _ := metadata.FromIncomingContext(ss.Context())
 	u.mu.Lock()
@@ -39,7 +39,7 @@ func (u *recorder) handle(_ any, ss grpc.ServerStream) error {
 	return ss.SendMsg(&passthrough.Frame{})
 }
 
-func (u *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (u *Recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	io.Copy(io.Discard, r.Body)
 	u.mu.Lock()
 	u.paths = append(u.paths, r.URL.Path)
@@ -49,14 +49,14 @@ func (u *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // calls returns how many gRPC calls and HTTP requests reached it.
-func (u *recorder) calls() (grpcCalls, httpCalls int) {
+func (u *Recorder) Calls() (grpcCalls, httpCalls int) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return len(u.methods), len(u.paths)
 }
 
 // lastMD returns the metadata of the last gRPC call.
-func (u *recorder) lastMD() metadata.MD {
+func (u *Recorder) LastMD() metadata.MD {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if len(u.md) == 0 {
@@ -66,7 +66,7 @@ func (u *recorder) lastMD() metadata.MD {
 }
 
 // lastHeader returns the headers of the last HTTP request.
-func (u *recorder) lastHeader() http.Header {
+func (u *Recorder) LastHeader() http.Header {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if len(u.headers) == 0 {
@@ -77,10 +77,10 @@ func (u *recorder) lastHeader() http.Header {
 
 // startRecorded serves a sidecar with cfg (its Triton addresses set to a
 // new recorder's) and returns both.
-func startRecorded(t *testing.T, cfg Config) (*Server, *recorder) {
+func StartRecorded(t *testing.T, cfg Config) (*Server, *Recorder) {
 	t.Helper()
-	u := &recorder{}
-	cfg.TritonGRPC = startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.handle), grpc.ForceServerCodecV2(passthrough.Codec{}))
-	cfg.TritonHTTP = startUpstreamHTTP(t, u)
-	return startSidecar(t, cfg), u
+	u := &Recorder{}
+	cfg.TritonGRPC = StartUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.Handle), grpc.ForceServerCodecV2(passthrough.Codec{}))
+	cfg.TritonHTTP = StartUpstreamHTTP(t, u)
+	return StartSidecar(t, cfg), u
 }

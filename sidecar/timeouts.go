@@ -83,7 +83,7 @@ func (t *timedWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
 // that went idle has its write deadline lifted, so that a kept-alive
 // connection's next request starts with none (the server writes some
 // answers itself, such as a 431, before any handler runs).
-func clearWriteDeadline(c net.Conn, state http.ConnState) {
+func ClearWriteDeadline(c net.Conn, state http.ConnState) {
 	if state == http.StateIdle {
 		c.SetWriteDeadline(time.Time{})
 	}

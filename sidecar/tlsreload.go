@@ -185,7 +185,7 @@ func (s *CertStore) Watch(ctx context.Context) {
 			s.log.Warn("watching the TLS files", "error", err)
 		case <-debounce:
 			debounce = nil
-			s.reloadAndLog("a TLS file changed")
+			s.ReloadAndLog("a TLS file changed")
 			// A directory replaced as a whole is watched anew.
 			for d := range dirs {
 				w.Add(d)
@@ -195,7 +195,7 @@ func (s *CertStore) Watch(ctx context.Context) {
 }
 
 // reloadAndLog reloads the store and logs the outcome.
-func (s *CertStore) reloadAndLog(why string) {
+func (s *CertStore) ReloadAndLog(why string) {
 	old := s.cur.Load()
 	if err := s.Reload(); err != nil {
 		s.log.Error("TLS certificate reload failed; the previous certificate keeps serving", "why", why, "error", err)

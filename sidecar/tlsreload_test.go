@@ -135,7 +135,7 @@ func tlsCalls(t *testing.T, s *Server, cfg *tls.Config) (grpcErr, httpErr error)
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	grpcErr = invokeRaw(ctx, conn, passthrough.Service+"ServerLive")
+	grpcErr = InvokeRaw(ctx, conn, passthrough.Service+"ServerLive")
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 5 * time.Second}
 	defer client.CloseIdleConnections()
 	resp, err := client.Get("https://" + s.HTTPAddr().String() + "/v2/health/live")
@@ -160,7 +160,7 @@ func TestTLSListeners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, _ := startRecorded(t, Config{TLS: certs})
+	s, _ := StartRecorded(t, Config{TLS: certs})
 	if gerr, herr := tlsCalls(t, s, clientTLS(t, ca, nil)); gerr != nil || herr != nil {
 		t.Fatalf("over TLS: gRPC %v, HTTP %v", gerr, herr)
 	}
@@ -198,7 +198,7 @@ func TestMutualTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := metrics.New()
-	s, _ := startRecorded(t, Config{TLS: certs, MetricsTLS: true, MetricsListen: "127.0.0.1:0", MetricsHandler: m.Handler()})
+	s, _ := StartRecorded(t, Config{TLS: certs, MetricsTLS: true, MetricsListen: "127.0.0.1:0", MetricsHandler: m.Handler()})
 	if gerr, herr := tlsCalls(t, s, clientTLS(t, ca, clients)); gerr != nil || herr != nil {
 		t.Fatalf("with a client certificate: gRPC %v, HTTP %v", gerr, herr)
 	}
@@ -248,7 +248,7 @@ func TestCertificateReload(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go certs.Watch(ctx)
-	s, _ := startRecorded(t, Config{TLS: certs})
+	s, _ := StartRecorded(t, Config{TLS: certs})
 	cfg := clientTLS(t, ca, nil)
 	// A connection that stays open across the change.
 	conn, err := grpc.NewClient(s.GRPCAddr().String(), grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
@@ -256,7 +256,7 @@ func TestCertificateReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if err := invokeRaw(context.Background(), conn, passthrough.Service+"ServerLive"); err != nil {
+	if err := InvokeRaw(context.Background(), conn, passthrough.Service+"ServerLive"); err != nil {
 		t.Fatal(err)
 	}
 	first := servedCert(t, s.HTTPAddr().String(), cfg)
@@ -272,18 +272,18 @@ func TestCertificateReload(t *testing.T) {
 	writeAtomic(t, files.CertFile, cert)
 	block, _ := pem.Decode(cert)
 	leaf, _ := x509.ParseCertificate(block.Bytes)
-	waitFor(t, 5*time.Second, "the new certificate", func() bool { return servedCert(t, s.HTTPAddr().String(), cfg) == leaf.SerialNumber.String() })
-	if err := invokeRaw(context.Background(), conn, passthrough.Service+"ServerLive"); err != nil {
+	WaitFor(t, 5*time.Second, "the new certificate", func() bool { return servedCert(t, s.HTTPAddr().String(), cfg) == leaf.SerialNumber.String() })
+	if err := InvokeRaw(context.Background(), conn, passthrough.Service+"ServerLive"); err != nil {
 		t.Errorf("the connection open across the change: %v", err)
 	}
-	fams := scrape(t, m.Handler())
-	if ok, _ := metricValue(fams, "react_tls_last_reload_successful", nil); ok != 1 {
+	fams := Scrape(t, m.Handler())
+	if ok, _ := MetricValue(fams, "react_tls_last_reload_successful", nil); ok != 1 {
 		t.Errorf("react_tls_last_reload_successful = %v", ok)
 	}
-	if failed, _ := metricValue(fams, "react_tls_reloads_total", map[string]string{"result": "failure"}); failed < 1 {
+	if failed, _ := MetricValue(fams, "react_tls_reloads_total", map[string]string{"result": "failure"}); failed < 1 {
 		t.Errorf("react_tls_reloads_total{failure} = %v, want the mismatched pair counted", failed)
 	}
-	if exp, _ := metricValue(fams, "react_tls_certificate_not_after_timestamp_seconds", nil); int64(exp) != leaf.NotAfter.Unix() {
+	if exp, _ := MetricValue(fams, "react_tls_certificate_not_after_timestamp_seconds", nil); int64(exp) != leaf.NotAfter.Unix() {
 		t.Errorf("not_after = %v, want %d", exp, leaf.NotAfter.Unix())
 	}
 	if got := certs.NotAfter(); !got.Equal(leaf.NotAfter) {
@@ -321,7 +321,7 @@ func TestClientCARotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, _ := startRecorded(t, Config{TLS: certs})
+	s, _ := StartRecorded(t, Config{TLS: certs})
 	if gerr, herr := tlsCalls(t, s, clientTLS(t, ca, oldClients)); gerr != nil || herr != nil {
 		t.Fatalf("before the rotation: gRPC %v, HTTP %v", gerr, herr)
 	}
@@ -345,7 +345,7 @@ func TestTLSMinVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, _ := startRecorded(t, Config{TLS: certs})
+	s, _ := StartRecorded(t, Config{TLS: certs})
 	cfg := clientTLS(t, ca, nil)
 	cfg.MinVersion, cfg.MaxVersion = tls.VersionTLS10, tls.VersionTLS11
 	if gerr, herr := tlsCalls(t, s, cfg); gerr == nil || herr == nil {
@@ -404,7 +404,7 @@ func TestCertificateReloadSecretVolume(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go certs.Watch(ctx)
-	s, _ := startRecorded(t, Config{TLS: certs})
+	s, _ := StartRecorded(t, Config{TLS: certs})
 	cfg := clientTLS(t, ca, nil)
 	time.Sleep(2 * tlsDebounce) // Watch has added the directory
 
@@ -415,7 +415,7 @@ func TestCertificateReloadSecretVolume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the Secret's new certificate", func() bool {
+	WaitFor(t, 5*time.Second, "the Secret's new certificate", func() bool {
 		return servedCert(t, s.HTTPAddr().String(), cfg) == leaf.SerialNumber.String()
 	})
 }
@@ -430,7 +430,7 @@ func TestMetricsPlainUnlessAsked(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := metrics.New()
-	s, _ := startRecorded(t, Config{TLS: certs, MetricsListen: "127.0.0.1:0", MetricsHandler: m.Handler()})
+	s, _ := StartRecorded(t, Config{TLS: certs, MetricsListen: "127.0.0.1:0", MetricsHandler: m.Handler()})
 	resp, err := http.Get("http://" + s.MetricsAddr().String() + "/healthz")
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("metrics over plain HTTP: %v %v", resp, err)
