@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+
+	"github.com/mergectl/react-triton/sidecar/internal/restapi"
 )
 
 // maxIndexRequest is how much of a repository index request httpIndex
@@ -24,26 +26,26 @@ const maxIndexRequest = 64 << 10
 func (ms *Models) httpIndex(pass http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		head, _ := io.ReadAll(io.LimitReader(r.Body, maxIndexRequest))
-		r.Body = readCloser{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+		r.Body = restapi.ReadCloser{Reader: io.MultiReader(bytes.NewReader(head), r.Body), Closer: r.Body}
 		// The answer is edited: ask for it uncompressed.
 		r.Header.Del("Accept-Encoding")
-		rec := &responseBuffer{header: make(http.Header), code: http.StatusOK}
+		rec := restapi.NewResponseBuffer()
 		pass.ServeHTTP(rec, r)
-		body := rec.body.Bytes()
-		if rec.code == http.StatusOK && rec.header.Get("Content-Encoding") == "" {
+		body := rec.Body.Bytes()
+		if rec.Code == http.StatusOK && rec.Header().Get("Content-Encoding") == "" {
 			var req struct {
 				Ready bool `json:"ready"`
 			}
 			_ = json.Unmarshal(head, &req) // Triton took it: a body it reads as not ready-only may not parse here
 			if edited, err := ms.spliceIndex(body, req.Ready); err == nil {
 				body = edited
-				rec.header.Set("Content-Length", strconv.Itoa(len(body)))
+				rec.Header().Set("Content-Length", strconv.Itoa(len(body)))
 			}
 		}
-		for k, v := range rec.header {
+		for k, v := range rec.Header() {
 			w.Header()[k] = v
 		}
-		w.WriteHeader(rec.code)
+		w.WriteHeader(rec.Code)
 		w.Write(body)
 	})
 }
@@ -73,55 +75,11 @@ func (ms *Models) spliceIndex(body []byte, readyOnly bool) ([]byte, error) {
 		add(e)
 	}
 	for _, m := range ms.mergeIndex(nil, readyOnly) {
-		e, err := indexEntry(m.GetName(), m.GetVersion(), m.GetState(), m.GetReason())
+		e, err := restapi.IndexEntry(m.GetName(), m.GetVersion(), m.GetState(), m.GetReason())
 		if err != nil {
 			return nil, err
 		}
 		add(e)
 	}
 	return append(out, ']'), nil
-}
-
-// indexEntry writes one entry of the index as Triton does.
-func indexEntry(name, version, state, reason string) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	e := struct {
-		Name    string `json:"name"`
-		Version string `json:"version,omitempty"`
-		State   string `json:"state,omitempty"`
-		Reason  string `json:"reason,omitempty"`
-	}{name, version, state, reason}
-	if err := enc.Encode(e); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
-// readCloser reads from one reader and closes another.
-type readCloser struct {
-	io.Reader
-	io.Closer
-}
-
-// responseBuffer holds an answer of the proxy for the sidecar to edit.
-type responseBuffer struct {
-	header http.Header
-	code   int
-	body   bytes.Buffer
-	wrote  bool
-}
-
-func (b *responseBuffer) Header() http.Header { return b.header }
-
-func (b *responseBuffer) WriteHeader(code int) {
-	if !b.wrote {
-		b.code, b.wrote = code, true
-	}
-}
-
-func (b *responseBuffer) Write(p []byte) (int, error) {
-	b.wrote = true
-	return b.body.Write(p)
 }

@@ -3,61 +3,24 @@ package sidecar
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/internal/restapi"
 	"github.com/mergectl/react-triton/sidecar/limits"
 	"github.com/mergectl/react-triton/sidecar/passthrough"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/triton/tritonhttp"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
-
-// headerContentLength is the HTTP header of Triton's binary tensor
-// extension: the length of the JSON part of a body.
-const headerContentLength = "Inference-Header-Content-Length"
-
-// route is a request path of Triton's HTTP API about one model:
-// /v2/models/NAME[/versions/V][/ACTION].
-type route struct {
-	model, version, action string
-}
-
-// parseRoute parses a /v2/models/... path; ok is false for any other path
-// (and for /v2/models/stats, which is about every model).
-func parseRoute(path string) (r route, ok bool) {
-	rest, found := strings.CutPrefix(path, "/v2/models/")
-	if !found || rest == "" {
-		return r, false
-	}
-	parts := strings.Split(rest, "/")
-	r.model = parts[0]
-	parts = parts[1:]
-	if len(parts) >= 2 && parts[0] == "versions" {
-		r.version = parts[1]
-		parts = parts[2:]
-	}
-	switch len(parts) {
-	case 0:
-	case 1:
-		r.action = parts[0]
-	default:
-		return r, false
-	}
-	return r, r.model != ""
-}
 
 // HTTPInterceptor returns the HTTP side of the controllable models, for the
 // proxy's seam. It answers inference, metadata, readiness, configuration
@@ -82,34 +45,34 @@ func (ms *Models) HTTPInterceptor() passthrough.HTTPInterceptor {
 			}
 			return ms.httpIndex(pass)
 		}
-		rt, ok := parseRoute(r.URL.Path)
+		rt, ok := restapi.ParseRoute(r.URL.Path)
 		if !ok {
 			return nil
 		}
-		if rt.action == "infer" && r.Method == http.MethodPost {
+		if rt.Action == "infer" && r.Method == http.MethodPost {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { ms.httpInfer(w, r, rt, pass) })
 		}
-		m, _, declared, err := ms.lookup(rt.model)
+		m, _, declared, err := ms.lookup(rt.Model)
 		if !declared {
 			return nil
 		}
-		if err == nil && m.Ensemble() != "" && rt.action != "stats" {
+		if err == nil && m.Ensemble() != "" && rt.Action != "stats" {
 			// Triton answers for the ensemble a graph-form model runs.
 			return nil
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if err == nil {
-				switch rt.action {
+				switch rt.Action {
 				case "ready":
-					if !knownVersion(m, rt.version) {
+					if !knownVersion(m, rt.Version) {
 						// As Triton: a version that does not exist is not ready.
 						w.WriteHeader(http.StatusBadRequest)
 						return
 					}
 				case "stats":
-					err = checkStatisticsVersion(m, rt.version)
+					err = checkStatisticsVersion(m, rt.Version)
 				default:
-					err = checkVersion(m, rt.version)
+					err = checkVersion(m, rt.Version)
 				}
 			}
 			if err != nil {
@@ -117,9 +80,9 @@ func (ms *Models) HTTPInterceptor() passthrough.HTTPInterceptor {
 				return
 			}
 			switch {
-			case rt.action == "" && r.Method == http.MethodGet:
-				writeHTTPJSON(w, m.Metadata())
-			case rt.action == "ready" && r.Method == http.MethodGet:
+			case rt.Action == "" && r.Method == http.MethodGet:
+				restapi.WriteJSON(w, m.Metadata())
+			case rt.Action == "ready" && r.Method == http.MethodGet:
 				ready, err := ms.modelReady(r.Context(), m)
 				switch {
 				case err != nil:
@@ -129,10 +92,10 @@ func (ms *Models) HTTPInterceptor() passthrough.HTTPInterceptor {
 				default:
 					w.WriteHeader(http.StatusBadRequest)
 				}
-			case rt.action == "config" && r.Method == http.MethodGet:
-				writeHTTPJSON(w, m.Config())
-			case rt.action == "stats" && r.Method == http.MethodGet:
-				writeHTTPJSON(w, &tritonpb.ModelStatisticsResponse{ModelStats: []*tritonpb.ModelStatistics{m.Stats().Proto(m.Name(), m.Version())}})
+			case rt.Action == "config" && r.Method == http.MethodGet:
+				restapi.WriteJSON(w, m.Config())
+			case rt.Action == "stats" && r.Method == http.MethodGet:
+				restapi.WriteJSON(w, &tritonpb.ModelStatisticsResponse{ModelStats: []*tritonpb.ModelStatistics{m.Stats().Proto(m.Name(), m.Version())}})
 			default:
 				passthrough.WriteHTTPError(w, http.StatusNotFound, "sidecar: "+r.Method+" "+r.URL.Path+" is not served for the controllable model "+strconv.Quote(m.Name()))
 			}
@@ -145,10 +108,10 @@ func (ms *Models) HTTPInterceptor() passthrough.HTTPInterceptor {
 // compressed or not). The body is read within limits.max_request_bytes and
 // against limits.max_inflight_bytes, whose share it holds until the answer
 // is sent; the checks stop when the client goes away.
-func (ms *Models) httpInfer(w http.ResponseWriter, r *http.Request, rt route, pass http.Handler) {
+func (ms *Models) httpInfer(w http.ResponseWriter, r *http.Request, rt restapi.Route, pass http.Handler) {
 	start := time.Now()
 	cfg := ms.Config()
-	res, _ := ms.budget.Reserve(0) // nothing held yet (0 bytes always fit): readRaw grows it
+	res, _ := ms.budget.Reserve(0) // nothing held yet (0 bytes always fit): limits.ReadBody grows it
 	defer res.Release()
 	req, raw, body, err := ms.readInfer(r, cfg, res)
 	if err != nil {
@@ -161,7 +124,7 @@ func (ms *Models) httpInfer(w http.ResponseWriter, r *http.Request, rt route, pa
 		ms.httpRefuse(w, err, cfg)
 		return
 	}
-	m, up, declared, lerr := ms.lookup(rt.model)
+	m, up, declared, lerr := ms.lookup(rt.Model)
 	if !declared {
 		if raw, err = ms.httpRelayed(r, rt, req, raw, body); err != nil {
 			writeStatusError(w, err)
@@ -178,7 +141,7 @@ func (ms *Models) httpInfer(w http.ResponseWriter, r *http.Request, rt route, pa
 		return
 	}
 	if req.Raw {
-		if err := rawInput(m, req); err != nil {
+		if err := restapi.RawInput(m, req); err != nil {
 			writeStatusError(w, err)
 			return
 		}
@@ -191,7 +154,7 @@ func (ms *Models) httpInfer(w http.ResponseWriter, r *http.Request, rt route, pa
 // model reads the request's react-preference and react-preset headers
 // (backend mode; backendParameters), the decompressed body with them as
 // request parameters, its headers updated to match.
-func (ms *Models) httpRelayed(r *http.Request, rt route, req *tritonhttp.Request, raw, body []byte) ([]byte, error) {
+func (ms *Models) httpRelayed(r *http.Request, rt restapi.Route, req *tritonhttp.Request, raw, body []byte) ([]byte, error) {
 	var hdr control.Values
 	if v := r.Header.Values(control.KeyPreference); len(v) > 0 {
 		hdr.Preference, hdr.HasPreference = v[0], true
@@ -199,15 +162,15 @@ func (ms *Models) httpRelayed(r *http.Request, rt route, req *tritonhttp.Request
 	if v := r.Header.Values(control.KeyPreset); len(v) > 0 {
 		hdr.Preset, hdr.HasPreset = v[0], true
 	}
-	params, err := ms.backendParameters(r.Context(), rt.model, rt.version, hdr)
+	params, err := ms.backendParameters(r.Context(), rt.Model, rt.Version, hdr)
 	if err != nil || params == nil {
 		return raw, err
 	}
 	if req.Raw {
 		return nil, status.Errorf(codes.InvalidArgument, "sidecar: model %q reads the react-preference and react-preset headers as request parameters, "+
-			"which a raw binary request (Inference-Header-Content-Length: 0) cannot carry: send a JSON header", rt.model)
+			"which a raw binary request (Inference-Header-Content-Length: 0) cannot carry: send a JSON header", rt.Model)
 	}
-	hl, framed := r.Header[http.CanonicalHeaderKey(headerContentLength)]
+	hl, framed := r.Header[http.CanonicalHeaderKey(restapi.HeaderContentLength)]
 	opt := tritonhttp.Options{HasHeaderLength: framed}
 	if framed && len(hl) > 0 {
 		opt.HeaderLength = hl[0]
@@ -218,7 +181,7 @@ func (ms *Models) httpRelayed(r *http.Request, rt route, req *tritonhttp.Request
 	}
 	r.Header.Del("Content-Encoding")
 	if newLength >= 0 {
-		r.Header.Set(headerContentLength, strconv.Itoa(newLength))
+		r.Header.Set(restapi.HeaderContentLength, strconv.Itoa(newLength))
 	}
 	return out, nil
 }
@@ -227,7 +190,7 @@ func (ms *Models) httpRelayed(r *http.Request, rt route, req *tritonhttp.Request
 // decompressed) and checks and converts it (req).
 func (ms *Models) readInfer(r *http.Request, cfg *config.Config, res *limits.Reservation) (req *tritonhttp.Request, raw, body []byte, err error) {
 	limit := min(int64(cfg.Limits.MaxRequestBytes), int64(cfg.Limits.MaxInflightBytes))
-	if raw, err = readRaw(r.Body, r.ContentLength, limit, res); err != nil {
+	if raw, err = limits.ReadBody(r.Body, r.ContentLength, limit, res); err != nil {
 		return nil, nil, nil, err
 	}
 	body = raw
@@ -239,60 +202,13 @@ func (ms *Models) readInfer(r *http.Request, cfg *config.Config, res *limits.Res
 			return nil, nil, nil, err
 		}
 	}
-	hl, framed := r.Header[http.CanonicalHeaderKey(headerContentLength)]
+	hl, framed := r.Header[http.CanonicalHeaderKey(restapi.HeaderContentLength)]
 	opt := tritonhttp.Options{HasHeaderLength: framed, Limits: limits.FromConfig(cfg.Limits)}
 	if framed && len(hl) > 0 {
 		opt.HeaderLength = hl[0]
 	}
 	req, err = tritonhttp.ParseRequestWith(r.Context(), body, opt)
 	return req, raw, body, err
-}
-
-// readChunk is how much of a body readRaw reserves and reads at a time
-// when its length is not known beforehand.
-const readChunk = 256 << 10
-
-// readRaw reads at most limit bytes of a body, failing with a
-// *tritonhttp.TooLargeError beyond, and reserves them on res as it goes
-// (all at once when the Content-Length says how many), failing with a
-// *BudgetError when they do not fit.
-func readRaw(body io.Reader, length, limit int64, res *limits.Reservation) ([]byte, error) {
-	if length > limit {
-		return nil, &tritonhttp.TooLargeError{Limit: limit}
-	}
-	var b []byte
-	if length >= 0 {
-		if err := res.Grow(length); err != nil {
-			return nil, err
-		}
-		b = make([]byte, 0, length+1)
-	}
-	for {
-		if len(b) == cap(b) {
-			n := int64(readChunk)
-			if length >= 0 {
-				n = min(n, limit+1-int64(len(b))) // a body longer than it said
-			}
-			if err := res.Grow(n); err != nil {
-				return nil, err
-			}
-			b = append(b, make([]byte, n)...)[:len(b)]
-		}
-		n, err := body.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if int64(len(b)) > limit {
-			return nil, &tritonhttp.TooLargeError{Limit: limit}
-		}
-		if errors.Is(err, io.EOF) {
-			return b, nil
-		}
-		if passthrough.IsReadTimeout(err) {
-			return nil, passthrough.ErrReadTimeout
-		}
-		if err != nil {
-			return nil, &tritonhttp.RequestError{Msg: "reading the request body: " + err.Error()}
-		}
-	}
 }
 
 // httpRefuse answers a request that failed the checks: with Triton's own
@@ -333,7 +249,7 @@ func (ms *Models) httpRefuse(w http.ResponseWriter, err error, cfg *config.Confi
 		code, reason = http.StatusRequestEntityTooLarge, "too_large"
 	case errors.As(err, &be):
 		code, reason = http.StatusTooManyRequests, "memory"
-		setRetryAfter(w, cfg.Admission.RetryAfter)
+		restapi.SetRetryAfter(w, cfg.Admission.RetryAfter)
 	}
 	if ms.metrics != nil {
 		ms.metrics.Reject("http", reason)
@@ -341,14 +257,9 @@ func (ms *Models) httpRefuse(w http.ResponseWriter, err error, cfg *config.Confi
 	passthrough.WriteHTTPError(w, code, msg)
 }
 
-// setRetryAfter sets the Retry-After header, in whole seconds.
-func setRetryAfter(w http.ResponseWriter, d time.Duration) {
-	w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(d.Seconds())), 10))
-}
-
 // httpServe serves a checked inference request for a controllable model.
-func (ms *Models) httpServe(w http.ResponseWriter, r *http.Request, m *pipeline.Model, up *pipeline.Upstream, rt route, req *tritonhttp.Request, start time.Time) {
-	req.Proto.ModelName, req.Proto.ModelVersion = rt.model, rt.version
+func (ms *Models) httpServe(w http.ResponseWriter, r *http.Request, m *pipeline.Model, up *pipeline.Upstream, rt restapi.Route, req *tritonhttp.Request, start time.Time) {
+	req.Proto.ModelName, req.Proto.ModelVersion = rt.Model, rt.Version
 	hdr := control.Values{}
 	if v, ok := r.Header[http.CanonicalHeaderKey(control.KeyPreference)]; ok && len(v) > 0 {
 		hdr.Preference, hdr.HasPreference = v[0], true
@@ -361,12 +272,12 @@ func (ms *Models) httpServe(w http.ResponseWriter, r *http.Request, m *pipeline.
 			hdr.Key, hdr.HasKey = v[0], true
 		}
 	}
-	if err := jsonOutputsFit(m, req); err != nil {
+	if err := restapi.JSONOutputsFit(m, req); err != nil {
 		// Refused before Triton is called (Triton answers 400 too).
 		passthrough.WriteHTTPError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	ctx := metadata.NewOutgoingContext(r.Context(), httpMetadata(r.Header, ms.Config().Triton.ForwardHeaders))
+	ctx := metadata.NewOutgoingContext(r.Context(), restapi.GRPCMetadata(r.Header, ms.Config().Triton.ForwardHeaders))
 	ctx = control.WithClientKey(ctx, ms.clientKey(m, r.Header.Get, r.RemoteAddr))
 	resp, err := ms.serve(ctx, m, up, req.Proto, hdr, "http", start, nil)
 	if err != nil {
@@ -389,7 +300,7 @@ func (ms *Models) httpServe(w http.ResponseWriter, r *http.Request, m *pipeline.
 		h.Set(control.KeyArm, arm)
 	}
 	if headerLength >= 0 {
-		h.Set(headerContentLength, strconv.Itoa(headerLength))
+		h.Set(restapi.HeaderContentLength, strconv.Itoa(headerLength))
 		h.Set("Content-Type", "application/octet-stream")
 	} else {
 		h.Set("Content-Type", "application/json")
@@ -397,64 +308,6 @@ func (ms *Models) httpServe(w http.ResponseWriter, r *http.Request, m *pipeline.
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	w.Write(body)
-}
-
-// jsonOutputsFit refuses a request that asks for an FP16 or BF16 output as
-// JSON, which has no JSON form.
-func jsonOutputsFit(m *pipeline.Model, req *tritonhttp.Request) error {
-	asked := make(map[string]bool, len(req.Proto.GetOutputs()))
-	for _, o := range req.Proto.GetOutputs() {
-		asked[o.GetName()] = true
-	}
-	for _, o := range m.Metadata().GetOutputs() {
-		if len(asked) > 0 && !asked[o.GetName()] {
-			continue
-		}
-		if dt := o.GetDatatype(); (dt == "FP16" || dt == "BF16") && !req.WantsBinary(o.GetName()) {
-			return fmt.Errorf("model %q: output %q is %s, which has no JSON form: ask for it as binary data", m.Name(), o.GetName(), dt)
-		}
-	}
-	return nil
-}
-
-// httpBodyHeaders describe an HTTP body; they mean nothing to the gRPC
-// calls the sidecar makes.
-var httpBodyHeaders = map[string]bool{
-	"content-length": true, "content-encoding": true, "accept-encoding": true,
-	"inference-header-content-length": true, "expect": true,
-}
-
-// httpMetadata is the gRPC metadata of the calls the sidecar makes to Triton
-// for an HTTP request: the headers named in forward (triton.forward_headers:
-// an authorization header for Triton's restricted endpoints, tracing
-// headers), less the body's headers, less what forwardable drops for gRPC
-// clients (hop-by-hop headers, grpc's own, ReACT's react-*), and less
-// values gRPC metadata cannot carry (anything but printable ASCII). Any
-// other header stays with the sidecar: a large cookie would otherwise make
-// Triton refuse the call.
-func httpMetadata(h http.Header, forward []string) metadata.MD {
-	md := make(metadata.MD, len(forward))
-	for _, name := range forward {
-		k := strings.ToLower(name)
-		if httpBodyHeaders[k] || strings.HasSuffix(k, "-bin") {
-			continue
-		}
-		for _, v := range h.Values(name) {
-			if printableASCII(v) {
-				md[k] = append(md[k], v)
-			}
-		}
-	}
-	return passthrough.Forwardable(md)
-}
-
-func printableASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }
 
 // httpAllStatistics answers GET /v2/models/stats: Triton's statistics with
@@ -467,30 +320,8 @@ func (ms *Models) httpAllStatistics() http.Handler {
 			return
 		}
 		resp.ModelStats = ms.mergeStatistics(resp.GetModelStats())
-		writeHTTPJSON(w, resp)
+		restapi.WriteJSON(w, resp)
 	})
-}
-
-// httpStatus maps a gRPC status code to the HTTP status Triton uses for
-// the same error.
-func httpStatus(c codes.Code) int {
-	switch c {
-	case codes.OK:
-		return http.StatusOK
-	case codes.NotFound:
-		return http.StatusNotFound
-	case codes.Unavailable:
-		return http.StatusBadGateway
-	case codes.DeadlineExceeded:
-		return http.StatusGatewayTimeout
-	case codes.Unimplemented:
-		return http.StatusNotImplemented
-	case codes.Internal, codes.Unknown, codes.DataLoss:
-		return http.StatusInternalServerError
-	case codes.ResourceExhausted:
-		return http.StatusRequestEntityTooLarge
-	}
-	return http.StatusBadRequest
 }
 
 // writeStatusError answers a gRPC status error in Triton's HTTP form; a
@@ -498,7 +329,7 @@ func httpStatus(c codes.Code) int {
 // new preference shed by the W_p cache's admission 429 with Retry-After.
 func writeStatusError(w http.ResponseWriter, err error) {
 	st := status.Convert(err)
-	code := httpStatus(st.Code())
+	code := restapi.HTTPStatus(st.Code())
 	var loading *loadingError
 	var gone *partGoneError
 	var overload *control.OverloadError
@@ -507,12 +338,7 @@ func writeStatusError(w http.ResponseWriter, err error) {
 		code = http.StatusServiceUnavailable
 	case errors.As(err, &overload):
 		code = http.StatusTooManyRequests
-		setRetryAfter(w, overload.RetryAfter)
+		restapi.SetRetryAfter(w, overload.RetryAfter)
 	}
 	passthrough.WriteHTTPError(w, code, st.Message())
-}
-
-// writeHTTPJSON answers a protocol message as Triton's JSON.
-func writeHTTPJSON(w http.ResponseWriter, m proto.Message) {
-	writeJSONValue(w, http.StatusOK, jsonMessage(m.ProtoReflect()))
 }

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mergectl/react-triton/sidecar/internal/restapi"
 	"github.com/mergectl/react-triton/sidecar/limits"
 	"github.com/mergectl/react-triton/triton/tritonhttp"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -60,7 +61,7 @@ func FuzzHTTPInfer(f *testing.F) {
 		tg := fuzzTargets[int(target)%len(fuzzTargets)]
 		req := httptest.NewRequest(http.MethodPost, tg.path, strings.NewReader(string(body)))
 		if headerLength != "" {
-			req.Header.Set(headerContentLength, headerLength)
+			req.Header.Set(restapi.HeaderContentLength, headerLength)
 		}
 		if preference != "" {
 			req.Header.Set("React-Preference", preference)
@@ -112,7 +113,7 @@ func FuzzHTTPInfer(f *testing.F) {
 			if p == "" {
 				t.Fatal("a controllable answer without react-preference")
 			}
-			resp, err := tritonhttp.DecodeResponse(rec.Body.Bytes(), rec.Header().Get(headerContentLength))
+			resp, err := tritonhttp.DecodeResponse(rec.Body.Bytes(), rec.Header().Get(restapi.HeaderContentLength))
 			if err != nil {
 				t.Fatalf("undecodable answer: %v", err)
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
+	"github.com/mergectl/react-triton/sidecar/internal/restapi"
 	"github.com/mergectl/react-triton/triton/tritonhttp"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -178,7 +179,7 @@ func TestGraphInfer(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("React-Preference") != "a=0.5,b=0.5" {
 			t.Fatalf("HTTP binary=%v: %d %s", binary, resp.StatusCode, out)
 		}
-		dec, err := tritonhttp.DecodeResponse(out, resp.Header.Get(headerContentLength))
+		dec, err := tritonhttp.DecodeResponse(out, resp.Header.Get(restapi.HeaderContentLength))
 		if err != nil || len(dec.GetOutputs()) != 1 || dec.GetOutputs()[0].GetName() != "logits" {
 			t.Fatalf("HTTP binary=%v: %v %s", binary, err, out)
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
+	"github.com/mergectl/react-triton/sidecar/internal/restapi"
 	"github.com/mergectl/react-triton/triton/tritonhttp"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -55,7 +56,7 @@ func InferBody(t *testing.T, req *tritonpb.ModelInferRequest, binary bool) ([]by
 	}
 	hdr := map[string]string{"Content-Type": "application/json"}
 	if hl >= 0 {
-		hdr[headerContentLength] = strconv.Itoa(hl)
+		hdr[restapi.HeaderContentLength] = strconv.Itoa(hl)
 		hdr["Content-Type"] = "application/octet-stream"
 	}
 	return body, hdr
@@ -106,7 +107,7 @@ func TestModelsHTTPInfer(t *testing.T) {
 			if got := resp.Header.Get("React-Preference"); got != tt.canonical {
 				t.Errorf("react-preference header %q, want %q", got, tt.canonical)
 			}
-			hl := resp.Header.Get(headerContentLength)
+			hl := resp.Header.Get(restapi.HeaderContentLength)
 			if tt.binary != (hl != "") {
 				t.Errorf("binary %v, but Inference-Header-Content-Length %q", tt.binary, hl)
 			}
@@ -176,7 +177,7 @@ func TestModelsHTTPInfer(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Fake-Triton") != "1" {
 			t.Fatalf("chunked pass-through: %d %s", resp.StatusCode, out)
 		}
-		dec, err := tritonhttp.DecodeResponse(out, resp.Header.Get(headerContentLength))
+		dec, err := tritonhttp.DecodeResponse(out, resp.Header.Get(restapi.HeaderContentLength))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,10 +263,10 @@ func TestModelsHTTPMalformed(t *testing.T) {
 		code   int
 		reason string
 	}{
-		{"header length beyond the body", []byte(header), map[string]string{headerContentLength: strconv.Itoa(len(header) + 100)}, 400, "malformed"},
+		{"header length beyond the body", []byte(header), map[string]string{restapi.HeaderContentLength: strconv.Itoa(len(header) + 100)}, 400, "malformed"},
 		// Triton reads "4x" as 4, and parses `{"in` (its answer: 500 and
 		// rapidjson's reason and offset, as for the other JSON errors).
-		{"header length with letters", append([]byte(header), data...), map[string]string{headerContentLength: "4x"}, 500, "malformed"},
+		{"header length with letters", append([]byte(header), data...), map[string]string{restapi.HeaderContentLength: "4x"}, 500, "malformed"},
 		{"JSON garbage", []byte(`{"inputs":[{"name":"x",`), nil, 500, "malformed"},
 		{"not JSON", []byte("hello"), nil, 500, "malformed"},
 		{"too many inputs", []byte(`{"inputs":[` + strings.Repeat(`{"name":"x","datatype":"FP32","shape":[1,3],"data":[1,2,3]},`, 8) +
@@ -273,9 +274,9 @@ func TestModelsHTTPMalformed(t *testing.T) {
 		{"too many outputs", []byte(`{"inputs":[],"outputs":[` + strings.Repeat(`{"name":"o"},`, 8) + `{"name":"p"}]}`), nil, 413, "too_many_outputs"},
 		{"too many parameters", []byte(`{"inputs":[],"parameters":{"a":1,"b":1,"c":1,"d":1,"e":1,"f":1,"g":1,"h":1,"i":1}}`), nil, 413, "too_many_parameters"},
 		{"byte size disagreeing with shape", append([]byte(strings.Replace(header, "48", "44", 1)), data[:44]...),
-			map[string]string{headerContentLength: strconv.Itoa(len(header))}, 400, "malformed"},
+			map[string]string{restapi.HeaderContentLength: strconv.Itoa(len(header))}, 400, "malformed"},
 		{"binary data beyond the sizes", append(append([]byte(header), data...), 0, 0, 0, 0),
-			map[string]string{headerContentLength: strconv.Itoa(len(header))}, 400, "malformed"},
+			map[string]string{restapi.HeaderContentLength: strconv.Itoa(len(header))}, 400, "malformed"},
 		{"JSON data count", []byte(`{"inputs":[{"name":"x","datatype":"FP32","shape":[2,3],"data":[1,2,3]}]}`), nil, 400, "malformed"},
 		{"over the limit", []byte(`{"inputs":[]}` + strings.Repeat(" ", 65<<10)), nil, 413, "too_large"},
 		{"over the limit once decompressed", gz.Bytes(), map[string]string{"Content-Encoding": "gzip"}, 413, "too_large"},

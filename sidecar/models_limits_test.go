@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
+	"github.com/mergectl/react-triton/sidecar/internal/restapi"
 	"github.com/mergectl/react-triton/sidecar/limits"
 	"github.com/mergectl/react-triton/triton/tritonhttp"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -364,18 +365,18 @@ func TestGRPCAsTriton(t *testing.T) {
 func TestHTTPRawRequest(t *testing.T) {
 	h := StartHarness(t, nil)
 	row := CtlBatch[9:12]
-	resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/single/infer", faketriton.Encode("FP32", row), map[string]string{headerContentLength: "0"})
-	if resp.StatusCode != http.StatusOK || resp.Header.Get(headerContentLength) == "" {
-		t.Fatalf("%d %s (Inference-Header-Content-Length %q)", resp.StatusCode, out, resp.Header.Get(headerContentLength))
+	resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/single/infer", faketriton.Encode("FP32", row), map[string]string{restapi.HeaderContentLength: "0"})
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(restapi.HeaderContentLength) == "" {
+		t.Fatalf("%d %s (Inference-Header-Content-Length %q)", resp.StatusCode, out, resp.Header.Get(restapi.HeaderContentLength))
 	}
-	r, err := tritonhttp.DecodeResponse(out, resp.Header.Get(headerContentLength))
+	r, err := tritonhttp.DecodeResponse(out, resp.Header.Get(restapi.HeaderContentLength))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := CheckLogits(h.Scenario, "a", []float64{1, 0, 0}, row, r.GetRawOutputContents()[0]); err != nil {
 		t.Error(err)
 	}
-	resp, out = HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/single/infer", faketriton.Encode("FP32", CtlBatch[:6]), map[string]string{headerContentLength: "0"})
+	resp, out = HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/single/infer", faketriton.Encode("FP32", CtlBatch[:6]), map[string]string{restapi.HeaderContentLength: "0"})
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("two rows as raw data of a batch of one: %d %s", resp.StatusCode, out)
 	}

@@ -114,16 +114,19 @@ var policy = map[string][]string{
 	"sidecar/modelstats": {"triton/tritonpb"},
 	// sidecar/limits: what one request may hold (the body budget) and send
 	// (its inputs, outputs and parameters), and the statuses of a refusal.
-	"sidecar/limits": {"sidecar/config", "triton/tritonhttp", "triton/tritonpb"},
+	"sidecar/limits": {"sidecar/config", "sidecar/passthrough", "triton/tritonhttp", "triton/tritonpb"},
 	// sidecar/metrics: the sidecar's Prometheus metrics, which the other
 	// parts report to.
 	"sidecar/metrics": {"sidecar/pipeline", "sidecar/limits", "control", "internal/buildinfo"},
 	// sidecar/passthrough: the pass-through proxy and its seams; it knows
 	// nothing of the controllable models or the front door.
-	"sidecar/passthrough":         {"control", "triton/tritonhttp"},
+	"sidecar/passthrough": {"control", "triton/tritonhttp"},
+	// sidecar/internal/restapi: Triton's HTTP API as the sidecar answers it
+	// for controllable models.
+	"sidecar/internal/restapi":    {"sidecar/passthrough", "sidecar/pipeline", "triton", "triton/tritonhttp", "triton/tritonpb"},
 	"sidecar/pipeline":            {"sidecar/modelstats", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/ensemble"},
 	"sidecar/internal/faketriton": {"react", "react/componentsfile", "triton", "triton/tritonpb", "triton/tritonhttp"},
-	"sidecar": {"sidecar/pipeline", "sidecar/modelstats", "sidecar/limits", "sidecar/metrics", "sidecar/passthrough", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/tritonhttp",
+	"sidecar": {"sidecar/pipeline", "sidecar/modelstats", "sidecar/limits", "sidecar/metrics", "sidecar/passthrough", "sidecar/internal/restapi", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/tritonhttp",
 		"internal/buildinfo", "internal/cli"},
 
 	// The Triton backend: never the sidecar or its configuration.

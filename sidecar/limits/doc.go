@@ -6,5 +6,6 @@
 // without decoding it (CheckCounts, limits.max_inputs, max_outputs and
 // max_parameters), the triton_* parameters Triton reserves, and the gRPC
 // statuses of a refusal (Status, BudgetStatus) with the reason the
-// rejection metric counts (Reason).
+// rejection metric counts (Reason), and an HTTP request's body read within
+// its size limit and the budget (ReadBody).
 package limits

@@ -1,4 +1,4 @@
-package sidecar
+package restapi
 
 import (
 	"net/http"
@@ -23,7 +23,7 @@ func TestHTTPMetadata(t *testing.T) {
 	h.Add("X-Latin", "caf\xe9")
 	h.Add("X-Ctl", "a\x01b")
 	h.Add("React-Preference", "a=1")
-	got := httpMetadata(h, []string{"authorization", "X-Multi", "content-length", "trace-bin", "x-latin", "x-ctl", "react-preference"})
+	got := GRPCMetadata(h, []string{"authorization", "X-Multi", "content-length", "trace-bin", "x-latin", "x-ctl", "react-preference"})
 	want := metadata.MD{"authorization": {"Bearer t"}, "x-multi": {"a", "b"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("httpMetadata = %q, want %q", got, want)

@@ -1,4 +1,4 @@
-package sidecar
+package restapi
 
 import (
 	"encoding/base64"
@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/mergectl/react-triton/sidecar/passthrough"
@@ -81,4 +82,9 @@ func writeJSONValue(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(code)
 	w.Write(b)
+}
+
+// WriteJSON answers a protocol message as Triton's JSON.
+func WriteJSON(w http.ResponseWriter, m proto.Message) {
+	writeJSONValue(w, http.StatusOK, jsonMessage(m.ProtoReflect()))
 }

@@ -1,7 +1,8 @@
-package sidecar
+package restapi
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -12,13 +13,13 @@ import (
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
-// rawInput turns a raw binary request (Inference-Header-Content-Length 0:
+// RawInput turns a raw binary request (Inference-Header-Content-Length 0:
 // the whole body is the data of the model's only input) for a controllable
 // model into an ordinary one, by Triton's rule: the model must have one
 // input; a batching model gets a batch of 1; of the other dimensions at
 // most one may be variable, and it is deduced from the body's size; a
 // BYTES input must hold exactly one element, the body.
-func rawInput(m *pipeline.Model, req *tritonhttp.Request) error {
+func RawInput(m *pipeline.Model, req *tritonhttp.Request) error {
 	inputs := m.Metadata().GetInputs()
 	if len(inputs) != 1 {
 		return status.Errorf(codes.InvalidArgument, "model %q: a raw binary request (Inference-Header-Content-Length 0) is only for models with one input; this one has %d", m.Name(), len(inputs))
@@ -58,5 +59,23 @@ func rawInput(m *pipeline.Model, req *tritonhttp.Request) error {
 	}
 	req.Proto.Inputs = []*tritonpb.ModelInferRequest_InferInputTensor{{Name: in.GetName(), Datatype: in.GetDatatype(), Shape: shape}}
 	req.Proto.RawInputContents = [][]byte{data}
+	return nil
+}
+
+// JSONOutputsFit refuses a request that asks for an FP16 or BF16 output as
+// JSON, which has no JSON form.
+func JSONOutputsFit(m *pipeline.Model, req *tritonhttp.Request) error {
+	asked := make(map[string]bool, len(req.Proto.GetOutputs()))
+	for _, o := range req.Proto.GetOutputs() {
+		asked[o.GetName()] = true
+	}
+	for _, o := range m.Metadata().GetOutputs() {
+		if len(asked) > 0 && !asked[o.GetName()] {
+			continue
+		}
+		if dt := o.GetDatatype(); (dt == "FP16" || dt == "BF16") && !req.WantsBinary(o.GetName()) {
+			return fmt.Errorf("model %q: output %q is %s, which has no JSON form: ask for it as binary data", m.Name(), o.GetName(), dt)
+		}
+	}
 	return nil
 }
