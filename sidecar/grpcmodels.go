@@ -20,6 +20,7 @@ import (
 	"github.com/mergectl/react-triton/sidecar/limits"
 	"github.com/mergectl/react-triton/sidecar/passthrough"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
+	"github.com/mergectl/react-triton/sidecar/readiness"
 	"github.com/mergectl/react-triton/triton/tritonhttp"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -297,8 +298,8 @@ func (ms *Models) grpcServerReady(ss grpc.ServerStream, pass func(*passthrough.F
 	if err != nil {
 		return err
 	}
-	var nr *notReadyError
-	switch err := ms.readiness.check(ss.Context()); {
+	var nr *readiness.NotReadyError
+	switch err := ms.checkReady(ss.Context()); {
 	case err == nil:
 		return pass(f)
 	case errors.As(err, &nr):

@@ -22,6 +22,7 @@ import (
 	"github.com/mergectl/react-triton/sidecar/modelstats"
 	"github.com/mergectl/react-triton/sidecar/passthrough"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
+	"github.com/mergectl/react-triton/sidecar/readiness"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -48,7 +49,7 @@ type Models struct {
 	state  atomic.Pointer[modelsState]
 	reload sync.Mutex // one build at a time
 
-	readiness *readiness
+	readiness *readiness.Checker
 	// redact removes Triton's addresses from the messages clients get.
 	redact *passthrough.Redactor
 	logged passthrough.LogLimit
@@ -90,11 +91,13 @@ func NewModels(cfg *config.Config, conn *grpc.ClientConn, m *metrics.Metrics, lo
 		redact:  passthrough.NewRedactor(cfg.Triton.GRPC, cfg.Triton.HTTP),
 	}
 	ms.readers = &reactReaders{rpc: ms.rpc}
-	ms.readiness = &readiness{ms: ms}
+	var observe func(ready bool)
 	if m != nil {
+		observe = m.Ready
 		m.WatchCache(cache.Stats)
 		m.WatchBudget(ms.budget)
 	}
+	ms.readiness = readiness.New(ms.rpc, ms.upstreamError, log, observe)
 	ms.state.Store(ms.newState(cfg, nil, errors.New("loading")))
 	return ms, nil
 }

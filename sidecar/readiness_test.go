@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/mergectl/react-triton/sidecar/readiness"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -173,7 +174,7 @@ func TestReadinessAfterReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, ready, readyz := readyNow(t, h)
-	if time.Since(seen) >= readinessTTL {
+	if time.Since(seen) >= readiness.TTL {
 		t.Skip("the reload took longer than the readiness cache lasts")
 	}
 	if code == http.StatusServiceUnavailable || !ready || readyz != http.StatusOK {

@@ -123,10 +123,13 @@ var policy = map[string][]string{
 	"sidecar/passthrough": {"control", "triton/tritonhttp"},
 	// sidecar/internal/restapi: Triton's HTTP API as the sidecar answers it
 	// for controllable models.
-	"sidecar/internal/restapi":    {"sidecar/passthrough", "sidecar/pipeline", "triton", "triton/tritonhttp", "triton/tritonpb"},
+	"sidecar/internal/restapi": {"sidecar/passthrough", "sidecar/pipeline", "triton", "triton/tritonhttp", "triton/tritonpb"},
+	// sidecar/readiness: the sidecar's own readiness, every model the
+	// controllable models call ready on Triton.
+	"sidecar/readiness":           {"sidecar/pipeline", "triton/tritonpb"},
 	"sidecar/pipeline":            {"sidecar/modelstats", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/ensemble"},
 	"sidecar/internal/faketriton": {"react", "react/componentsfile", "triton", "triton/tritonpb", "triton/tritonhttp"},
-	"sidecar": {"sidecar/pipeline", "sidecar/modelstats", "sidecar/limits", "sidecar/metrics", "sidecar/passthrough", "sidecar/internal/restapi", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/tritonhttp",
+	"sidecar": {"sidecar/pipeline", "sidecar/modelstats", "sidecar/limits", "sidecar/metrics", "sidecar/passthrough", "sidecar/internal/restapi", "sidecar/readiness", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/tritonhttp",
 		"internal/buildinfo", "internal/cli"},
 
 	// The Triton backend: never the sidecar or its configuration.
