@@ -19,11 +19,6 @@ import (
 	"github.com/mergectl/react-triton/sidecar/passthrough"
 )
 
-// invokeRaw makes a unary call with the raw codec.
-func InvokeRaw(ctx context.Context, conn *grpc.ClientConn, method string) error {
-	return conn.Invoke(ctx, method, &passthrough.Frame{}, &passthrough.Frame{}, grpc.ForceCodecV2(passthrough.Codec{}))
-}
-
 // TestGRPCMetadataLimit: metadata over server.max_header_bytes is refused
 // with INVALID_ARGUMENT before it reaches Triton, for every method; within
 // it, calls pass.

@@ -180,7 +180,7 @@ func TestHTTPWriteTimeout(t *testing.T) {
 	const size = 256 << 20 // more than any socket buffers hold
 	up := StartUpstreamHTTP(t, bigUpstream(size))
 	s := StartSidecar(t, Config{TritonHTTP: up, Server: serverConfig(func(c *config.Server) { c.WriteTimeout = 300 * time.Millisecond })})
-	lis := s.httpLis.(*capListener)
+	lis := s.HTTPListener().(interface{ Open() int })
 	c := rawHTTP(t, s.HTTPAddr().String(), "GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
 	// Timed from the accept: until then the listener counts no connection,
 	// and an unaccepted one is not "closed".
@@ -228,10 +228,10 @@ func TestConnectionCap(t *testing.T) {
 		name string
 		addr string
 		lis  net.Listener
-	}{{"http", s.HTTPAddr().String(), s.httpLis}, {"grpc", s.GRPCAddr().String(), s.grpcLis}} {
+	}{{"http", s.HTTPAddr().String(), s.HTTPListener()}, {"grpc", s.GRPCAddr().String(), s.GRPCListener()}} {
 		a := rawHTTP(t, l.addr, "")
 		rawHTTP(t, l.addr, "")
-		WaitFor(t, 5*time.Second, "two connections open", func() bool { return l.lis.(*capListener).Open() == 2 })
+		WaitFor(t, 5*time.Second, "two connections open", func() bool { return l.lis.(interface{ Open() int }).Open() == 2 })
 		third := rawHTTP(t, l.addr, "")
 		if took, _ := closedWithin(t, third, 2*time.Second); took > time.Second {
 			t.Errorf("%s: the third connection was closed after %v", l.name, took)
@@ -240,7 +240,7 @@ func TestConnectionCap(t *testing.T) {
 			t.Errorf("%s: react_connections_refused_total = %v, want 1", l.name, got)
 		}
 		a.Close()
-		WaitFor(t, 5*time.Second, "a connection closed", func() bool { return l.lis.(*capListener).Open() == 1 })
+		WaitFor(t, 5*time.Second, "a connection closed", func() bool { return l.lis.(interface{ Open() int }).Open() == 1 })
 		again := rawHTTP(t, l.addr, "")
 		again.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
 		if _, err := again.Read(make([]byte, 1)); err == io.EOF {
@@ -307,7 +307,10 @@ func TestLimitListenerUnbounded(t *testing.T) {
 		// A bound that refuses would close each connection and wait for
 		// the next: fail rather than wait.
 		inner.(*net.TCPListener).SetDeadline(time.Now().Add(5 * time.Second))
-		l := LimitListener(inner, "test", max, nil).(*capListener)
+		l := LimitListener(inner, "test", max, nil).(interface {
+			net.Listener
+			Open() int
+		})
 		var conns []net.Conn
 		for range 3 {
 			c := rawHTTP(t, l.Addr().String(), "")

@@ -15,15 +15,6 @@ import (
 	"github.com/mergectl/react-triton/internal/testutil"
 )
 
-// binaryInferBody is a Triton HTTP inference request with the binary tensor
-// extension: a JSON header of the given length, then raw little-endian FP32
-// bytes, some of them not valid UTF-8.
-func BinaryInferBody() (body []byte, headerLen int) {
-	header := []byte(`{"inputs":[{"name":"INPUT0","shape":[1,4],"datatype":"FP32","parameters":{"binary_data_size":16}}]}`)
-	tensor := []byte{0, 0, 0x80, 0x3f, 0, 0, 0, 0xc0, 0xff, 0xff, 0xff, 0x7f, 0x00, 0x00, 0x80, 0xff}
-	return append(header, tensor...), len(header)
-}
-
 func TestHTTPProxyByteForByte(t *testing.T) {
 	body, headerLen := BinaryInferBody()
 	up := StartUpstreamHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

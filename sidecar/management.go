@@ -28,8 +28,8 @@ type Management struct {
 	refused func(protocol, call, reason string) // counts refusals; may be nil
 }
 
-// managementPolicy is one configuration's management section, ready to
-// check.
+// ManagementPolicy is one configuration's management section, ready to
+// check (NewManagementPolicy) and to put in service (Management.Use).
 type ManagementPolicy struct {
 	allow  map[string]bool
 	tokens [][sha256.Size]byte // SHA-256 of each token; nil: none asked
@@ -54,11 +54,15 @@ func (g *Management) Set(c config.Management) error {
 	if err != nil {
 		return err
 	}
-	g.policy.Store(p)
+	g.Use(p)
 	return nil
 }
 
-// newManagementPolicy reads c's token file and returns its policy.
+// Use puts a policy in service, from the next call on.
+func (g *Management) Use(p *ManagementPolicy) { g.policy.Store(p) }
+
+// NewManagementPolicy reads c's token file and returns its policy, for
+// Use once whatever else depends on the same configuration is ready.
 func NewManagementPolicy(c config.Management) (*ManagementPolicy, error) {
 	p := &ManagementPolicy{allow: make(map[string]bool, len(c.Allow))}
 	for _, name := range c.Allow {

@@ -18,72 +18,6 @@ import (
 	"github.com/mergectl/react-triton/sidecar/passthrough"
 )
 
-// managementRoutes are an HTTP route of each management call, as Triton
-// 2.51 routes them.
-var managementRoutes = map[string]string{
-	"RepositoryIndex":              "/v2/repository/index",
-	"RepositoryModelLoad":          "/v2/repository/models/head_greek/load",
-	"RepositoryModelUnload":        "/v2/repository/models/head_greek/unload",
-	"SystemSharedMemoryStatus":     "/v2/systemsharedmemory/status",
-	"SystemSharedMemoryRegister":   "/v2/systemsharedmemory/region/r0/register",
-	"SystemSharedMemoryUnregister": "/v2/systemsharedmemory/unregister",
-	"CudaSharedMemoryStatus":       "/v2/cudasharedmemory/region/r0/status",
-	"CudaSharedMemoryRegister":     "/v2/cudasharedmemory/region/r0/register",
-	"CudaSharedMemoryUnregister":   "/v2/cudasharedmemory/region/r0/unregister",
-	"TraceSetting":                 "/v2/trace/setting",
-	"LogSettings":                  "/v2/logging",
-}
-
-func TestHTTPManagementCall(t *testing.T) {
-	tests := []struct {
-		path string
-		call string
-		ok   bool
-	}{
-		{"/v2/repository/index", "RepositoryIndex", true},
-		{"/v2/repository/models/x/load", "RepositoryModelLoad", true},
-		{"/v2/repository/models/x/unload", "RepositoryModelUnload", true},
-		// Spellings Triton might route the same: decoded, cleaned, any case.
-		{"//v2//repository/models/x/load", "RepositoryModelLoad", true},
-		{"/v2/./repository/models/x/../y/unload", "RepositoryModelUnload", true},
-		{"/V2/Repository/Models/x/LOAD", "RepositoryModelLoad", true},
-		{"/v2/repository/models/a/b/load", "RepositoryModelLoad", true}, // a name with a (decoded) slash
-		// Other routes of the families: refused, whatever they are.
-		{"/v2/repository", "", true},
-		{"/v2/repository/models/x", "", true},
-		{"/v2/systemsharedmemory/region/r/status", "SystemSharedMemoryStatus", true},
-		{"/v2/systemsharedmemory/register", "SystemSharedMemoryRegister", true},
-		{"/v2/systemsharedmemory/region/r/unregister", "SystemSharedMemoryUnregister", true},
-		{"/v2/systemsharedmemory", "", true},
-		{"/v2/cudasharedmemory/status", "CudaSharedMemoryStatus", true},
-		{"/v2/cudasharedmemory/region/r/register", "CudaSharedMemoryRegister", true},
-		{"/v2/trace/setting", "TraceSetting", true},
-		{"/v2/models/fashion/trace/setting", "TraceSetting", true},
-		{"/v2/models/fashion/versions/1/trace/setting", "TraceSetting", true},
-		{"/v2/logging", "LogSettings", true},
-		// The inference API passes, models named like management routes too.
-		{"/v2/health/ready", "", false},
-		{"/v2", "", false},
-		{"/v2/models/logging", "", false},
-		{"/v2/models/trace/infer", "", false},
-		{"/v2/models/repository/ready", "", false},
-		{"/v2/models/stats", "", false},
-		{"/metrics", "", false},
-	}
-	for _, tt := range tests {
-		call, ok := httpManagementCall(tt.path)
-		if call != tt.call || ok != tt.ok {
-			t.Errorf("httpManagementCall(%q) = %q, %v; want %q, %v", tt.path, call, ok, tt.call, tt.ok)
-		}
-	}
-	// Every call has a route, and each route is its call's.
-	for _, c := range config.ManagementCalls {
-		if call, ok := httpManagementCall(managementRoutes[c.Name]); !ok || call != c.Name {
-			t.Errorf("route %q of %s: %q, %v", managementRoutes[c.Name], c.Name, call, ok)
-		}
-	}
-}
-
 // TestManagementClosedByDefault: with the default configuration, no call
 // of the management API reaches Triton, on either protocol; the inference
 // API still does.
@@ -101,9 +35,9 @@ func TestManagementClosedByDefault(t *testing.T) {
 			t.Errorf("gRPC %s: %v, want PERMISSION_DENIED", c.Name, err)
 		}
 		for _, method := range []string{http.MethodPost, http.MethodGet} {
-			resp, body := HTTPDo(t, method, "http://"+s.HTTPAddr().String()+managementRoutes[c.Name], []byte("{}"), nil)
+			resp, body := HTTPDo(t, method, "http://"+s.HTTPAddr().String()+ManagementRoutes[c.Name], []byte("{}"), nil)
 			if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "management.allow") {
-				t.Errorf("HTTP %s %s: %d %s, want 403", method, managementRoutes[c.Name], resp.StatusCode, body)
+				t.Errorf("HTTP %s %s: %d %s, want 403", method, ManagementRoutes[c.Name], resp.StatusCode, body)
 			}
 		}
 	}
@@ -122,11 +56,6 @@ func TestManagementClosedByDefault(t *testing.T) {
 	}
 	if g, h := u.Calls(); g != 1 || h != 1 {
 		t.Errorf("%d gRPC calls and %d HTTP requests reached Triton, want 1 and 1", g, h)
-	}
-	// A nil guard is closed too.
-	var none *Management
-	if err := none.checkGRPC(passthrough.Service+"RepositoryModelLoad", nil); status.Code(err) != codes.PermissionDenied {
-		t.Errorf("nil guard: %v", err)
 	}
 }
 
@@ -167,7 +96,7 @@ func TestManagementAllowAndTokens(t *testing.T) {
 		if err := grpcCall("RepositoryModelLoad", auth); status.Code(err) != codes.Unauthenticated {
 			t.Errorf("gRPC load with %q: %v, want UNAUTHENTICATED", auth, err)
 		}
-		resp, body := httpCall(managementRoutes["RepositoryModelLoad"], auth)
+		resp, body := httpCall(ManagementRoutes["RepositoryModelLoad"], auth)
 		if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
 			t.Errorf("HTTP load with %q: %d %s (WWW-Authenticate %q), want 401", auth, resp.StatusCode, body, resp.Header.Get("WWW-Authenticate"))
 		}
@@ -182,7 +111,7 @@ func TestManagementAllowAndTokens(t *testing.T) {
 		if md := u.LastMD(); len(md.Get("authorization")) != 0 {
 			t.Errorf("the token reached Triton over gRPC: %v", md)
 		}
-		if resp, body := httpCall(managementRoutes["RepositoryModelLoad"], "bearer "+tok); resp.StatusCode != http.StatusOK {
+		if resp, body := httpCall(ManagementRoutes["RepositoryModelLoad"], "bearer "+tok); resp.StatusCode != http.StatusOK {
 			t.Errorf("HTTP load with a token: %d %s", resp.StatusCode, body)
 		}
 		if h := u.LastHeader(); h.Get("Authorization") != "" {
@@ -193,7 +122,7 @@ func TestManagementAllowAndTokens(t *testing.T) {
 	if err := grpcCall("RepositoryModelUnload", "Bearer "+current); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("gRPC unload: %v, want PERMISSION_DENIED", err)
 	}
-	if resp, body := httpCall(managementRoutes["RepositoryModelUnload"], "Bearer "+current); resp.StatusCode != http.StatusForbidden {
+	if resp, body := httpCall(ManagementRoutes["RepositoryModelUnload"], "Bearer "+current); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("HTTP unload: %d %s, want 403", resp.StatusCode, body)
 	}
 	// The inference API keeps the client's Authorization (Triton's own
@@ -209,7 +138,7 @@ func TestManagementAllowAndTokens(t *testing.T) {
 	if err := grpcCall("RepositoryModelUnload", ""); err != nil {
 		t.Errorf("gRPC unload after Set: %v", err)
 	}
-	if resp, body := httpCall(managementRoutes["RepositoryModelUnload"], ""); resp.StatusCode != http.StatusOK {
+	if resp, body := httpCall(ManagementRoutes["RepositoryModelUnload"], ""); resp.StatusCode != http.StatusOK {
 		t.Errorf("HTTP unload after Set: %d %s", resp.StatusCode, body)
 	}
 	if err := grpcCall("RepositoryModelLoad", "Bearer "+current); status.Code(err) != codes.PermissionDenied {
@@ -221,21 +150,5 @@ func TestManagementAllowAndTokens(t *testing.T) {
 	}
 	if err := grpcCall("RepositoryModelUnload", ""); err != nil {
 		t.Errorf("gRPC unload after a failed Set: %v", err)
-	}
-}
-
-// TestManagementTokenNotEchoed: the refusal never echoes what the client
-// sent as a token.
-func TestManagementTokenNotEchoed(t *testing.T) {
-	dir := t.TempDir()
-	tokens := filepath.Join(dir, "tokens")
-	os.WriteFile(tokens, []byte("the-real-token-0123456789\n"), 0o600)
-	guard, err := NewManagement(config.Management{Allow: []string{"LogSettings"}, TokenFile: tokens}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := guard.check("http", "LogSettings", "Bearer guessed-token-42")
-	if st == nil || strings.Contains(st.Message(), "guessed") || strings.Contains(st.Message(), "the-real-token") {
-		t.Errorf("refusal %v", st)
 	}
 }

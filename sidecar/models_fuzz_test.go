@@ -165,7 +165,7 @@ func FuzzModelName(f *testing.F) {
 	}
 
 	f.Fuzz(func(t *testing.T, b []byte) {
-		name, id := modelName(b), stringField(b, 3)
+		name, id := ModelName(b), StringField(b, 3)
 		var req tritonpb.ModelInferRequest
 		if proto.Unmarshal(b, &req) == nil {
 			if name != req.GetModelName() || id != req.GetId() {

@@ -24,44 +24,6 @@ import (
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
-// httpDo sends a request to the sidecar's HTTP listener and returns the
-// response with its body read.
-func HTTPDo(t *testing.T, method, url string, body []byte, header map[string]string) (*http.Response, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, b
-}
-
-// inferBody encodes a request as an HTTP body, with its headers.
-func InferBody(t *testing.T, req *tritonpb.ModelInferRequest, binary bool) ([]byte, map[string]string) {
-	t.Helper()
-	body, hl, err := tritonhttp.EncodeRequest(req, binary)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hdr := map[string]string{"Content-Type": "application/json"}
-	if hl >= 0 {
-		hdr[restapi.HeaderContentLength] = strconv.Itoa(hl)
-		hdr["Content-Type"] = "application/octet-stream"
-	}
-	return body, hdr
-}
-
 func TestModelsHTTPInfer(t *testing.T) {
 	h := StartHarness(t, nil)
 	tests := []struct {

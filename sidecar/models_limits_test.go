@@ -168,7 +168,7 @@ func TestBudgetHTTP(t *testing.T) {
 		c.Admission = "  retry_after: 2500ms\n"
 	})
 	body, hdr := InferBody(t, CtlRequest("", "b", CtlBatch), true)
-	hold, err := h.Models.budget.Reserve(64<<10 - 100)
+	hold, err := h.Models.Budget().Reserve(64<<10 - 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestBudgetHTTP(t *testing.T) {
 	if resp, out := HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/single/infer", big, nil); resp.StatusCode != http.StatusOK {
 		t.Errorf("with the budget free: %d %s", resp.StatusCode, out)
 	}
-	if held, _ := h.Models.budget.Held(); held != 0 {
+	if held, _ := h.Models.Budget().Held(); held != 0 {
 		t.Errorf("%d bytes still held after the requests", held)
 	}
 	// Larger than the whole budget: never.
@@ -216,7 +216,7 @@ func TestBudgetGRPC(t *testing.T) {
 	})
 	req := CtlRequest("single", "b", CtlBatch)
 	req.Parameters = map[string]*tritonpb.InferParameter{"pad": {ParameterChoice: &tritonpb.InferParameter_StringParam{StringParam: strings.Repeat("x", 4<<10)}}}
-	hold, err := h.Models.budget.Reserve(64<<10 - 100)
+	hold, err := h.Models.Budget().Reserve(64<<10 - 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -102,30 +101,6 @@ func TestReadinessCached(t *testing.T) {
 	}
 }
 
-// TestReloadTypoNotRetried: a reload whose model name Triton's repository
-// does not have fails once, is not tried again by itself, and the next
-// change of the file is.
-func TestReloadTypoNotRetried(t *testing.T) {
-	defer func(d time.Duration) { reloadRetry = d }(reloadRetry)
-	reloadRetry = 50 * time.Millisecond
-	h := StartHarness(t, nil)
-	hup := runReloader(t, h)
-	metrics := h.Metrics.Handler()
-	WriteFile(t, h.ConfigPath, strings.Replace(h.Config.YAML(), "model: head_c", "model: head_cc", 1))
-	hup <- syscall.SIGHUP
-	WaitFor(t, 10*time.Second, "the failed reload", func() bool { _, f, ok := reloads(t, metrics); return f >= 1 && ok == 0 })
-	indexCalls := h.Fake.IndexCalls()
-	time.Sleep(20 * reloadRetry)
-	if _, f, _ := reloads(t, metrics); f != 1 || h.Fake.IndexCalls() != indexCalls {
-		t.Errorf("a typo was tried again: %v failures, %d index calls more", f, h.Fake.IndexCalls()-indexCalls)
-	}
-	if !strings.Contains(h.Log.String(), `head_cc\" is not in the model repository`) || !strings.Contains(h.Log.String(), "retry=false") {
-		t.Errorf("the log does not say why:\n%s", h.Log.String())
-	}
-	WriteFile(t, h.ConfigPath, h.Config.YAML())
-	WaitFor(t, 10*time.Second, "the fixed reload", func() bool { s, _, ok := reloads(t, metrics); return s >= 1 && ok == 1 })
-}
-
 // TestReadyzFollowsTriton: /readyz is 503 while Triton says it is not
 // ready, even with every part of the controllable models ready, and 200
 // again once it is.
@@ -170,7 +145,7 @@ func TestReadinessAfterReload(t *testing.T) {
 	c := h.Config
 	c.Components = filepath.Join(h.Dir, "components.safetensors")
 	c.Backbone = "backbone2"
-	if err := h.Models.Reload(ctx, loadConfig(t, t.TempDir(), "new.yaml", c)); err != nil {
+	if err := h.Models.Reload(ctx, LoadConfig(t, t.TempDir(), "new.yaml", c)); err != nil {
 		t.Fatal(err)
 	}
 	code, ready, readyz := readyNow(t, h)

@@ -310,7 +310,7 @@ func (r *reloader) reload(ctx context.Context, forced bool) (transient bool) {
 			return err
 		}
 		if r.guard != nil {
-			r.guard.policy.Store(policy)
+			r.guard.Use(policy)
 		}
 		for _, what := range restart {
 			r.log.Warn("changed setting needs a restart to take effect; the old value stays in use", "setting", what)

@@ -265,7 +265,7 @@ func TestCertificateReload(t *testing.T) {
 	// would: in between, the pair does not match and the old one serves.
 	cert, key := ca.issue(t, "sidecar-2", true)
 	writeAtomic(t, files.KeyFile, key)
-	time.Sleep(2 * tlsDebounce)
+	time.Sleep(2 * TLSDebounce)
 	if got := servedCert(t, s.HTTPAddr().String(), cfg); got != first {
 		t.Errorf("with a key that does not match: served %s, want the old %s", got, first)
 	}
@@ -406,7 +406,7 @@ func TestCertificateReloadSecretVolume(t *testing.T) {
 	go certs.Watch(ctx)
 	s, _ := StartRecorded(t, Config{TLS: certs})
 	cfg := clientTLS(t, ca, nil)
-	time.Sleep(2 * tlsDebounce) // Watch has added the directory
+	time.Sleep(2 * TLSDebounce) // Watch has added the directory
 
 	cert, key = ca.issue(t, "sidecar-2", true)
 	vol.update(t, map[string][]byte{"tls.crt": cert, "tls.key": key})
