@@ -19,7 +19,10 @@ import (
 	"github.com/mergectl/react-triton/internal/cli"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/controllable"
+	"github.com/mergectl/react-triton/sidecar/frontdoor"
 	"github.com/mergectl/react-triton/sidecar/metrics"
+	"github.com/mergectl/react-triton/sidecar/server"
 )
 
 // Exit codes of the sidecar command: those of package cli, the same for
@@ -117,24 +120,24 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 	if err != nil {
 		return err
 	}
-	conn, err := DialTriton(cfg.Triton.GRPC, tlsCfg)
+	conn, err := server.DialTriton(cfg.Triton.GRPC, tlsCfg)
 	if err != nil {
 		return err
 	}
 	prom := metrics.New()
-	models, err := NewModels(cfg, conn, prom, log)
+	models, err := controllable.NewModels(cfg, conn, prom, log)
 	if err != nil {
 		conn.Close()
 		return err
 	}
-	guard, err := NewManagement(cfg.Management, prom)
+	guard, err := frontdoor.NewManagement(cfg.Management, prom)
 	if err != nil {
 		conn.Close()
 		return err
 	}
-	var certs *CertStore
+	var certs *frontdoor.CertStore
 	if cfg.Server.TLS.Enabled {
-		if certs, err = NewCertStore(cfg.Server.TLS, log, prom); err != nil {
+		if certs, err = frontdoor.NewCertStore(cfg.Server.TLS, log, prom); err != nil {
 			conn.Close()
 			return err
 		}
@@ -142,7 +145,7 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 	metricsMux := http.NewServeMux()
 	metricsMux.Handle("/", prom.Handler())
 	metricsMux.Handle("/readyz", models.ReadyzHandler())
-	sc := Config{
+	sc := server.Config{
 		TritonGRPC:      cfg.Triton.GRPC,
 		TritonHTTP:      cfg.Triton.HTTP,
 		TritonTLS:       tlsCfg,
@@ -163,9 +166,9 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 		Metrics:         prom,
 	}
 	if cfg.Pprof.Enabled {
-		sc.PprofListen, sc.PprofHandler = cfg.Pprof.Listen, PprofHandler(cfg.Pprof.MaxSeconds)
+		sc.PprofListen, sc.PprofHandler = cfg.Pprof.Listen, frontdoor.PprofHandler(cfg.Pprof.MaxSeconds)
 	}
-	s, err := New(sc)
+	s, err := server.New(sc)
 	if err != nil {
 		conn.Close()
 		return err

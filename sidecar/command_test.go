@@ -13,7 +13,9 @@ import (
 
 	"github.com/mergectl/react-triton/internal/testutil"
 	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/internal/sidecartest"
 	"github.com/mergectl/react-triton/sidecar/passthrough"
+	"github.com/mergectl/react-triton/sidecar/server"
 )
 
 func TestMainUsageAndVersion(t *testing.T) {
@@ -57,9 +59,9 @@ func TestMainListenerInUse(t *testing.T) {
 // TestShutdownEndsCallsInFlight: a stop with a call that never ends returns
 // once the graceful period is over, and the upstream call is cancelled.
 func TestShutdownEndsCallsInFlight(t *testing.T) {
-	u := &RawUpstream{Cancelled: make(chan struct{})}
-	up := StartUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.Handle), grpc.ForceServerCodecV2(passthrough.Codec{}))
-	s, err := New(Config{TritonGRPC: up, TritonHTTP: testutil.ClosedAddr(t), GRPCListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0",
+	u := &sidecartest.RawUpstream{Cancelled: make(chan struct{})}
+	up := sidecartest.StartUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.Handle), grpc.ForceServerCodecV2(passthrough.Codec{}))
+	s, err := server.New(server.Config{TritonGRPC: up, TritonHTTP: testutil.ClosedAddr(t), GRPCListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0",
 		ShutdownTimeout: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +70,7 @@ func TestShutdownEndsCallsInFlight(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx) }()
 
-	conn := Dial(t, s.GRPCAddr().String())
+	conn := sidecartest.Dial(t, s.GRPCAddr().String())
 	stream, err := conn.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/x.Unknown/Hang", grpc.ForceCodecV2(passthrough.Codec{}))
 	if err != nil {
 		t.Fatal(err)
@@ -103,13 +105,13 @@ func TestCommandPprofSwitch(t *testing.T) {
 			t.Setenv(config.EnvVar("pprof.listen"), "127.0.0.1:0")
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		var out SyncBuffer
+		var out sidecartest.SyncBuffer
 		cmd := NewCommand(ctx, nil, &out, &out)
 		cmd.SetArgs([]string{"--triton-grpc", testutil.ClosedAddr(t), "--triton-http", testutil.ClosedAddr(t),
 			"--grpc-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--metrics-listen", ""})
 		done := make(chan error, 1)
 		go func() { done <- cmd.Execute() }()
-		WaitFor(t, 10*time.Second, "the sidecar listening", func() bool { return strings.Contains(out.String(), "sidecar listening") })
+		sidecartest.WaitFor(t, 10*time.Second, "the sidecar listening", func() bool { return strings.Contains(out.String(), "sidecar listening") })
 		var line string
 		for l := range strings.Lines(out.String()) {
 			if strings.Contains(l, "sidecar listening") {

@@ -20,6 +20,8 @@ import (
 
 	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/controllable"
+	"github.com/mergectl/react-triton/sidecar/frontdoor"
 	"github.com/mergectl/react-triton/sidecar/metrics"
 	"github.com/mergectl/react-triton/triton"
 )
@@ -64,15 +66,15 @@ const reloadDebounce = 250 * time.Millisecond
 // the ones in service and reloads only when they differ.
 type reloader struct {
 	flags   *pflag.FlagSet
-	models  *Models
+	models  *controllable.Models
 	metrics *metrics.Metrics
 	log     *slog.Logger
 	level   *slog.LevelVar
 	// guard takes the management section of each configuration that
 	// reloads; certs, when not nil, reloads the listeners' TLS files on
 	// SIGHUP (it watches them itself).
-	guard *Management
-	certs *CertStore
+	guard *frontdoor.Management
+	certs *frontdoor.CertStore
 
 	// sums describe the files in service, by path.
 	sums map[string]fileState
@@ -302,7 +304,7 @@ func (r *reloader) reload(ctx context.Context, forced bool) (transient bool) {
 		cfg.Triton.GRPC, cfg.Triton.HTTP, cfg.Triton.TLS = old.Triton.GRPC, old.Triton.HTTP, old.Triton.TLS
 		cfg.Listen, cfg.Log.Format, cfg.LinAlg = old.Listen, old.Log.Format, old.LinAlg
 		cfg.Server, cfg.Pprof = old.Server, old.Pprof
-		policy, err := NewManagementPolicy(cfg.Management)
+		policy, err := frontdoor.NewManagementPolicy(cfg.Management)
 		if err != nil {
 			return err
 		}

@@ -19,7 +19,9 @@ import (
 
 	"github.com/mergectl/react-triton/internal/testutil"
 	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/controllable"
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
+	"github.com/mergectl/react-triton/sidecar/internal/sidecartest"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -29,7 +31,7 @@ import (
 func TestReloaderIgnoresOtherFiles(t *testing.T) {
 	cfg := &config.Config{File: "/etc/react/sidecar.yaml",
 		Components: []config.Components{{Name: "c", Path: "/models/react/components.safetensors"}}}
-	models, err := NewModels(cfg, nil, nil, nil)
+	models, err := controllable.NewModels(cfg, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,14 +58,14 @@ func TestReloaderIgnoresOtherFiles(t *testing.T) {
 func TestReloaderRetriesTransientFailure(t *testing.T) {
 	defer func(d time.Duration) { reloadRetry = d }(reloadRetry)
 	reloadRetry = 50 * time.Millisecond
-	h := StartHarness(t, nil)
+	h := sidecartest.StartHarness(t, nil)
 	h.Fake.SetReady("head_a", false)
 	hup := runReloader(t, h)
 	metrics := h.Metrics.Handler()
 	hup <- syscall.SIGHUP
-	WaitFor(t, 10*time.Second, "the failed reload", func() bool { _, f, ok := reloads(t, metrics); return f >= 1 && ok == 0 })
+	sidecartest.WaitFor(t, 10*time.Second, "the failed reload", func() bool { _, f, ok := reloads(t, metrics); return f >= 1 && ok == 0 })
 	h.Fake.SetReady("head_a", true)
-	WaitFor(t, 10*time.Second, "the retried reload", func() bool { s, _, ok := reloads(t, metrics); return s == 1 && ok == 1 })
+	sidecartest.WaitFor(t, 10*time.Second, "the retried reload", func() bool { s, _, ok := reloads(t, metrics); return s == 1 && ok == 1 })
 }
 
 // TestReloaderRecordsWhatWasLoaded: a components file replaced while a
@@ -71,11 +73,11 @@ func TestReloaderRetriesTransientFailure(t *testing.T) {
 // the reloader records the hash of the bytes the build read, so the next
 // check sees the change and reloads it.
 func TestReloaderRecordsWhatWasLoaded(t *testing.T) {
-	h := StartHarness(t, nil)
+	h := sidecartest.StartHarness(t, nil)
 	r := &reloader{models: h.Models}
 	before := r.fingerprint(nil) // taken when the reload starts; the build reads this content
 	// Replaced after the build read it.
-	WriteBytes(t, filepath.Join(h.Dir, "components.safetensors"), OtherStats(h.Scenario, 77).ComponentsBytes(t))
+	sidecartest.WriteBytes(t, filepath.Join(h.Dir, "components.safetensors"), sidecartest.OtherStats(h.Scenario, 77).ComponentsBytes(t))
 	r.sums = r.loaded(before)
 	if !r.changed() {
 		t.Fatal("a components file replaced during the build is taken as in service: it would never be loaded")
@@ -89,7 +91,7 @@ func TestReloaderRecordsWhatWasLoaded(t *testing.T) {
 
 // reloaderHarness runs the reloader of reload.go on a harness's files until
 // the test ends, with a SIGHUP channel of the test's.
-func runReloader(t *testing.T, h *Harness) chan<- os.Signal {
+func runReloader(t *testing.T, h *sidecartest.Harness) chan<- os.Signal {
 	t.Helper()
 	hup := make(chan os.Signal, 1)
 	r := &reloader{models: h.Models, metrics: h.Metrics, log: slog.New(slog.NewTextHandler(h.Log, nil)), level: new(slog.LevelVar)}
@@ -109,36 +111,36 @@ func runReloader(t *testing.T, h *Harness) chan<- os.Signal {
 // reloads returns the reload counters and the last-reload gauge.
 func reloads(t *testing.T, h http.Handler) (success, failure, ok float64) {
 	t.Helper()
-	fams := Scrape(t, h)
-	success, _ = MetricValue(fams, "react_config_reloads_total", map[string]string{"result": "success"})
-	failure, _ = MetricValue(fams, "react_config_reloads_total", map[string]string{"result": "failure"})
-	ok, _ = MetricValue(fams, "react_config_last_reload_successful", nil)
+	fams := sidecartest.Scrape(t, h)
+	success, _ = sidecartest.MetricValue(fams, "react_config_reloads_total", map[string]string{"result": "success"})
+	failure, _ = sidecartest.MetricValue(fams, "react_config_reloads_total", map[string]string{"result": "failure"})
+	ok, _ = sidecartest.MetricValue(fams, "react_config_last_reload_successful", nil)
 	return
 }
 
 // answers reports whether the single model's default answer is sc's.
-func answers(h *Harness, sc *faketriton.Scenario, preset string, weights []float64) error {
+func answers(h *sidecartest.Harness, sc *faketriton.Scenario, preset string, weights []float64) error {
 	ctx := context.Background()
 	if preset != "" {
 		ctx = metadata.NewOutgoingContext(ctx, metadata.Pairs("react-preset", preset))
 	}
-	resp, err := h.Client.ModelInfer(ctx, CtlRequest("single", "r", CtlBatch))
+	resp, err := h.Client.ModelInfer(ctx, sidecartest.CtlRequest("single", "r", sidecartest.CtlBatch))
 	if err != nil {
 		return err
 	}
-	return CheckLogits(sc, "a", weights, CtlBatch, resp.GetRawOutputContents()[0])
+	return sidecartest.CheckLogits(sc, "a", weights, sidecartest.CtlBatch, resp.GetRawOutputContents()[0])
 }
 
 // TestReloaderFiles: the reloader reloads when a file is replaced by an
 // atomic rename and on SIGHUP; a corrupt file leaves the old state serving
 // and drops react_config_last_reload_successful to 0.
 func TestReloaderFiles(t *testing.T) {
-	h := StartHarness(t, nil)
+	h := sidecartest.StartHarness(t, nil)
 	hup := runReloader(t, h)
 	metrics := h.Metrics.Handler()
 	wait := func(what string, cond func(success, failure, ok float64) bool) {
 		t.Helper()
-		WaitFor(t, 10*time.Second, what, func() bool { return cond(reloads(t, metrics)) })
+		sidecartest.WaitFor(t, 10*time.Second, what, func() bool { return cond(reloads(t, metrics)) })
 	}
 
 	// A forced reload with nothing changed succeeds; once it is done the
@@ -147,15 +149,15 @@ func TestReloaderFiles(t *testing.T) {
 	wait("the SIGHUP reload", func(s, f, ok float64) bool { return s == 1 && ok == 1 })
 
 	// (a) The components file replaced by an atomic rename.
-	sc2 := OtherStats(h.Scenario, 42)
-	WriteBytes(t, filepath.Join(h.Dir, "components.safetensors"), sc2.ComponentsBytes(t))
+	sc2 := sidecartest.OtherStats(h.Scenario, 42)
+	sidecartest.WriteBytes(t, filepath.Join(h.Dir, "components.safetensors"), sc2.ComponentsBytes(t))
 	wait("the reload of new components", func(s, f, ok float64) bool { return s == 2 })
 	if err := answers(h, sc2, "", []float64{1, 0, 0}); err != nil {
 		t.Errorf("after new components: %v", err)
 	}
 
 	// (b) A corrupt one: the reload fails, the old state serves.
-	WriteBytes(t, filepath.Join(h.Dir, "components.safetensors"), CorruptComponents(t, h.Scenario))
+	sidecartest.WriteBytes(t, filepath.Join(h.Dir, "components.safetensors"), sidecartest.CorruptComponents(t, h.Scenario))
 	wait("the failed reload", func(s, f, ok float64) bool { return f == 1 && ok == 0 })
 	if err := answers(h, sc2, "", []float64{1, 0, 0}); err != nil {
 		t.Errorf("after a failed reload: %v", err)
@@ -169,12 +171,12 @@ func TestReloaderFiles(t *testing.T) {
 
 	// (c) The configuration file replaced: a new preset; the components
 	// file repaired.
-	WriteBytes(t, filepath.Join(h.Dir, "components.safetensors"), h.Scenario.ComponentsBytes(t))
+	sidecartest.WriteBytes(t, filepath.Join(h.Dir, "components.safetensors"), h.Scenario.ComponentsBytes(t))
 	c := h.Config
 	c.Presets = map[string]string{"b_first": "a=0.2,b=0.8", "c_only": "c=1"}
-	WriteFile(t, h.ConfigPath, c.YAML())
+	sidecartest.WriteFile(t, h.ConfigPath, c.YAML())
 	wait("the reload of the new configuration", func(s, f, ok float64) bool { return s >= 3 && ok == 1 })
-	WaitFor(t, 10*time.Second, "the new preset", func() bool { return answers(h, h.Scenario, "c_only", []float64{0, 0, 1}) == nil })
+	sidecartest.WaitFor(t, 10*time.Second, "the new preset", func() bool { return answers(h, h.Scenario, "c_only", []float64{0, 0, 1}) == nil })
 	if err := answers(h, h.Scenario, "", []float64{1, 0, 0}); err != nil {
 		t.Errorf("after the repair: %v", err)
 	}
@@ -182,7 +184,7 @@ func TestReloaderFiles(t *testing.T) {
 	// (d) An invalid configuration file: the reload fails, the old state
 	// serves.
 	_, f0, _ := reloads(t, metrics)
-	WriteFile(t, h.ConfigPath, "triton: [\n")
+	sidecartest.WriteFile(t, h.ConfigPath, "triton: [\n")
 	wait("the failed reload of a broken file", func(s, f, ok float64) bool { return f == f0+1 && ok == 0 })
 	if err := answers(h, h.Scenario, "c_only", []float64{0, 0, 1}); err != nil {
 		t.Errorf("after a broken configuration: %v", err)
@@ -193,13 +195,13 @@ func TestReloaderFiles(t *testing.T) {
 // directory, and the ..data symlink swapped by renaming ..data_tmp over it)
 // reloads the configuration and the components.
 func TestReloaderConfigMap(t *testing.T) {
-	h := StartHarness(t, func(c *CtlConfig) { c.ConfigMap = true })
+	h := sidecartest.StartHarness(t, func(c *sidecartest.CtlConfig) { c.ConfigMap = true })
 	hup := runReloader(t, h)
 	metrics := h.Metrics.Handler()
 	hup <- syscall.SIGHUP
-	WaitFor(t, 10*time.Second, "the SIGHUP reload", func() bool { s, _, _ := reloads(t, metrics); return s == 1 })
+	sidecartest.WaitFor(t, 10*time.Second, "the SIGHUP reload", func() bool { s, _, _ := reloads(t, metrics); return s == 1 })
 
-	swap := func(name string, sc *faketriton.Scenario, comps []byte, c CtlConfig) {
+	swap := func(name string, sc *faketriton.Scenario, comps []byte, c sidecartest.CtlConfig) {
 		t.Helper()
 		data := filepath.Join(h.Dir, name)
 		if err := os.Mkdir(data, 0o755); err != nil {
@@ -220,11 +222,11 @@ func TestReloaderConfigMap(t *testing.T) {
 		}
 	}
 
-	sc2 := OtherStats(h.Scenario, 5)
+	sc2 := sidecartest.OtherStats(h.Scenario, 5)
 	c := h.Config
 	c.Presets = map[string]string{"b_first": "a=0.2,b=0.8", "c_only": "c=1"}
 	swap("..2026_01_02_00_00_00.000000002", sc2, sc2.ComponentsBytes(t), c)
-	WaitFor(t, 10*time.Second, "the ConfigMap update", func() bool { return answers(h, sc2, "c_only", []float64{0, 0, 1}) == nil })
+	sidecartest.WaitFor(t, 10*time.Second, "the ConfigMap update", func() bool { return answers(h, sc2, "c_only", []float64{0, 0, 1}) == nil })
 	if s, _, ok := reloads(t, metrics); s != 2 || ok != 1 {
 		t.Errorf("after the ConfigMap update: %v successes, gauge %v", s, ok)
 	}
@@ -233,8 +235,8 @@ func TestReloaderConfigMap(t *testing.T) {
 	}
 
 	// An update with a corrupt components file: kept out of service.
-	swap("..2026_01_03_00_00_00.000000003", h.Scenario, CorruptComponents(t, h.Scenario), h.Config)
-	WaitFor(t, 10*time.Second, "the failed ConfigMap update", func() bool { _, f, ok := reloads(t, metrics); return f == 1 && ok == 0 })
+	swap("..2026_01_03_00_00_00.000000003", h.Scenario, sidecartest.CorruptComponents(t, h.Scenario), h.Config)
+	sidecartest.WaitFor(t, 10*time.Second, "the failed ConfigMap update", func() bool { _, f, ok := reloads(t, metrics); return f == 1 && ok == 0 })
 	if err := answers(h, sc2, "c_only", []float64{0, 0, 1}); err != nil {
 		t.Errorf("after a corrupt update: %v", err)
 	}
@@ -244,18 +246,18 @@ func TestReloaderConfigMap(t *testing.T) {
 // channel of the test's, and follows a reload through its metrics
 // endpoint.
 func TestCommandReload(t *testing.T) {
-	sc := faketriton.NewScenario(7, 4, CtlTasks...)
-	fake := faketriton.Start(t, CtlModels(sc)...)
+	sc := faketriton.NewScenario(7, 4, sidecartest.CtlTasks...)
+	fake := faketriton.Start(t, sidecartest.CtlModels(sc)...)
 	dir := t.TempDir()
 	sc.WriteComponents(t, dir, "components.safetensors")
-	c := CtlConfig{TritonGRPC: fake.Addr, TritonHTTP: testutil.ClosedAddr(t), Components: "components.safetensors",
+	c := sidecartest.CtlConfig{TritonGRPC: fake.Addr, TritonHTTP: testutil.ClosedAddr(t), Components: "components.safetensors",
 		DefaultPreference: "a=1", MetricsListen: "127.0.0.1:0", LogFormat: "json"}
 	cfgPath := filepath.Join(dir, "config.yaml")
-	WriteFile(t, cfgPath, c.YAML())
+	sidecartest.WriteFile(t, cfgPath, c.YAML())
 
 	ctx, cancel := context.WithCancel(context.Background())
 	hup := make(chan os.Signal, 1)
-	stderr := &SyncBuffer{}
+	stderr := &sidecartest.SyncBuffer{}
 	cmd := NewCommand(ctx, hup, stderr, stderr)
 	cmd.SetArgs([]string{"--config", cfgPath})
 	done := make(chan error, 1)
@@ -274,7 +276,7 @@ func TestCommandReload(t *testing.T) {
 
 	// The addresses, from the log.
 	var grpcAddr, metricsAddr string
-	WaitFor(t, 10*time.Second, "the sidecar ready in the log", func() bool {
+	sidecartest.WaitFor(t, 10*time.Second, "the sidecar ready in the log", func() bool {
 		ready := false
 		sc := bufio.NewScanner(strings.NewReader(stderr.String()))
 		for sc.Scan() {
@@ -292,7 +294,7 @@ func TestCommandReload(t *testing.T) {
 		}
 		return ready && grpcAddr != "" && metricsAddr != ""
 	})
-	client := tritonpb.NewGRPCInferenceServiceClient(Dial(t, grpcAddr))
+	client := tritonpb.NewGRPCInferenceServiceClient(sidecartest.Dial(t, grpcAddr))
 	scrapeHTTP := func() (success, failure, ok float64) {
 		t.Helper()
 		resp, err := http.Get("http://" + metricsAddr + "/metrics")
@@ -300,18 +302,18 @@ func TestCommandReload(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		fams := ParseMetrics(t, resp.Body)
-		success, _ = MetricValue(fams, "react_config_reloads_total", map[string]string{"result": "success"})
-		failure, _ = MetricValue(fams, "react_config_reloads_total", map[string]string{"result": "failure"})
-		ok, _ = MetricValue(fams, "react_config_last_reload_successful", nil)
+		fams := sidecartest.ParseMetrics(t, resp.Body)
+		success, _ = sidecartest.MetricValue(fams, "react_config_reloads_total", map[string]string{"result": "success"})
+		failure, _ = sidecartest.MetricValue(fams, "react_config_reloads_total", map[string]string{"result": "failure"})
+		ok, _ = sidecartest.MetricValue(fams, "react_config_last_reload_successful", nil)
 		return
 	}
 	infer := func(sc *faketriton.Scenario) error {
-		resp, err := client.ModelInfer(context.Background(), CtlRequest("single", "cmd", CtlBatch))
+		resp, err := client.ModelInfer(context.Background(), sidecartest.CtlRequest("single", "cmd", sidecartest.CtlBatch))
 		if err != nil {
 			return err
 		}
-		return CheckLogits(sc, "a", []float64{1, 0, 0}, CtlBatch, resp.GetRawOutputContents()[0])
+		return sidecartest.CheckLogits(sc, "a", []float64{1, 0, 0}, sidecartest.CtlBatch, resp.GetRawOutputContents()[0])
 	}
 	if err := infer(sc); err != nil {
 		t.Fatal(err)
@@ -321,17 +323,17 @@ func TestCommandReload(t *testing.T) {
 	}
 
 	hup <- syscall.SIGHUP
-	WaitFor(t, 10*time.Second, "the SIGHUP reload", func() bool { s, _, _ := scrapeHTTP(); return s == 1 })
+	sidecartest.WaitFor(t, 10*time.Second, "the SIGHUP reload", func() bool { s, _, _ := scrapeHTTP(); return s == 1 })
 
-	WriteBytes(t, filepath.Join(dir, "components.safetensors"), CorruptComponents(t, sc))
-	WaitFor(t, 10*time.Second, "the failed reload", func() bool { _, f, ok := scrapeHTTP(); return f == 1 && ok == 0 })
+	sidecartest.WriteBytes(t, filepath.Join(dir, "components.safetensors"), sidecartest.CorruptComponents(t, sc))
+	sidecartest.WaitFor(t, 10*time.Second, "the failed reload", func() bool { _, f, ok := scrapeHTTP(); return f == 1 && ok == 0 })
 	if err := infer(sc); err != nil {
 		t.Errorf("after a failed reload: %v", err)
 	}
 
-	sc2 := OtherStats(sc, 11)
-	WriteBytes(t, filepath.Join(dir, "components.safetensors"), sc2.ComponentsBytes(t))
-	WaitFor(t, 10*time.Second, "the reload of new components", func() bool { s, _, ok := scrapeHTTP(); return s == 2 && ok == 1 })
+	sc2 := sidecartest.OtherStats(sc, 11)
+	sidecartest.WriteBytes(t, filepath.Join(dir, "components.safetensors"), sc2.ComponentsBytes(t))
+	sidecartest.WaitFor(t, 10*time.Second, "the reload of new components", func() bool { s, _, ok := scrapeHTTP(); return s == 2 && ok == 1 })
 	if err := infer(sc2); err != nil {
 		t.Errorf("after new components: %v", err)
 	}
@@ -341,8 +343,8 @@ func TestCommandReload(t *testing.T) {
 	c2 := c
 	c2.TritonGRPC = testutil.ClosedAddr(t)
 	c2.LogLevel = "error"
-	WriteFile(t, cfgPath, c2.YAML())
-	WaitFor(t, 10*time.Second, "the reload of the new configuration", func() bool { s, _, ok := scrapeHTTP(); return s == 3 && ok == 1 })
+	sidecartest.WriteFile(t, cfgPath, c2.YAML())
+	sidecartest.WaitFor(t, 10*time.Second, "the reload of the new configuration", func() bool { s, _, ok := scrapeHTTP(); return s == 3 && ok == 1 })
 	if !strings.Contains(stderr.String(), "needs a restart") || !strings.Contains(stderr.String(), `"setting":"triton.grpc"`) {
 		t.Errorf("no restart warning for triton.grpc in the log:\n%s", stderr.String())
 	}
@@ -351,7 +353,7 @@ func TestCommandReload(t *testing.T) {
 	}
 	sighups := strings.Count(stderr.String(), "SIGHUP: reloading")
 	hup <- syscall.SIGHUP
-	WaitFor(t, 10*time.Second, "the second SIGHUP reload", func() bool { s, _, _ := scrapeHTTP(); return s == 4 })
+	sidecartest.WaitFor(t, 10*time.Second, "the second SIGHUP reload", func() bool { s, _, _ := scrapeHTTP(); return s == 4 })
 	if n := strings.Count(stderr.String(), "SIGHUP: reloading"); n != sighups {
 		t.Errorf("an info message was logged at log.level error")
 	}
@@ -365,16 +367,16 @@ func TestCommandReload(t *testing.T) {
 // service is that of the new files, so that nothing counts as changed
 // (and the next unrelated event in the directory reloads nothing).
 func TestReloaderFingerprintAfterNewPaths(t *testing.T) {
-	h := StartHarness(t, nil)
+	h := sidecartest.StartHarness(t, nil)
 	r := &reloader{models: h.Models, metrics: h.Metrics, log: slog.New(slog.NewTextHandler(h.Log, nil)), level: new(slog.LevelVar)}
 	r.sums = r.fingerprint(nil)
 	if r.changed() {
 		t.Fatal("changed right after fingerprinting")
 	}
-	OtherStats(h.Scenario, 3).WriteComponents(t, h.Dir, "moved.safetensors")
+	sidecartest.OtherStats(h.Scenario, 3).WriteComponents(t, h.Dir, "moved.safetensors")
 	c := h.Config
 	c.Components = "moved.safetensors"
-	WriteFile(t, h.ConfigPath, c.YAML())
+	sidecartest.WriteFile(t, h.ConfigPath, c.YAML())
 	if !r.changed() {
 		t.Fatal("a new configuration file does not count as a change")
 	}
@@ -424,12 +426,12 @@ func TestReloaderFingerprintAfterNewPaths(t *testing.T) {
 func TestReloadTypoNotRetried(t *testing.T) {
 	defer func(d time.Duration) { reloadRetry = d }(reloadRetry)
 	reloadRetry = 50 * time.Millisecond
-	h := StartHarness(t, nil)
+	h := sidecartest.StartHarness(t, nil)
 	hup := runReloader(t, h)
 	metrics := h.Metrics.Handler()
-	WriteFile(t, h.ConfigPath, strings.Replace(h.Config.YAML(), "model: head_c", "model: head_cc", 1))
+	sidecartest.WriteFile(t, h.ConfigPath, strings.Replace(h.Config.YAML(), "model: head_c", "model: head_cc", 1))
 	hup <- syscall.SIGHUP
-	WaitFor(t, 10*time.Second, "the failed reload", func() bool { _, f, ok := reloads(t, metrics); return f >= 1 && ok == 0 })
+	sidecartest.WaitFor(t, 10*time.Second, "the failed reload", func() bool { _, f, ok := reloads(t, metrics); return f >= 1 && ok == 0 })
 	indexCalls := h.Fake.IndexCalls()
 	time.Sleep(20 * reloadRetry)
 	if _, f, _ := reloads(t, metrics); f != 1 || h.Fake.IndexCalls() != indexCalls {
@@ -438,6 +440,6 @@ func TestReloadTypoNotRetried(t *testing.T) {
 	if !strings.Contains(h.Log.String(), `head_cc\" is not in the model repository`) || !strings.Contains(h.Log.String(), "retry=false") {
 		t.Errorf("the log does not say why:\n%s", h.Log.String())
 	}
-	WriteFile(t, h.ConfigPath, h.Config.YAML())
-	WaitFor(t, 10*time.Second, "the fixed reload", func() bool { s, _, ok := reloads(t, metrics); return s >= 1 && ok == 1 })
+	sidecartest.WriteFile(t, h.ConfigPath, h.Config.YAML())
+	sidecartest.WaitFor(t, 10*time.Second, "the fixed reload", func() bool { s, _, ok := reloads(t, metrics); return s >= 1 && ok == 1 })
 }

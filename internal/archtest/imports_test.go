@@ -129,7 +129,22 @@ var policy = map[string][]string{
 	"sidecar/readiness":           {"sidecar/pipeline", "triton/tritonpb"},
 	"sidecar/pipeline":            {"sidecar/modelstats", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/ensemble"},
 	"sidecar/internal/faketriton": {"react", "react/componentsfile", "triton", "triton/tritonpb", "triton/tritonhttp"},
-	"sidecar": {"sidecar/pipeline", "sidecar/modelstats", "sidecar/limits", "sidecar/metrics", "sidecar/passthrough", "sidecar/internal/restapi", "sidecar/readiness", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/tritonhttp",
+	// sidecar/frontdoor: what every connection and call passes before the
+	// seams (listeners, limits, timeouts, TLS, the management guard, pprof).
+	"sidecar/frontdoor": {"sidecar/passthrough", "sidecar/metrics", "sidecar/config"},
+	// sidecar/server: the listeners and servers, the front door put before
+	// the pass-through.
+	"sidecar/server": {"sidecar/frontdoor", "sidecar/passthrough", "sidecar/metrics", "sidecar/config"},
+	// sidecar/controllable: the controllable models and their answers over
+	// the pass-through's seams.
+	"sidecar/controllable": {"sidecar/pipeline", "sidecar/modelstats", "sidecar/config", "sidecar/limits", "sidecar/metrics", "sidecar/passthrough",
+		"sidecar/readiness", "sidecar/internal/restapi", "control", "problem", "triton/tritonhttp", "triton/tritonpb"},
+	// sidecar/internal/sidecartest: test support only, a sidecar in front of
+	// a fake Triton for the tests of the sidecar's packages.
+	"sidecar/internal/sidecartest": {"sidecar/server", "sidecar/controllable", "sidecar/frontdoor", "sidecar/metrics", "sidecar/passthrough",
+		"sidecar/config", "sidecar/internal/faketriton", "sidecar/internal/restapi", "triton/tritonhttp", "triton/tritonpb", "internal/testutil"},
+	// The command: the configuration loaded, the parts wired, reloads.
+	"sidecar": {"sidecar/server", "sidecar/controllable", "sidecar/frontdoor", "sidecar/metrics", "sidecar/config", "problem", "react", "triton",
 		"internal/buildinfo", "internal/cli"},
 
 	// The Triton backend: never the sidecar or its configuration.
