@@ -128,7 +128,7 @@ func FuzzHTTPInfer(f *testing.F) {
 
 // FuzzModelName: stringField reads, without decoding the message, the same
 // model name (field 1) and request id (field 3) as proto decoding of a real
-// message, whenever that decoding succeeds; checkCounts never lets through
+// message, whenever that decoding succeeds; limits.CheckCounts never lets through
 // a request whose decoded counts pass the limits; neither panics.
 func FuzzModelName(f *testing.F) {
 	add := func(m proto.Message) {
@@ -178,7 +178,7 @@ func FuzzModelName(f *testing.F) {
 		if proto.Unmarshal(b, &md) == nil && name != md.GetName() {
 			t.Fatalf("stringField read name %q; ModelMetadataRequest decoded %q", name, md.GetName())
 		}
-		// checkCounts, without decoding, lets through only what decodes
+		// limits.CheckCounts, without decoding, lets through only what decodes
 		// within the limits (the wire may list a map key twice, which
 		// decoding keeps once: it may refuse more, never less).
 		if proto.Unmarshal(b, &req) != nil {
@@ -196,7 +196,7 @@ func FuzzModelName(f *testing.F) {
 				over = over || len(o.GetParameters()) > lim.MaxParameters
 			}
 			if over {
-				t.Fatalf("checkCounts let through, under %+v, a request of %d inputs, %d outputs, %d parameters", lim, len(req.GetInputs()), len(req.GetOutputs()), len(req.GetParameters()))
+				t.Fatalf("limits.CheckCounts let through, under %+v, a request of %d inputs, %d outputs, %d parameters", lim, len(req.GetInputs()), len(req.GetOutputs()), len(req.GetParameters()))
 			}
 		}
 	})

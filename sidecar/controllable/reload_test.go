@@ -322,7 +322,7 @@ func TestModelsReloadKeepsCache(t *testing.T) {
 	}
 }
 
-// wantLogitsBeta is wantLogits for head a (FP32) with another β.
+// wantLogitsBeta is WantLogits for head a (FP32) with another β.
 func wantLogitsBeta(sc *faketriton.Scenario, weights []float64, beta float64, x []float64) (want, tol []float64) {
 	s := *sc
 	s.Beta = beta

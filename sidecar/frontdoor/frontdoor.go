@@ -13,7 +13,7 @@ import (
 	"github.com/mergectl/react-triton/sidecar/metrics"
 )
 
-// serverLimits returns c, or the defaults when c is the zero value (a
+// ServerLimits returns c, or the defaults when c is the zero value (a
 // Config built by hand: tests, embedding), so that every server is
 // bounded. Keys that must be positive take their default when zero.
 func ServerLimits(c config.Server) config.Server {
@@ -30,7 +30,7 @@ func ServerLimits(c config.Server) config.Server {
 	return c
 }
 
-// grpcServerOptions are the gRPC listener's bounds: streams per connection,
+// GRPCServerOptions are the gRPC listener's bounds: streams per connection,
 // the keepalive policy (the sidecar's pings, and how often clients may
 // ping), idle connections, the handshake's time and the size of a call's
 // metadata at the transport.
@@ -59,9 +59,10 @@ func GRPCServerOptions(c config.Server) []grpc.ServerOption {
 	}
 }
 
-// grpcCheck is the front door's check of a gRPC call, for the proxy
-// (GRPCProxy.Check): the size of its metadata (maxHeaderBytes > 0), then
-// the management guard (guard nil: every management call refused).
+// GRPCCheck is the front door's check of a gRPC call, for the proxy
+// (passthrough.GRPCProxy.Check): the size of its metadata (maxHeaderBytes
+// > 0), then the management guard (guard nil: every management call
+// refused).
 func GRPCCheck(guard *Management, maxHeaderBytes int) func(method string, md metadata.MD) error {
 	return func(method string, md metadata.MD) error {
 		if maxHeaderBytes > 0 {
@@ -73,7 +74,7 @@ func GRPCCheck(guard *Management, maxHeaderBytes int) func(method string, md met
 	}
 }
 
-// httpFrontDoor wraps the HTTP handler with what every request passes
+// WrapHTTP wraps the HTTP handler with what every request passes
 // first, outermost first: the write timeout, the header size bound (431),
 // and the management guard (403, 401).
 func WrapHTTP(h http.Handler, c config.Server, guard *Management, m *metrics.Metrics) http.Handler {

@@ -21,7 +21,7 @@ type capListener struct {
 	metrics *metrics.Metrics // may be nil
 }
 
-// limitListener returns l bounded to max open connections (max ≤ 0: no
+// LimitListener returns l bounded to max open connections (max ≤ 0: no
 // bound, but still counted).
 func LimitListener(l net.Listener, name string, max int, m *metrics.Metrics) net.Listener {
 	return &capListener{Listener: l, name: name, max: int64(max), metrics: m}

@@ -33,7 +33,7 @@ func limitWrites(d time.Duration, next http.Handler) http.Handler {
 		next.ServeHTTP(tw, r)
 		// What the server writes after the handler returns (the buffered
 		// rest, the last chunk) gets a deadline of its own;
-		// clearWriteDeadline lifts it once the connection is idle.
+		// ClearWriteDeadline lifts it once the connection is idle.
 		tw.extend()
 	})
 }
@@ -79,7 +79,7 @@ func (t *timedWriter) Flush() {
 // Unwrap gives http.ResponseController the writer underneath.
 func (t *timedWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
 
-// clearWriteDeadline is the HTTP server's ConnState hook: a connection
+// ClearWriteDeadline is the HTTP server's ConnState hook: a connection
 // that went idle has its write deadline lifted, so that a kept-alive
 // connection's next request starts with none (the server writes some
 // answers itself, such as a 431, before any handler runs).

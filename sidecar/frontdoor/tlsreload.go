@@ -194,7 +194,7 @@ func (s *CertStore) Watch(ctx context.Context) {
 	}
 }
 
-// reloadAndLog reloads the store and logs the outcome.
+// ReloadAndLog reloads the store and logs the outcome.
 func (s *CertStore) ReloadAndLog(why string) {
 	old := s.cur.Load()
 	if err := s.Reload(); err != nil {

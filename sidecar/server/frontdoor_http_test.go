@@ -344,7 +344,7 @@ func TestLimitListenerUnbounded(t *testing.T) {
 func TestServerLimitsDefaults(t *testing.T) {
 	d := config.Default().Server
 	if got := frontdoor.ServerLimits(config.Server{}); got != d {
-		t.Errorf("serverLimits(zero) = %+v, want the defaults %+v", got, d)
+		t.Errorf("ServerLimits(zero) = %+v, want the defaults %+v", got, d)
 	}
 	got := frontdoor.ServerLimits(config.Server{MaxConnections: 5, WriteTimeout: time.Second})
 	want := config.Server{
@@ -359,6 +359,6 @@ func TestServerLimitsDefaults(t *testing.T) {
 		},
 	}
 	if got != want {
-		t.Errorf("serverLimits = %+v, want %+v", got, want)
+		t.Errorf("ServerLimits = %+v, want %+v", got, want)
 	}
 }

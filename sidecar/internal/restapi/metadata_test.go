@@ -26,6 +26,6 @@ func TestHTTPMetadata(t *testing.T) {
 	got := GRPCMetadata(h, []string{"authorization", "X-Multi", "content-length", "trace-bin", "x-latin", "x-ctl", "react-preference"})
 	want := metadata.MD{"authorization": {"Bearer t"}, "x-multi": {"a", "b"}}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("httpMetadata = %q, want %q", got, want)
+		t.Errorf("GRPCMetadata = %q, want %q", got, want)
 	}
 }

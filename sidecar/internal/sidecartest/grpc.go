@@ -16,12 +16,12 @@ import (
 	"github.com/mergectl/react-triton/sidecar/passthrough"
 )
 
-// invokeRaw makes a unary call with the raw codec.
+// InvokeRaw makes a unary call with the raw codec.
 func InvokeRaw(ctx context.Context, conn *grpc.ClientConn, method string) error {
 	return conn.Invoke(ctx, method, &passthrough.Frame{}, &passthrough.Frame{}, grpc.ForceCodecV2(passthrough.Codec{}))
 }
 
-// rawUpstream is an upstream that knows no services either: it answers every
+// RawUpstream is an upstream that knows no services either: it answers every
 // method with its raw codec, by the method's name.
 //
 //	/x.Unknown/Echo      one request, one response: the request reversed
@@ -36,6 +36,7 @@ type RawUpstream struct {
 	Cancelled chan struct{}
 }
 
+// Handle is the upstream's grpc.StreamHandler, for every method.
 func (u *RawUpstream) Handle(_ any, ss grpc.ServerStream) error {
 	method, _ := grpc.MethodFromServerStream(ss)
 	ctx := ss.Context()

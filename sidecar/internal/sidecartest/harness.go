@@ -37,10 +37,10 @@ import (
 // [-1,4]) and a linear head per task a, b and c, whose answers the tests
 // compute on their own in float64.
 
-// ctlTasks are the scenario's tasks.
+// CtlTasks are the scenario's tasks.
 var CtlTasks = []string{"a", "b", "c"}
 
-// waitFor polls cond until it holds or timeout passes, and fails the test
+// WaitFor polls cond until it holds or timeout passes, and fails the test
 // with what.
 func WaitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -53,60 +53,67 @@ func WaitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
-// syncBuffer is a log sink safe for concurrent writes.
+// SyncBuffer is a log sink safe for concurrent writes.
 type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
+// Write appends p to the buffer.
 func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
+// String returns what was written.
 func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
 }
 
-// ctlConfig are the knobs of the test configuration file.
+// CtlConfig are the knobs of the test configuration file.
 type CtlConfig struct {
+	// TritonGRPC and TritonHTTP are the fake Triton's addresses.
 	TritonGRPC, TritonHTTP string
 	Components             string // path, relative to the file's directory or absolute
-	DefaultPreference      string
-	Presets                map[string]string
-	MaxRequestBytes        string
-	CacheSize              int
-	StartupTimeout         string
-	// headTask overrides the task of models[0].heads[0] (single).
+	// DefaultPreference and Presets are the components entry's.
+	DefaultPreference string
+	Presets           map[string]string
+	// MaxRequestBytes, CacheSize and StartupTimeout set
+	// limits.max_request_bytes ("" is 64KiB), cache.size (at least 4) and
+	// triton.startup_timeout ("" is 20s).
+	MaxRequestBytes string
+	CacheSize       int
+	StartupTimeout  string
+	// HeadTask overrides the task of models[0].heads[0] (single).
 	HeadTask string
-	// backbone overrides the backbone model of both models.
+	// Backbone overrides the backbone model of both models.
 	Backbone string
-	// metricsListen, logFormat and logLevel set listen.metrics, log.format
+	// MetricsListen, LogFormat and LogLevel set listen.metrics, log.format
 	// and log.level.
 	MetricsListen, LogFormat, LogLevel string
-	// moreModels are more entries of the models section, YAML list items,
+	// MoreModels are more entries of the models section, YAML list items,
 	// appended as they are.
 	MoreModels string
-	// experiments is the experiments section, YAML, appended as is.
+	// Experiments is the experiments section, YAML, appended as is.
 	Experiments string
-	// limits are more keys of the limits section, YAML lines indented by
-	// two spaces; admission is the admission section's keys, the same way.
+	// Limits are more keys of the limits section, YAML lines indented by
+	// two spaces; Admission is the admission section's keys, the same way.
 	Limits, Admission string
-	// cacheMaxBytes sets cache.max_bytes ("" keeps the default).
+	// CacheMaxBytes sets cache.max_bytes ("" keeps the default).
 	CacheMaxBytes string
-	// sections is more YAML (top-level sections such as server:),
+	// Sections is more YAML (top-level sections such as server:),
 	// appended as is.
 	Sections string
-	// configMap lays the files out as a Kubernetes ConfigMap volume does:
+	// ConfigMap lays the files out as a Kubernetes ConfigMap volume does:
 	// config.yaml and components.safetensors are symlinks through the
 	// ..data symlink to a timestamped directory.
 	ConfigMap bool
 }
 
-// yaml writes the configuration: models "single" (backbone → head_a) and
+// YAML writes the configuration: models "single" (backbone → head_a) and
 // "multi" (backbone → head_a, head_b, head_c, logits renamed logits_a,
 // logits_b, logits_c), which shadows the fake's "multi" with another
 // signature, on purpose.
@@ -171,25 +178,32 @@ func or(s, def string) string {
 	return s
 }
 
-// harness is a sidecar in front of a fake Triton.
+// Harness is a sidecar in front of a fake Triton.
 type Harness struct {
-	Scenario   *faketriton.Scenario
-	Fake       *faketriton.Server
-	FakeHTTP   string // the fake's HTTP address
-	Dir        string // holds config.yaml and components.safetensors
+	// Scenario is the fake's models' linear algebra; Fake serves them.
+	Scenario *faketriton.Scenario
+	Fake     *faketriton.Server
+	FakeHTTP string // the fake's HTTP address
+	// Dir holds config.yaml (ConfigPath, written from Config) and
+	// components.safetensors.
+	Dir        string
 	ConfigPath string
 	Config     CtlConfig
-	Log        *SyncBuffer
-	Metrics    *metrics.Metrics
-	Models     *controllable.Models
-	Server     *server.Server
-	Client     tritonpb.GRPCInferenceServiceClient
-	// http is the sidecar's HTTP handler, for in-process requests.
+	// Log is the sidecar's log, Metrics its metrics, Models its
+	// controllable models, Server its listeners and Client a client of its
+	// gRPC listener.
+	Log     *SyncBuffer
+	Metrics *metrics.Metrics
+	Models  *controllable.Models
+	Server  *server.Server
+	Client  tritonpb.GRPCInferenceServiceClient
+	// HTTP is the sidecar's HTTP handler, for in-process requests; HTTPURL
+	// the URL of its HTTP listener.
 	HTTP    http.Handler
 	HTTPURL string
 }
 
-// ctlModels are the fake's models: the scenario's backbone and heads, and
+// CtlModels are the fake's models: the scenario's backbone and heads, and
 // a model named "multi" that the controllable model of that name shadows.
 func CtlModels(sc *faketriton.Scenario) []*faketriton.Model {
 	return []*faketriton.Model{
@@ -201,7 +215,7 @@ func CtlModels(sc *faketriton.Scenario) []*faketriton.Model {
 	}
 }
 
-// newHarness starts a fake Triton and a sidecar with the test
+// NewHarness starts a fake Triton and a sidecar with the test
 // configuration (edit may change it), without building the models: call
 // start (or Models.Start) for that.
 func NewHarness(t testing.TB, edit func(*CtlConfig)) *Harness {
@@ -271,7 +285,7 @@ func NewHarness(t testing.TB, edit func(*CtlConfig)) *Harness {
 	return h
 }
 
-// startHarness is newHarness with the models built.
+// StartHarness is NewHarness with the models built.
 func StartHarness(t testing.TB, edit func(*CtlConfig)) *Harness {
 	t.Helper()
 	h := NewHarness(t, edit)
@@ -283,12 +297,13 @@ func StartHarness(t testing.TB, edit func(*CtlConfig)) *Harness {
 	return h
 }
 
-// writeFile writes a file atomically (a temporary file renamed over it).
+// WriteFile writes a file atomically (a temporary file renamed over it).
 func WriteFile(t testing.TB, path, content string) {
 	t.Helper()
 	WriteBytes(t, path, []byte(content))
 }
 
+// WriteBytes writes a file atomically, as WriteFile does.
 func WriteBytes(t testing.TB, path string, b []byte) {
 	t.Helper()
 	tmp := path + ".tmp"
@@ -300,7 +315,7 @@ func WriteBytes(t testing.TB, path string, b []byte) {
 	}
 }
 
-// ctlBatch is the test input, rows of x (B×3).
+// CtlBatch is the test input, rows of x (B×3).
 var CtlBatch = []float64{
 	1, 0, 0,
 	0, 1, 0,
@@ -308,7 +323,7 @@ var CtlBatch = []float64{
 	0.5, -1.5, 2,
 }
 
-// ctlRequest returns a request for model on the batch x.
+// CtlRequest returns a request for model on the batch x.
 func CtlRequest(model, id string, x []float64, outputs ...string) *tritonpb.ModelInferRequest {
 	req := &tritonpb.ModelInferRequest{
 		ModelName:        model,
@@ -322,7 +337,7 @@ func CtlRequest(model, id string, x []float64, outputs ...string) *tritonpb.Mode
 	return req
 }
 
-// headRequest returns a request straight to a head of the fake (a
+// HeadRequest returns a request straight to a head of the fake (a
 // pass-through model) on the feature rows f (B×4, FP32).
 func HeadRequest(model, id string, f []float64) *tritonpb.ModelInferRequest {
 	return &tritonpb.ModelInferRequest{
@@ -333,7 +348,7 @@ func HeadRequest(model, id string, f []float64) *tritonpb.ModelInferRequest {
 	}
 }
 
-// wantLogits computes the logits of the head of task for the batch x with
+// WantLogits computes the logits of the head of task for the batch x with
 // the correction W_p(weights) (nil: none), in float64, as the head
 // receives the feature in headDT; and the tolerance.
 func WantLogits(sc *faketriton.Scenario, task, headDT string, weights []float64, x []float64) (want, tol []float64) {
@@ -373,10 +388,10 @@ func WantLogits(sc *faketriton.Scenario, task, headDT string, weights []float64,
 	return want, tol
 }
 
-// headDT is the datatype each head of the fake takes the feature in.
+// HeadDT is the datatype each head of the fake takes the feature in.
 var HeadDT = map[string]string{"a": "FP32", "b": "FP16", "c": "BF16"}
 
-// checkLogits compares raw FP32 logits with wantLogits.
+// CheckLogits compares raw FP32 logits with WantLogits.
 func CheckLogits(sc *faketriton.Scenario, task string, weights []float64, x []float64, raw []byte) error {
 	got, err := faketriton.Decode("FP32", raw)
 	if err != nil {
@@ -394,7 +409,7 @@ func CheckLogits(sc *faketriton.Scenario, task string, weights []float64, x []fl
 	return nil
 }
 
-// scrape reads the metrics, by family name.
+// Scrape reads the metrics, by family name.
 func Scrape(t *testing.T, h http.Handler) map[string]*dto.MetricFamily {
 	t.Helper()
 	rec := httptest.NewRecorder()
@@ -402,6 +417,7 @@ func Scrape(t *testing.T, h http.Handler) map[string]*dto.MetricFamily {
 	return ParseMetrics(t, rec.Body)
 }
 
+// ParseMetrics parses a metrics page in the text format, by family name.
 func ParseMetrics(t *testing.T, r io.Reader) map[string]*dto.MetricFamily {
 	t.Helper()
 	p := expfmt.NewTextParser(model.UTF8Validation)
@@ -412,7 +428,7 @@ func ParseMetrics(t *testing.T, r io.Reader) map[string]*dto.MetricFamily {
 	return fams
 }
 
-// metricValue returns the value of the series of family name whose labels
+// MetricValue returns the value of the series of family name whose labels
 // include labels (a counter, gauge or untyped value; a histogram's count),
 // and false when there is none.
 func MetricValue(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {

@@ -12,7 +12,7 @@ import (
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
-// httpDo sends a request to the sidecar's HTTP listener and returns the
+// HTTPDo sends a request to the sidecar's HTTP listener and returns the
 // response with its body read.
 func HTTPDo(t *testing.T, method, url string, body []byte, header map[string]string) (*http.Response, []byte) {
 	t.Helper()
@@ -35,7 +35,7 @@ func HTTPDo(t *testing.T, method, url string, body []byte, header map[string]str
 	return resp, b
 }
 
-// inferBody encodes a request as an HTTP body, with its headers.
+// InferBody encodes a request as an HTTP body, with its headers.
 func InferBody(t *testing.T, req *tritonpb.ModelInferRequest, binary bool) ([]byte, map[string]string) {
 	t.Helper()
 	body, hl, err := tritonhttp.EncodeRequest(req, binary)
@@ -50,7 +50,7 @@ func InferBody(t *testing.T, req *tritonpb.ModelInferRequest, binary bool) ([]by
 	return body, hdr
 }
 
-// binaryInferBody is a Triton HTTP inference request with the binary tensor
+// BinaryInferBody is a Triton HTTP inference request with the binary tensor
 // extension: a JSON header of the given length, then raw little-endian FP32
 // bytes, some of them not valid UTF-8.
 func BinaryInferBody() (body []byte, headerLen int) {

@@ -13,7 +13,7 @@ import (
 	"github.com/mergectl/react-triton/sidecar/server"
 )
 
-// recorder is an upstream Triton for the front door's tests, on both
+// Recorder is an upstream Triton for the front door's tests, on both
 // protocols: every gRPC call (any method, raw codec) is answered with an
 // empty message, every HTTP request with 200 "upstream"; each is recorded
 // with its metadata or headers, so that a test can tell what reached
@@ -26,6 +26,8 @@ type Recorder struct {
 	headers []http.Header
 }
 
+// Handle is the upstream's grpc.StreamHandler: it records the call and
+// answers it with an empty message.
 func (u *Recorder) Handle(_ any, ss grpc.ServerStream) error {
 	method, _ := grpc.MethodFromServerStream(ss)
 	md, _ := metadata.FromIncomingContext(ss.Context())
@@ -40,6 +42,7 @@ func (u *Recorder) Handle(_ any, ss grpc.ServerStream) error {
 	return ss.SendMsg(&passthrough.Frame{})
 }
 
+// ServeHTTP records the request and answers 200 "upstream".
 func (u *Recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	io.Copy(io.Discard, r.Body)
 	u.mu.Lock()
@@ -49,14 +52,14 @@ func (u *Recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, "upstream")
 }
 
-// calls returns how many gRPC calls and HTTP requests reached it.
+// Calls returns how many gRPC calls and HTTP requests reached it.
 func (u *Recorder) Calls() (grpcCalls, httpCalls int) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return len(u.methods), len(u.paths)
 }
 
-// lastMD returns the metadata of the last gRPC call.
+// LastMD returns the metadata of the last gRPC call.
 func (u *Recorder) LastMD() metadata.MD {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -66,7 +69,7 @@ func (u *Recorder) LastMD() metadata.MD {
 	return u.md[len(u.md)-1]
 }
 
-// lastHeader returns the headers of the last HTTP request.
+// LastHeader returns the headers of the last HTTP request.
 func (u *Recorder) LastHeader() http.Header {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -76,7 +79,7 @@ func (u *Recorder) LastHeader() http.Header {
 	return u.headers[len(u.headers)-1]
 }
 
-// startRecorded serves a sidecar with cfg (its Triton addresses set to a
+// StartRecorded serves a sidecar with cfg (its Triton addresses set to a
 // new recorder's) and returns both.
 func StartRecorded(t *testing.T, cfg server.Config) (*server.Server, *Recorder) {
 	t.Helper()

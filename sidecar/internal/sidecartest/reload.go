@@ -8,7 +8,7 @@ import (
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
 )
 
-// otherStats returns a scenario with the same backbone and heads as sc but
+// OtherStats returns a scenario with the same backbone and heads as sc but
 // other calibration samples, hence other W_p.
 func OtherStats(sc *faketriton.Scenario, seed uint64) *faketriton.Scenario {
 	o := faketriton.NewScenario(seed, sc.D, sc.Tasks...)
@@ -16,7 +16,7 @@ func OtherStats(sc *faketriton.Scenario, seed uint64) *faketriton.Scenario {
 	return o
 }
 
-// corruptComponents returns the bytes of sc's components file with one data
+// CorruptComponents returns the bytes of sc's components file with one data
 // byte flipped.
 func CorruptComponents(t *testing.T, sc *faketriton.Scenario) []byte {
 	t.Helper()

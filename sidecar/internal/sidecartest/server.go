@@ -14,7 +14,7 @@ import (
 	"github.com/mergectl/react-triton/sidecar/server"
 )
 
-// startUpstreamGRPC serves a gRPC server, set up by register, on a loopback
+// StartUpstreamGRPC serves a gRPC server, set up by register, on a loopback
 // port for the test's duration and returns its address.
 func StartUpstreamGRPC(t testing.TB, register func(*grpc.Server), opts ...grpc.ServerOption) string {
 	t.Helper()
@@ -29,7 +29,7 @@ func StartUpstreamGRPC(t testing.TB, register func(*grpc.Server), opts ...grpc.S
 	return lis.Addr().String()
 }
 
-// startSidecar serves a sidecar in front of the given upstreams on loopback
+// StartSidecar serves a sidecar in front of the given upstreams on loopback
 // ports until the test ends, and returns it.
 func StartSidecar(t testing.TB, cfg server.Config) *server.Server {
 	t.Helper()
@@ -56,7 +56,7 @@ func StartSidecar(t testing.TB, cfg server.Config) *server.Server {
 	return s
 }
 
-// dial returns a client connection to addr, closed when the test ends.
+// Dial returns a client connection to addr, closed when the test ends.
 func Dial(t testing.TB, addr string) *grpc.ClientConn {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -67,7 +67,7 @@ func Dial(t testing.TB, addr string) *grpc.ClientConn {
 	return conn
 }
 
-// startUpstreamHTTP serves h on a loopback port for the test's duration and
+// StartUpstreamHTTP serves h on a loopback port for the test's duration and
 // returns its address (host:port).
 func StartUpstreamHTTP(t *testing.T, h http.Handler) string {
 	t.Helper()
