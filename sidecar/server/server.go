@@ -162,7 +162,7 @@ func New(cfg Config) (*Server, error) {
 		ReadTimeout:       lim.ReadTimeout,
 		IdleTimeout:       lim.IdleTimeout,
 		// Go reads up to this and 4 KiB more before it answers 431 itself;
-		// limitHTTPHeaders answers the exact bound.
+		// frontdoor.WrapHTTP answers the exact bound.
 		MaxHeaderBytes: int(lim.MaxHeaderBytes),
 		ConnState:      frontdoor.ClearWriteDeadline,
 		// HTTP/1.1 only, as Triton's HTTP endpoint.
