@@ -71,7 +71,7 @@ func TestShutdownEndsCallsInFlight(t *testing.T) {
 	go func() { done <- s.Serve(ctx) }()
 
 	conn := sidecartest.Dial(t, s.GRPCAddr().String())
-	stream, err := conn.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/x.Unknown/Hang", grpc.ForceCodecV2(passthrough.Codec{}))
+	stream, err := sidecartest.NewRawStream(context.Background(), conn, "/x.Unknown/Hang")
 	if err != nil {
 		t.Fatal(err)
 	}

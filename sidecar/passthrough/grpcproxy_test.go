@@ -72,7 +72,7 @@ func TestGRPCUnaryUnknownServiceWithMetadata(t *testing.T) {
 func TestGRPCBidiStreamAndLargeMessages(t *testing.T) {
 	s, _ := startRaw(t)
 	conn := sidecartest.Dial(t, s.GRPCAddr().String())
-	stream, err := conn.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/x.Unknown/Chat", grpc.ForceCodecV2(passthrough.Codec{}),
+	stream, err := sidecartest.NewRawStream(context.Background(), conn, "/x.Unknown/Chat",
 		grpc.MaxCallRecvMsgSize(1<<30), grpc.MaxCallSendMsgSize(1<<30))
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +155,7 @@ func TestGRPCCancellationReachesUpstream(t *testing.T) {
 	s, u := startRaw(t)
 	conn := sidecartest.Dial(t, s.GRPCAddr().String())
 	ctx, cancel := context.WithCancel(context.Background())
-	stream, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/x.Unknown/Hang", grpc.ForceCodecV2(passthrough.Codec{}))
+	stream, err := sidecartest.NewRawStream(ctx, conn, "/x.Unknown/Hang")
 	if err != nil {
 		t.Fatal(err)
 	}

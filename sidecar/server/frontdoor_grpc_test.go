@@ -51,7 +51,7 @@ func TestGRPCReadTimeout(t *testing.T) {
 	conn := sidecartest.Dial(t, s.GRPCAddr().String())
 	for _, method := range []string{passthrough.Service + "ModelInfer", passthrough.Service + "ModelMetadata"} {
 		start := time.Now()
-		cs, err := conn.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method, grpc.ForceCodecV2(passthrough.Codec{}))
+		cs, err := sidecartest.NewRawStream(context.Background(), conn, method)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +65,7 @@ func TestGRPCReadTimeout(t *testing.T) {
 		t.Errorf("%d calls reached Triton", g)
 	}
 	// A request sent late but within the bound is served.
-	cs, err := conn.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, passthrough.Service+"ModelInfer", grpc.ForceCodecV2(passthrough.Codec{}))
+	cs, err := sidecartest.NewRawStream(context.Background(), conn, passthrough.Service+"ModelInfer")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestGRPCReadTimeout(t *testing.T) {
 		t.Errorf("a request within the bound: %v", err)
 	}
 	// A stream's first request may come later.
-	st, err := conn.NewStream(context.Background(), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, passthrough.Service+"ModelStreamInfer", grpc.ForceCodecV2(passthrough.Codec{}))
+	st, err := sidecartest.NewRawStream(context.Background(), conn, passthrough.Service+"ModelStreamInfer")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestGRPCMaxConcurrentStreams(t *testing.T) {
 	s := sidecartest.StartSidecar(t, server.Config{TritonGRPC: up, Server: serverConfig(func(c *config.Server) { c.GRPC.MaxConcurrentStreams = 2 })})
 	conn := sidecartest.Dial(t, s.GRPCAddr().String())
 	hang := func(ctx context.Context) (grpc.ClientStream, error) {
-		cs, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/x.Unknown/Hang", grpc.ForceCodecV2(passthrough.Codec{}))
+		cs, err := sidecartest.NewRawStream(ctx, conn, "/x.Unknown/Hang")
 		if err != nil {
 			return nil, err
 		}

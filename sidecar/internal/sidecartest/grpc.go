@@ -21,6 +21,13 @@ func InvokeRaw(ctx context.Context, conn *grpc.ClientConn, method string) error 
 	return conn.Invoke(ctx, method, &passthrough.Frame{}, &passthrough.Frame{}, grpc.ForceCodecV2(passthrough.Codec{}))
 }
 
+// NewRawStream opens a call of method on conn as a bidirectional stream
+// of passthrough.Frames (the raw codec), opts after the codec.
+func NewRawStream(ctx context.Context, conn *grpc.ClientConn, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	desc := &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}
+	return conn.NewStream(ctx, desc, method, append([]grpc.CallOption{grpc.ForceCodecV2(passthrough.Codec{})}, opts...)...)
+}
+
 // RawUpstream is an upstream that knows no services either: it answers every
 // method with its raw codec, by the method's name.
 //
