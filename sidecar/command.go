@@ -19,6 +19,10 @@ import (
 	"github.com/mergectl/react-triton/internal/cli"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/controllable"
+	"github.com/mergectl/react-triton/sidecar/frontdoor"
+	"github.com/mergectl/react-triton/sidecar/metrics"
+	"github.com/mergectl/react-triton/sidecar/server"
 )
 
 // Exit codes of the sidecar command: those of package cli, the same for
@@ -116,32 +120,32 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 	if err != nil {
 		return err
 	}
-	conn, err := DialTriton(cfg.Triton.GRPC, tlsCfg)
+	conn, err := server.DialTriton(cfg.Triton.GRPC, tlsCfg)
 	if err != nil {
 		return err
 	}
-	metrics := NewMetrics()
-	models, err := NewModels(cfg, conn, metrics, log)
-	if err != nil {
-		conn.Close()
-		return err
-	}
-	guard, err := NewManagement(cfg.Management, metrics)
+	prom := metrics.New()
+	models, err := controllable.NewModels(cfg, conn, prom, log)
 	if err != nil {
 		conn.Close()
 		return err
 	}
-	var certs *CertStore
+	guard, err := frontdoor.NewManagement(cfg.Management, prom)
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	var certs *frontdoor.CertStore
 	if cfg.Server.TLS.Enabled {
-		if certs, err = NewCertStore(cfg.Server.TLS, log, metrics); err != nil {
+		if certs, err = frontdoor.NewCertStore(cfg.Server.TLS, log, prom); err != nil {
 			conn.Close()
 			return err
 		}
 	}
 	metricsMux := http.NewServeMux()
-	metricsMux.Handle("/", metrics.Handler())
+	metricsMux.Handle("/", prom.Handler())
 	metricsMux.Handle("/readyz", models.ReadyzHandler())
-	sc := Config{
+	sc := server.Config{
 		TritonGRPC:      cfg.Triton.GRPC,
 		TritonHTTP:      cfg.Triton.HTTP,
 		TritonTLS:       tlsCfg,
@@ -159,12 +163,12 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 		TLS:             certs,
 		MetricsTLS:      cfg.Server.TLS.Metrics,
 		Management:      guard,
-		Metrics:         metrics,
+		Metrics:         prom,
 	}
 	if cfg.Pprof.Enabled {
-		sc.PprofListen, sc.PprofHandler = cfg.Pprof.Listen, PprofHandler(cfg.Pprof.MaxSeconds)
+		sc.PprofListen, sc.PprofHandler = cfg.Pprof.Listen, frontdoor.PprofHandler(cfg.Pprof.MaxSeconds)
 	}
-	s, err := New(sc)
+	s, err := server.New(sc)
 	if err != nil {
 		conn.Close()
 		return err
@@ -199,7 +203,7 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 		}
 		log.Info("sidecar ready")
 	}()
-	r := &reloader{flags: flags, models: models, metrics: metrics, log: log, level: level, guard: guard, certs: certs}
+	r := &reloader{flags: flags, models: models, metrics: prom, log: log, level: level, guard: guard, certs: certs}
 	go r.run(ctx, hup)
 	if certs != nil {
 		go certs.Watch(ctx)

@@ -11,7 +11,11 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/mergectl/react-triton/internal/testutil"
 	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/internal/sidecartest"
+	"github.com/mergectl/react-triton/sidecar/passthrough"
+	"github.com/mergectl/react-triton/sidecar/server"
 )
 
 func TestMainUsageAndVersion(t *testing.T) {
@@ -55,9 +59,9 @@ func TestMainListenerInUse(t *testing.T) {
 // TestShutdownEndsCallsInFlight: a stop with a call that never ends returns
 // once the graceful period is over, and the upstream call is cancelled.
 func TestShutdownEndsCallsInFlight(t *testing.T) {
-	u := &rawUpstream{cancelled: make(chan struct{})}
-	up := startUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.handle), grpc.ForceServerCodecV2(rawCodec{}))
-	s, err := New(Config{TritonGRPC: up, TritonHTTP: closedAddr(t), GRPCListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0",
+	u := &sidecartest.RawUpstream{Cancelled: make(chan struct{})}
+	up := sidecartest.StartUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.Handle), grpc.ForceServerCodecV2(passthrough.Codec{}))
+	s, err := server.New(server.Config{TritonGRPC: up, TritonHTTP: testutil.ClosedAddr(t), GRPCListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0",
 		ShutdownTimeout: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -66,8 +70,8 @@ func TestShutdownEndsCallsInFlight(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx) }()
 
-	conn := dial(t, s.GRPCAddr().String())
-	stream, err := conn.NewStream(context.Background(), proxyDesc, "/x.Unknown/Hang", grpc.ForceCodecV2(rawCodec{}))
+	conn := sidecartest.Dial(t, s.GRPCAddr().String())
+	stream, err := sidecartest.NewRawStream(context.Background(), conn, "/x.Unknown/Hang")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +88,7 @@ func TestShutdownEndsCallsInFlight(t *testing.T) {
 		t.Fatal("Serve did not return")
 	}
 	select {
-	case <-u.cancelled:
+	case <-u.Cancelled:
 	case <-time.After(time.Minute):
 		t.Fatal("the upstream call was not cancelled")
 	}
@@ -101,13 +105,13 @@ func TestCommandPprofSwitch(t *testing.T) {
 			t.Setenv(config.EnvVar("pprof.listen"), "127.0.0.1:0")
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		var out syncBuffer
+		var out sidecartest.SyncBuffer
 		cmd := NewCommand(ctx, nil, &out, &out)
-		cmd.SetArgs([]string{"--triton-grpc", closedAddr(t), "--triton-http", closedAddr(t),
+		cmd.SetArgs([]string{"--triton-grpc", testutil.ClosedAddr(t), "--triton-http", testutil.ClosedAddr(t),
 			"--grpc-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--metrics-listen", ""})
 		done := make(chan error, 1)
 		go func() { done <- cmd.Execute() }()
-		waitFor(t, 10*time.Second, "the sidecar listening", func() bool { return strings.Contains(out.String(), "sidecar listening") })
+		sidecartest.WaitFor(t, 10*time.Second, "the sidecar listening", func() bool { return strings.Contains(out.String(), "sidecar listening") })
 		var line string
 		for l := range strings.Lines(out.String()) {
 			if strings.Contains(l, "sidecar listening") {

@@ -1,32 +1,30 @@
-// Package sidecar is the ReACT sidecar: a server that speaks Triton's gRPC
-// and HTTP protocol in front of an existing Triton Inference Server, so that
-// clients change nothing but the address they call.
+// Package sidecar is the ReACT sidecar command: a server that speaks
+// Triton's gRPC and HTTP protocol in front of an existing Triton Inference
+// Server, so that clients change nothing but the address they call.
 //
-// Every call it does not serve itself is passed through. Every gRPC method
-// (unary or streaming, known or not, grpc.health.v1 included) is relayed
-// frame by frame to the upstream Triton over one shared *grpc.ClientConn,
-// with a raw codec that never decodes a message (see Frame); every HTTP
-// request is relayed by an httputil.ReverseProxy. Metadata, headers,
-// trailers, status codes, deadlines and cancellation travel both ways;
-// ReACT's own react-* keys are stripped.
+// Main (which cmd/sidecar calls) and NewCommand load the configuration
+// (package sidecar/config) and wire the parts, each a package of its own:
 //
-// Before a call is passed through, two seams are consulted:
-// GRPCInterceptor (by full method name) and HTTPInterceptor (by request).
-// Through them the sidecar serves the controllable models its
-// configuration declares (Models): inference with W_p applied to the
-// backbone's feature for the request's preference, in the explicit form
-// (backbone, correction, heads) or the graph form (a shadowed ensemble's
-// steps), and the metadata, configuration, readiness, statistics and
-// repository index Triton would answer for them. The transport-independent
-// part of that path is package sidecar/pipeline, the models' statistics
-// package sidecar/modelstats.
+//   - sidecar/server: the listeners and the gRPC and HTTP servers, the
+//     front door put before the pass-through;
+//   - sidecar/passthrough: every call the sidecar does not serve itself,
+//     relayed to Triton unchanged, and the seams where it takes a call
+//     over;
+//   - sidecar/frontdoor: what every connection and call passes first
+//     (connection caps, header sizes, timeouts, TLS with certificate
+//     reload, the guard of Triton's management API, Go's profiles);
+//   - sidecar/controllable: the controllable models the configuration
+//     declares, built against Triton and answered for on both protocols
+//     through the seams (inference with W_p applied for the request's
+//     preference, with sidecar/pipeline, and the metadata, configuration,
+//     readiness, statistics and repository index Triton would answer);
+//   - sidecar/limits, sidecar/readiness and sidecar/metrics: what one
+//     request may hold, whether the sidecar is ready, and the Prometheus
+//     metrics on a listener of their own.
 //
-// Around the seams sit the front door (connection caps, header and body
-// limits, timeouts, TLS with certificate reload, the management endpoints
-// and readiness), the limits on what one request may hold, the admission
-// of new preferences by client key, the reload of the configuration (built
-// completely before it replaces the one in service), and Prometheus
-// metrics on a listener of their own.
-//
-// Main is the sidecar command; cmd/sidecar only calls it.
+// The command itself keeps the reload: on SIGHUP, and when the
+// configuration, a components file or the management token file changes,
+// the configuration is loaded and the controllable models built again
+// completely before they replace the ones in service; a reload that fails
+// keeps the previous state serving.
 package sidecar

@@ -20,6 +20,9 @@ import (
 
 	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/controllable"
+	"github.com/mergectl/react-triton/sidecar/frontdoor"
+	"github.com/mergectl/react-triton/sidecar/metrics"
 	"github.com/mergectl/react-triton/triton"
 )
 
@@ -63,15 +66,15 @@ const reloadDebounce = 250 * time.Millisecond
 // the ones in service and reloads only when they differ.
 type reloader struct {
 	flags   *pflag.FlagSet
-	models  *Models
-	metrics *Metrics
+	models  *controllable.Models
+	metrics *metrics.Metrics
 	log     *slog.Logger
 	level   *slog.LevelVar
 	// guard takes the management section of each configuration that
 	// reloads; certs, when not nil, reloads the listeners' TLS files on
 	// SIGHUP (it watches them itself).
-	guard *Management
-	certs *CertStore
+	guard *frontdoor.Management
+	certs *frontdoor.CertStore
 
 	// sums describe the files in service, by path.
 	sums map[string]fileState
@@ -100,7 +103,7 @@ func (r *reloader) run(ctx context.Context, hup <-chan os.Signal) {
 		case <-hup:
 			r.log.Info("SIGHUP: reloading")
 			if r.certs != nil {
-				r.certs.reloadAndLog("SIGHUP")
+				r.certs.ReloadAndLog("SIGHUP")
 			}
 			retry = r.retryAfter(r.reload(ctx, true))
 			if w != nil {
@@ -301,7 +304,7 @@ func (r *reloader) reload(ctx context.Context, forced bool) (transient bool) {
 		cfg.Triton.GRPC, cfg.Triton.HTTP, cfg.Triton.TLS = old.Triton.GRPC, old.Triton.HTTP, old.Triton.TLS
 		cfg.Listen, cfg.Log.Format, cfg.LinAlg = old.Listen, old.Log.Format, old.LinAlg
 		cfg.Server, cfg.Pprof = old.Server, old.Pprof
-		policy, err := newManagementPolicy(cfg.Management)
+		policy, err := frontdoor.NewManagementPolicy(cfg.Management)
 		if err != nil {
 			return err
 		}
@@ -309,7 +312,7 @@ func (r *reloader) reload(ctx context.Context, forced bool) (transient bool) {
 			return err
 		}
 		if r.guard != nil {
-			r.guard.policy.Store(policy)
+			r.guard.Use(policy)
 		}
 		for _, what := range restart {
 			r.log.Warn("changed setting needs a restart to take effect; the old value stays in use", "setting", what)
@@ -328,7 +331,7 @@ func (r *reloader) reload(ctx context.Context, forced bool) (transient bool) {
 	} else {
 		r.sums = sums
 	}
-	r.metrics.reloaded(err == nil)
+	r.metrics.Reloaded(err == nil)
 	if err != nil {
 		var be problem.List
 		transient = errors.As(err, &be) && be.Transient()

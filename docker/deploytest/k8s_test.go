@@ -11,7 +11,7 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 
-	"github.com/mergectl/react-triton/sidecar"
+	"github.com/mergectl/react-triton/sidecar/metrics"
 )
 
 // Paths the probes must use: Triton's health endpoints (its HTTP/REST
@@ -98,7 +98,7 @@ func TestSidecarMode(t *testing.T) {
 	// The sidecar's liveness path is served by its metrics listener (the
 	// real handler, not a stand-in).
 	rec := httptest.NewRecorder()
-	sidecar.NewMetrics().Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, side.LivenessProbe.HTTPGet.Path, nil))
+	metrics.New().Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, side.LivenessProbe.HTTPGet.Path, nil))
 	if rec.Code != http.StatusOK {
 		t.Errorf("the sidecar's metrics listener answers GET %s with %d", side.LivenessProbe.HTTPGet.Path, rec.Code)
 	}

@@ -110,11 +110,42 @@ var policy = map[string][]string{
 		"calibrate/decide", "experiment/sequential", "problem"},
 
 	// sidecar/config: the sidecar's configuration, on the same engine.
-	"sidecar/config":              {"config/layer", "react", "experiment", "control", "problem", "internal/bytesize", "internal/filecheck"},
-	"sidecar/modelstats":          {"triton/tritonpb"},
-	"sidecar/pipeline":            {"sidecar/modelstats", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/ensemble"},
+	"sidecar/config":     {"config/layer", "react", "experiment", "control", "problem", "internal/bytesize", "internal/filecheck"},
+	"sidecar/modelstats": {"triton/tritonpb"},
+	"sidecar/pipeline":   {"sidecar/modelstats", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/ensemble"},
+	// sidecar/internal/faketriton: test support only, a stand-in for Triton.
 	"sidecar/internal/faketriton": {"react", "react/componentsfile", "triton", "triton/tritonpb", "triton/tritonhttp"},
-	"sidecar": {"sidecar/pipeline", "sidecar/modelstats", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/tritonhttp",
+	// sidecar/passthrough: the pass-through proxy and its seams; it knows
+	// nothing of the controllable models or the front door.
+	"sidecar/passthrough": {"control", "triton/tritonhttp"},
+	// sidecar/limits: what one request may hold (the body budget) and send
+	// (its inputs, outputs and parameters), and the statuses of a refusal.
+	"sidecar/limits": {"sidecar/config", "sidecar/passthrough", "triton/tritonhttp", "triton/tritonpb"},
+	// sidecar/metrics: the sidecar's Prometheus metrics, which the other
+	// parts report to.
+	"sidecar/metrics": {"sidecar/pipeline", "sidecar/limits", "control", "internal/buildinfo"},
+	// sidecar/readiness: the sidecar's own readiness, every model the
+	// controllable models call ready on Triton.
+	"sidecar/readiness": {"sidecar/pipeline", "triton/tritonpb"},
+	// sidecar/internal/restapi: Triton's HTTP API as the sidecar answers it
+	// for controllable models.
+	"sidecar/internal/restapi": {"sidecar/passthrough", "sidecar/pipeline", "triton", "triton/tritonhttp", "triton/tritonpb"},
+	// sidecar/frontdoor: what every connection and call passes before the
+	// seams (listeners, limits, timeouts, TLS, the management guard, pprof).
+	"sidecar/frontdoor": {"sidecar/passthrough", "sidecar/metrics", "sidecar/config"},
+	// sidecar/server: the listeners and servers, the front door put before
+	// the pass-through.
+	"sidecar/server": {"sidecar/frontdoor", "sidecar/passthrough", "sidecar/metrics", "sidecar/config"},
+	// sidecar/controllable: the controllable models and their answers over
+	// the pass-through's seams.
+	"sidecar/controllable": {"sidecar/pipeline", "sidecar/modelstats", "sidecar/config", "sidecar/limits", "sidecar/metrics", "sidecar/passthrough",
+		"sidecar/readiness", "sidecar/internal/restapi", "control", "problem", "triton/tritonhttp", "triton/tritonpb"},
+	// sidecar/internal/sidecartest: test support only, a sidecar in front of
+	// a fake Triton for the tests of the sidecar's packages.
+	"sidecar/internal/sidecartest": {"sidecar/server", "sidecar/controllable", "sidecar/frontdoor", "sidecar/metrics", "sidecar/passthrough",
+		"sidecar/config", "sidecar/internal/faketriton", "sidecar/internal/restapi", "triton/tritonhttp", "triton/tritonpb", "internal/testutil"},
+	// The command: the configuration loaded, the parts wired, reloads.
+	"sidecar": {"sidecar/server", "sidecar/controllable", "sidecar/frontdoor", "sidecar/metrics", "sidecar/config", "problem", "react", "triton",
 		"internal/buildinfo", "internal/cli"},
 
 	// The Triton backend: never the sidecar or its configuration.
@@ -290,6 +321,7 @@ func TestPolicyCatches(t *testing.T) {
 		{"backend imports config", map[string][]string{"backend": {module + "/config"}}, "backend imports config"},
 		{"react imports grpc", map[string][]string{"react": {"google.golang.org/grpc"}}, "react imports google.golang.org/grpc: forbidden"},
 		{"react/internal/cuda imports viper", map[string][]string{"react/internal/cuda": {"github.com/spf13/viper"}}, "forbidden there"},
+		{"the pass-through imports the controllable models", map[string][]string{"sidecar/passthrough": {module + "/sidecar/controllable"}}, "sidecar/passthrough imports sidecar/controllable: not an arrow"},
 		{"a new package", map[string][]string{"newpkg": nil}, "newpkg: not in the import policy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

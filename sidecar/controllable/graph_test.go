@@ -1,0 +1,237 @@
+package controllable_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/problem"
+	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
+	"github.com/mergectl/react-triton/sidecar/internal/restapi"
+	"github.com/mergectl/react-triton/sidecar/internal/sidecartest"
+	"github.com/mergectl/react-triton/triton/tritonhttp"
+	"github.com/mergectl/react-triton/triton/tritonpb"
+)
+
+// ensembleModel is the fake's ensemble "ens": x → backbone → emb →
+// head_a → logits, answering as Triton would (no correction).
+func ensembleModel(sc *faketriton.Scenario) *faketriton.Model {
+	head := sc.Head("a")
+	return &faketriton.Model{
+		Name: "ens", MaxBatchSize: faketriton.MaxBatch,
+		Inputs:  []faketriton.Tensor{{Name: "x", Datatype: "FP32", Shape: []int64{-1, 3}}},
+		Outputs: []faketriton.Tensor{{Name: "logits", Datatype: "FP32", Shape: []int64{-1, 2}}},
+		Steps: []*tritonpb.ModelEnsembling_Step{
+			faketriton.Step("backbone", map[string]string{"x": "x"}, map[string]string{"feature": "emb"}),
+			faketriton.Step("head_a", map[string]string{"feature": "emb"}, map[string]string{"logits": "logits"}),
+		},
+		Infer: func(req *tritonpb.ModelInferRequest) (*tritonpb.ModelInferResponse, error) {
+			x, err := faketriton.Decode("FP32", req.GetRawInputContents()[0])
+			if err != nil {
+				return nil, err
+			}
+			z := sc.Feature("FP32", x)
+			y := faketriton.Apply(head, z)
+			return &tritonpb.ModelInferResponse{
+				Outputs:           []*tritonpb.ModelInferResponse_InferOutputTensor{{Name: "logits", Datatype: "FP32", Shape: []int64{int64(len(x) / 3), 2}}},
+				RawOutputContents: [][]byte{faketriton.Encode("FP32", y)},
+			}, nil
+		},
+	}
+}
+
+// startGraphHarness is a harness whose configuration adds the graph-form
+// model "ens", correcting "emb".
+func startGraphHarness(t *testing.T) *sidecartest.Harness {
+	t.Helper()
+	h := sidecartest.NewHarness(t, func(c *sidecartest.CtlConfig) { c.MoreModels = "  - {name: ens, correct: emb}\n" })
+	h.Fake.Put(ensembleModel(h.Scenario))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := h.Models.Start(ctx); err != nil {
+		t.Fatalf("Start: %v\nlog:\n%s", err, h.Log.String())
+	}
+	return h
+}
+
+// TestGraphModelAPI: Triton answers the metadata, configuration and
+// readiness of a graph-form model (the ensemble's own), over gRPC and
+// HTTP; its statistics are the sidecar's, under the ensemble's version.
+func TestGraphModelAPI(t *testing.T) {
+	h := startGraphHarness(t)
+	ctx := context.Background()
+	direct := tritonpb.NewGRPCInferenceServiceClient(sidecartest.Dial(t, h.Fake.Addr))
+	md, err := h.Client.ModelMetadata(ctx, &tritonpb.ModelMetadataRequest{Name: "ens"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := direct.ModelMetadata(ctx, &tritonpb.ModelMetadataRequest{Name: "ens"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(md, want) || md.GetPlatform() != "ensemble" {
+		t.Errorf("ModelMetadata(ens) = %v, want Triton's %v", md, want)
+	}
+	cfg, err := h.Client.ModelConfig(ctx, &tritonpb.ModelConfigRequest{Name: "ens"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCfg, _ := direct.ModelConfig(ctx, &tritonpb.ModelConfigRequest{Name: "ens"})
+	if !proto.Equal(cfg, wantCfg) || len(cfg.GetConfig().GetEnsembleScheduling().GetStep()) != 2 {
+		t.Errorf("ModelConfig(ens) = %v, want Triton's %v", cfg, wantCfg)
+	}
+	before := h.Fake.ReadyCalls("ens")
+	if r, err := h.Client.ModelReady(ctx, &tritonpb.ModelReadyRequest{Name: "ens"}); err != nil || !r.GetReady() || h.Fake.ReadyCalls("ens") != before+1 {
+		t.Errorf("ModelReady(ens) = %v, %v; want Triton's answer", r, err)
+	}
+	if _, err := h.Client.ModelInfer(ctx, sidecartest.CtlRequest("ens", "s", sidecartest.CtlBatch)); err != nil {
+		t.Fatal(err)
+	}
+	st, err := h.Client.ModelStatistics(ctx, &tritonpb.ModelStatisticsRequest{Name: "ens"})
+	if err != nil || len(st.GetModelStats()) != 1 || st.GetModelStats()[0].GetVersion() != "1" ||
+		st.GetModelStats()[0].GetInferenceStats().GetSuccess().GetCount() != 1 {
+		t.Errorf("ModelStatistics(ens) = %v, %v; want the sidecar's one request, version 1", st, err)
+	}
+	// HTTP: the fake serves no metadata route; the sidecar passes the
+	// requests on rather than answering.
+	for _, path := range []string{"/v2/models/ens", "/v2/models/ens/config", "/v2/models/ens/ready"} {
+		calls := h.Fake.HTTPCalls()
+		resp, _ := sidecartest.HTTPDo(t, http.MethodGet, h.HTTPURL+path, nil, nil)
+		if resp.StatusCode != http.StatusNotFound || h.Fake.HTTPCalls() != calls+1 {
+			t.Errorf("GET %s: %d, %d calls reached Triton; want Triton's 404", path, resp.StatusCode, h.Fake.HTTPCalls()-calls)
+		}
+	}
+	resp, body := sidecartest.HTTPDo(t, http.MethodGet, h.HTTPURL+"/v2/models/ens/stats", nil, nil)
+	var stats map[string]any
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &stats) != nil || jget(stats, "model_stats", 0, "version") != "1" {
+		t.Errorf("GET stats: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestGraphInfer: over gRPC, a gRPC stream and HTTP, a graph-form model answers with no
+// correction exactly as Triton's ensemble does (the request goes to the
+// ensemble), and with one, the ensemble's graph with the tensor corrected.
+func TestGraphInfer(t *testing.T) {
+	h := startGraphHarness(t)
+	ctx := context.Background()
+
+	// (The harness's default preference is a=1: ask for none.)
+	var hdr metadata.MD
+	ctxNone := metadata.AppendToOutgoingContext(ctx, "react-preference", "none")
+	resp, err := h.Client.ModelInfer(ctxNone, sidecartest.CtlRequest("ens", "g", sidecartest.CtlBatch), grpc.Header(&hdr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := h.Fake.LastResponse("ens")
+	if got := resp.GetParameters()[control.KeyPreference].GetStringParam(); got != "none" || hdr.Get(control.KeyPreference)[0] != "none" {
+		t.Errorf("react-preference %q, header %v; want none", got, hdr)
+	}
+	delete(resp.Parameters, control.KeyPreference)
+	resp.Parameters = nil
+	if !proto.Equal(resp, want) {
+		t.Errorf("answer\n%v\nwant Triton's ensemble's\n%v", resp, want)
+	}
+
+	ctxPref := metadata.AppendToOutgoingContext(ctx, "react-preference", "a=1,b=1")
+	calls := h.Fake.Calls("ens")
+	resp, err = h.Client.ModelInfer(ctxPref, sidecartest.CtlRequest("ens", "g", sidecartest.CtlBatch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Fake.Calls("ens") != calls {
+		t.Error("a corrected request went to the ensemble")
+	}
+	if err := sidecartest.CheckLogits(h.Scenario, "a", []float64{0.5, 0.5, 0}, sidecartest.CtlBatch, resp.GetRawOutputContents()[0]); err != nil {
+		t.Error(err)
+	}
+
+	// A stream, the preference in its metadata.
+	stream, err := h.Client.ModelStreamInfer(ctxPref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(sidecartest.CtlRequest("ens", "st", sidecartest.CtlBatch)); err != nil {
+		t.Fatal(err)
+	}
+	sr, err := stream.Recv()
+	if err != nil || sr.GetErrorMessage() != "" {
+		t.Fatalf("stream: %v %v", sr, err)
+	}
+	stream.CloseSend()
+	if err := sidecartest.CheckLogits(h.Scenario, "a", []float64{0.5, 0.5, 0}, sidecartest.CtlBatch, sr.GetInferResponse().GetRawOutputContents()[0]); err != nil {
+		t.Errorf("stream: %v", err)
+	}
+
+	for _, binary := range []bool{false, true} {
+		body, hdr := sidecartest.InferBody(t, sidecartest.CtlRequest("ens", "h", sidecartest.CtlBatch), binary)
+		hdr["React-Preference"] = "a=1,b=1"
+		resp, out := sidecartest.HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/ens/infer", body, hdr)
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("React-Preference") != "a=0.5,b=0.5" {
+			t.Fatalf("HTTP binary=%v: %d %s", binary, resp.StatusCode, out)
+		}
+		dec, err := tritonhttp.DecodeResponse(out, resp.Header.Get(restapi.HeaderContentLength))
+		if err != nil || len(dec.GetOutputs()) != 1 || dec.GetOutputs()[0].GetName() != "logits" {
+			t.Fatalf("HTTP binary=%v: %v %s", binary, err, out)
+		}
+		if err := sidecartest.CheckLogits(h.Scenario, "a", []float64{0.5, 0.5, 0}, sidecartest.CtlBatch, dec.GetRawOutputContents()[0]); err != nil {
+			t.Errorf("HTTP binary=%v: %v", binary, err)
+		}
+	}
+}
+
+// TestReloadRefusesAnotherSignature: a reload whose models no longer
+// match the signature of the Triton models they shadow, or no longer fit
+// the ensemble they run, is refused with every problem listed, and the
+// configuration in service keeps serving.
+func TestReloadRefusesAnotherSignature(t *testing.T) {
+	h := startGraphHarness(t)
+	c := h.Config
+	c.Components = filepath.Join(h.Dir, "components.safetensors")
+	// "multi" no longer declares its difference from Triton's "multi",
+	// and "ens" names a tensor its ensemble lacks.
+	c.MoreModels = "  - {name: ens, correct: embedding}\n"
+	text := strings.Replace(c.YAML(), "    signature: differs\n", "", 1)
+	path := filepath.Join(t.TempDir(), "new.yaml")
+	sidecartest.WriteFile(t, path, text)
+	cfg, err := config.Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = h.Models.Reload(context.Background(), cfg)
+	var be problem.List
+	if !errors.As(err, &be) || be.Transient() {
+		t.Fatalf("Reload: %v, want a permanent problem.List", err)
+	}
+	for _, want := range []string{
+		`models[1].name: input "x" is served, but Triton's "multi" has no such input`,
+		`models[1].name: output "logits" of Triton's "multi" is not served`,
+		`models[2].correct: ensemble "ens": no step produces tensor "embedding"`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Reload error lacks %q:\n%v", want, err)
+		}
+	}
+	// The old configuration serves on.
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "react-preference", "a=1")
+	resp, err := h.Client.ModelInfer(ctx, sidecartest.CtlRequest("ens", "after", sidecartest.CtlBatch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sidecartest.CheckLogits(h.Scenario, "a", []float64{1, 0, 0}, sidecartest.CtlBatch, resp.GetRawOutputContents()[0]); err != nil {
+		t.Error(err)
+	}
+	if h.Models.Config() == cfg {
+		t.Error("the refused configuration is in service")
+	}
+}

@@ -1,0 +1,381 @@
+package controllable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/problem"
+	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/limits"
+	"github.com/mergectl/react-triton/sidecar/metrics"
+	"github.com/mergectl/react-triton/sidecar/modelstats"
+	"github.com/mergectl/react-triton/sidecar/passthrough"
+	"github.com/mergectl/react-triton/sidecar/pipeline"
+	"github.com/mergectl/react-triton/sidecar/readiness"
+	"github.com/mergectl/react-triton/triton/tritonpb"
+)
+
+// Models serves the controllable models of the configuration: it builds
+// them against Triton (at start-up and at each reload), holds the current
+// set, and answers for them on both protocols through the interception
+// seams. Requests for other models pass through.
+//
+// The set in use is replaced atomically, and only by one that was built and
+// checked completely: requests see the old set or the new one, never a
+// half-loaded state.
+type Models struct {
+	log     *slog.Logger
+	conn    *grpc.ClientConn // to Triton, shared with the pass-through
+	rpc     tritonpb.GRPCInferenceServiceClient
+	cache   *control.Cache
+	budget  *limits.Budget // limits.max_inflight_bytes
+	stats   *modelstats.Registry
+	metrics *metrics.Metrics
+	// readers knows which Triton models read ReACT's request parameters
+	// (backend mode), for the react-* headers of relayed requests.
+	readers *reactReaders
+
+	state  atomic.Pointer[modelsState]
+	reload sync.Mutex // one build at a time
+
+	readiness *readiness.Checker
+	// redact removes Triton's addresses from the messages clients get.
+	redact *passthrough.Redactor
+	logged passthrough.LogLimit
+}
+
+// modelsState is one configuration's controllable models.
+type modelsState struct {
+	cfg *config.Config
+	// up is the upstream Triton, as cfg configures it.
+	up *pipeline.Upstream
+	// names are the controllable model names the configuration declares,
+	// known before the set is built.
+	names map[string]bool
+	// set is nil until the first build succeeds.
+	set *pipeline.Set
+	// pending says why set is still nil.
+	pending error
+}
+
+// NewModels returns the controllable models of cfg, not yet built: Start
+// builds them. conn is the connection to the upstream Triton; m may be nil.
+func NewModels(cfg *config.Config, conn *grpc.ClientConn, m *metrics.Metrics, log *slog.Logger) (*Models, error) {
+	var obs control.CacheObserver
+	if m != nil {
+		obs = m
+	}
+	cache := control.NewCacheWith(cacheOptions(cfg, obs))
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ms := &Models{
+		log:     log,
+		conn:    conn,
+		rpc:     tritonpb.NewGRPCInferenceServiceClient(conn),
+		cache:   cache,
+		budget:  limits.NewBudget(int64(cfg.Limits.MaxInflightBytes)),
+		stats:   &modelstats.Registry{},
+		metrics: m,
+		redact:  passthrough.NewRedactor(cfg.Triton.GRPC, cfg.Triton.HTTP),
+	}
+	ms.readers = &reactReaders{rpc: ms.rpc}
+	var observe func(ready bool)
+	if m != nil {
+		observe = m.Ready
+		m.WatchCache(cache.Stats)
+		m.WatchBudget(ms.budget)
+	}
+	ms.readiness = readiness.New(ms.rpc, ms.upstreamError, log, observe)
+	ms.state.Store(ms.newState(cfg, nil, errors.New("loading")))
+	return ms, nil
+}
+
+// shapes are the width and task count of each components entry's file in
+// a built set, for the memory budget.
+func shapes(set *pipeline.Set) map[string]config.Shape {
+	out := map[string]config.Shape{}
+	for _, m := range set.Models {
+		if p := m.Profile(); p != nil {
+			out[p.Name()] = config.Shape{D: p.D(), Tasks: len(p.Tasks())}
+		}
+	}
+	return out
+}
+
+// cacheOptions are the W_p cache's budgets and admission of cfg.
+// admission.max_concurrent_solves 0 is half the cores, at least one.
+func cacheOptions(cfg *config.Config, obs control.CacheObserver) control.CacheOptions {
+	solvers := cfg.Admission.MaxConcurrentSolves
+	if solvers == 0 {
+		solvers = max(1, runtime.GOMAXPROCS(0)/2)
+	}
+	return control.CacheOptions{
+		MaxBytes:            int64(cfg.Cache.MaxBytes),
+		MaxEntries:          cfg.Cache.Size,
+		MaxConcurrentSolves: solvers,
+		MaxPendingSolves:    cfg.Admission.MaxPendingSolves,
+		KeyRate:             cfg.Admission.KeyRate,
+		KeyBurst:            cfg.Admission.KeyBurst,
+		RetryAfter:          cfg.Admission.RetryAfter,
+		Observer:            obs,
+	}
+}
+
+// newState returns the state of cfg with set (nil while pending).
+func (ms *Models) newState(cfg *config.Config, set *pipeline.Set, pending error) *modelsState {
+	names := make(map[string]bool, len(cfg.Models))
+	for _, m := range cfg.Models {
+		names[m.Name] = true
+	}
+	up := &pipeline.Upstream{RPC: ms.rpc, Addr: cfg.Triton.GRPC, Timeout: cfg.Triton.Timeout}
+	return &modelsState{cfg: cfg, up: up, names: names, set: set, pending: pending}
+}
+
+// Start builds the configured models, trying again while the only problems
+// are transient ones (Triton unreachable, models not loaded yet) until the
+// configuration's start-up timeout. Meanwhile the controllable models answer
+// UNAVAILABLE and the sidecar reports not ready. A permanent problem, or
+// the timeout, is returned with every problem listed.
+//
+// Each attempt builds the configuration then in service, under the same
+// lock as Reload: a reload that succeeds while Start waits for Triton ends
+// Start (the models are built), and one that fails leaves Start trying the
+// configuration it had.
+func (ms *Models) Start(ctx context.Context) error {
+	timeout := ms.state.Load().cfg.Triton.StartupTimeout
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	delay := 250 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		done, err := ms.startAttempt(ctx)
+		if done {
+			if err == nil {
+				st := ms.state.Load()
+				ms.log.Info("controllable models ready", "models", len(st.set.Models), "attempts", attempt,
+					"memory_budget", st.cfg.MemoryBudget(shapes(st.set), 0).String())
+			}
+			return err
+		}
+		if attempt == 1 || attempt%20 == 0 {
+			ms.log.Warn("waiting for Triton", "problems", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("loading the controllable models: not ready within triton.startup_timeout %v:\n%w", timeout, err)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+// startAttempt makes one attempt of Start. done reports that Start is over:
+// built (err nil, perhaps by a reload meanwhile) or failed for good.
+func (ms *Models) startAttempt(ctx context.Context) (done bool, err error) {
+	ms.reload.Lock()
+	defer ms.reload.Unlock()
+	st := ms.state.Load()
+	if st.set != nil {
+		return true, nil // a reload built the models meanwhile
+	}
+	if len(st.cfg.Models) == 0 && len(st.cfg.Components) == 0 {
+		ms.state.Store(ms.newState(st.cfg, &pipeline.Set{}, nil))
+		return true, nil
+	}
+	set, err := ms.build(ctx, st)
+	if err == nil {
+		ms.state.Store(ms.newState(st.cfg, set, nil))
+		return true, nil
+	}
+	ms.state.Store(ms.newState(st.cfg, nil, err))
+	var be problem.List
+	if !errors.As(err, &be) || !be.Transient() {
+		return true, fmt.Errorf("loading the controllable models:\n%w", err)
+	}
+	return false, err
+}
+
+// Reload builds the models of a new configuration and, if every check
+// passes, puts them in service; otherwise the old ones keep serving and the
+// error lists every problem. The upstream addresses, listen addresses and
+// limits that need a restart are the caller's to compare.
+func (ms *Models) Reload(ctx context.Context, cfg *config.Config) error {
+	ms.reload.Lock()
+	defer ms.reload.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, cfg.Triton.StartupTimeout)
+	defer cancel()
+	next := ms.newState(cfg, nil, nil)
+	set, err := ms.build(ctx, next)
+	if err != nil {
+		return err
+	}
+	next.set = set
+	ms.log.Info("memory budget", "memory_budget", cfg.MemoryBudget(shapes(set), 0).String())
+	ms.cache.Reconfigure(cacheOptions(cfg, nil))
+	ms.budget.SetLimit(int64(cfg.Limits.MaxInflightBytes))
+	ms.state.Store(next)
+	ms.readers.forget()
+	return nil
+}
+
+// build builds the models of a state's configuration.
+func (ms *Models) build(ctx context.Context, st *modelsState) (*pipeline.Set, error) {
+	var obs control.Observer
+	if ms.metrics != nil {
+		obs = ms.metrics
+	}
+	return pipeline.Build(ctx, st.cfg, st.up, pipeline.Options{Cache: ms.cache, Observer: obs, Stats: ms.stats})
+}
+
+// Files returns the components files in use, for the reload watcher.
+func (ms *Models) Files() []string {
+	st := ms.state.Load()
+	files := make([]string, 0, len(st.cfg.Components))
+	for _, c := range st.cfg.Components {
+		files = append(files, c.Path)
+	}
+	return files
+}
+
+// Checksums returns the SHA-256 of each components file in use, by path.
+func (ms *Models) Checksums() map[string]string {
+	if st := ms.state.Load(); st.set != nil {
+		return st.set.Files
+	}
+	return nil
+}
+
+// Config returns the configuration in use.
+func (ms *Models) Config() *config.Config { return ms.state.Load().cfg }
+
+// Ready reports whether the configured models are built.
+func (ms *Models) Ready() bool { return ms.state.Load().set != nil }
+
+// lookup finds a controllable model by name, with the upstream to serve it
+// through. ok is false for a model the configuration does not declare (pass
+// it through); a declared model that is not built yet gives an UNAVAILABLE
+// status.
+func (ms *Models) lookup(name string) (m *pipeline.Model, up *pipeline.Upstream, ok bool, err error) {
+	st := ms.state.Load()
+	if !st.names[name] {
+		return nil, nil, false, nil
+	}
+	if st.set == nil {
+		return nil, nil, true, &loadingError{status.Newf(codes.Unavailable, "sidecar: model %q is not loaded yet: %v", name, st.pending)}
+	}
+	m = st.set.Models[name]
+	if m == nil {
+		return nil, nil, true, &loadingError{status.Newf(codes.Unavailable, "sidecar: model %q is not loaded", name)}
+	}
+	return m, st.up, true, nil
+}
+
+// loadingError is the UNAVAILABLE status of a controllable model the sidecar
+// has not built yet: HTTP answers it 503, where an unreachable Triton is
+// 502.
+type loadingError struct{ st *status.Status }
+
+func (e *loadingError) Error() string              { return e.st.Err().Error() }
+func (e *loadingError) GRPCStatus() *status.Status { return e.st }
+
+// all returns the built controllable models, in configuration order.
+func (ms *Models) all() []*pipeline.Model {
+	st := ms.state.Load()
+	if st.set == nil {
+		return nil
+	}
+	out := make([]*pipeline.Model, 0, len(st.cfg.Models))
+	for _, mc := range st.cfg.Models {
+		if m := st.set.Models[mc.Name]; m != nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// declared returns the configured model names, in configuration order.
+func (ms *Models) declared() []string {
+	st := ms.state.Load()
+	out := make([]string, len(st.cfg.Models))
+	for i, mc := range st.cfg.Models {
+		out[i] = mc.Name
+	}
+	return out
+}
+
+// upstreamError says that the upstream Triton is unavailable in an
+// UNAVAILABLE status of a call the sidecar made itself, as the pass-through
+// does, without Triton's address (the log has it); other errors stay as
+// they are.
+func (ms *Models) upstreamError(err error) error {
+	st := status.Convert(err)
+	if st.Code() != codes.Unavailable {
+		return err
+	}
+	return status.Errorf(codes.Unavailable, "sidecar: upstream Triton: %s", ms.clientMessage(st))
+}
+
+// clientMessage is a status's message as a client may see it: without
+// Triton's addresses. A message that named one is logged in full (at most
+// once a second).
+func (ms *Models) clientMessage(st *status.Status) string {
+	msg := ms.redact.Redact(st.Message())
+	if msg != st.Message() {
+		ms.logged.Do(func() {
+			ms.log.Warn("upstream Triton", "code", st.Code().String(), "error", st.Message(), "triton", ms.Config().Triton.GRPC)
+		})
+	}
+	return msg
+}
+
+// clientError is err as a client may see it: its status without Triton's
+// addresses, and the 503 of a model whose parts are gone kept.
+func (ms *Models) clientError(err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	msg := ms.clientMessage(st)
+	if msg == st.Message() {
+		return err
+	}
+	sp := st.Proto()
+	sp.Message = msg
+	var gone *partGoneError
+	if errors.As(err, &gone) {
+		return &partGoneError{status.FromProto(sp)}
+	}
+	return status.FromProto(sp).Err()
+}
+
+// modelReady asks Triton whether every model a controllable model calls is
+// ready.
+func (ms *Models) modelReady(ctx context.Context, m *pipeline.Model) (bool, error) {
+	models, versions := m.Dependencies()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for i, name := range models {
+		r, err := ms.rpc.ModelReady(ctx, &tritonpb.ModelReadyRequest{Name: name, Version: versions[i]})
+		if err != nil {
+			if c := status.Code(err); c == codes.NotFound {
+				return false, nil
+			}
+			return false, ms.upstreamError(err)
+		}
+		if !r.GetReady() {
+			return false, nil
+		}
+	}
+	return true, nil
+}
