@@ -9,10 +9,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mergectl/react-triton/calibrate/fit"
-	"github.com/mergectl/react-triton/calibrate/partial"
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/react/componentsfile"
+	"github.com/mergectl/react-triton/react/partialfile"
 )
 
 func newMergeCommand(stdout io.Writer) *cobra.Command {
@@ -71,10 +71,10 @@ given. β and the normalisation default to the parts'.`,
 // mergeParts loads the shards' files, checks that they are the n shards of
 // one fit, and adds them in shard order.
 func mergeParts(paths []string) (*react.Components, error) {
-	parts := make([]*partial.File, len(paths))
+	parts := make([]*partialfile.File, len(paths))
 	shards := make([]config.Shard, len(paths))
 	for i, path := range paths {
-		f, err := partial.Load(path)
+		f, err := partialfile.Load(path)
 		if err != nil {
 			return nil, err
 		}
@@ -144,7 +144,7 @@ func mergeParts(paths []string) (*react.Components, error) {
 	return c, nil
 }
 
-func taskNames(f *partial.File) []string {
+func taskNames(f *partialfile.File) []string {
 	names := make([]string, len(f.Tasks))
 	for i, t := range f.Tasks {
 		names[i] = t.Name

@@ -1,4 +1,4 @@
-// Package partial reads and writes partial-statistics files: the float64
+// Package partialfile reads and writes partial-statistics files: the float64
 // sums of one or more tasks' ReACT statistics (S_t, G_t, N_t) part way
 // through a fit, before any solve. calibrate fit writes one per task as its
 // checkpoints, from which --resume continues, and one per shard with
@@ -8,7 +8,7 @@
 // "<task>.G" (the accumulator's raw storage, the upper triangle holding G),
 // and metadata strings (see the Meta* constants). It is written atomically
 // (a temporary file, fsync, rename) and its data checksummed.
-package partial
+package partialfile
 
 import (
 	"crypto/sha256"
