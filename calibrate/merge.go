@@ -12,6 +12,7 @@ import (
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/react/componentsfile"
+	"github.com/mergectl/react-triton/react/heldout"
 	"github.com/mergectl/react-triton/react/partialfile"
 )
 
@@ -49,6 +50,9 @@ given. β and the normalisation default to the parts'.`,
 				if c.Normalization, err = react.ParseNormalization(normalize); err != nil {
 					return usagef("--normalize: %v", err)
 				}
+			}
+			if err := heldout.Record(c); err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "calibrate: reconstruction error not recorded: %v\n", err)
 			}
 			if err := componentsfile.Save(out, c); err != nil {
 				return err

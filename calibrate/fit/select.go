@@ -149,5 +149,10 @@ func subtract(all, part *react.Accumulator) (*react.Accumulator, error) {
 	for i := range g {
 		g2[i] = g[i] - pg[i]
 	}
+	yy, ok := all.SumSquares()
+	pyy, pok := part.SumSquares()
+	if ok && pok {
+		return react.RestoreAccumulatorSquares(all.D(), n-pn, s2, g2, max(yy-pyy, 0))
+	}
 	return react.RestoreAccumulator(all.D(), n-pn, s2, g2)
 }

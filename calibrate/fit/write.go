@@ -9,6 +9,7 @@ import (
 	"github.com/mergectl/react-triton/calibrate/tritonpairs"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/react/componentsfile"
+	"github.com/mergectl/react-triton/react/heldout"
 	"github.com/mergectl/react-triton/react/partialfile"
 )
 
@@ -91,6 +92,13 @@ func (r *fitRun) write(tasks []*partialfile.Task, into *react.Components) error 
 			into.Tasks = append(into.Tasks, st)
 		}
 		c = into // keeps into's default β and normalisation
+	}
+	names := c.TaskNames()
+	if into != nil {
+		names = []string{cfg.Only} // the others' are into's, at the same options
+	}
+	if err := heldout.Record(c, names...); err != nil {
+		fmt.Fprintf(r.stderr, "calibrate: reconstruction error not recorded: %v\n", err)
 	}
 	if err := componentsfile.Save(cfg.Out, c); err != nil {
 		return err

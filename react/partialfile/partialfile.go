@@ -27,8 +27,11 @@ import (
 const FormatName = "react-partial"
 
 // Metadata keys of a partial-statistics file; per task, "task.<name>.n",
-// ".done", ".total", ".expert", ".expert_version", ".expert_output", and
-// the task's provenance under any other field.
+// ".done", ".total", ".expert", ".expert_version", ".expert_output",
+// ".sum_squares" (Σ ‖z_ind‖², shortest decimal form; absent from files
+// written before it was recorded, whose sums then restore without it:
+// react.Accumulator.SumSquares), and the task's provenance under
+// "provenance.<key>".
 const (
 	MetaFormat          = "format"
 	MetaFormatVersion   = "format_version"
@@ -122,6 +125,9 @@ func save(path string, f *File) error {
 			"expert": t.Expert.Name, "expert_version": t.Expert.Version, "expert_output": t.Expert.Output,
 		} {
 			md[taskKey(t.Name, field)] = v
+		}
+		if yy, ok := t.Acc.SumSquares(); ok {
+			md[taskKey(t.Name, "sum_squares")] = strconv.FormatFloat(yy, 'g', -1, 64)
 		}
 		for k, v := range t.Provenance {
 			md[taskKey(t.Name, "provenance."+k)] = v
@@ -223,7 +229,17 @@ func loadTask(st *safetensors.File, md map[string]string, name string, d int) (*
 		}
 		raw[i] = v
 	}
-	acc, err := react.RestoreAccumulator(d, ints["n"], raw[0], raw[1])
+	var acc *react.Accumulator
+	var err error
+	if v, ok := md[taskKey(name, "sum_squares")]; ok {
+		yy, perr := strconv.ParseFloat(v, 64)
+		if perr != nil {
+			return nil, fmt.Errorf("metadata %q is %q, want a finite number ≥ 0", taskKey(name, "sum_squares"), v)
+		}
+		acc, err = react.RestoreAccumulatorSquares(d, ints["n"], raw[0], raw[1], yy)
+	} else {
+		acc, err = react.RestoreAccumulator(d, ints["n"], raw[0], raw[1])
+	}
 	if err != nil {
 		return nil, err
 	}

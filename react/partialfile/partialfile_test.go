@@ -11,6 +11,7 @@ import (
 
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/react/componentsfile"
+	"github.com/mergectl/react-triton/react/safetensors"
 )
 
 func TestSaveLoad(t *testing.T) {
@@ -49,6 +50,10 @@ func TestSaveLoad(t *testing.T) {
 	if n1 != n2 || !slices.Equal(s1, s2) || !slices.Equal(g1, g2) {
 		t.Error("the sums differ after a round trip")
 	}
+	yy1, _ := acc.SumSquares()
+	if yy2, ok := gt.Acc.SumSquares(); yy2 != yy1 || !ok || yy1 == 0 {
+		t.Errorf("sum of squares read back %v (%v), wrote %v", yy2, ok, yy1)
+	}
 
 	// A flipped bit of the data is caught.
 	b, _ := os.ReadFile(path)
@@ -56,5 +61,54 @@ func TestSaveLoad(t *testing.T) {
 	os.WriteFile(path, b, 0o644)
 	if _, err := Load(path); !errors.Is(err, componentsfile.ErrChecksum) {
 		t.Errorf("Load of a corrupt file: %v, want a checksum error", err)
+	}
+}
+
+// TestLoadWithoutSumSquares checks that a file written before the sum of
+// squares was recorded loads, its sums restored without it, and that a
+// malformed one is refused.
+func TestLoadWithoutSumSquares(t *testing.T) {
+	const d = 2
+	acc := react.NewAccumulator(d)
+	if err := acc.AddFloat64([]float64{1, 2, 3, 4}, []float64{5, 6, 7, 8}); err != nil {
+		t.Fatal(err)
+	}
+	f := &File{D: d, Normalization: react.NormSum, Tasks: []*Task{{Name: "a", Acc: acc, Done: 2, Total: 2}}}
+	path := filepath.Join(t.TempDir(), "p.safetensors")
+	if err := Save(path, f); err != nil {
+		t.Fatal(err)
+	}
+	st, err := safetensors.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Header.Metadata["task.a.sum_squares"]; got != "174" {
+		t.Fatalf("task.a.sum_squares = %q, want 174 (25+36+49+64)", got)
+	}
+	rewrite := func(edit func(md map[string]string)) {
+		md := maps.Clone(st.Header.Metadata)
+		edit(md)
+		var ts []safetensors.Tensor
+		for _, ti := range st.Tensors {
+			tt, _ := st.Tensor(ti.Name)
+			ts = append(ts, tt)
+		}
+		if err := safetensors.WriteFile(path, ts, md, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rewrite(func(md map[string]string) { delete(md, "task.a.sum_squares") })
+	old, err := Load(path)
+	if err != nil {
+		t.Fatalf("a file without sum_squares: %v", err)
+	}
+	if _, ok := old.Tasks[0].Acc.SumSquares(); ok || old.Tasks[0].Acc.N() != 2 {
+		t.Errorf("a file without sum_squares: N=%d, sum of squares known %v", old.Tasks[0].Acc.N(), ok)
+	}
+	for _, bad := range []string{"-1", "NaN", "x"} {
+		rewrite(func(md map[string]string) { md["task.a.sum_squares"] = bad })
+		if _, err := Load(path); err == nil {
+			t.Errorf("sum_squares %q: loaded", bad)
+		}
 	}
 }
