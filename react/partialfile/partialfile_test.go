@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/react/componentsfile"
@@ -110,5 +111,66 @@ func TestLoadWithoutSumSquares(t *testing.T) {
 		if _, err := Load(path); err == nil {
 			t.Errorf("sum_squares %q: loaded", bad)
 		}
+	}
+}
+
+// TestLiveFile checks a live file's replica, window and held-out sums
+// through a round trip, and the refusal of held-out counts larger than the
+// task's.
+func TestLiveFile(t *testing.T) {
+	const d = 2
+	all, held := react.NewAccumulator(d), react.NewAccumulator(d)
+	mtl, ind := []float64{1, 2, 3, 4, 5, 6}, []float64{6, 5, 4, 3, 2, 1}
+	if err := all.AddFloat64(mtl, ind); err != nil {
+		t.Fatal(err)
+	}
+	if err := held.AddFloat64(mtl[2:4], ind[2:4]); err != nil {
+		t.Fatal(err)
+	}
+	window := time.Date(2026, 12, 1, 10, 30, 0, 123, time.UTC)
+	f := &File{D: d, Beta: 10, Normalization: react.NormSum, Run: "live traffic", Replica: "sidecar-0", Window: window,
+		Tasks: []*Task{{Name: "a", Acc: all, Held: held, Done: 3, Total: 3}}}
+	path := filepath.Join(t.TempDir(), "live.safetensors")
+	if err := Save(path, f); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Replica != "sidecar-0" || !got.Window.Equal(window) || got.Shard != "" {
+		t.Errorf("replica %q, window %v, shard %q", got.Replica, got.Window, got.Shard)
+	}
+	h := got.Tasks[0].Held
+	if h == nil {
+		t.Fatal("held-out sums lost")
+	}
+	n1, s1, g1 := held.State()
+	n2, s2, g2 := h.State()
+	yy1, _ := held.SumSquares()
+	yy2, ok := h.SumSquares()
+	if n1 != n2 || !slices.Equal(s1, s2) || !slices.Equal(g1, g2) || yy1 != yy2 || !ok {
+		t.Errorf("held-out sums differ after a round trip: N %d vs %d, yy %v vs %v", n1, n2, yy1, yy2)
+	}
+	if got.Tasks[0].Acc.N() != 3 {
+		t.Errorf("all rows: N = %d, want 3", got.Tasks[0].Acc.N())
+	}
+
+	// A file of a fit has neither.
+	f.Replica, f.Tasks[0].Held = "", nil
+	if err := Save(path, f); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Load(path); err != nil || got.Replica != "" || !got.Window.IsZero() || got.Tasks[0].Held != nil {
+		t.Errorf("a fit's file: %v, replica %q, window %v", err, got.Replica, got.Window)
+	}
+
+	// More held-out rows than rows.
+	f.Tasks[0].Held = react.NewAccumulator(d)
+	if err := f.Tasks[0].Held.AddFloat64(append(mtl, mtl...), append(ind, ind...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := Save(path, f); err == nil {
+		t.Error("Save of 6 held-out rows of 3: no error")
 	}
 }
