@@ -106,11 +106,15 @@ var policy = map[string][]string{
 	"calibrate/fit": {"calibrate/embeddings", "calibrate/images", "calibrate/pairs", "react/partialfile",
 		"calibrate/progress", "calibrate/tritonpairs", "config", "internal/atomicfile", "internal/cli", "react", "react/componentsfile", "react/heldout", "triton"},
 	// The command: everything offline.
-	"calibrate": {"react", "react/componentsfile", "triton", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile",
+	"calibrate": {"react", "react/componentsfile", "react/heldout", "triton", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile",
 		"internal/buildinfo", "internal/npyfile", "internal/samples", "experiment", "config", "sidecar/config", "control", "evaluate",
 		"evaluate/figures", "react/partialfile", "calibrate/images", "calibrate/pairs", "calibrate/embeddings",
 		"calibrate/tritonpairs", "calibrate/upgrade", "calibrate/fit", "calibrate/progress", "internal/cli",
 		"calibrate/decide", "experiment/sequential", "problem"},
+
+	// livestats: live sampling's sums, files, rules and metrics; the
+	// sidecar's request path calls it, its configuration adapts its rules.
+	"livestats": {"problem", "react", "react/heldout", "react/partialfile"},
 
 	// sidecar/config: the sidecar's configuration, on the same engine.
 	"sidecar/config":              {"config/layer", "react", "experiment", "control", "problem", "internal/bytesize", "internal/filecheck"},
