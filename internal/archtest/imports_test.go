@@ -117,7 +117,7 @@ var policy = map[string][]string{
 	"livestats": {"problem", "react", "react/heldout", "react/partialfile"},
 
 	// sidecar/config: the sidecar's configuration, on the same engine.
-	"sidecar/config":              {"config/layer", "react", "experiment", "control", "problem", "internal/bytesize", "internal/filecheck"},
+	"sidecar/config":              {"config/layer", "react", "experiment", "control", "livestats", "problem", "internal/bytesize", "internal/filecheck"},
 	"sidecar/modelstats":          {"triton/tritonpb"},
 	"sidecar/pipeline":            {"sidecar/modelstats", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/ensemble"},
 	"sidecar/internal/faketriton": {"react", "react/componentsfile", "triton", "triton/tritonpb", "triton/tritonhttp"},
