@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mergectl/react-triton/calibrate/fit"
+	"github.com/mergectl/react-triton/calibrate/livemerge"
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/react/componentsfile"
@@ -17,39 +19,95 @@ import (
 )
 
 func newMergeCommand(stdout io.Writer) *cobra.Command {
-	var out, normalize string
-	var beta float64
+	var out, normalize, beta, base string
+	var minSamples int64
 	cmd := &cobra.Command{
-		Use:   "merge PARTS... --out FILE",
-		Short: "Add the partial statistics of calibrate fit --shard i/n into a components file",
-		Long: `merge adds the partial-statistics files that calibrate fit --shard i/n wrote,
-one per shard i = 0..n-1, into a components file: the statistics are sums, so
-n shards merged equal one fit over every sample, to float64 rounding. The
-parts must be every shard of the same fit (same inputs, models, chunk and
-subset), each complete; they are added in shard order whatever the order
-given. β and the normalisation default to the parts'.`,
+		Use:   "merge FILES... --out FILE",
+		Short: "Add partial statistics (a fit's shards, or the sidecars' live files) into a components file",
+		Long: `merge adds partial-statistics files into a components file. The statistics
+are sums, so the result equals one fit over every sample, to float64
+rounding. The files are either:
+
+  - the shards of one fit, from calibrate fit --shard i/n, i = 0..n-1: every
+    shard of the same fit (same inputs, models, chunk and subset), each
+    complete; they are added in shard order whatever the order given;
+  - the live files the sidecars write from sampled traffic (sampling in the
+    sidecar's configuration), one per replica and window: they must agree on
+    D, the backbone, the default β and normalisation and each task's expert,
+    and no window may be given twice. With --base FILE, a task with fewer
+    than --min-samples live samples keeps its statistics from FILE (the
+    components file in service), as do FILE's tasks that no live file has;
+    without --base it is left out. --beta auto chooses β and the
+    normalisation without labels, from the samples the sidecars held out
+    (sampling.holdout), as calibrate fit --beta auto does.
+
+β and the normalisation default to the files'. Every problem with the files
+is reported at once.`,
 		Example: `  calibrate fit --config calibrate.yaml --shard 0/2 --out part0.safetensors
   calibrate fit --config calibrate.yaml --shard 1/2 --out part1.safetensors
-  calibrate merge part0.safetensors part1.safetensors --out components.safetensors`,
+  calibrate merge part0.safetensors part1.safetensors --out components.safetensors
+
+  calibrate merge /live/*.live.safetensors --base components-v3.safetensors \
+    --min-samples 2000 --beta auto --out components-v4.safetensors`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return usagef("--out is required")
 			}
-			c, err := mergeParts(args)
+			auto := beta == "auto"
+			var b float64
+			if cmd.Flags().Changed("beta") && !auto {
+				var err error
+				if b, err = strconv.ParseFloat(beta, 64); err != nil {
+					return usagef("--beta: %q is not a number or auto", beta)
+				}
+				if err := checkBeta(b); err != nil {
+					return asUsage(err)
+				}
+			}
+			var norm react.Normalization
+			if cmd.Flags().Changed("normalize") {
+				var err error
+				if norm, err = react.ParseNormalization(normalize); err != nil {
+					return usagef("--normalize: %v", err)
+				}
+				if auto {
+					return usagef("--normalize: not with --beta auto, which chooses the normalisation")
+				}
+			}
+			if minSamples < 0 {
+				return usagef("--min-samples: must be ≥ 0, got %d", minSamples)
+			}
+			live, err := isLive(args)
 			if err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("beta") {
-				if err := checkBeta(beta); err != nil {
-					return asUsage(err)
+			var c *react.Components
+			if live {
+				if c, err = mergeLive(stdout, args, base, minSamples, auto); err != nil {
+					return err
 				}
-				c.Beta = beta
+			} else {
+				for _, f := range []string{"base", "min-samples"} {
+					if cmd.Flags().Changed(f) {
+						return usagef("--%s: only with the sidecars' live files", f)
+					}
+				}
+				if auto {
+					return usagef("--beta auto: only with the sidecars' live files (a fit chooses β itself: calibrate fit --beta auto)")
+				}
+				if c, err = mergeParts(args); err != nil {
+					return err
+				}
+				for _, t := range c.Tasks {
+					fmt.Fprintf(stdout, "task %s: N=%d\n", t.Name, t.N)
+				}
 			}
-			if cmd.Flags().Changed("normalize") {
-				if c.Normalization, err = react.ParseNormalization(normalize); err != nil {
-					return usagef("--normalize: %v", err)
-				}
+			if cmd.Flags().Changed("beta") && !auto {
+				c.Beta = b
+			}
+			if norm != "" {
+				c.Normalization = norm
 			}
 			if err := heldout.Record(c); err != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "calibrate: reconstruction error not recorded: %v\n", err)
@@ -57,19 +115,87 @@ given. β and the normalisation default to the parts'.`,
 			if err := componentsfile.Save(out, c); err != nil {
 				return err
 			}
-			for _, t := range c.Tasks {
-				fmt.Fprintf(stdout, "task %s: N=%d\n", t.Name, t.N)
+			kind := "shards"
+			if live {
+				kind = "live files"
 			}
-			fmt.Fprintf(stdout, "wrote %s: %d shards of %d tasks, D=%d, beta=%s, normalization=%s\n",
-				out, len(args), len(c.Tasks), c.D, formatFloat(c.Beta), c.Normalization)
+			fmt.Fprintf(stdout, "wrote %s: %d %s, %d tasks, D=%d, beta=%s, normalization=%s\n",
+				out, len(args), kind, len(c.Tasks), c.D, formatFloat(c.Beta), c.Normalization)
 			return nil
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&out, "out", "", "components `FILE` to write (required)")
-	f.Float64Var(&beta, "beta", 0, "default β `B` of the file (default: the parts')")
-	f.StringVar(&normalize, "normalize", "", "default normalisation, `sum|mean` (default: the parts')")
+	f.StringVar(&beta, "beta", "", "default β `B` of the file, or auto to choose it and the normalisation from the live files' held-out samples (default: the files')")
+	f.StringVar(&normalize, "normalize", "", "default normalisation, `sum|mean` (default: the files')")
+	f.StringVar(&base, "base", "", "live files: components `FILE` whose statistics a task keeps when it has fewer than --min-samples live samples, and whose other tasks are kept")
+	f.Int64Var(&minSamples, "min-samples", 0, "live files: the fewest live samples `N` a task's live statistics need (below: --base's, or left out)")
 	return cmd
+}
+
+// isLive reads the files' headers and reports whether they are the
+// sidecars' live files (all of them) or a fit's shards (none).
+func isLive(paths []string) (bool, error) {
+	var live, shards []string
+	for _, p := range paths {
+		replica, err := partialfile.ReadReplica(p)
+		if err != nil {
+			return false, err
+		}
+		if replica != "" {
+			live = append(live, p)
+		} else {
+			shards = append(shards, p)
+		}
+	}
+	if len(live) > 0 && len(shards) > 0 {
+		return false, fmt.Errorf("%s is a live file but %s is not (a fit's shard or checkpoint): merge them apart", live[0], shards[0])
+	}
+	return len(live) > 0, nil
+}
+
+// mergeLive merges the sidecars' live files and says what it did with
+// each task.
+func mergeLive(stdout io.Writer, paths []string, basePath string, minSamples int64, auto bool) (*react.Components, error) {
+	files, err := livemerge.Load(paths)
+	if err != nil {
+		return nil, err
+	}
+	opt := livemerge.Options{MinSamples: minSamples, BetaAuto: auto}
+	if basePath != "" {
+		if opt.Base, err = componentsfile.Load(basePath); err != nil {
+			return nil, fmt.Errorf("--base: %w", err)
+		}
+	}
+	res, err := livemerge.Merge(files, opt)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range res.Tasks {
+		switch t.Source {
+		case livemerge.Live:
+			fmt.Fprintf(stdout, "task %s: N=%d from %d live files (%d held out)\n", t.Name, t.Live, t.Files, t.Held)
+		case livemerge.Base:
+			if t.Files == 0 {
+				fmt.Fprintf(stdout, "task %s: kept from %s (no live samples)\n", t.Name, basePath)
+			} else {
+				fmt.Fprintf(stdout, "task %s: kept from %s (%d live samples < --min-samples %d)\n", t.Name, basePath, t.Live, minSamples)
+			}
+		default:
+			fmt.Fprintf(stdout, "task %s: left out (%d live samples < --min-samples %d, and no --base)\n", t.Name, t.Live, minSamples)
+		}
+	}
+	if auto {
+		fmt.Fprintln(stdout, "beta auto: held-out relative reconstruction error of the live tasks, one-hot + equal:")
+		for k, c := range res.Candidates {
+			mark := ""
+			if k == res.Chosen {
+				mark = "  ← chosen"
+			}
+			fmt.Fprintf(stdout, "  %-4s β=%-7s %.5f + %.5f = %.5f%s\n", c.Normalization, formatFloat(c.Beta), c.OneHot, c.Equal, c.Score, mark)
+		}
+	}
+	return res.Components, nil
 }
 
 // mergeParts loads the shards' files, checks that they are the n shards of

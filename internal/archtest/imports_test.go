@@ -102,6 +102,8 @@ var policy = map[string][]string{
 	// calibrate/decide: experiment report's library, the outcome counters
 	// read from /metrics or Prometheus and decided.
 	"calibrate/decide": {"experiment/feedback", "experiment/sequential", "problem"},
+	// calibrate/livemerge: merge's library for the sidecars' live files.
+	"calibrate/livemerge": {"problem", "react", "react/heldout", "react/partialfile"},
 	// calibrate/fit: a whole fit from its configuration, the command's library.
 	"calibrate/fit": {"calibrate/embeddings", "calibrate/images", "calibrate/pairs", "react/partialfile",
 		"calibrate/progress", "calibrate/tritonpairs", "config", "internal/atomicfile", "internal/cli", "react", "react/componentsfile", "react/heldout", "triton"},
@@ -109,7 +111,7 @@ var policy = map[string][]string{
 	"calibrate": {"react", "react/componentsfile", "react/heldout", "triton", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile",
 		"internal/buildinfo", "internal/npyfile", "internal/samples", "experiment", "config", "sidecar/config", "control", "evaluate",
 		"evaluate/figures", "react/partialfile", "calibrate/images", "calibrate/pairs", "calibrate/embeddings",
-		"calibrate/tritonpairs", "calibrate/upgrade", "calibrate/fit", "calibrate/progress", "internal/cli",
+		"calibrate/tritonpairs", "calibrate/upgrade", "calibrate/fit", "calibrate/livemerge", "calibrate/progress", "internal/cli",
 		"calibrate/decide", "experiment/sequential", "problem"},
 
 	// livestats: live sampling's sums, files, rules and metrics; the

@@ -320,3 +320,17 @@ func loadSums(st *safetensors.File, md map[string]string, name, part string, n i
 	}
 	return react.RestoreAccumulatorSquares(d, n, raw[0], raw[1], yy)
 }
+
+// ReadReplica reads only the header of the partial-statistics file at
+// path and returns its replica: the name of the sidecar replica whose
+// live traffic it holds, "" for a fit's checkpoint or shard.
+func ReadReplica(path string) (string, error) {
+	h, err := safetensors.ReadFileHeader(path)
+	if err != nil {
+		return "", fmt.Errorf("loading partial statistics %s: %w", path, err)
+	}
+	if h.Metadata[MetaFormat] != FormatName {
+		return "", fmt.Errorf("loading partial statistics %s: not a partial-statistics file: metadata %q is %q, want %q", path, MetaFormat, h.Metadata[MetaFormat], FormatName)
+	}
+	return h.Metadata[MetaReplica], nil
+}
