@@ -3,9 +3,12 @@ package calibrate
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,8 +22,9 @@ import (
 )
 
 func newMergeCommand(stdout io.Writer) *cobra.Command {
-	var out, normalize, beta, base string
+	var out, normalize, beta, base, liveDir string
 	var minSamples int64
+	var since time.Duration
 	cmd := &cobra.Command{
 		Use:   "merge FILES... --out FILE",
 		Short: "Add partial statistics (a fit's shards, or the sidecars' live files) into a components file",
@@ -34,7 +38,8 @@ rounding. The files are either:
   - the live files the sidecars write from sampled traffic (sampling in the
     sidecar's configuration), one per replica and window: they must agree on
     D, the backbone, the default β and normalisation and each task's expert,
-    and no window may be given twice. With --base FILE, a task with fewer
+    and no window may be given twice. --live-dir DIR adds every live file in
+    DIR (with --since D, those written in the last D). With --base FILE, a task with fewer
     than --min-samples live samples keeps its statistics from FILE (the
     components file in service), as do FILE's tasks that no live file has;
     without --base it is left out. --beta auto chooses β and the
@@ -49,10 +54,32 @@ is reported at once.`,
 
   calibrate merge /live/*.live.safetensors --base components-v3.safetensors \
     --min-samples 2000 --beta auto --out components-v4.safetensors`,
-		Args: cobra.MinimumNArgs(1),
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return usagef("--out is required")
+			}
+			if since < 0 {
+				return usagef("--since: must be positive, got %v", since)
+			}
+			if cmd.Flags().Changed("since") && liveDir == "" {
+				return usagef("--since: only with --live-dir")
+			}
+			if liveDir != "" {
+				found, old, err := liveFiles(liveDir, since, time.Now())
+				if err != nil {
+					return err
+				}
+				if old > 0 {
+					fmt.Fprintf(stdout, "%s: %d live files last written more than %v ago left out\n", liveDir, old, since)
+				}
+				if len(found) == 0 && len(args) == 0 {
+					return fmt.Errorf("--live-dir %s: no live files (*%s) written in the last %v", liveDir, partialfile.LiveSuffix, since)
+				}
+				args = append(args, found...)
+			}
+			if len(args) == 0 {
+				return usagef("no files: give the files to merge, or --live-dir")
 			}
 			auto := beta == "auto"
 			var b float64
@@ -130,7 +157,34 @@ is reported at once.`,
 	f.StringVar(&normalize, "normalize", "", "default normalisation, `sum|mean` (default: the files')")
 	f.StringVar(&base, "base", "", "live files: components `FILE` whose statistics a task keeps when it has fewer than --min-samples live samples, and whose other tasks are kept")
 	f.Int64Var(&minSamples, "min-samples", 0, "live files: the fewest live samples `N` a task's live statistics need (below: --base's, or left out)")
+	f.StringVar(&liveDir, "live-dir", "", "add every live file (*"+partialfile.LiveSuffix+") in `DIR`, as the sidecars write them (sampling.checkpoint.dir)")
+	f.DurationVar(&since, "since", 0, "with --live-dir: only the files last written within `D` (0: all)")
 	return cmd
+}
+
+// liveFiles returns the live files directly in dir, in name order, last
+// written within since of now (all when since is 0), and how many older
+// ones it left out.
+func liveFiles(dir string, since time.Duration, now time.Time) (found []string, old int, err error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, 0, fmt.Errorf("--live-dir: %w", err)
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), partialfile.LiveSuffix) {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			return nil, 0, fmt.Errorf("--live-dir: %w", err)
+		}
+		if since > 0 && now.Sub(info.ModTime()) > since {
+			old++
+			continue
+		}
+		found = append(found, filepath.Join(dir, e.Name()))
+	}
+	return found, old, nil
 }
 
 // isLive reads the files' headers and reports whether they are the

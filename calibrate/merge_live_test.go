@@ -2,10 +2,12 @@ package calibrate
 
 import (
 	"math"
+	"os"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mergectl/react-triton/livestats"
 	"github.com/mergectl/react-triton/react"
@@ -128,11 +130,33 @@ func TestMergeLiveReplicas(t *testing.T) {
 		t.Errorf("--base: task a has N=%d, want the base's %d", kept.Tasks[0].N, n)
 	}
 
+	// --live-dir finds both replicas' files (and nothing else there); with
+	// --since, only the recent ones.
+	r = mustRun(t, "merge", "--live-dir", dir, "--out", out)
+	if !strings.Contains(r.stdout, "task a: N=400 from 2 live files") {
+		t.Errorf("--live-dir: stdout:\n%s", r.stdout)
+	}
+	old := time.Now().Add(-3 * time.Hour)
+	if err := os.Chtimes(r1.Path(), old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not a live file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = mustRun(t, "merge", "--live-dir", dir, "--since", "1h", "--out", out)
+	if !strings.Contains(r.stdout, "task a: N=200 from 1 live files") || !strings.Contains(r.stdout, "1 live files last written more than 1h0m0s ago left out") {
+		t.Errorf("--live-dir --since: stdout:\n%s", r.stdout)
+	}
+
 	for _, tc := range []struct {
 		args []string
 		code int
 		want string
 	}{
+		{[]string{"merge", "--out", out}, ExitUsage, "no files"},
+		{[]string{"merge", r0.Path(), "--since", "1h", "--out", out}, ExitUsage, "--since: only with --live-dir"},
+		{[]string{"merge", "--live-dir", dir, "--since", "1ns", "--out", out}, ExitFailure, "no live files"},
+		{[]string{"merge", "--live-dir", filepath.Join(dir, "none"), "--out", out}, ExitFailure, "--live-dir"},
 		{[]string{"merge", r0.Path(), "--beta", "x", "--out", out}, ExitUsage, `--beta: "x" is not a number or auto`},
 		{[]string{"merge", r0.Path(), "--beta", "auto", "--normalize", "sum", "--out", out}, ExitUsage, "not with --beta auto"},
 		{[]string{"merge", r0.Path(), "--min-samples", "-1", "--out", out}, ExitUsage, "--min-samples: must be ≥ 0"},

@@ -11,15 +11,11 @@ import (
 )
 
 // FileSuffix ends the name of every file a sampler writes:
-// <replica>.<window start>.live.safetensors.
-const FileSuffix = ".live.safetensors"
+// <replica>.<window start>.live.safetensors (partialfile.LiveName).
+const FileSuffix = partialfile.LiveSuffix
 
 // Run is the Run metadata of every live file: what the sums come from.
 const Run = "live traffic"
-
-// windowFormat writes a window's start in file names: UTC, to the
-// millisecond, sorting as time does.
-const windowFormat = "20060102T150405.000Z"
 
 // Window returns the start of the current window.
 func (s *Sampler) Window() time.Time { return time.Unix(0, s.window.Load()).UTC() }
@@ -27,7 +23,7 @@ func (s *Sampler) Window() time.Time { return time.Unix(0, s.window.Load()).UTC(
 // Path returns the file of the current window:
 // Dir/<replica>.<window start>.live.safetensors.
 func (s *Sampler) Path() string {
-	return filepath.Join(s.set.Dir, s.set.Replica+"."+s.Window().Format(windowFormat)+FileSuffix)
+	return filepath.Join(s.set.Dir, partialfile.LiveName(s.set.Replica, s.Window()))
 }
 
 // snapshot returns a partial-statistics file of the tasks that have rows,
@@ -129,7 +125,7 @@ func (s *Sampler) Rotate() error {
 			f.Tasks = append(f.Tasks, &partialfile.Task{Name: t.name, Expert: t.expert, Acc: old[i][0], Held: old[i][1], Done: n, Total: n})
 		}
 	}
-	path := filepath.Join(s.set.Dir, s.set.Replica+"."+f.Window.Format(windowFormat)+FileSuffix)
+	path := filepath.Join(s.set.Dir, partialfile.LiveName(s.set.Replica, f.Window))
 	if len(f.Tasks) == 0 {
 		return nil
 	}

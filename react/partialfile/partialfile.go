@@ -334,3 +334,14 @@ func ReadReplica(path string) (string, error) {
 	}
 	return h.Metadata[MetaReplica], nil
 }
+
+// LiveSuffix ends the name of every live file: <replica>.<window
+// start>.live.safetensors (LiveName).
+const LiveSuffix = ".live.safetensors"
+
+// LiveName returns the name of the live file of replica's window that
+// started at window: the start in UTC to the millisecond, so that a
+// replica's files sort as its windows do.
+func LiveName(replica string, window time.Time) string {
+	return replica + "." + window.UTC().Format("20060102T150405.000Z") + LiveSuffix
+}
