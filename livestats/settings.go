@@ -63,7 +63,8 @@ type Settings struct {
 	// and normalisation, which calibrate merge keeps unless told.
 	Beta          float64
 	Normalization string
-	// Backbone is the merged backbone whose feature is z_mtl.
+	// Backbone is the merged backbone whose feature is z_mtl; an Output of
+	// "" is the model's only output, as calibrate fit resolves it.
 	Backbone react.ModelRef
 	// Models are the models whose requests may be sampled, each for one
 	// task.
@@ -79,7 +80,8 @@ type ModelSettings struct {
 	Task string
 }
 
-// TaskSettings names a task that may be sampled and its expert.
+// TaskSettings names a task that may be sampled and its expert (an
+// Output of "" is the model's only output).
 type TaskSettings struct {
 	Name   string
 	Expert react.ModelRef
@@ -178,9 +180,6 @@ func (s *Settings) checkBackbone(l *problem.List) {
 	if b.Name == "" && s.Enabled {
 		l.Add("backbone.model", "required: the merged backbone whose feature is z_mtl")
 	}
-	if b.Output == "" && s.Enabled {
-		l.Add("backbone.output", "required: the backbone output holding the feature")
-	}
 }
 
 // checkTasks checks the tasks and returns their names.
@@ -199,9 +198,6 @@ func (s *Settings) checkTasks(l *problem.List) map[string]bool {
 		names[t.Name] = true
 		if t.Expert.Name == "" {
 			l.Add(path+".expert.model", "required: the task's expert, whose feature is z_ind")
-		}
-		if t.Expert.Output == "" {
-			l.Add(path+".expert.output", "required: the expert output holding the feature")
 		}
 	}
 	return names

@@ -46,7 +46,7 @@ func TestCheck(t *testing.T) {
 		want []string // every problem's path, in order
 	}{
 		{"enabled, nothing configured", func(s *Settings) { *s = DefaultSettings(); s.Enabled = true },
-			[]string{"checkpoint.dir", "backbone.model", "backbone.output", "tasks", "models"}},
+			[]string{"checkpoint.dir", "backbone.model", "tasks", "models"}},
 		{"off, bad values still reported", func(s *Settings) { s.Enabled = false; s.Fraction = 0; s.Holdout = 1 },
 			[]string{"fraction", "holdout"}},
 		{"every scalar at once", func(s *Settings) {
@@ -60,7 +60,7 @@ func TestCheck(t *testing.T) {
 		{"interval", func(s *Settings) { s.Interval = 0 }, []string{"checkpoint.interval"}},
 		{"tasks", func(s *Settings) {
 			s.Tasks = append(s.Tasks, TaskSettings{Name: "a.b"}, TaskSettings{Name: "a", Expert: react.ModelRef{Name: "e", Output: "o"}})
-		}, []string{"tasks[2].name", "tasks[2].expert.model", "tasks[2].expert.output", "tasks[3].name"}},
+		}, []string{"tasks[2].name", "tasks[2].expert.model", "tasks[3].name"}},
 		{"models", func(s *Settings) {
 			s.Models = append(s.Models, ModelSettings{Task: "a"}, ModelSettings{Name: "model_a", Task: "c"}, ModelSettings{Name: "m"})
 		}, []string{"models[3].name", "models[4].name", "models[4].task", "models[5].task"}},

@@ -45,8 +45,8 @@ type Sampling struct {
 	Normalize string  `yaml:"normalize"`
 	// Checkpoint says where and how often the files are written.
 	Checkpoint SamplingCheckpoint `yaml:"checkpoint"`
-	// Backbone is the merged backbone whose feature is z_mtl (its version
-	// and output as a controllable model's backbone).
+	// Backbone is the merged backbone whose feature is z_mtl: its model,
+	// version ("": Triton's choice) and output ("": its only output).
 	Backbone Backbone `yaml:"backbone"`
 	// Models are the models whose requests may be sampled.
 	Models []SampledModel `yaml:"models"`
@@ -89,7 +89,9 @@ type Expert struct {
 	Model string `yaml:"model"`
 	// Version is a positive integer, or "" for Triton's choice.
 	Version string `yaml:"version"`
-	Output  string `yaml:"output"`
+	// Output is the output holding the feature, or "" for the model's
+	// only output.
+	Output string `yaml:"output"`
 }
 
 // defaultSampling returns the sampling section's defaults: off.
