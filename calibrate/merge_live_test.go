@@ -1,10 +1,12 @@
 package calibrate
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"math/rand/v2"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +75,18 @@ func TestMergeLiveReplicas(t *testing.T) {
 	c, err := componentsfile.Load(out)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// inspect shows the recorded error, in text and JSON.
+	if r := mustRun(t, "inspect", out); !strings.Contains(r.stdout, "task a: recorded reconstruction error = "+strconv.FormatFloat(c.Tasks[0].ReconError, 'g', 6, 64)) {
+		t.Errorf("inspect:\n%s", r.stdout)
+	}
+	var rep struct {
+		Tasks []struct {
+			ReconError float64 `json:"recon_error"`
+		} `json:"tasks"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, "inspect", "--json", out).stdout), &rep); err != nil || rep.Tasks[0].ReconError != c.Tasks[0].ReconError {
+		t.Errorf("inspect --json: recon_error %+v (%v), want %v", rep.Tasks, err, c.Tasks[0].ReconError)
 	}
 	one := filepath.Join(t.TempDir(), "one.safetensors")
 	mustRun(t, "merge", all.Path(), "--out", one)
