@@ -3,8 +3,8 @@ package calibrate
 import (
 	"encoding/json"
 	"math"
-	"os"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
