@@ -3,18 +3,13 @@ package calibrate
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mergectl/react-triton/calibrate/fit"
 	"github.com/mergectl/react-triton/calibrate/livemerge"
-	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/react/componentsfile"
 	"github.com/mergectl/react-triton/react/heldout"
@@ -66,7 +61,7 @@ is reported at once.`,
 				return usagef("--since: only with --live-dir")
 			}
 			if liveDir != "" {
-				found, old, err := liveFiles(liveDir, since, time.Now())
+				found, old, err := livemerge.Dir(liveDir, since, time.Now())
 				if err != nil {
 					return err
 				}
@@ -105,7 +100,7 @@ is reported at once.`,
 			if minSamples < 0 {
 				return usagef("--min-samples: must be ≥ 0, got %d", minSamples)
 			}
-			live, err := isLive(args)
+			live, err := livemerge.IsLive(args)
 			if err != nil {
 				return err
 			}
@@ -123,7 +118,7 @@ is reported at once.`,
 				if auto {
 					return usagef("--beta auto: only with the sidecars' live files (a fit chooses β itself: calibrate fit --beta auto)")
 				}
-				if c, err = mergeParts(args); err != nil {
+				if c, err = fit.MergeShards(args); err != nil {
 					return err
 				}
 				for _, t := range c.Tasks {
@@ -162,52 +157,6 @@ is reported at once.`,
 	return cmd
 }
 
-// liveFiles returns the live files directly in dir, in name order, last
-// written within since of now (all when since is 0), and how many older
-// ones it left out.
-func liveFiles(dir string, since time.Duration, now time.Time) (found []string, old int, err error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, 0, fmt.Errorf("--live-dir: %w", err)
-	}
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), partialfile.LiveSuffix) {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			return nil, 0, fmt.Errorf("--live-dir: %w", err)
-		}
-		if since > 0 && now.Sub(info.ModTime()) > since {
-			old++
-			continue
-		}
-		found = append(found, filepath.Join(dir, e.Name()))
-	}
-	return found, old, nil
-}
-
-// isLive reads the files' headers and reports whether they are the
-// sidecars' live files (all of them) or a fit's shards (none).
-func isLive(paths []string) (bool, error) {
-	var live, shards []string
-	for _, p := range paths {
-		replica, err := partialfile.ReadReplica(p)
-		if err != nil {
-			return false, err
-		}
-		if replica != "" {
-			live = append(live, p)
-		} else {
-			shards = append(shards, p)
-		}
-	}
-	if len(live) > 0 && len(shards) > 0 {
-		return false, fmt.Errorf("%s is a live file but %s is not (a fit's shard or checkpoint): merge them apart", live[0], shards[0])
-	}
-	return len(live) > 0, nil
-}
-
 // mergeLive merges the sidecars' live files and says what it did with
 // each task.
 func mergeLive(stdout io.Writer, paths []string, basePath string, minSamples int64, auto bool) (*react.Components, error) {
@@ -225,113 +174,6 @@ func mergeLive(stdout io.Writer, paths []string, basePath string, minSamples int
 	if err != nil {
 		return nil, err
 	}
-	for _, t := range res.Tasks {
-		switch t.Source {
-		case livemerge.Live:
-			fmt.Fprintf(stdout, "task %s: N=%d from %d live files (%d held out)\n", t.Name, t.Live, t.Files, t.Held)
-		case livemerge.Base:
-			if t.Files == 0 {
-				fmt.Fprintf(stdout, "task %s: kept from %s (no live samples)\n", t.Name, basePath)
-			} else {
-				fmt.Fprintf(stdout, "task %s: kept from %s (%d live samples < --min-samples %d)\n", t.Name, basePath, t.Live, minSamples)
-			}
-		default:
-			fmt.Fprintf(stdout, "task %s: left out (%d live samples < --min-samples %d, and no --base)\n", t.Name, t.Live, minSamples)
-		}
-	}
-	if auto {
-		fmt.Fprintln(stdout, "beta auto: held-out relative reconstruction error of the live tasks, one-hot + equal:")
-		for k, c := range res.Candidates {
-			mark := ""
-			if k == res.Chosen {
-				mark = "  ← chosen"
-			}
-			fmt.Fprintf(stdout, "  %-4s β=%-7s %.5f + %.5f = %.5f%s\n", c.Normalization, formatFloat(c.Beta), c.OneHot, c.Equal, c.Score, mark)
-		}
-	}
+	res.Print(stdout, basePath, minSamples)
 	return res.Components, nil
-}
-
-// mergeParts loads the shards' files, checks that they are the n shards of
-// one fit, and adds them in shard order.
-func mergeParts(paths []string) (*react.Components, error) {
-	parts := make([]*partialfile.File, len(paths))
-	shards := make([]config.Shard, len(paths))
-	for i, path := range paths {
-		f, err := partialfile.Load(path)
-		if err != nil {
-			return nil, err
-		}
-		if f.Shard == "" {
-			return nil, fmt.Errorf("%s: not a shard (a checkpoint?): merge adds the files of calibrate fit --shard i/n", path)
-		}
-		if shards[i], err = config.ParseShard(f.Shard); err != nil {
-			return nil, fmt.Errorf("%s: shard %w", path, err)
-		}
-		for _, t := range f.Tasks {
-			if !t.Complete() {
-				return nil, fmt.Errorf("%s: task %s holds %d of its %d samples: the shard's fit did not finish", path, t.Name, t.Done, t.Total)
-			}
-		}
-		parts[i] = f
-	}
-	n := shards[0].Count
-	order := make([]int, n) // order[k]: the part of shard k, +1
-	for i, s := range shards {
-		first := parts[0]
-		switch f := parts[i]; {
-		case s.Count != n:
-			return nil, fmt.Errorf("%s is shard %s but %s is shard %s: the parts must split the samples the same way", paths[i], s, paths[0], shards[0])
-		case order[s.Index] != 0:
-			return nil, fmt.Errorf("%s and %s are both shard %s", paths[order[s.Index]-1], paths[i], s)
-		case f.Run != first.Run:
-			return nil, fmt.Errorf("%s and %s are shards of different fits:\n  %s\n  %s", paths[0], paths[i], first.Run, f.Run)
-		case f.D != first.D || f.Backbone != first.Backbone || f.Beta != first.Beta || f.Normalization != first.Normalization:
-			return nil, fmt.Errorf("%s and %s differ in D, backbone, β or normalisation", paths[0], paths[i])
-		case !slices.Equal(taskNames(f), taskNames(first)):
-			return nil, fmt.Errorf("%s has tasks %s but %s has %s", paths[0], strings.Join(taskNames(first), ","), paths[i], strings.Join(taskNames(f), ","))
-		}
-		order[s.Index] = i + 1
-	}
-	var missing []string
-	for k, o := range order {
-		if o == 0 {
-			missing = append(missing, config.Shard{Index: k, Count: n}.String())
-		}
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("shard %s missing: merge needs all %d shards", strings.Join(missing, ", "), n)
-	}
-	first := parts[order[0]-1]
-	c := &react.Components{D: first.D, Beta: first.Beta, Normalization: first.Normalization, Backbone: first.Backbone}
-	for ti, t0 := range first.Tasks {
-		acc := react.NewAccumulator(first.D)
-		for _, o := range order {
-			t := parts[o-1].Tasks[ti]
-			if t.Expert != t0.Expert {
-				return nil, fmt.Errorf("task %s: expert %s in %s but %s in %s", t.Name, fit.DescribeModel(t0.Expert), paths[order[0]-1], fit.DescribeModel(t.Expert), paths[o-1])
-			}
-			if err := acc.Merge(t.Acc); err != nil {
-				return nil, fmt.Errorf("task %s: %w", t.Name, err)
-			}
-		}
-		st, err := acc.Stats(t0.Name, t0.Expert)
-		if err != nil {
-			return nil, fmt.Errorf("task %s: %w", t0.Name, err)
-		}
-		st.Provenance = t0.Provenance
-		if st.Provenance != nil {
-			st.Provenance["subset.used"] = fmt.Sprint(st.N)
-		}
-		c.Tasks = append(c.Tasks, st)
-	}
-	return c, nil
-}
-
-func taskNames(f *partialfile.File) []string {
-	names := make([]string, len(f.Tasks))
-	for i, t := range f.Tasks {
-		names[i] = t.Name
-	}
-	return names
 }
