@@ -18,8 +18,10 @@
 //		}
 //	}
 //
-// and beside it go sampler.Run(ctx, report), which writes the files on a
-// schedule and at shutdown, and sampler.Watch(components, options) when a
+// where sampler comes from New(settings, D) (settings.Replica filled with
+// DefaultReplica when the configuration leaves it out), and beside it go
+// sampler.Run(ctx, report), which writes the files on a schedule and at
+// shutdown, and sampler.Watch(components, options) when a
 // components file is loaded. A Sampler is a prometheus.Collector of the
 // counters of what was sampled and skipped, and of the staleness gauges
 // (Register).

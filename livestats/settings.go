@@ -1,6 +1,8 @@
 package livestats
 
 import (
+	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -224,4 +226,21 @@ func (s *Settings) checkModels(l *problem.List, tasks map[string]bool) {
 			l.Add(path+".task", "%q is not one of tasks[].name: a model's requests are sampled for a task listed there", m.Task)
 		}
 	}
+}
+
+// DefaultReplica returns the name a replica takes when Settings.Replica
+// is "": $POD_NAME (Kubernetes' downward API), else the host name. It
+// fails when neither is a valid replica name (ReplicaPattern).
+func DefaultReplica() (string, error) {
+	name := os.Getenv("POD_NAME")
+	if name == "" {
+		var err error
+		if name, err = os.Hostname(); err != nil {
+			return "", fmt.Errorf("livestats: replica name: %w", err)
+		}
+	}
+	if !ReplicaPattern.MatchString(name) {
+		return "", fmt.Errorf("livestats: replica name %q (from $POD_NAME or the host name): set sampling.replica", name)
+	}
+	return name, nil
 }

@@ -1,6 +1,7 @@
 package livestats
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -103,5 +104,21 @@ func TestNewRefuses(t *testing.T) {
 		if _, err := New(s, tc.d); err == nil {
 			t.Errorf("%s: New succeeded", tc.name)
 		}
+	}
+}
+
+func TestDefaultReplica(t *testing.T) {
+	t.Setenv("POD_NAME", "react-triton-7d9f-abcde")
+	if got, err := DefaultReplica(); got != "react-triton-7d9f-abcde" || err != nil {
+		t.Errorf("with $POD_NAME: %q, %v", got, err)
+	}
+	t.Setenv("POD_NAME", "bad/name")
+	if _, err := DefaultReplica(); err == nil {
+		t.Error("an invalid $POD_NAME: no error")
+	}
+	t.Setenv("POD_NAME", "")
+	host, _ := os.Hostname()
+	if got, err := DefaultReplica(); err == nil && got != host {
+		t.Errorf("without $POD_NAME: %q, want the host name %q", got, host)
 	}
 }
