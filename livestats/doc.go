@@ -70,7 +70,8 @@
 // a new file, starts (Rotate), so that a refresh can take the recent
 // windows only, and a restarted replica starts a window of its own
 // instead of overwriting one. Memory: 4·8·D² bytes per task (every row's
-// sums and the held-out ones), twice that while a file is written.
+// sums and the held-out ones), three times that while a file is written
+// (the sums' copy, and its encoding), and 8·D² for a watched correction.
 //
 // # Staleness
 //

@@ -42,8 +42,9 @@ type Memory struct {
 	// Sampling is what calibrating from live traffic holds when it is
 	// enabled (package livestats), at the widest D: per sampled task every
 	// row's sums and the held-out rows' (S and G of each, 32·D² bytes),
-	// their copy while a file is written (32·D²) and the correction whose
-	// staleness is measured (8·D²): 72·D² per task.
+	// while a file is written their copy (32·D²) and its encoding (32·D²),
+	// and the correction whose staleness is measured (8·D²): 104·D² per
+	// task.
 	Sampling int64
 	// Runtime is RuntimeReserve.
 	Runtime int64
@@ -99,7 +100,7 @@ func (c *Config) MemoryBudget(shapes map[string]Shape, cores int) Memory {
 	}
 	m.Solves = solvers*24*widest + 12*widest
 	if c.Sampling.Enabled {
-		m.Sampling = 72 * widest * int64(len(c.Sampling.Tasks))
+		m.Sampling = 104 * widest * int64(len(c.Sampling.Tasks))
 	}
 	return m
 }
