@@ -18,6 +18,6 @@
 // eval), calibrate/pairs (the pair source interface,
 // the accumulation, the choice of samples), calibrate/embeddings (the .npy
 // embeddings), calibrate/tritonpairs (features computed on Triton),
-// calibrate/partial (checkpoints and shards), calibrate/images (image
+// react/partialfile (checkpoints and shards), calibrate/images (image
 // folders), and evaluate (calibrate eval).
 package calibrate

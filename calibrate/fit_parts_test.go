@@ -13,6 +13,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mergectl/react-triton/livestats"
 	"github.com/mergectl/react-triton/react/componentsfile"
 	"github.com/mergectl/react-triton/react/safetensors"
 )
@@ -71,6 +72,30 @@ func TestFitShardsMerge(t *testing.T) {
 		r := run(t, append(append([]string{"merge"}, tc.parts...), "--out", merged)...)
 		if r.code != ExitFailure || !strings.Contains(r.stderr, tc.want) {
 			t.Errorf("merge %v: exit %d, stderr %q, want %q", tc.parts, r.code, r.stderr, tc.want)
+		}
+	}
+	// The live files' flags, and a live file among the shards.
+	live := replica(t, t.TempDir(), "sidecar-0", 2)
+	x, _ := live.Admit(livestats.Request{Model: "model_a"})
+	if err := x.Add([]float32{1, 2}, []float32{3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--base", whole}, ExitUsage, "--base: only with the sidecars' live files"},
+		{[]string{"--min-samples", "3"}, ExitUsage, "--min-samples: only with the sidecars' live files"},
+		{[]string{"--beta", "auto"}, ExitUsage, "--beta auto: only with the sidecars' live files"},
+		{[]string{live.Path()}, ExitFailure, "is a live file but"},
+	} {
+		r := run(t, append(append(append([]string{"merge"}, parts...), tc.args...), "--out", merged)...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("merge shards %v: exit %d, stderr %q, want %d and %q", tc.args, r.code, r.stderr, tc.code, tc.want)
 		}
 	}
 }

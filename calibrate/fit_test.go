@@ -92,6 +92,28 @@ func TestFitStatistics(t *testing.T) {
 				if !mat.EqualApprox(&wtw, eye(5), 1e-12) {
 					t.Errorf("task %s: W_orth is not orthogonal", ts.Name)
 				}
+				// Σ ‖z_ind‖², and the recorded error of Ŵ_t (β = 0.25, mean)
+				// on the raw rows, Ŵ_t from C_t Ŵ_tᵀ = A_tᵀ (C_t symmetric).
+				yy := mat.Norm(ind, 2) // Frobenius
+				yy *= yy
+				if math.Abs(ts.SumSquares-yy) > 1e-12*yy {
+					t.Errorf("task %s: SumSquares = %v, raw data %v", ts.Name, ts.SumSquares, yy)
+				}
+				var a, cc, wt, r mat.Dense
+				a.Scale(1/float64(n), &s)
+				a.Apply(func(i, j int, v float64) float64 { return v + 0.25*ts.WOrth.At(i, j) }, &a)
+				cc.Scale(1/float64(n), &g)
+				cc.Apply(func(i, j int, v float64) float64 { return v + 0.25*eye(5).At(i, j) }, &cc)
+				if err := wt.Solve(&cc, a.T()); err != nil {
+					t.Fatal(err)
+				}
+				r.Mul(mtl, &wt) // rows Ŵ_t z_mtl
+				r.Sub(&r, ind)
+				want := mat.Norm(&r, 2)
+				want = want * want / yy
+				if math.Abs(ts.ReconError-want) > 1e-9*want {
+					t.Errorf("task %s: ReconError = %.12g, raw data %.12g", ts.Name, ts.ReconError, want)
+				}
 			}
 		})
 	}

@@ -47,6 +47,10 @@ type taskReport struct {
 	// Cond is the 2-norm condition number of C_t at the file's default β
 	// and normalisation; null when it could not be computed or is infinite.
 	Cond *float64 `json:"cond"`
+	// ReconError is the relative reconstruction error of the task's own
+	// correction on its calibration samples at the file's defaults, as
+	// recorded (the sidecar's staleness reference); absent when not.
+	ReconError *float64 `json:"recon_error,omitempty"`
 	// Provenance is how the statistics were computed, such as the subset
 	// of samples calibrate fit drew (subset.fraction or subset.limit,
 	// subset.seed, subset.available, subset.used); absent when not
@@ -123,7 +127,11 @@ func inspect(w io.Writer, path string, asJSON bool) error {
 		MetadataChecksum: checksumInfo{SHA256: info.MetadataSHA256, OK: info.MetadataOK},
 	}
 	for _, t := range info.Tasks {
-		r.Tasks = append(r.Tasks, taskReport{Name: t.Name, N: t.N, Expert: modelRef(t.Expert), Provenance: t.Provenance})
+		tr := taskReport{Name: t.Name, N: t.N, Expert: modelRef(t.Expert), Provenance: t.Provenance}
+		if t.ReconError > 0 {
+			tr.ReconError = &t.ReconError
+		}
+		r.Tasks = append(r.Tasks, tr)
 	}
 	c, loadErr := componentsfile.Load(path)
 	r.Checksum.OK = !errors.Is(loadErr, componentsfile.ErrChecksum)
@@ -214,6 +222,9 @@ func printReport(w io.Writer, r *inspectReport) {
 	}
 	tw.Flush()
 	for _, t := range r.Tasks {
+		if t.ReconError != nil {
+			fmt.Fprintf(w, "task %s: recorded reconstruction error = %.6g\n", t.Name, *t.ReconError)
+		}
 		for _, k := range slices.Sorted(maps.Keys(t.Provenance)) {
 			if !strings.HasPrefix(k, "subset.") {
 				fmt.Fprintf(w, "task %s: %s = %s\n", t.Name, k, t.Provenance[k])

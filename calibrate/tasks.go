@@ -9,6 +9,7 @@ import (
 
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/react/componentsfile"
+	"github.com/mergectl/react-triton/react/heldout"
 )
 
 func newTasksCommand(stdout io.Writer) *cobra.Command {
@@ -18,7 +19,8 @@ func newTasksCommand(stdout io.Writer) *cobra.Command {
 		Long: `Each task's statistics in a components file are independent of the
 others', so tasks can be added from another components file, or removed,
 without recalibrating anything. The other tasks' statistics are copied bit
-for bit. The result is written to --out (which may be the input file; it is
+for bit (an added task's recorded reconstruction error is computed again at
+the destination's default β and normalisation). The result is written to --out (which may be the input file; it is
 replaced atomically).`,
 		Args: cobra.NoArgs,
 	}
@@ -37,7 +39,7 @@ backbone (model, version and output), and no task may be in both. OUT keeps
 FILE's default β and normalisation.`,
 		Example: `  calibrate tasks add --components base.safetensors --from svhn.safetensors --out all.safetensors`,
 		Args:    cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			dst, err := componentsfile.Load(file)
 			if err != nil {
 				return err
@@ -48,6 +50,10 @@ FILE's default β and normalisation.`,
 			}
 			if err := react.AddTasks(dst, src); err != nil {
 				return fmt.Errorf("%s + %s: %w", file, from, err)
+			}
+			// The added tasks' recorded errors hold at OTHER's defaults.
+			if err := heldout.Record(dst, src.TaskNames()...); err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "calibrate: reconstruction error not recorded: %v\n", err)
 			}
 			if err := componentsfile.Save(out, dst); err != nil {
 				return err

@@ -12,9 +12,10 @@ import (
 
 // Accumulator accumulates the calibration statistics of one task from
 // batches of paired features, without keeping the samples: the
-// cross-covariance S = Σ z_ind z_mtlᵀ, the Gram matrix G = Σ z_mtl z_mtlᵀ and
-// the sample count N, all in float64. Its memory is O(D²) whatever the number
-// of samples.
+// cross-covariance S = Σ z_ind z_mtlᵀ, the Gram matrix G = Σ z_mtl z_mtlᵀ,
+// the sample count N and the expert features' sum of squares Σ ‖z_ind‖²
+// (which the reconstruction error of a correction needs: see SumSquares),
+// all in float64. Its memory is O(D²) whatever the number of samples.
 //
 // An Accumulator is not safe for concurrent use. To accumulate in parallel,
 // use one Accumulator per shard and Merge them.
@@ -23,6 +24,10 @@ type Accumulator struct {
 	n int64
 	s []float64 // D×D row-major, S
 	g []float64 // D×D row-major, upper triangle of G
+	// yy is Σ ‖z_ind‖², valid when yyKnown: an accumulator restored from
+	// a state that did not record it never knows it.
+	yy      float64
+	yyKnown bool
 
 	// Widening buffers for AddFloat32, reused across calls.
 	mtl64, ind64 []float64
@@ -34,7 +39,7 @@ func NewAccumulator(d int) *Accumulator {
 	if d <= 0 {
 		panic(fmt.Sprintf("react: NewAccumulator: invalid feature dimension %d", d))
 	}
-	return &Accumulator{d: d, s: make([]float64, d*d), g: make([]float64, d*d)}
+	return &Accumulator{d: d, s: make([]float64, d*d), g: make([]float64, d*d), yyKnown: true}
 }
 
 // D returns the feature dimension.
@@ -42,6 +47,12 @@ func (a *Accumulator) D() int { return a.d }
 
 // N returns the number of samples accumulated so far.
 func (a *Accumulator) N() int64 { return a.n }
+
+// SumSquares returns Σ ‖z_ind‖² over the samples accumulated so far, and
+// whether it is known: it is not when the accumulator was restored from a
+// state that did not record it (RestoreAccumulator, a checkpoint written
+// before it was), or merged with such an accumulator.
+func (a *Accumulator) SumSquares() (yy float64, ok bool) { return a.yy, a.yyKnown }
 
 // AddFloat64 adds a batch of samples. mtl holds the merged backbone's
 // features and ind the expert's, each row-major rows×D with one sample per
@@ -119,14 +130,19 @@ func (a *Accumulator) checkFinite(z []float64, which string) error {
 	return nil
 }
 
-// add accumulates S += Z_indᵀ Z_mtl and G += Z_mtlᵀ Z_mtl, where the Z are
-// rows×D with one sample per row.
+// add accumulates S += Z_indᵀ Z_mtl, G += Z_mtlᵀ Z_mtl and yy += ‖Z_ind‖²_F,
+// where the Z are rows×D with one sample per row.
 func (a *Accumulator) add(rows int, mtl, ind []float64) {
 	d := a.d
 	zm := blas64.General{Rows: rows, Cols: d, Stride: d, Data: mtl}
 	zi := blas64.General{Rows: rows, Cols: d, Stride: d, Data: ind}
 	blas64.Gemm(blas.Trans, blas.NoTrans, 1, zi, zm, 1, a.sGeneral())
 	blas64.Syrk(blas.Trans, 1, zm, 1, a.gSymmetric())
+	yy := 0.0
+	for _, v := range ind {
+		yy += v * v
+	}
+	a.yy += yy
 	a.n += int64(rows)
 }
 
@@ -151,6 +167,8 @@ func (a *Accumulator) Merge(other *Accumulator) error {
 	n := other.n
 	blas64.Axpy(1, blas64.Vector{N: len(other.s), Inc: 1, Data: other.s}, blas64.Vector{N: len(a.s), Inc: 1, Data: a.s})
 	blas64.Axpy(1, blas64.Vector{N: len(other.g), Inc: 1, Data: other.g}, blas64.Vector{N: len(a.g), Inc: 1, Data: a.g})
+	a.yy += other.yy
+	a.yyKnown = a.yyKnown && other.yyKnown
 	a.n += n
 	return nil
 }
@@ -176,5 +194,9 @@ func (a *Accumulator) Stats(name string, expert ModelRef) (*TaskStats, error) {
 	if err != nil {
 		return nil, fmt.Errorf("accumulate: task %q: %w", name, err)
 	}
-	return &TaskStats{Name: name, N: a.n, S: s, G: g, WOrth: w, Expert: expert}, nil
+	st := &TaskStats{Name: name, N: a.n, S: s, G: g, WOrth: w, Expert: expert}
+	if a.yyKnown {
+		st.SumSquares = a.yy
+	}
+	return st, nil
 }

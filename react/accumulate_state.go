@@ -1,6 +1,9 @@
 package react
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // State returns the accumulator's raw state, for a checkpoint: the number
 // of samples, S (D×D row-major) and the D×D row-major storage of G whose
@@ -10,8 +13,33 @@ func (a *Accumulator) State() (n int64, s, g []float64) { return a.n, a.s, a.g }
 
 // RestoreAccumulator returns an accumulator of dimension d holding a state
 // State returned, copied: adding the same batches to it then gives the
-// same bits as adding them to the accumulator the state came from.
+// same bits as adding them to the accumulator the state came from. Its
+// Σ ‖z_ind‖² is unknown (SumSquares); RestoreAccumulatorSquares restores
+// a state that recorded it.
 func RestoreAccumulator(d int, n int64, s, g []float64) (*Accumulator, error) {
+	a, err := restore(d, n, s, g)
+	if err != nil {
+		return nil, err
+	}
+	a.yyKnown = false
+	return a, nil
+}
+
+// RestoreAccumulatorSquares is RestoreAccumulator for a state that also
+// recorded yy = Σ ‖z_ind‖² (SumSquares), a finite number ≥ 0.
+func RestoreAccumulatorSquares(d int, n int64, s, g []float64, yy float64) (*Accumulator, error) {
+	if !(yy >= 0) || math.IsInf(yy, 0) {
+		return nil, fmt.Errorf("accumulate: restore: sum of squares %v: want a finite number ≥ 0", yy)
+	}
+	a, err := restore(d, n, s, g)
+	if err != nil {
+		return nil, err
+	}
+	a.yy = yy
+	return a, nil
+}
+
+func restore(d int, n int64, s, g []float64) (*Accumulator, error) {
 	if d <= 0 {
 		return nil, fmt.Errorf("accumulate: restore: invalid feature dimension %d", d)
 	}

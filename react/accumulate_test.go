@@ -237,3 +237,87 @@ func TestAccumulatorRestore(t *testing.T) {
 		t.Error("RestoreAccumulator accepted a short S")
 	}
 }
+
+// TestAccumulatorSumSquares checks Σ ‖z_ind‖² against a plain loop over the
+// rows, through batches, Merge, Stats and a restore with and without it.
+func TestAccumulatorSumSquares(t *testing.T) {
+	const d = 4
+	rng := rand.New(rand.NewPCG(3, 4))
+	s := randomSample(rng, "a", 23, d, 0.3)
+	want := 0.0
+	for _, v := range s.ind {
+		want += v * v
+	}
+	closeTo := func(got float64) bool { return math.Abs(got-want) <= 1e-12*want }
+
+	whole := NewAccumulator(d)
+	if yy, ok := whole.SumSquares(); yy != 0 || !ok {
+		t.Errorf("empty accumulator: SumSquares = %v, %v; want 0, true", yy, ok)
+	}
+	if err := whole.AddFloat64(s.mtl, s.ind); err != nil {
+		t.Fatal(err)
+	}
+	if yy, ok := whole.SumSquares(); !closeTo(yy) || !ok {
+		t.Errorf("SumSquares = %v, %v; want %v, true", yy, ok, want)
+	}
+	st, err := whole.Stats("a", ModelRef{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !closeTo(st.SumSquares) {
+		t.Errorf("Stats: SumSquares = %v, want %v", st.SumSquares, want)
+	}
+
+	// Two halves merged.
+	half := 11 * d
+	a, b := NewAccumulator(d), NewAccumulator(d)
+	if err := a.AddFloat64(s.mtl[:half], s.ind[:half]); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AddFloat64(s.mtl[half:], s.ind[half:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Merge(b); err != nil {
+		t.Fatal(err)
+	}
+	if yy, ok := a.SumSquares(); !closeTo(yy) || !ok {
+		t.Errorf("merged: SumSquares = %v, %v; want %v, true", yy, ok, want)
+	}
+
+	// Restored with the value, and without it (an old checkpoint): the
+	// latter never knows it, nor does what it is merged into.
+	n, S, G := b.State()
+	yyb, _ := b.SumSquares()
+	with, err := RestoreAccumulatorSquares(d, n, S, G, yyb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := with.AddFloat64(s.mtl[:half], s.ind[:half]); err != nil {
+		t.Fatal(err)
+	}
+	if yy, ok := with.SumSquares(); !closeTo(yy) || !ok {
+		t.Errorf("restored with it: SumSquares = %v, %v; want %v, true", yy, ok, want)
+	}
+	without, err := RestoreAccumulator(d, n, S, G)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := without.SumSquares(); ok {
+		t.Error("restored without it: SumSquares known")
+	}
+	if st, err := without.Stats("a", ModelRef{}); err != nil || st.SumSquares != 0 {
+		t.Errorf("restored without it: Stats SumSquares = %v (%v), want 0", st.SumSquares, err)
+	}
+	fresh := NewAccumulator(d)
+	if err := fresh.Merge(without); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := fresh.SumSquares(); ok {
+		t.Error("merged with an accumulator that does not know it: SumSquares known")
+	}
+	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
+		if _, err := RestoreAccumulatorSquares(d, n, S, G, bad); err == nil {
+			t.Errorf("RestoreAccumulatorSquares accepted %v", bad)
+		}
+	}
+}

@@ -57,6 +57,18 @@ type TaskStats struct {
 	WOrth  *mat.Dense    // D×D orthogonal Procrustes factor of S
 	Expert ModelRef      // the expert whose features were the target
 
+	// SumSquares is Σ ‖z_ind‖² over the samples: with S and G, what the
+	// reconstruction error of a correction on them needs (heldout.Error).
+	// 0 when it was not recorded (files and checkpoints written before it
+	// was, or sums restored from them).
+	SumSquares float64
+	// ReconError is the relative reconstruction error
+	// Σ ‖Ŵ_t z_mtl − z_ind‖² / Σ ‖z_ind‖² of the task's own correction Ŵ_t,
+	// under the components' default β and normalisation, on the samples
+	// themselves, as recorded when the file was written (heldout.Record):
+	// the reference of the sidecar's staleness gauge. 0 when not recorded.
+	ReconError float64
+
 	// Provenance records how the statistics were computed, such as the
 	// subset of samples calibrate fit drew ("subset.fraction",
 	// "subset.seed"): stored as metadata "task.<name>.<key>", with any key
@@ -108,7 +120,7 @@ func (c *Components) Task(name string) (*TaskStats, bool) {
 
 // Validate checks that the components are internally consistent: a positive
 // D, valid and unique task names, D×D matrices and a positive N per task,
-// and finite values.
+// and finite values (SumSquares and ReconError ≥ 0).
 func (c *Components) Validate() error {
 	if c.D <= 0 {
 		return fmt.Errorf("invalid feature dimension D=%d", c.D)
@@ -136,6 +148,9 @@ func (c *Components) Validate() error {
 		seen[t.Name] = true
 		if t.N <= 0 {
 			return fmt.Errorf("task %q: no calibration samples (N=%d)", t.Name, t.N)
+		}
+		if !(t.SumSquares >= 0) || math.IsInf(t.SumSquares, 0) || !(t.ReconError >= 0) || math.IsInf(t.ReconError, 0) {
+			return fmt.Errorf("task %q: sum of squares %v, reconstruction error %v: want finite numbers ≥ 0", t.Name, t.SumSquares, t.ReconError)
 		}
 		// A nil *mat.Dense or *mat.SymDense boxed in mat.Matrix is not a nil
 		// interface, so each field is checked before it is boxed.

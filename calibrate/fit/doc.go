@@ -3,7 +3,7 @@
 // through calibrate/embeddings, or the models on Triton through
 // calibrate/tritonpairs) and checks them all before any sample is read,
 // accumulates each task's statistics with checkpoints and resume
-// (calibrate/partial), chooses β and the normalisation without labels
+// (react/partialfile), chooses β and the normalisation without labels
 // when asked (beta_select.auto), and writes the components file, a
 // shard's partial-statistics file, or one task into an existing file.
 //

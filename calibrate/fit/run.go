@@ -18,13 +18,13 @@ import (
 	"github.com/mergectl/react-triton/calibrate/embeddings"
 	"github.com/mergectl/react-triton/calibrate/images"
 	"github.com/mergectl/react-triton/calibrate/pairs"
-	"github.com/mergectl/react-triton/calibrate/partial"
 	"github.com/mergectl/react-triton/calibrate/progress"
 	"github.com/mergectl/react-triton/calibrate/tritonpairs"
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/internal/cli"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/react/componentsfile"
+	"github.com/mergectl/react-triton/react/partialfile"
 	"github.com/mergectl/react-triton/triton"
 )
 
@@ -101,7 +101,7 @@ func (r *fitRun) run(ctx context.Context) error {
 	}
 	r.report = progress.New(cfg.Progress, r.stderr)
 
-	var tasks []*partial.Task
+	var tasks []*partialfile.Task
 	var sums []taskSummary
 	for _, src := range srcs {
 		t, sum, err := r.fitTask(ctx, src)
@@ -147,7 +147,7 @@ func (r *fitRun) checkCheckpoints() error {
 
 // removeCheckpoints removes the checkpoints of a run that wrote its output,
 // and their directory once empty.
-func (r *fitRun) removeCheckpoints(tasks []*partial.Task) {
+func (r *fitRun) removeCheckpoints(tasks []*partialfile.Task) {
 	for _, t := range tasks {
 		path := r.ckptPath(t.Name)
 		os.Remove(path)

@@ -8,11 +8,11 @@ import (
 	"io"
 
 	"github.com/mergectl/react-triton/calibrate/pairs"
-	"github.com/mergectl/react-triton/calibrate/partial"
 	"github.com/mergectl/react-triton/calibrate/tritonpairs"
 	"github.com/mergectl/react-triton/internal/atomicfile"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/react/heldout"
+	"github.com/mergectl/react-triton/react/partialfile"
 )
 
 // BetaReport is what beta_select.report (--beta-report) writes, as JSON:
@@ -41,7 +41,7 @@ type BetaCandidate struct {
 // subtracts their sums from the task's (tasks hold every sample's), fits
 // every option of the grid on the rest and keeps the one with the lowest
 // held-out reconstruction error (heldout.Select).
-func (r *fitRun) selectBeta(ctx context.Context, tasks []*partial.Task) error {
+func (r *fitRun) selectBeta(ctx context.Context, tasks []*partialfile.Task) error {
 	cfg := r.cfg
 	srcs, closeAll, err := r.open(ctx)
 	if err != nil {
@@ -148,6 +148,11 @@ func subtract(all, part *react.Accumulator) (*react.Accumulator, error) {
 	}
 	for i := range g {
 		g2[i] = g[i] - pg[i]
+	}
+	yy, ok := all.SumSquares()
+	pyy, pok := part.SumSquares()
+	if ok && pok {
+		return react.RestoreAccumulatorSquares(all.D(), n-pn, s2, g2, max(yy-pyy, 0))
 	}
 	return react.RestoreAccumulator(all.D(), n-pn, s2, g2)
 }

@@ -10,15 +10,15 @@ import (
 	"time"
 
 	"github.com/mergectl/react-triton/calibrate/pairs"
-	"github.com/mergectl/react-triton/calibrate/partial"
 	"github.com/mergectl/react-triton/calibrate/tritonpairs"
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/partialfile"
 )
 
 // fitTask accumulates one task's sums, from its checkpoint with --resume,
 // saving a checkpoint every checkpoint.every chunks, when the task ends,
 // when ctx ends (SIGINT, SIGTERM) and when a chunk fails.
-func (r *fitRun) fitTask(ctx context.Context, src pairs.Source) (*partial.Task, taskSummary, error) {
+func (r *fitRun) fitTask(ctx context.Context, src pairs.Source) (*partialfile.Task, taskSummary, error) {
 	task, d := src.Task(), src.Dim()
 	available := int(src.Len())
 	idx := pairs.Select(available, r.subset(), r.shard)
@@ -30,11 +30,11 @@ func (r *fitRun) fitTask(ctx context.Context, src pairs.Source) (*partial.Task, 
 		return nil, taskSummary{}, fmt.Errorf("task %s: shard %s of its %d samples is empty", task, r.cfg.Shard, available)
 	}
 	run := r.describe(src, idx)
-	t := &partial.Task{Name: task, Total: total, Provenance: pairs.SubsetProvenance(r.subset(), available, int(total))}
+	t := &partialfile.Task{Name: task, Total: total, Provenance: pairs.SubsetProvenance(r.subset(), available, int(total))}
 	tp, _ := src.(*tritonpairs.Pair)
 
 	if r.resume {
-		f, err := partial.Load(r.ckptPath(task))
+		f, err := partialfile.Load(r.ckptPath(task))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:
@@ -60,8 +60,8 @@ func (r *fitRun) fitTask(ctx context.Context, src pairs.Source) (*partial.Task, 
 	}
 	save := func() error {
 		t.Expert = r.expertOf(src)
-		return partial.Save(r.ckptPath(task), &partial.File{
-			D: d, Beta: r.cfg.Beta, Normalization: r.norm, Backbone: r.backboneOf(src), Run: run, Tasks: []*partial.Task{t},
+		return partialfile.Save(r.ckptPath(task), &partialfile.File{
+			D: d, Beta: r.cfg.Beta, Normalization: r.norm, Backbone: r.backboneOf(src), Run: run, Tasks: []*partialfile.Task{t},
 		})
 	}
 	// kept says where the sums so far are, after a failure.

@@ -6,10 +6,11 @@ import (
 	"strconv"
 
 	"github.com/mergectl/react-triton/calibrate/pairs"
-	"github.com/mergectl/react-triton/calibrate/partial"
 	"github.com/mergectl/react-triton/calibrate/tritonpairs"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/react/componentsfile"
+	"github.com/mergectl/react-triton/react/heldout"
+	"github.com/mergectl/react-triton/react/partialfile"
 )
 
 // expertOf returns a task's expert as used: with Triton, its output
@@ -54,12 +55,12 @@ func (r *fitRun) mkdirSave(save func() error) error {
 // write writes the run's output: with a shard, the partial statistics of
 // every task; with --only, into with the task added or replaced; else a
 // components file of every task.
-func (r *fitRun) write(tasks []*partial.Task, into *react.Components) error {
+func (r *fitRun) write(tasks []*partialfile.Task, into *react.Components) error {
 	cfg := r.cfg
 	if cfg.Shard != "" {
-		f := &partial.File{D: tasks[0].Acc.D(), Beta: cfg.Beta, Normalization: r.norm, Backbone: r.backbone,
+		f := &partialfile.File{D: tasks[0].Acc.D(), Beta: cfg.Beta, Normalization: r.norm, Backbone: r.backbone,
 			Run: r.shardRun(), Shard: cfg.Shard, Tasks: tasks}
-		if err := partial.Save(cfg.Out, f); err != nil {
+		if err := partialfile.Save(cfg.Out, f); err != nil {
 			return err
 		}
 		fmt.Fprintf(r.stdout, "wrote %s: shard %s of %d tasks, D=%d (partial statistics: add the shards with calibrate merge)\n",
@@ -91,6 +92,13 @@ func (r *fitRun) write(tasks []*partial.Task, into *react.Components) error {
 			into.Tasks = append(into.Tasks, st)
 		}
 		c = into // keeps into's default β and normalisation
+	}
+	names := c.TaskNames()
+	if into != nil {
+		names = []string{cfg.Only} // the others' are into's, at the same options
+	}
+	if err := heldout.Record(c, names...); err != nil {
+		fmt.Fprintf(r.stderr, "calibrate: reconstruction error not recorded: %v\n", err)
 	}
 	if err := componentsfile.Save(cfg.Out, c); err != nil {
 		return err

@@ -18,17 +18,25 @@ var sizedFor = config.Shape{D: 1280, Tasks: 8}
 const headroom = 128 << 20
 
 // TestSidecarMemory: the sidecar's GOMEMLIMIT is the memory budget of its
-// ConfigMap's configuration for a components file of D = 1280 and 8 tasks
-// (config.MemoryBudget, rounded up to a MiB), and its memory limit and
-// request are GOMEMLIMIT + 128 MiB (docs/deploy.md, "Memory").
+// ConfigMap's configuration, as the container runs it (its REACT_*
+// variables applied: the live overlay turns sampling on), for a components
+// file of D = 1280 and 8 tasks (config.MemoryBudget, rounded up to a MiB),
+// and its memory limit and request are GOMEMLIMIT + 128 MiB
+// (docs/deploy.md, "Memory").
 func TestSidecarMemory(t *testing.T) {
-	r := render(t, "docker/k8s")
+	for _, dir := range []string{"docker/k8s", "docker/k8s/live"} {
+		t.Run(dir, func(t *testing.T) { checkSidecarMemory(t, dir) })
+	}
+}
+
+func checkSidecarMemory(t *testing.T, dir string) {
+	r := render(t, dir)
 	d := only(t, "Deployment", r.deployments)
 	pod := &d.Spec.Template.Spec
 	side := container(t, pod, "sidecar")
 	cfgPath, _ := flagValue(side.Args, "config")
 	_, vol := mountOf(t, pod, side, cfgPath)
-	cfg := loadSidecarConfig(t, r.configMaps[vol.ConfigMap.Name].Data[filepath.Base(cfgPath)])
+	cfg := loadPodSidecarConfig(t, r.configMaps[vol.ConfigMap.Name].Data[filepath.Base(cfgPath)], side)
 	shapes := map[string]config.Shape{}
 	for _, c := range cfg.Components {
 		shapes[c.Name] = sizedFor

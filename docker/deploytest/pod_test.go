@@ -234,6 +234,31 @@ func mountOf(t *testing.T, pod *corev1.PodSpec, c *corev1.Container, path string
 func loadSidecarConfig(t *testing.T, yamlText string) *config.Config {
 	t.Helper()
 	clearReactEnv(t)
+	return loadSidecarYAML(t, yamlText)
+}
+
+// loadPodSidecarConfig loads the sidecar configuration as container c
+// runs it: yamlText with c's REACT_* variables set (a value from the
+// pod's fields, such as its name, as pod-0).
+func loadPodSidecarConfig(t *testing.T, yamlText string, c *corev1.Container) *config.Config {
+	t.Helper()
+	clearReactEnv(t)
+	for _, e := range c.Env {
+		if !strings.HasPrefix(e.Name, "REACT_") {
+			continue
+		}
+		v := e.Value
+		if e.ValueFrom != nil {
+			v = "pod-0"
+		}
+		t.Setenv(e.Name, v)
+	}
+	return loadSidecarYAML(t, yamlText)
+}
+
+// loadSidecarYAML is loadSidecarConfig in the environment as it is.
+func loadSidecarYAML(t *testing.T, yamlText string) *config.Config {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "sidecar.yaml")
 	if err := os.WriteFile(path, []byte(yamlText), 0o644); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -24,6 +25,10 @@ type rendered struct {
 	claims       map[string]*corev1.PersistentVolumeClaim
 	policies     map[string]*networkingv1.NetworkPolicy
 	budgets      map[string]*policyv1.PodDisruptionBudget
+	cronJobs     map[string]*batchv1.CronJob
+	accounts     map[string]*corev1.ServiceAccount
+	roles        map[string]*rbacv1.Role
+	bindings     map[string]*rbacv1.RoleBinding
 	count        int
 	kindsAndName []string
 }
@@ -43,7 +48,8 @@ func render(t *testing.T, dir string) *rendered {
 		deployments: map[string]*appsv1.Deployment{}, jobs: map[string]*batchv1.Job{},
 		services: map[string]*corev1.Service{}, configMaps: map[string]*corev1.ConfigMap{},
 		claims: map[string]*corev1.PersistentVolumeClaim{}, policies: map[string]*networkingv1.NetworkPolicy{},
-		budgets: map[string]*policyv1.PodDisruptionBudget{},
+		budgets: map[string]*policyv1.PodDisruptionBudget{}, cronJobs: map[string]*batchv1.CronJob{},
+		accounts: map[string]*corev1.ServiceAccount{}, roles: map[string]*rbacv1.Role{}, bindings: map[string]*rbacv1.RoleBinding{},
 	}
 	for _, res := range resources.Resources() {
 		data, err := res.AsYAML()
@@ -68,6 +74,14 @@ func render(t *testing.T, dir string) *rendered {
 			obj = into(r.policies, name)
 		case "policy/v1 PodDisruptionBudget":
 			obj = into(r.budgets, name)
+		case "batch/v1 CronJob":
+			obj = into(r.cronJobs, name)
+		case "v1 ServiceAccount":
+			obj = into(r.accounts, name)
+		case "rbac.authorization.k8s.io/v1 Role":
+			obj = into(r.roles, name)
+		case "rbac.authorization.k8s.io/v1 RoleBinding":
+			obj = into(r.bindings, name)
 		default:
 			t.Errorf("%s: apiVersion %s: not a kind this test decodes", id, gvk.ApiVersion())
 			continue
@@ -104,7 +118,7 @@ func readKustomization(t *testing.T, dir string) *types.Kustomization {
 // TestKustomizationsRender: every kustomization renders, and its objects
 // decode strictly.
 func TestKustomizationsRender(t *testing.T) {
-	for _, dir := range []string{"docker/k8s", "docker/k8s/backend", "docker/k8s/tls", "docker/k8s/calibrate", "docker/k8s/calibrate-merge"} {
+	for _, dir := range []string{"docker/k8s", "docker/k8s/backend", "docker/k8s/tls", "docker/k8s/calibrate", "docker/k8s/calibrate-merge", "docker/k8s/live"} {
 		r := render(t, dir)
 		t.Logf("%s: %d objects: %v", dir, r.count, r.kindsAndName)
 	}

@@ -45,6 +45,10 @@ var policy = map[string][]string{
 	"react/componentsfile": {"react", "react/safetensors"},
 	// react/heldout: β and the normalisation chosen by held-out error.
 	"react/heldout": {"react"},
+	// react/partialfile: the partial-statistics file (checkpoints, shards,
+	// the sidecar's live sums), beside the components file; the sidecar
+	// writes it, so it lives with the format, not under calibrate.
+	"react/partialfile": {"react", "react/componentsfile", "react/safetensors"},
 	// What the tests of react's packages share: components
 	// (react/internal/reacttest), matrix comparisons (react/internal/mattest).
 	"react/internal/reacttest": {"react"},
@@ -81,8 +85,7 @@ var policy = map[string][]string{
 	"evaluate":         {"evaluate/metrics", "react", "control", "triton", "internal/npyfile", "internal/samples"},
 	"evaluate/figures": {"evaluate"},
 
-	"calibrate/partial": {"react", "react/componentsfile", "react/safetensors"},
-	"calibrate/images":  nil,
+	"calibrate/images": nil,
 	// The library under the command: the pair sources, the accumulation
 	// and the choice of samples, importable without the command.
 	"calibrate/pairs":       {"react"},
@@ -99,18 +102,24 @@ var policy = map[string][]string{
 	// calibrate/decide: experiment report's library, the outcome counters
 	// read from /metrics or Prometheus and decided.
 	"calibrate/decide": {"experiment/feedback", "experiment/sequential", "problem"},
+	// calibrate/livemerge: merge's library for the sidecars' live files.
+	"calibrate/livemerge": {"problem", "react", "react/heldout", "react/partialfile"},
 	// calibrate/fit: a whole fit from its configuration, the command's library.
-	"calibrate/fit": {"calibrate/embeddings", "calibrate/images", "calibrate/pairs", "calibrate/partial",
+	"calibrate/fit": {"calibrate/embeddings", "calibrate/images", "calibrate/pairs", "react/partialfile",
 		"calibrate/progress", "calibrate/tritonpairs", "config", "internal/atomicfile", "internal/cli", "react", "react/componentsfile", "react/heldout", "triton"},
 	// The command: everything offline.
-	"calibrate": {"react", "react/componentsfile", "triton", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile",
+	"calibrate": {"react", "react/componentsfile", "react/heldout", "triton", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile",
 		"internal/buildinfo", "internal/npyfile", "internal/samples", "experiment", "config", "sidecar/config", "control", "evaluate",
-		"evaluate/figures", "calibrate/partial", "calibrate/images", "calibrate/pairs", "calibrate/embeddings",
-		"calibrate/tritonpairs", "calibrate/upgrade", "calibrate/fit", "calibrate/progress", "internal/cli",
+		"evaluate/figures", "react/partialfile", "calibrate/images", "calibrate/pairs", "calibrate/embeddings",
+		"calibrate/tritonpairs", "calibrate/upgrade", "calibrate/fit", "calibrate/livemerge", "calibrate/progress", "internal/cli",
 		"calibrate/decide", "experiment/sequential", "problem"},
 
+	// livestats: live sampling's sums, files, rules and metrics; the
+	// sidecar's request path calls it, its configuration adapts its rules.
+	"livestats": {"problem", "react", "react/heldout", "react/partialfile"},
+
 	// sidecar/config: the sidecar's configuration, on the same engine.
-	"sidecar/config":     {"config/layer", "react", "experiment", "control", "problem", "internal/bytesize", "internal/filecheck"},
+	"sidecar/config":     {"config/layer", "react", "experiment", "control", "livestats", "problem", "internal/bytesize", "internal/filecheck"},
 	"sidecar/modelstats": {"triton/tritonpb"},
 	"sidecar/pipeline":   {"sidecar/modelstats", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/ensemble"},
 	// sidecar/internal/faketriton: test support only, a stand-in for Triton.

@@ -44,9 +44,23 @@ const (
 )
 
 // MetaTaskKey returns the metadata key of a per-task field: "task.<name>.<field>",
-// where field is "n" (N_t, decimal), "expert", "expert_version" or
-// "expert_output".
+// where field is "n" (N_t, decimal), "expert", "expert_version",
+// "expert_output", or one of the optional MetaSumSquares and
+// MetaReconError.
 func MetaTaskKey(task, field string) string { return "task." + task + "." + field }
+
+// Optional per-task fields (MetaTaskKey), in the shortest decimal form that
+// reads back to the same float64; absent from files written before them,
+// whose tasks then load with the value 0 (not recorded).
+const (
+	// MetaSumSquares is Σ ‖z_ind‖² over the task's samples
+	// (react.TaskStats.SumSquares).
+	MetaSumSquares = "sum_squares"
+	// MetaReconError is the relative reconstruction error of the task's
+	// own correction at the file's default β and normalisation
+	// (react.TaskStats.ReconError).
+	MetaReconError = "recon_error"
+)
 
 // Tensor name suffixes of a task's statistics.
 const (
@@ -108,6 +122,9 @@ type TaskInfo struct {
 	Name   string
 	N      int64
 	Expert react.ModelRef
+	// SumSquares and ReconError are the optional fields of the same names
+	// of react.TaskStats; 0 when the file does not record them.
+	SumSquares, ReconError float64
 	// Provenance is the task's provenance entries
 	// (react.TaskStats.Provenance), nil when there are none.
 	Provenance map[string]string
@@ -235,6 +252,14 @@ func encodeComponents(c *react.Components) ([]safetensors.Tensor, map[string]str
 		md[MetaTaskKey(t.Name, "expert")] = t.Expert.Name
 		md[MetaTaskKey(t.Name, "expert_version")] = t.Expert.Version
 		md[MetaTaskKey(t.Name, "expert_output")] = t.Expert.Output
+		for _, f := range []struct {
+			field string
+			v     float64
+		}{{MetaSumSquares, t.SumSquares}, {MetaReconError, t.ReconError}} {
+			if f.v > 0 {
+				md[MetaTaskKey(t.Name, f.field)] = strconv.FormatFloat(f.v, 'g', -1, 64)
+			}
+		}
 		if err := encodeProvenance(md, t); err != nil {
 			return nil, nil, err
 		}
@@ -396,7 +421,7 @@ func decodeInfo(h *safetensors.Header) (*Info, error) {
 		if err != nil || n <= 0 {
 			return nil, fmt.Errorf("metadata %q is %q, want a positive integer", key, nv)
 		}
-		fi.Tasks = append(fi.Tasks, TaskInfo{
+		ti := TaskInfo{
 			Name: name,
 			N:    n,
 			Expert: react.ModelRef{
@@ -405,7 +430,23 @@ func decodeInfo(h *safetensors.Header) (*Info, error) {
 				Output:  md[MetaTaskKey(name, "expert_output")],
 			},
 			Provenance: decodeProvenance(md, name),
-		})
+		}
+		for _, f := range []struct {
+			field string
+			v     *float64
+		}{{MetaSumSquares, &ti.SumSquares}, {MetaReconError, &ti.ReconError}} {
+			key := MetaTaskKey(name, f.field)
+			v, ok := md[key]
+			if !ok {
+				continue
+			}
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(x >= 0) || math.IsInf(x, 0) {
+				return nil, fmt.Errorf("metadata %q is %q, want a finite number ≥ 0", key, v)
+			}
+			*f.v = x
+		}
+		fi.Tasks = append(fi.Tasks, ti)
 	}
 	for _, t := range h.Tensors {
 		if !want[t.Name] {
@@ -456,7 +497,8 @@ func decodeComponents(f *safetensors.File, own bool) (*react.Components, error) 
 		Backbone:      fi.Backbone,
 	}
 	for _, ti := range fi.Tasks {
-		t := &react.TaskStats{Name: ti.Name, N: ti.N, Expert: ti.Expert, Provenance: decodeProvenance(f.Header.Metadata, ti.Name)}
+		t := &react.TaskStats{Name: ti.Name, N: ti.N, Expert: ti.Expert, SumSquares: ti.SumSquares, ReconError: ti.ReconError,
+			Provenance: decodeProvenance(f.Header.Metadata, ti.Name)}
 		if t.S, err = denseTensor(f, ti.Name+"."+TensorS, own); err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -103,6 +104,12 @@ func TestComponentsMetadata(t *testing.T) {
 		"task.b.n": "11", "task.b.expert": "b-expert", "task.b.expert_version": "1", "task.b.expert_output": "emb",
 		// The data section's CRC-32C (Castagnoli), big-endian hex.
 		"crc32c": fmt.Sprintf("%08x", crc32.Checksum(f.Data, crc32.MakeTable(crc32.Castagnoli))),
+		// Σ ‖z_ind‖², shortest decimal form.
+		"task.a.sum_squares": strconv.FormatFloat(c.Tasks[0].SumSquares, 'g', -1, 64),
+		"task.b.sum_squares": strconv.FormatFloat(c.Tasks[1].SumSquares, 'g', -1, 64),
+	}
+	if c.Tasks[0].SumSquares <= 0 || c.Tasks[1].SumSquares <= 0 {
+		t.Fatalf("test components have sums of squares %v, %v: want them recorded", c.Tasks[0].SumSquares, c.Tasks[1].SumSquares)
 	}
 	for k, v := range want {
 		if md[k] != v {

@@ -9,7 +9,8 @@ import (
 
 // taskFields are the per-task metadata fields the format defines; a
 // task's provenance uses any other field name.
-var taskFields = map[string]bool{"n": true, "expert": true, "expert_version": true, "expert_output": true}
+var taskFields = map[string]bool{"n": true, "expert": true, "expert_version": true, "expert_output": true,
+	MetaSumSquares: true, MetaReconError: true}
 
 // encodeProvenance adds a task's provenance entries to the metadata, as
 // "task.<name>.<key>".

@@ -6,8 +6,10 @@
 package heldout
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -112,4 +114,56 @@ func BetaGrid(norms []react.Normalization) []react.Options {
 		}
 	}
 	return out
+}
+
+// Relative returns the relative reconstruction error
+// Σ ‖W z_mtl − z_ind‖² / Σ ‖z_ind‖² of W on the samples whose statistics t
+// holds, from the sums alone (Error with yy = t.SumSquares), and false when
+// t does not record its sum of squares. Rounding can leave the closed form
+// a few ε below 0 when W reconstructs the samples almost exactly; it is
+// clamped to 0.
+func Relative(w mat.Matrix, t *react.TaskStats) (float64, bool) {
+	if t.SumSquares <= 0 {
+		return 0, false
+	}
+	return max(Error(w, t, t.SumSquares)/t.SumSquares, 0), true
+}
+
+// Record sets the ReconError of the named tasks of c (every task when
+// none is named) that record their sum of squares: the relative reconstruction error (Relative) of the task's own
+// correction Ŵ_t under c's default β and normalisation, on the task's own
+// samples. It is an in-sample value, so new samples of the same inputs give
+// a somewhat larger one, the more so the fewer samples the task has per
+// dimension. A task without its sum of squares is left at 0 (not
+// recorded), and so is a task whose Ŵ_t cannot be solved (at β = 0 with a
+// singular G_t): those are returned as one error, the others recorded.
+// calibrate records it whenever it writes a file, since ReconError holds
+// only at the file's default options.
+func Record(c *react.Components, tasks ...string) error {
+	s, err := react.NewOneShotSolver(c, react.DefaultOptions(c))
+	if err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	var errs []error
+	for _, name := range tasks {
+		if _, ok := c.Task(name); !ok {
+			errs = append(errs, fmt.Errorf("record: no task %q", name))
+		}
+	}
+	for _, t := range c.Tasks {
+		if len(tasks) > 0 && !slices.Contains(tasks, t.Name) {
+			continue
+		}
+		t.ReconError = 0
+		if t.SumSquares <= 0 {
+			continue
+		}
+		w, err := s.Single(t.Name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("record: task %s: %w", t.Name, err))
+			continue
+		}
+		t.ReconError, _ = Relative(w, t)
+	}
+	return errors.Join(errs...)
 }

@@ -142,3 +142,90 @@ func TestSelect(t *testing.T) {
 		t.Error("Select with a task missing its held-out samples: no error")
 	}
 }
+
+// TestRecord checks the recorded reconstruction error of each task's own
+// correction against Ŵ_t solved by gonum's general solver and applied to
+// the raw rows, under both normalisations.
+func TestRecord(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const d = 4
+	m := mat.NewDense(d, d, nil)
+	for i := range d {
+		for j := range d {
+			m.Set(i, j, rng.NormFloat64())
+		}
+	}
+	type rows struct{ z, y []float64 }
+	var data []rows
+	c := &react.Components{D: d, Beta: 0.7}
+	for k, name := range []string{"a", "b", "c"} {
+		z, y := pairs(rng, m, 15+10*k, d, 0.4)
+		st, _ := stats(t, name, z, y, d)
+		data = append(data, rows{z, y})
+		c.Tasks = append(c.Tasks, st)
+	}
+	c.Tasks[2].SumSquares = 0 // as if read from an older file
+	for _, norm := range []react.Normalization{react.NormSum, react.NormMean} {
+		c.Normalization = norm
+		c.Tasks[2].ReconError = 1 // cleared
+		if err := Record(c); err != nil {
+			t.Fatal(err)
+		}
+		for k, st := range c.Tasks[:2] {
+			scale := 1.0
+			if norm == react.NormMean {
+				scale = 1 / float64(st.N)
+			}
+			var a, cc, w mat.Dense
+			a.Scale(scale, st.S)
+			var bw mat.Dense
+			bw.Scale(c.Beta, st.WOrth)
+			a.Add(&a, &bw)
+			cc.Scale(scale, st.G)
+			for i := range d {
+				cc.Set(i, i, cc.At(i, i)+c.Beta)
+			}
+			// W C = A, C symmetric: Cᵀ Wᵀ = Aᵀ.
+			var wt mat.Dense
+			if err := wt.Solve(&cc, a.T()); err != nil {
+				t.Fatal(err)
+			}
+			w.CloneFrom(wt.T())
+			yy := 0.0
+			for _, v := range data[k].y {
+				yy += v * v
+			}
+			want := directError(&w, data[k].z, data[k].y, d) / yy
+			if math.Abs(st.ReconError-want) > 1e-9*want || want <= 0 {
+				t.Errorf("%s: task %s: ReconError = %.12g, rows give %.12g", norm, st.Name, st.ReconError, want)
+			}
+		}
+		if c.Tasks[2].ReconError != 0 {
+			t.Errorf("%s: task without its sum of squares: ReconError = %v, want 0", norm, c.Tasks[2].ReconError)
+		}
+	}
+
+	// β = 0 with fewer samples than D: that task's Ŵ_t cannot be solved;
+	// it is reported and left unrecorded, the others recorded.
+	z, y := pairs(rng, m, 2, d, 0.4)
+	few, _ := stats(t, "few", z, y, d)
+	c.Tasks = append(c.Tasks, few)
+	c.Beta = 0
+	err := Record(c)
+	if err == nil || few.ReconError != 0 || c.Tasks[0].ReconError <= 0 {
+		t.Errorf("β = 0, N < D: err = %v, ReconError %v (few), %v (a)", err, few.ReconError, c.Tasks[0].ReconError)
+	}
+
+	// Only the tasks named.
+	c.Beta = 0.7
+	c.Tasks[0].ReconError, c.Tasks[1].ReconError = 0, 0
+	if err := Record(c, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if c.Tasks[0].ReconError != 0 || c.Tasks[1].ReconError <= 0 {
+		t.Errorf("Record(c, b): ReconError %v (a), %v (b); want only b's", c.Tasks[0].ReconError, c.Tasks[1].ReconError)
+	}
+	if err := Record(c, "nope"); err == nil {
+		t.Error("Record of an unknown task: no error")
+	}
+}

@@ -105,7 +105,8 @@ func Default() *Config {
 			RetryAfter:       DefaultRetryAfter,
 			KeyBurst:         DefaultKeyBurst,
 		},
-		LinAlg: LinAlg{Backend: DefaultLinAlgBackend, Threads: DefaultLinAlgThreads},
-		Log:    Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
+		LinAlg:   LinAlg{Backend: DefaultLinAlgBackend, Threads: DefaultLinAlgThreads},
+		Log:      Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
+		Sampling: defaultSampling(),
 	}
 }

@@ -25,10 +25,11 @@ import (
 //   - flags, when not nil, are the flags of BindFlags; those that were set
 //     override their key.
 //
-// Components, models, experiments and the lists of the other sections
-// (triton.forward_headers, management.allow) come from the file only.
+// Components, models, experiments, sampling's models and tasks, and the
+// lists of the other sections (triton.forward_headers, management.allow)
+// come from the file only.
 // Relative paths in the file (components[].path, the triton.tls and
-// server.tls files, management.token_file) are resolved against the file's
+// server.tls files, management.token_file, sampling.checkpoint.dir) are resolved against the file's
 // directory, and Config.File is set to its absolute path. When
 // there is exactly one components entry, models that name none are given
 // it.
@@ -68,6 +69,8 @@ func load(file *layer.File, decodeErrs problem.List, flags *pflag.FlagSet) (*Con
 		cfg.Components = fc.Components
 		cfg.Models = fc.Models
 		cfg.Experiments = fc.Experiments
+		cfg.Sampling.Models = fc.Sampling.Models
+		cfg.Sampling.Tasks = fc.Sampling.Tasks
 		for i := range cfg.Components {
 			file.Resolve(&cfg.Components[i].Path)
 		}
@@ -80,6 +83,7 @@ func load(file *layer.File, decodeErrs problem.List, flags *pflag.FlagSet) (*Con
 			"server.tls.key_file":       &stls.KeyFile,
 			"server.tls.client_ca_file": &stls.ClientCAFile,
 			"management.token_file":     &cfg.Management.TokenFile,
+			"sampling.checkpoint.dir":   &cfg.Sampling.Checkpoint.Dir,
 		})
 	}
 	if len(cfg.Management.Allow) == 0 {

@@ -127,6 +127,18 @@ func TestLoadGood(t *testing.T) {
 							Heads:      []Head{{Task: "a", Model: "head_a"}, {Task: "b", Model: "head_b"}},
 						},
 					},
+					Sampling: Sampling{
+						Enabled: true, Fraction: 0.05, Holdout: 0.1, OptOutHeader: "X-No-Sample", MaxConcurrent: 3, MinSamples: 500,
+						Replica: "sidecar-a", Beta: 0.5, Normalize: "mean",
+						Checkpoint: SamplingCheckpoint{Dir: filepath.Join(dir, "live"), Interval: time.Minute, Window: 6 * time.Hour},
+						Backbone:   Backbone{Model: "backbone_ta", Version: "3", Output: "OUTPUT__0"},
+						Models:     []SampledModel{{Name: "Cars"}, {Name: "second_model", Task: "b"}, {Name: "passthrough_dtd", Task: "dtd"}},
+						Tasks: []SampledTask{
+							{Name: "cars", Expert: Expert{Model: "expert_cars", Version: "2", Output: "feature"}},
+							{Name: "b", Expert: Expert{Model: "expert_b", Output: "feature"}},
+							{Name: "dtd", Expert: Expert{Model: "expert_dtd", Output: "emb"}},
+						},
+					},
 				}
 			},
 		},
@@ -345,6 +357,13 @@ func TestLoadExample(t *testing.T) {
 			{Name: "mnist-heavy", Weight: ptr(50), Preference: "fashion=0.3,mnist=0.7"},
 		},
 	}}
+	want.Sampling.Checkpoint.Dir = "/var/lib/react/live"
+	want.Sampling.Backbone = Backbone{Model: "backbone_adamerging", Output: "feature"}
+	want.Sampling.Models = []SampledModel{{Name: "classifier"}, {Name: "fashion_classifier", Task: "fashion"}}
+	want.Sampling.Tasks = []SampledTask{{Name: "fashion", Expert: Expert{Model: "expert_fashion", Output: "feature"}}}
+	if want.Sampling.Enabled {
+		t.Error("sampling is on by default")
+	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Load(example.yaml):\ngot  %+v\nwant %+v", got, want)
 	}
@@ -469,6 +488,21 @@ func TestEnvEveryKey(t *testing.T) {
 		"linalg.threads":                              {"2", 2},
 		"log.level":                                   {"debug", "debug"},
 		"log.format":                                  {"json", "json"},
+		"sampling.enabled":                            {"false", false},
+		"sampling.fraction":                           {"0.5", 0.5},
+		"sampling.holdout":                            {"0", 0.0},
+		"sampling.opt_out_header":                     {"x-env-opt-out", "x-env-opt-out"},
+		"sampling.max_concurrent":                     {"7", 7},
+		"sampling.min_samples":                        {"8", 8},
+		"sampling.replica":                            {"pod-7", "pod-7"},
+		"sampling.beta":                               {"0.125", 0.125},
+		"sampling.normalize":                          {"mean", "mean"},
+		"sampling.checkpoint.dir":                     {"env-live", "env-live"},
+		"sampling.checkpoint.interval":                {"2m", 2 * time.Minute},
+		"sampling.checkpoint.window":                  {"12h", 12 * time.Hour},
+		"sampling.backbone.model":                     {"env_backbone", "env_backbone"},
+		"sampling.backbone.version":                   {"9", "9"},
+		"sampling.backbone.output":                    {"env_output", "env_output"},
 	}
 	for _, k := range scalarKeys {
 		if _, ok := tests[k.Name]; !ok {
@@ -546,6 +580,28 @@ linalg:
 log:
   level: warn
   format: text
+sampling:
+  enabled: true
+  fraction: 1
+  holdout: 0.5
+  opt_out_header: x-file-opt-out
+  max_concurrent: 1
+  min_samples: 1
+  replica: file-pod
+  beta: 1
+  normalize: sum
+  checkpoint:
+    dir: file-live
+    interval: 1m
+    window: 1h
+  backbone:
+    model: file_backbone
+    version: "1"
+    output: file_output
+  models:
+    - {name: m, task: t}
+  tasks:
+    - {name: t, expert: {model: e, output: o}}
 `
 	for _, k := range scalarKeys {
 		tt := tests[k.Name]
@@ -859,7 +915,7 @@ models:
     backbone: {model: b, outptu: f}
     heads: [{task: t, model: h}]
 `, `models[0].backbone.outptu: unknown key, did you mean "output"? (line 9)`},
-		{minimalYAML + "file: x.yaml\n", `file: unknown key (want one of: triton, listen, server, management, pprof, limits, cache, admission, linalg, log, components, models, experiments) (line 4)`},
+		{minimalYAML + "file: x.yaml\n", `file: unknown key (want one of: triton, listen, server, management, pprof, limits, cache, admission, linalg, log, components, models, experiments, sampling) (line 4)`},
 	}
 	wantOneProblem(t, tests)
 }

@@ -39,13 +39,20 @@ type Memory struct {
 	// and the eighth kept for small requests, twice (a body as read, and
 	// decompressed or converted from JSON).
 	Bodies int64
+	// Sampling is what calibrating from live traffic holds when it is
+	// enabled (package livestats), at the widest D: per sampled task every
+	// row's sums and the held-out rows' (S and G of each, 32·D² bytes),
+	// while a file is written their copy (32·D²) and its encoding (32·D²),
+	// and the correction whose staleness is measured (8·D²): 104·D² per
+	// task.
+	Sampling int64
 	// Runtime is RuntimeReserve.
 	Runtime int64
 }
 
 // Total is the whole budget.
 func (m Memory) Total() int64 {
-	return m.Statistics + m.Pinned + m.Cache + m.Solves + m.Bodies + m.Runtime
+	return m.Statistics + m.Pinned + m.Cache + m.Solves + m.Bodies + m.Sampling + m.Runtime
 }
 
 // String lists the parts in MiB.
@@ -53,7 +60,7 @@ func (m Memory) String() string {
 	parts := []struct {
 		name string
 		v    int64
-	}{{"statistics", m.Statistics}, {"pinned", m.Pinned}, {"cache", m.Cache}, {"solves", m.Solves}, {"bodies", m.Bodies}, {"runtime", m.Runtime}}
+	}{{"statistics", m.Statistics}, {"pinned", m.Pinned}, {"cache", m.Cache}, {"solves", m.Solves}, {"bodies", m.Bodies}, {"sampling", m.Sampling}, {"runtime", m.Runtime}}
 	var b strings.Builder
 	for _, p := range parts {
 		fmt.Fprintf(&b, "%s %.0f MiB, ", p.name, float64(p.v)/float64(MiB))
@@ -92,6 +99,9 @@ func (c *Config) MemoryBudget(shapes map[string]Shape, cores int) Memory {
 		m.Pinned += 4 * d2 * int64(c.pinnedCount(comp))
 	}
 	m.Solves = solvers*24*widest + 12*widest
+	if c.Sampling.Enabled {
+		m.Sampling = 104 * widest * int64(len(c.Sampling.Tasks))
+	}
 	return m
 }
 

@@ -36,4 +36,14 @@ func TestMemoryBudget(t *testing.T) {
 	if s := c.MemoryBudget(map[string]Shape{"a": {D: d, Tasks: 5}}, 8).Solves; s != 2*24*d*d+12*d*d {
 		t.Errorf("Solves with max_concurrent_solves 2: %d", s)
 	}
+	// Sampling: nothing while off, 104·D² per sampled task when on.
+	c.Sampling.Tasks = []SampledTask{{Name: "x"}, {Name: "y"}, {Name: "z"}}
+	if s := c.MemoryBudget(map[string]Shape{"a": {D: d, Tasks: 5}}, 8).Sampling; s != 0 {
+		t.Errorf("Sampling while off: %d", s)
+	}
+	c.Sampling.Enabled = true
+	m := c.MemoryBudget(map[string]Shape{"a": {D: d, Tasks: 5}}, 8)
+	if m.Sampling != 3*(32+32+32+8)*d*d || m.Total() != m.Statistics+m.Pinned+m.Cache+m.Solves+m.Bodies+m.Sampling+m.Runtime {
+		t.Errorf("Sampling of 3 tasks: %d (total %d)", m.Sampling, m.Total())
+	}
 }

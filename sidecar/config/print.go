@@ -16,7 +16,8 @@ func (c *Config) YAML() ([]byte, error) {
 	out := *c
 	out.Components = slices.Clone(c.Components)
 	paths := []*string{&out.Triton.TLS.CAFile, &out.Triton.TLS.CertFile, &out.Triton.TLS.KeyFile,
-		&out.Server.TLS.CertFile, &out.Server.TLS.KeyFile, &out.Server.TLS.ClientCAFile, &out.Management.TokenFile}
+		&out.Server.TLS.CertFile, &out.Server.TLS.KeyFile, &out.Server.TLS.ClientCAFile, &out.Management.TokenFile,
+		&out.Sampling.Checkpoint.Dir}
 	for i := range out.Components {
 		paths = append(paths, &out.Components[i].Path)
 	}

@@ -1,14 +1,19 @@
-// Package partial reads and writes partial-statistics files: the float64
-// sums of one or more tasks' ReACT statistics (S_t, G_t, N_t) part way
-// through a fit, before any solve. calibrate fit writes one per task as its
-// checkpoints, from which --resume continues, and one per shard with
-// --shard i/n, which calibrate merge adds into a components file.
+// Package partialfile reads and writes partial-statistics files: the float64
+// sums of one or more tasks' ReACT statistics (S_t, G_t, N_t, Σ ‖z_ind‖²)
+// before any solve. calibrate fit writes one per task as its checkpoints,
+// from which --resume continues, and one per shard with --shard i/n; the
+// sidecar's live sampling (package livestats) writes one per replica and
+// window of traffic. calibrate merge adds them into a components file.
 //
 // The file is safetensors: per task the F64 D×D tensors "<task>.S" and
 // "<task>.G" (the accumulator's raw storage, the upper triangle holding G),
-// and metadata strings (see the Meta* constants). It is written atomically
-// (a temporary file, fsync, rename) and its data checksummed.
-package partial
+// optionally "<task>.held.S" and "<task>.held.G" (the sums of the rows held
+// out for choosing β, a subset of the task's rows), and metadata strings
+// (see the Meta* constants). It is written atomically (a temporary file,
+// fsync, rename) and its data checksummed. Readers that predate the held
+// sums, the sum of squares or the replica ignore them: the task's sums are
+// every row's either way.
+package partialfile
 
 import (
 	"crypto/sha256"
@@ -17,6 +22,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/react/componentsfile"
@@ -27,8 +33,11 @@ import (
 const FormatName = "react-partial"
 
 // Metadata keys of a partial-statistics file; per task, "task.<name>.n",
-// ".done", ".total", ".expert", ".expert_version", ".expert_output", and
-// the task's provenance under any other field.
+// ".done", ".total", ".expert", ".expert_version", ".expert_output",
+// ".sum_squares" (Σ ‖z_ind‖², shortest decimal form; absent from files
+// written before it was recorded, whose sums then restore without it:
+// react.Accumulator.SumSquares), ".held.n" and ".held.sum_squares" with
+// the held-out sums, and the task's provenance under "provenance.<key>".
 const (
 	MetaFormat          = "format"
 	MetaFormatVersion   = "format_version"
@@ -41,7 +50,11 @@ const (
 	MetaBackboneOutput  = "backbone.output"
 	MetaRun             = "run"
 	MetaShard           = "shard"
-	MetaSHA256          = "sha256"
+	// MetaReplica and MetaWindow are a live file's replica name and the
+	// start of its window of traffic (RFC 3339, UTC); absent otherwise.
+	MetaReplica = "replica"
+	MetaWindow  = "window_start"
+	MetaSHA256  = "sha256"
 )
 
 // File is the content of a partial-statistics file.
@@ -55,7 +68,12 @@ type File struct {
 	Run string
 	// Shard is "i/n" for a shard's file, "" otherwise.
 	Shard string
-	Tasks []*Task
+	// Replica names the sidecar replica whose sampled traffic a live file
+	// holds, and Window the start of the window of traffic its sums
+	// cover; "" and the zero time for the files of a fit.
+	Replica string
+	Window  time.Time
+	Tasks   []*Task
 }
 
 // Task is one task's partial sums.
@@ -63,6 +81,10 @@ type Task struct {
 	Name   string
 	Expert react.ModelRef
 	Acc    *react.Accumulator
+	// Held holds the sums of the rows of Acc held out for choosing β
+	// without labels (a subset of Acc's rows, counted in Acc too); nil
+	// when none were.
+	Held *react.Accumulator
 	// Done is how many of the task's Total samples (after any subset and
 	// shard) are done, the first Done in the fit's order: in Acc, or left
 	// out as image files Triton could not decode (images.on_error: skip),
@@ -108,6 +130,10 @@ func save(path string, f *File) error {
 		MetaRun:             f.Run,
 		MetaShard:           f.Shard,
 	}
+	if f.Replica != "" {
+		md[MetaReplica] = f.Replica
+		md[MetaWindow] = f.Window.UTC().Format(time.RFC3339Nano)
+	}
 	var names []string
 	var tensors []safetensors.Tensor
 	h := sha256.New()
@@ -123,13 +149,32 @@ func save(path string, f *File) error {
 		} {
 			md[taskKey(t.Name, field)] = v
 		}
+		if yy, ok := t.Acc.SumSquares(); ok {
+			md[taskKey(t.Name, "sum_squares")] = strconv.FormatFloat(yy, 'g', -1, 64)
+		}
 		for k, v := range t.Provenance {
 			md[taskKey(t.Name, "provenance."+k)] = v
 		}
-		for _, m := range []struct {
+		type sum struct {
 			suffix string
 			v      []float64
-		}{{"S", s}, {"G", g}} {
+		}
+		sums := []sum{{"S", s}, {"G", g}}
+		if t.Held != nil {
+			if t.Held.D() != f.D {
+				return fmt.Errorf("task %s: held-out sums D=%d, want %d", t.Name, t.Held.D(), f.D)
+			}
+			hn, hs, hg := t.Held.State()
+			if hn > n {
+				return fmt.Errorf("task %s: %d held-out rows of %d", t.Name, hn, n)
+			}
+			md[taskKey(t.Name, "held.n")] = strconv.FormatInt(hn, 10)
+			if yy, ok := t.Held.SumSquares(); ok {
+				md[taskKey(t.Name, "held.sum_squares")] = strconv.FormatFloat(yy, 'g', -1, 64)
+			}
+			sums = append(sums, sum{"held.S", hs}, sum{"held.G", hg})
+		}
+		for _, m := range sums {
 			tt := safetensors.Float64Tensor(t.Name+"."+m.suffix, []int{f.D, f.D}, m.v)
 			h.Write(tt.Data)
 			tensors = append(tensors, tt)
@@ -170,6 +215,12 @@ func load(path string) (*File, error) {
 		Backbone:      react.ModelRef{Name: md[MetaBackboneModel], Version: md[MetaBackboneVersion], Output: md[MetaBackboneOutput]},
 		Run:           md[MetaRun],
 		Shard:         md[MetaShard],
+		Replica:       md[MetaReplica],
+	}
+	if f.Replica != "" {
+		if f.Window, err = time.Parse(time.RFC3339Nano, md[MetaWindow]); err != nil {
+			return nil, fmt.Errorf("metadata %q is %q, want a time in RFC 3339", MetaWindow, md[MetaWindow])
+		}
 	}
 	if f.D, err = strconv.Atoi(md[MetaD]); err != nil || f.D <= 0 {
 		return nil, fmt.Errorf("metadata %q is %q, want a positive integer", MetaD, md[MetaD])
@@ -208,22 +259,7 @@ func loadTask(st *safetensors.File, md map[string]string, name string, d int) (*
 	if ints["done"] > ints["total"] {
 		return nil, fmt.Errorf("done %d of %d samples", ints["done"], ints["total"])
 	}
-	var raw [2][]float64
-	for i, suffix := range []string{"S", "G"} {
-		tt, ok := st.Tensor(name + "." + suffix)
-		if !ok {
-			return nil, fmt.Errorf("tensor %q is missing", name+"."+suffix)
-		}
-		if tt.DType != safetensors.F64 || len(tt.Shape) != 2 || tt.Shape[0] != d || tt.Shape[1] != d {
-			return nil, fmt.Errorf("tensor %q is %s %v, want F64 [%d %d]", tt.Name, tt.DType, tt.Shape, d, d)
-		}
-		v, err := tt.Float64s()
-		if err != nil {
-			return nil, err
-		}
-		raw[i] = v
-	}
-	acc, err := react.RestoreAccumulator(d, ints["n"], raw[0], raw[1])
+	acc, err := loadSums(st, md, name, "", ints["n"], d)
 	if err != nil {
 		return nil, err
 	}
@@ -231,6 +267,15 @@ func loadTask(st *safetensors.File, md map[string]string, name string, d int) (*
 		Name:   name,
 		Expert: react.ModelRef{Name: md[taskKey(name, "expert")], Version: md[taskKey(name, "expert_version")], Output: md[taskKey(name, "expert_output")]},
 		Acc:    acc, Done: ints["done"], Total: ints["total"],
+	}
+	if v, ok := md[taskKey(name, "held.n")]; ok {
+		hn, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || hn < 0 || hn > acc.N() {
+			return nil, fmt.Errorf("metadata %q is %q, want an integer from 0 to %d", taskKey(name, "held.n"), v, acc.N())
+		}
+		if t.Held, err = loadSums(st, md, name, "held.", hn, d); err != nil {
+			return nil, err
+		}
 	}
 	prefix := taskKey(name, "provenance.")
 	for k, v := range md {
@@ -242,4 +287,61 @@ func loadTask(st *safetensors.File, md map[string]string, name string, d int) (*
 		}
 	}
 	return t, nil
+}
+
+// loadSums restores the sums of a task's tensors "<name>.<part>S" and
+// "<name>.<part>G", with n rows and the sum of squares when the metadata
+// records it.
+func loadSums(st *safetensors.File, md map[string]string, name, part string, n int64, d int) (*react.Accumulator, error) {
+	var raw [2][]float64
+	for i, suffix := range []string{"S", "G"} {
+		tn := name + "." + part + suffix
+		tt, ok := st.Tensor(tn)
+		if !ok {
+			return nil, fmt.Errorf("tensor %q is missing", tn)
+		}
+		if tt.DType != safetensors.F64 || len(tt.Shape) != 2 || tt.Shape[0] != d || tt.Shape[1] != d {
+			return nil, fmt.Errorf("tensor %q is %s %v, want F64 [%d %d]", tt.Name, tt.DType, tt.Shape, d, d)
+		}
+		v, err := tt.Float64s()
+		if err != nil {
+			return nil, err
+		}
+		raw[i] = v
+	}
+	key := taskKey(name, part+"sum_squares")
+	v, ok := md[key]
+	if !ok {
+		return react.RestoreAccumulator(d, n, raw[0], raw[1])
+	}
+	yy, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return nil, fmt.Errorf("metadata %q is %q, want a finite number ≥ 0", key, v)
+	}
+	return react.RestoreAccumulatorSquares(d, n, raw[0], raw[1], yy)
+}
+
+// ReadReplica reads only the header of the partial-statistics file at
+// path and returns its replica: the name of the sidecar replica whose
+// live traffic it holds, "" for a fit's checkpoint or shard.
+func ReadReplica(path string) (string, error) {
+	h, err := safetensors.ReadFileHeader(path)
+	if err != nil {
+		return "", fmt.Errorf("loading partial statistics %s: %w", path, err)
+	}
+	if h.Metadata[MetaFormat] != FormatName {
+		return "", fmt.Errorf("loading partial statistics %s: not a partial-statistics file: metadata %q is %q, want %q", path, MetaFormat, h.Metadata[MetaFormat], FormatName)
+	}
+	return h.Metadata[MetaReplica], nil
+}
+
+// LiveSuffix ends the name of every live file: <replica>.<window
+// start>.live.safetensors (LiveName).
+const LiveSuffix = ".live.safetensors"
+
+// LiveName returns the name of the live file of replica's window that
+// started at window: the start in UTC to the millisecond, so that a
+// replica's files sort as its windows do.
+func LiveName(replica string, window time.Time) string {
+	return replica + "." + window.UTC().Format("20060102T150405.000Z") + LiveSuffix
 }
