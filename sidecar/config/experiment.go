@@ -25,6 +25,9 @@ type Experiment struct {
 	// zero time leaves that side open.
 	Start time.Time `yaml:"start"`
 	End   time.Time `yaml:"end"`
+	// Shadow is the experiment's shadow comparison of its arms; off unless
+	// Shadow.Fraction is positive.
+	Shadow Shadow `yaml:"shadow"`
 }
 
 // ExperimentKey names where a request carries its experiment key: a
@@ -46,4 +49,51 @@ type Arm struct {
 	Preference string `yaml:"preference"`
 	// Preset names a preset of the models' components entry.
 	Preset string `yaml:"preset"`
+}
+
+// Defaults and bounds of an experiment's shadow comparison.
+const (
+	// DefaultShadowMaxConcurrent is Shadow.MaxConcurrent's default.
+	DefaultShadowMaxConcurrent = 2
+	// MaxShadowConcurrent is the largest Shadow.MaxConcurrent.
+	MaxShadowConcurrent = 64
+	// DefaultShadowTimeout is Shadow.Timeout's default.
+	DefaultShadowTimeout = 2 * time.Second
+	// MaxShadowTimeout is the longest Shadow.Timeout.
+	MaxShadowTimeout = time.Minute
+)
+
+// Shadow is an experiment's shadow comparison: for a share of the requests
+// served with one of its arms, the sidecar, once it has answered, also
+// corrects the same backbone feature with every other arm's W_p, calls the
+// heads once per arm, and counts how often each pair of arms agrees on
+// the top-1 class: a signal without labels, there from the first request.
+// Only models of the explicit form are compared.
+type Shadow struct {
+	// Fraction is the share of the requests served with an arm that are
+	// compared, in [0, 1], each drawn at random. 0, the default, turns the
+	// comparison off.
+	Fraction float64 `yaml:"fraction"`
+	// MaxConcurrent is the most comparisons of the experiment in flight at
+	// once in one sidecar, over all its models; a request drawn while
+	// every one is taken is not compared (and is counted as skipped). 0
+	// means DefaultShadowMaxConcurrent; at most MaxShadowConcurrent.
+	MaxConcurrent int `yaml:"max_concurrent"`
+	// Timeout bounds each comparison, all of its head calls; 0 means
+	// DefaultShadowTimeout; at most MaxShadowTimeout.
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// Enabled reports whether the comparison is on: a positive Fraction.
+func (s Shadow) Enabled() bool { return s.Fraction > 0 }
+
+// Effective returns s with the defaults of the keys left at 0 filled in.
+func (s Shadow) Effective() Shadow {
+	if s.MaxConcurrent == 0 {
+		s.MaxConcurrent = DefaultShadowMaxConcurrent
+	}
+	if s.Timeout == 0 {
+		s.Timeout = DefaultShadowTimeout
+	}
+	return s
 }

@@ -211,12 +211,14 @@ func TestLoadGood(t *testing.T) {
 							{Name: "texture", Weight: ptr(3), Preset: "texture"},
 							{Name: "mixed", Weight: ptr(1), Preference: "cars=1,dtd=1"},
 						},
+						Shadow: Shadow{Fraction: 0.05, MaxConcurrent: 4, Timeout: 500 * time.Millisecond},
 					},
 					{
 						Name:   "second",
 						Models: []string{"b"},
 						Key:    ExperimentKey{Parameter: "session"},
-						Arms:   []Arm{{Name: "only", Weight: ptr(1), Preference: "dtd=1"}},
+						Arms:   []Arm{{Name: "only", Weight: ptr(1), Preference: "dtd=1"}, {Name: "other", Weight: ptr(1), Preference: "none"}},
+						Shadow: Shadow{Fraction: 1},
 					},
 				}
 				return c
@@ -356,6 +358,7 @@ func TestLoadExample(t *testing.T) {
 			{Name: "control", Weight: ptr(50), Preset: "fashion_first"},
 			{Name: "mnist-heavy", Weight: ptr(50), Preference: "fashion=0.3,mnist=0.7"},
 		},
+		Shadow: Shadow{MaxConcurrent: DefaultShadowMaxConcurrent, Timeout: DefaultShadowTimeout},
 	}}
 	want.Sampling.Checkpoint.Dir = "/var/lib/react/live"
 	want.Sampling.Backbone = Backbone{Model: "backbone_adamerging", Output: "feature"}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math"
 	"slices"
 
 	"github.com/mergectl/react-triton/control"
@@ -69,6 +70,7 @@ func (c *Config) validateExperiments(p *problem.List, r *ruled) {
 			}
 			r.take(p, ap)
 		}
+		validateShadow(p, path+".shadow", e.Shadow, len(e.Arms))
 		if len(e.Arms) > 0 && total == 0 && !slices.ContainsFunc(e.Arms, func(a Arm) bool { return a.Weight == nil }) {
 			p.Add(path+".arms", "the weights sum to 0: give at least one arm a positive weight")
 		}
@@ -90,5 +92,21 @@ func (c *Config) validateExperimentKey(p *problem.List, path string, k Experimen
 		if msg := control.CheckKeyParameter(k.Parameter); msg != "" {
 			p.Add(path+".parameter", "%s", msg)
 		}
+	}
+}
+
+// validateShadow checks an experiment's shadow comparison; arms is the
+// number of the experiment's arms.
+func validateShadow(p *problem.List, path string, s Shadow, arms int) {
+	if math.IsNaN(s.Fraction) || s.Fraction < 0 || s.Fraction > 1 {
+		p.Add(path+".fraction", "%v: want a number in [0, 1], the share of the requests served with an arm that are also run through the other arms (0 turns the comparison off)", s.Fraction)
+	} else if s.Fraction > 0 && arms == 1 {
+		p.Add(path+".fraction", "the experiment has one arm: a shadow comparison needs two at least")
+	}
+	if s.MaxConcurrent < 0 || s.MaxConcurrent > MaxShadowConcurrent {
+		p.Add(path+".max_concurrent", "%d: want an integer from 1 to %d, or 0 for the default (%d)", s.MaxConcurrent, MaxShadowConcurrent, DefaultShadowMaxConcurrent)
+	}
+	if s.Timeout < 0 || s.Timeout > MaxShadowTimeout {
+		p.Add(path+".timeout", "%v: want a positive duration of at most 1m, or 0 for the default (%v)", s.Timeout, DefaultShadowTimeout)
 	}
 }
