@@ -45,6 +45,10 @@ type Options struct {
 	Observer control.Observer
 	// Stats keeps the models' statistics across reloads. Required.
 	Stats *modelstats.Registry
+	// Shadow counts the shadow comparisons of the experiments that
+	// configure one (experiments[].shadow); nil turns them off. One
+	// ShadowMetrics serves every Build of a server, across reloads.
+	Shadow *ShadowMetrics
 }
 
 // Set is the controllable models of one configuration, built and checked.
@@ -53,6 +57,9 @@ type Set struct {
 	Models map[string]*Model
 	// Files maps each components file's path to its SHA-256.
 	Files map[string]string
+
+	// shadow is what the models' shadow comparisons share, nil for none.
+	shadow *shadowRun
 }
 
 // Model returns the built model of a name, nil for none (or a nil set).
@@ -132,6 +139,7 @@ func Build(ctx context.Context, cfg *config.Config, up *Upstream, opt Options) (
 	if len(b.problems) > 0 {
 		return nil, b.problems
 	}
+	b.setShadows(set)
 	return set, nil
 }
 

@@ -93,6 +93,9 @@ func (m *Model) Infer(ctx context.Context, up *Upstream, req Request) (*Result, 
 	if err := serve(ctx, up, in, params, res); err != nil {
 		return &Result{Choice: choice}, err
 	}
+	if m.graph != nil && m.shadow != nil && choice.Arm != "" {
+		m.shadow.skipGraph(m) // the graph form is not compared
+	}
 	return res, nil
 }
 
@@ -148,7 +151,11 @@ func (m *Model) infer(ctx context.Context, up *Upstream, in *tritonpb.ModelInfer
 		return err
 	}
 	if choice.Arm != "" {
-		res.Predictions = m.predictions(res.Response)
+		var outs []output
+		res.Predictions, outs = m.predictions(res.Response)
+		if m.shadow != nil {
+			m.shadow.start(ctx, m, up, in.GetId(), choice.Arm, feature, res.Predictions, outs)
+		}
 	}
 	return nil
 }

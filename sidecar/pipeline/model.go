@@ -90,6 +90,9 @@ type Model struct {
 	// and keyHeader and keyParameter where a request carries its key.
 	experiment              *control.Experiment
 	keyHeader, keyParameter string
+	// shadow is the model's part in its experiment's shadow comparison,
+	// nil for none.
+	shadow *shadowCmp
 }
 
 // Name returns the name clients call.

@@ -22,9 +22,9 @@ type Prediction struct {
 // predictions computes each head's Prediction from the first floating-point
 // output of that head in the response, taken as logits: a tensor whose last
 // dimension holds the classes. Heads whose outputs the client did not ask
-// for, or that are not floating-point, are left out.
-func (m *Model) predictions(resp *tritonpb.ModelInferResponse) []Prediction {
-	var out []Prediction
+// for, or that are not floating-point, are left out. outs says which head
+// output each prediction was taken from.
+func (m *Model) predictions(resp *tritonpb.ModelInferResponse) (preds []Prediction, outs []output) {
 	done := make([]bool, len(m.heads))
 	raw := resp.GetRawOutputContents()
 	for i, o := range resp.GetOutputs() {
@@ -41,9 +41,10 @@ func (m *Model) predictions(resp *tritonpb.ModelInferResponse) []Prediction {
 			continue // not a floating-point output
 		}
 		done[loc.head] = true
-		out = append(out, top1(m.heads[loc.head].task, logits, int(shape[len(shape)-1])))
+		preds = append(preds, top1(m.heads[loc.head].task, logits, int(shape[len(shape)-1])))
+		outs = append(outs, loc)
 	}
-	return out
+	return preds, outs
 }
 
 // top1 returns the argmax and the largest softmax probability of each row
@@ -53,12 +54,7 @@ func top1(task string, logits []float32, classes int) Prediction {
 	p := Prediction{Task: task, Class: make([]int, rows), Confidence: make([]float64, rows)}
 	for r := range rows {
 		row := logits[r*classes : (r+1)*classes]
-		best := 0
-		for j, v := range row {
-			if v > row[best] {
-				best = j
-			}
-		}
+		best := argmax(row)
 		top := float64(row[best])
 		sum := 0.0
 		for _, v := range row {
@@ -67,4 +63,16 @@ func top1(task string, logits []float32, classes int) Prediction {
 		p.Class[r], p.Confidence[r] = best, 1/sum
 	}
 	return p
+}
+
+// argmax returns the index of the largest value of a row, the first of
+// equal ones.
+func argmax(row []float32) int {
+	best := 0
+	for j, v := range row {
+		if v > row[best] {
+			best = j
+		}
+	}
+	return best
 }
