@@ -135,18 +135,23 @@ func (b *builder) setShadows(set *Set) {
 }
 
 // armMatrices returns each arm's W_p, which the profile pinned when it was
-// built: each is found, never solved.
+// built: each is found, never solved. An arm's choice is made as the
+// profile made it: its preference, or its preset's, parsed (ParseSpec).
 func (b *builder) armMatrices(p *control.Profile, arms []config.Arm) []armMatrix {
+	var presets map[string]string
+	for _, c := range b.cfg.Components {
+		if c.Name == p.Name() {
+			presets = c.Presets
+		}
+	}
 	out := make([]armMatrix, len(arms))
 	for i, a := range arms {
 		out[i].name = a.Name
-		var c control.Choice
-		var err error
+		spec := a.Preference
 		if a.Preset != "" {
-			c, err = p.Resolve(control.Request{Header: control.Values{Preset: a.Preset, HasPreset: true}})
-		} else {
-			c, err = control.ParseSpec(a.Preference, p.Tasks())
+			spec = presets[a.Preset]
 		}
+		c, err := control.ParseSpec(spec, p.Tasks())
 		if err == nil {
 			out[i].w, err = p.Matrix(b.ctx, c)
 		}
@@ -164,13 +169,13 @@ type comparison struct {
 	up  *Upstream
 	md  metadata.MD // the outgoing metadata of the request's calls
 	id  string
-	arm string // the arm served
+	arm string  // the arm served
 	f   feature // a copy
-	// served are the client's predictions, and outs where each came from.
+	// served are the client's predictions.
 	served []servedClasses
 }
 
-// servedClasses are the top-1 classes a head's output gave the client.
+// servedClasses are the top-1 classes a head's output (out) gave the client.
 type servedClasses struct {
 	task  string
 	out   output
