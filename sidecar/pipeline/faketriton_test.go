@@ -67,7 +67,7 @@ func newEnv(t *testing.T, models ...*faketriton.Model) *env {
 }
 
 // upstream returns an Upstream to the gRPC server at addr.
-func upstream(t *testing.T, addr string) *pipeline.Upstream {
+func upstream(t testing.TB, addr string) *pipeline.Upstream {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

@@ -249,17 +249,17 @@ func (c *shadowCmp) compare(job *comparison) {
 	counts, missing, err := c.counts(ctx, job)
 	m := job.m
 	switch {
-	case c.run.ctx.Err() != nil:
-		c.metrics.skipped(m.name, c.experiment, skipStopped)
-	case err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
-		c.metrics.skipped(m.name, c.experiment, skipTimeout)
-	case err != nil:
-		c.metrics.skipped(m.name, c.experiment, skipError)
-	default:
+	case err == nil:
 		c.metrics.compared(m.name, c.experiment, job.arm, counts, time.Since(start))
 		if missing {
 			c.metrics.skipped(m.name, c.experiment, skipNoMatrix)
 		}
+	case c.run.ctx.Err() != nil:
+		c.metrics.skipped(m.name, c.experiment, skipStopped)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		c.metrics.skipped(m.name, c.experiment, skipTimeout)
+	default:
+		c.metrics.skipped(m.name, c.experiment, skipError)
 	}
 }
 

@@ -48,7 +48,7 @@ func (e *env) shadowConfig(s config.Shadow) *config.Config {
 // gather returns every sample of the metrics as a registry serves them, by
 // name{label=value,...} (labels in the registry's order, by name); a
 // histogram gives its count, under name_count{...}.
-func gather(t *testing.T, sm *pipeline.ShadowMetrics) map[string]float64 {
+func gather(t testing.TB, sm *pipeline.ShadowMetrics) map[string]float64 {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	if err := sm.Register(reg); err != nil {
