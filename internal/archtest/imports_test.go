@@ -121,7 +121,11 @@ var policy = map[string][]string{
 	// sidecar/config: the sidecar's configuration, on the same engine.
 	"sidecar/config":     {"config/layer", "react", "experiment", "control", "livestats", "problem", "internal/bytesize", "internal/filecheck"},
 	"sidecar/modelstats": {"triton/tritonpb"},
-	"sidecar/pipeline":   {"sidecar/modelstats", "control", "sidecar/config", "problem", "react", "triton", "triton/tritonpb", "triton/ensemble"},
+	// sidecar/pipeline/shadowcmp: the shadow comparison of an experiment's
+	// arms, without the calls it makes (the pipeline gives them).
+	"sidecar/pipeline/shadowcmp": {"control", "sidecar/config"},
+	"sidecar/pipeline": {"sidecar/modelstats", "sidecar/pipeline/shadowcmp", "control", "sidecar/config", "problem", "react", "triton",
+		"triton/tritonpb", "triton/ensemble"},
 	// sidecar/internal/faketriton: test support only, a stand-in for Triton.
 	"sidecar/internal/faketriton": {"react", "react/componentsfile", "triton", "triton/tritonpb", "triton/tritonhttp"},
 	// sidecar/passthrough: the pass-through proxy and its seams; it knows

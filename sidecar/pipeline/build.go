@@ -14,6 +14,7 @@ import (
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/modelstats"
+	"github.com/mergectl/react-triton/sidecar/pipeline/shadowcmp"
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -59,7 +60,7 @@ type Set struct {
 	Files map[string]string
 
 	// shadow is what the models' shadow comparisons share, nil for none.
-	shadow *shadowRun
+	shadow *shadowcmp.Run
 }
 
 // Model returns the built model of a name, nil for none (or a nil set).

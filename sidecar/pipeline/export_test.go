@@ -5,6 +5,6 @@ package pipeline
 // would race with it).
 func (s *Set) WaitShadows() {
 	if s.shadow != nil {
-		s.shadow.wg.Wait()
+		s.shadow.Wait()
 	}
 }

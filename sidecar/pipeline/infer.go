@@ -15,6 +15,7 @@ import (
 
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/sidecar/pipeline/shadowcmp"
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -93,8 +94,8 @@ func (m *Model) Infer(ctx context.Context, up *Upstream, req Request) (*Result, 
 	if err := serve(ctx, up, in, params, res); err != nil {
 		return &Result{Choice: choice}, err
 	}
-	if m.graph != nil && m.shadow != nil && choice.Arm != "" {
-		m.shadow.skipGraph(m) // the graph form is not compared
+	if m.graph != nil && m.shadow != nil && choice.Arm != "" && m.shadow.Draw() {
+		m.shadow.Skip(m.name, shadowcmp.ReasonGraphForm) // not compared
 	}
 	return res, nil
 }
@@ -154,7 +155,7 @@ func (m *Model) infer(ctx context.Context, up *Upstream, in *tritonpb.ModelInfer
 		var outs []output
 		res.Predictions, outs = m.predictions(res.Response)
 		if m.shadow != nil {
-			m.shadow.start(ctx, m, up, in.GetId(), choice.Arm, feature, res.Predictions, outs)
+			m.startShadow(ctx, up, in.GetId(), choice.Arm, feature, res.Predictions, outs)
 		}
 	}
 	return nil

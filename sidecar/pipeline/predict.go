@@ -54,7 +54,12 @@ func top1(task string, logits []float32, classes int) Prediction {
 	p := Prediction{Task: task, Class: make([]int, rows), Confidence: make([]float64, rows)}
 	for r := range rows {
 		row := logits[r*classes : (r+1)*classes]
-		best := argmax(row)
+		best := 0
+		for j, v := range row {
+			if v > row[best] {
+				best = j
+			}
+		}
 		top := float64(row[best])
 		sum := 0.0
 		for _, v := range row {
@@ -63,16 +68,4 @@ func top1(task string, logits []float32, classes int) Prediction {
 		p.Class[r], p.Confidence[r] = best, 1/sum
 	}
 	return p
-}
-
-// argmax returns the index of the largest value of a row, the first of
-// equal ones.
-func argmax(row []float32) int {
-	best := 0
-	for j, v := range row {
-		if v > row[best] {
-			best = j
-		}
-	}
-	return best
 }

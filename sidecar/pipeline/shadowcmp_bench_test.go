@@ -16,6 +16,7 @@ import (
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
 	"github.com/mergectl/react-triton/sidecar/modelstats"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
+	"github.com/mergectl/react-triton/sidecar/pipeline/shadowcmp"
 )
 
 // cpuTime returns the CPU time this process has used, user and system.
@@ -99,7 +100,7 @@ func BenchmarkShadow(b *testing.B) {
 				var compared, busy float64
 				for k, v := range gather(b, sm) {
 					switch k {
-					case expKey(pipeline.MetricShadowDuration+"_count", "single"):
+					case expKey(shadowcmp.MetricDuration+"_count", "single"):
 						compared = v
 					case skipKey("single", "busy"):
 						busy = v

@@ -21,6 +21,7 @@ import (
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
+	"github.com/mergectl/react-triton/sidecar/pipeline/shadowcmp"
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
@@ -83,12 +84,12 @@ func gather(t testing.TB, sm *pipeline.ShadowMetrics) map[string]float64 {
 // pairKeys are the keys gather gives the rows and agreements of a pair.
 func pairKeys(model, arm, other, task string) (rows, agreements string) {
 	l := fmt.Sprintf("{arm=%s,experiment=ab,model=%s,other=%s,task=%s}", arm, model, other, task)
-	return pipeline.MetricShadowRows + l, pipeline.MetricShadowAgreements + l
+	return shadowcmp.MetricRows + l, shadowcmp.MetricAgreements + l
 }
 
 // skipKey is the key gather gives the skips of a model for a reason.
 func skipKey(model, reason string) string {
-	return fmt.Sprintf("%s{experiment=ab,model=%s,reason=%s}", pipeline.MetricShadowSkipped, model, reason)
+	return fmt.Sprintf("%s{experiment=ab,model=%s,reason=%s}", shadowcmp.MetricSkipped, model, reason)
 }
 
 // expKey is the key gather gives a metric of a model in experiment ab.
@@ -264,8 +265,8 @@ func TestShadowAgreement(t *testing.T) {
 					}
 				}
 			}
-			want[expKey(pipeline.MetricShadowDuration+"_count", tc.model)] = float64(requests)
-			want[expKey(pipeline.MetricShadowInflight, tc.model)] = 0
+			want[expKey(shadowcmp.MetricDuration+"_count", tc.model)] = float64(requests)
+			want[expKey(shadowcmp.MetricInflight, tc.model)] = 0
 			got := gather(t, sm)
 			compareMetrics(t, got, want)
 
@@ -273,8 +274,8 @@ func TestShadowAgreement(t *testing.T) {
 			// agrees on others.
 			var disagree, agree bool
 			for k, rows := range want {
-				if strings.HasPrefix(k, pipeline.MetricShadowRows) {
-					a := want[strings.Replace(k, pipeline.MetricShadowRows, pipeline.MetricShadowAgreements, 1)]
+				if strings.HasPrefix(k, shadowcmp.MetricRows) {
+					a := want[strings.Replace(k, shadowcmp.MetricRows, shadowcmp.MetricAgreements, 1)]
 					disagree = disagree || a < rows
 					agree = agree || a > 0
 				}
@@ -347,7 +348,7 @@ func TestShadowDraw(t *testing.T) {
 		set.WaitShadows()
 	}
 	got := gather(t, sm)
-	compared := got[expKey(pipeline.MetricShadowDuration+"_count", "single")]
+	compared := got[expKey(shadowcmp.MetricDuration+"_count", "single")]
 	if compared < n/2-60 || compared > n/2+60 {
 		t.Errorf("%v of %d requests compared at fraction 0.5", compared, n)
 	}
@@ -356,7 +357,7 @@ func TestShadowDraw(t *testing.T) {
 		t.Errorf("head_a called %d times for %d requests and %v comparisons", calls, n, compared)
 	}
 	for k, v := range got {
-		if strings.HasPrefix(k, pipeline.MetricShadowSkipped) {
+		if strings.HasPrefix(k, shadowcmp.MetricSkipped) {
 			t.Errorf("%s = %v: nothing should be skipped", k, v)
 		}
 	}
@@ -455,10 +456,10 @@ func TestShadowCap(t *testing.T) {
 	}
 	got := gather(t, sm)
 	compareMetrics(t, got, map[string]float64{
-		skipKey("single", "busy"):                       3,
-		skipKey("multi", "busy"):                        2,
-		expKey(pipeline.MetricShadowInflight, "single"): 1,
-		expKey(pipeline.MetricShadowInflight, "multi"):  1,
+		skipKey("single", "busy"):                  3,
+		skipKey("multi", "busy"):                   2,
+		expKey(shadowcmp.MetricInflight, "single"): 1,
+		expKey(shadowcmp.MetricInflight, "multi"):  1,
 	})
 
 	g.release()
@@ -467,12 +468,12 @@ func TestShadowCap(t *testing.T) {
 	set.WaitShadows()
 	rows := float64(len(batch) / 3)
 	want := map[string]float64{
-		skipKey("single", "busy"):                                3,
-		skipKey("multi", "busy"):                                 2,
-		expKey(pipeline.MetricShadowInflight, "single"):          0,
-		expKey(pipeline.MetricShadowInflight, "multi"):           0,
-		expKey(pipeline.MetricShadowDuration+"_count", "single"): 2,
-		expKey(pipeline.MetricShadowDuration+"_count", "multi"):  1,
+		skipKey("single", "busy"):                           3,
+		skipKey("multi", "busy"):                            2,
+		expKey(shadowcmp.MetricInflight, "single"):          0,
+		expKey(shadowcmp.MetricInflight, "multi"):           0,
+		expKey(shadowcmp.MetricDuration+"_count", "single"): 2,
+		expKey(shadowcmp.MetricDuration+"_count", "multi"):  1,
 	}
 	for _, other := range []string{"bheavy", "even3"} {
 		r, _ := pairKeys("single", "plain", other, "a")
@@ -484,7 +485,7 @@ func TestShadowCap(t *testing.T) {
 	}
 	got = gather(t, sm)
 	for k := range got {
-		if strings.HasPrefix(k, pipeline.MetricShadowAgreements) {
+		if strings.HasPrefix(k, shadowcmp.MetricAgreements) {
 			delete(got, k) // TestShadowAgreement checks them
 		}
 	}
@@ -522,8 +523,8 @@ func TestShadowClose(t *testing.T) {
 		t.Fatalf("after Close: %v", err)
 	}
 	compareMetrics(t, gather(t, sm), map[string]float64{
-		skipKey("single", "stopped"):                    3,
-		expKey(pipeline.MetricShadowInflight, "single"): 0,
+		skipKey("single", "stopped"):               3,
+		expKey(shadowcmp.MetricInflight, "single"): 0,
 	})
 	if got := g.heldCalls(); got != 2 {
 		t.Errorf("%d calls reached the gate, want the two before Close", got)
@@ -544,8 +545,8 @@ func TestShadowTimeout(t *testing.T) {
 		t.Errorf("the comparison ended after %v, beyond its 50ms timeout", took)
 	}
 	compareMetrics(t, gather(t, sm), map[string]float64{
-		skipKey("multi", "timeout"):                    1,
-		expKey(pipeline.MetricShadowInflight, "multi"): 0,
+		skipKey("multi", "timeout"):               1,
+		expKey(shadowcmp.MetricInflight, "multi"): 0,
 	})
 	if g.heldCalls() != 1 {
 		t.Errorf("%d calls held, want the first other arm's", g.heldCalls())
@@ -610,7 +611,7 @@ func TestShadowResponseUnchanged(t *testing.T) {
 		}
 	}
 	got := gather(t, sm)
-	if n := got[expKey(pipeline.MetricShadowDuration+"_count", "multi")]; n != 3 {
+	if n := got[expKey(shadowcmp.MetricDuration+"_count", "multi")]; n != 3 {
 		t.Errorf("%v comparisons, want 3: the comparison was not on", n)
 	}
 }
@@ -697,7 +698,7 @@ func TestShadowRace(t *testing.T) {
 	got := gather(t, sm)
 	total := 0.0
 	for _, model := range []string{"single", "multi"} {
-		total += got[expKey(pipeline.MetricShadowDuration+"_count", model)] + got[skipKey(model, "busy")]
+		total += got[expKey(shadowcmp.MetricDuration+"_count", model)] + got[skipKey(model, "busy")]
 	}
 	if total != workers*each {
 		t.Errorf("%v requests compared or skipped as busy, want %d: %v", total, workers*each, got)
