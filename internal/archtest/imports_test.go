@@ -119,7 +119,7 @@ var policy = map[string][]string{
 	"livestats": {"problem", "react", "react/heldout", "react/partialfile"},
 
 	// sidecar/config: the sidecar's configuration, on the same engine.
-	"sidecar/config":     {"config/layer", "react", "experiment", "control", "livestats", "problem", "internal/bytesize", "internal/filecheck"},
+	"sidecar/config":     {"config/layer", "react", "experiment", "experiment/feedback", "control", "livestats", "problem", "internal/bytesize", "internal/filecheck"},
 	"sidecar/modelstats": {"triton/tritonpb"},
 	// sidecar/pipeline/shadowcmp: the shadow comparison of an experiment's
 	// arms, without the calls it makes (the pipeline gives them).

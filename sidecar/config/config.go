@@ -10,7 +10,8 @@ import (
 // the sidecar listens and how it treats its clients (server limits, TLS,
 // the management API, profiling), its limits, the W_p cache, logging, the
 // components files, the controllable models, the experiments over
-// them and the sampling of live traffic for calibration (off by default). Load fills it from a YAML file,
+// them and their outcome feedback, and the sampling of live traffic for
+// calibration (off by default). Load fills it from a YAML file,
 // REACT_* environment variables and flags, applies the defaults and
 // validates it.
 type Config struct {
@@ -27,6 +28,7 @@ type Config struct {
 	Components  []Components `yaml:"components"`
 	Models      []Model      `yaml:"models"`
 	Experiments []Experiment `yaml:"experiments"`
+	Feedback    Feedback     `yaml:"feedback"`
 	Sampling    Sampling     `yaml:"sampling"`
 
 	// File is the absolute path of the file the configuration was read

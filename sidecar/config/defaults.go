@@ -107,6 +107,7 @@ func Default() *Config {
 		},
 		LinAlg:   LinAlg{Backend: DefaultLinAlgBackend, Threads: DefaultLinAlgThreads},
 		Log:      Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
+		Feedback: defaultFeedback(),
 		Sampling: defaultSampling(),
 	}
 }

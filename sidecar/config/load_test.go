@@ -127,6 +127,7 @@ func TestLoadGood(t *testing.T) {
 							Heads:      []Head{{Task: "a", Model: "head_a"}, {Task: "b", Model: "head_b"}},
 						},
 					},
+					Feedback: Feedback{MaxEntries: 5000, MaxAge: 10 * time.Minute},
 					Sampling: Sampling{
 						Enabled: true, Fraction: 0.05, Holdout: 0.1, OptOutHeader: "X-No-Sample", MaxConcurrent: 3, MinSamples: 500,
 						Replica: "sidecar-a", Beta: 0.5, Normalize: "mean",
@@ -491,6 +492,9 @@ func TestEnvEveryKey(t *testing.T) {
 		"linalg.threads":                              {"2", 2},
 		"log.level":                                   {"debug", "debug"},
 		"log.format":                                  {"json", "json"},
+		"feedback.enabled":                            {"false", false},
+		"feedback.max_entries":                        {"17", 17},
+		"feedback.max_age":                            {"18m", 18 * time.Minute},
 		"sampling.enabled":                            {"false", false},
 		"sampling.fraction":                           {"0.5", 0.5},
 		"sampling.holdout":                            {"0", 0.0},
@@ -583,6 +587,10 @@ linalg:
 log:
   level: warn
   format: text
+feedback:
+  enabled: true
+  max_entries: 2
+  max_age: 3s
 sampling:
   enabled: true
   fraction: 1
@@ -918,7 +926,7 @@ models:
     backbone: {model: b, outptu: f}
     heads: [{task: t, model: h}]
 `, `models[0].backbone.outptu: unknown key, did you mean "output"? (line 9)`},
-		{minimalYAML + "file: x.yaml\n", `file: unknown key (want one of: triton, listen, server, management, pprof, limits, cache, admission, linalg, log, components, models, experiments, sampling) (line 4)`},
+		{minimalYAML + "file: x.yaml\n", `file: unknown key (want one of: triton, listen, server, management, pprof, limits, cache, admission, linalg, log, components, models, experiments, feedback, sampling) (line 4)`},
 	}
 	wantOneProblem(t, tests)
 }

@@ -49,6 +49,7 @@ func (c *Config) Validate() error {
 	c.validateComponents(&p, &r)
 	c.validateModels(&p)
 	c.validateExperiments(&p, &r)
+	c.validateFeedback(&p)
 	c.validateSampling(&p)
 	p = append(p, r...)
 	return p.Err()
