@@ -90,6 +90,9 @@ func TestExperimentInfer(t *testing.T) {
 			// Top-1 from the float64 reference logits.
 			p := res.Predictions[j]
 			k := faketriton.HeadRows
+			if name := res.Response.GetOutputs()[j].GetName(); p.Output != name || p.Classes != k {
+				t.Errorf("key %s: prediction %d read from output %q of %d classes, want %q of %d", key, j, p.Output, p.Classes, name, k)
+			}
 			for r := range len(batch) / 3 {
 				row := ex.logits[r*k : (r+1)*k]
 				best, sum := 0, 0.0

@@ -14,6 +14,10 @@ import (
 type Prediction struct {
 	// Task is the head's task.
 	Task string
+	// Output is the output it was read from, under the name the client
+	// sees; Classes its number of classes (the logits' last dimension).
+	Output  string
+	Classes int
 	// Class and Confidence hold one entry per row.
 	Class      []int
 	Confidence []float64
@@ -41,7 +45,9 @@ func (m *Model) predictions(resp *tritonpb.ModelInferResponse) (preds []Predicti
 			continue // not a floating-point output
 		}
 		done[loc.head] = true
-		preds = append(preds, top1(m.heads[loc.head].task, logits, int(shape[len(shape)-1])))
+		p := top1(m.heads[loc.head].task, logits, int(shape[len(shape)-1]))
+		p.Output = o.GetName()
+		preds = append(preds, p)
 		outs = append(outs, loc)
 	}
 	return preds, outs
@@ -51,7 +57,7 @@ func (m *Model) predictions(resp *tritonpb.ModelInferResponse) (preds []Predicti
 // of logits (rows of width classes), in float64.
 func top1(task string, logits []float32, classes int) Prediction {
 	rows := len(logits) / classes
-	p := Prediction{Task: task, Class: make([]int, rows), Confidence: make([]float64, rows)}
+	p := Prediction{Task: task, Classes: classes, Class: make([]int, rows), Confidence: make([]float64, rows)}
 	for r := range rows {
 		row := logits[r*classes : (r+1)*classes]
 		best := 0
