@@ -22,6 +22,7 @@ import (
 	"github.com/mergectl/react-triton/sidecar/controllable"
 	"github.com/mergectl/react-triton/sidecar/frontdoor"
 	"github.com/mergectl/react-triton/sidecar/metrics"
+	"github.com/mergectl/react-triton/sidecar/outcomes"
 	"github.com/mergectl/react-triton/sidecar/server"
 )
 
@@ -125,7 +126,13 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 		return err
 	}
 	prom := metrics.New()
-	models, err := controllable.NewModels(cfg, conn, prom, log)
+	// One join window for the whole process, kept across reloads.
+	fb, err := outcomes.FromConfig(cfg.Feedback, prom.Registerer(), log)
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	models, err := controllable.NewModels(cfg, conn, prom, log, controllable.WithFeedback(fb))
 	if err != nil {
 		conn.Close()
 		return err
@@ -157,7 +164,8 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 		ShutdownTimeout: cfg.Listen.ShutdownTimeout,
 		MaxRecvMsgSize:  int(min(cfg.Limits.MaxRequestBytes, cfg.Limits.MaxInflightBytes)),
 		InterceptGRPC:   models.GRPCInterceptor(),
-		InterceptHTTP:   models.HTTPInterceptor(),
+		InterceptHTTP:   fb.HTTPInterceptor(models.HTTPInterceptor()),
+		RegisterGRPC:    fb.RegisterGRPC,
 		Log:             log,
 		Server:          cfg.Server,
 		TLS:             certs,
@@ -189,6 +197,11 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 		attrs = append(attrs, "tls", true, "mutual_tls", cfg.Server.TLS.ClientCAFile != "", "tls_not_after", certs.NotAfter().UTC().Format(time.RFC3339))
 	}
 	attrs = append(attrs, "management_allowed", len(cfg.Management.Allow))
+	if cfg.Feedback.Enabled {
+		attrs = append(attrs, "feedback_max_entries", cfg.Feedback.MaxEntries, "feedback_max_age", cfg.Feedback.MaxAge)
+	} else {
+		attrs = append(attrs, "feedback", false)
+	}
 	if cfg.File != "" {
 		attrs = append(attrs, "config", cfg.File)
 	}

@@ -303,7 +303,7 @@ func (r *reloader) reload(ctx context.Context, forced bool) (transient bool) {
 		// What a reload cannot change stays as it is, and says so.
 		cfg.Triton.GRPC, cfg.Triton.HTTP, cfg.Triton.TLS = old.Triton.GRPC, old.Triton.HTTP, old.Triton.TLS
 		cfg.Listen, cfg.Log.Format, cfg.LinAlg = old.Listen, old.Log.Format, old.LinAlg
-		cfg.Server, cfg.Pprof = old.Server, old.Pprof
+		cfg.Server, cfg.Pprof, cfg.Feedback = old.Server, old.Pprof, old.Feedback
 		policy, err := frontdoor.NewManagementPolicy(cfg.Management)
 		if err != nil {
 			return err
@@ -345,7 +345,8 @@ func (r *reloader) reload(ctx context.Context, forced bool) (transient bool) {
 // needsRestart lists the settings of next that differ from cur and that a
 // reload does not apply: the listeners and their limits (server: the TLS
 // files' contents reload by themselves), pprof, the upstream addresses and
-// TLS, the log format and the linear algebra backend.
+// TLS, the log format, the linear algebra backend and the feedback window
+// (one per process, kept across reloads with what it holds).
 func needsRestart(cur, next *config.Config) []string {
 	var out []string
 	add := func(name string, a, b any) {
@@ -361,5 +362,6 @@ func needsRestart(cur, next *config.Config) []string {
 	add("pprof", cur.Pprof, next.Pprof)
 	add("log.format", cur.Log.Format, next.Log.Format)
 	add("linalg", cur.LinAlg, next.LinAlg)
+	add("feedback", cur.Feedback, next.Feedback)
 	return out
 }

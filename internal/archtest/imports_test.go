@@ -152,13 +152,19 @@ var policy = map[string][]string{
 	// sidecar/controllable: the controllable models and their answers over
 	// the pass-through's seams.
 	"sidecar/controllable": {"sidecar/pipeline", "sidecar/modelstats", "sidecar/config", "sidecar/limits", "sidecar/metrics", "sidecar/passthrough",
-		"sidecar/readiness", "sidecar/internal/restapi", "control", "problem", "triton/tritonhttp", "triton/tritonpb"},
+		"sidecar/readiness", "sidecar/outcomes", "sidecar/internal/restapi", "control", "problem", "triton/tritonhttp", "triton/tritonpb"},
+	// sidecar/outcomes: the experiments' outcome feedback wired in: the
+	// requests served with an arm recorded under their ids, the feedback
+	// route and the react.Feedback service.
+	"sidecar/outcomes": {"experiment/feedback", "sidecar/pipeline", "sidecar/config", "sidecar/passthrough", "sidecar/internal/restapi",
+		"control", "triton/tritonpb"},
 	// sidecar/internal/sidecartest: test support only, a sidecar in front of
 	// a fake Triton for the tests of the sidecar's packages.
 	"sidecar/internal/sidecartest": {"sidecar/server", "sidecar/controllable", "sidecar/frontdoor", "sidecar/metrics", "sidecar/passthrough",
-		"sidecar/config", "sidecar/internal/faketriton", "sidecar/internal/restapi", "triton/tritonhttp", "triton/tritonpb", "internal/testutil"},
+		"sidecar/outcomes", "experiment/feedback", "sidecar/config", "sidecar/internal/faketriton", "sidecar/internal/restapi", "triton/tritonhttp",
+		"triton/tritonpb", "internal/testutil"},
 	// The command: the configuration loaded, the parts wired, reloads.
-	"sidecar": {"sidecar/server", "sidecar/controllable", "sidecar/frontdoor", "sidecar/metrics", "sidecar/config", "problem", "react", "triton",
+	"sidecar": {"sidecar/server", "sidecar/controllable", "sidecar/frontdoor", "sidecar/metrics", "sidecar/outcomes", "sidecar/config", "problem", "react", "triton",
 		"internal/buildinfo", "internal/cli"},
 
 	// The Triton backend: never the sidecar or its configuration.

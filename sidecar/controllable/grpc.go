@@ -18,6 +18,7 @@ import (
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/limits"
+	"github.com/mergectl/react-triton/sidecar/outcomes"
 	"github.com/mergectl/react-triton/sidecar/passthrough"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/sidecar/readiness"
@@ -334,11 +335,15 @@ func preferenceHeader(md metadata.MD, m *pipeline.Model) control.Values {
 }
 
 // responseHeader is the header metadata of a controllable model's answer:
-// the applied preference, and the arm when there is one.
+// the applied preference, the arm when there is one, and the id the
+// sidecar gave the request when it had none.
 func responseHeader(resp *tritonpb.ModelInferResponse) metadata.MD {
 	md := metadata.Pairs(control.KeyPreference, preferenceOf(resp))
 	if arm := armOf(resp); arm != "" {
 		md.Set(control.KeyArm, arm)
+	}
+	if id := requestIDOf(resp); id != "" {
+		md.Set(outcomes.KeyRequestID, id)
 	}
 	return md
 }
@@ -476,6 +481,9 @@ func (ms *Models) serve(ctx context.Context, m *pipeline.Model, up *pipeline.Ups
 		rows = res.Rows
 	}
 	m.Stats().Record(rows, took, err == nil)
+	if err == nil {
+		ms.feedback.Record(m.Name(), req, res)
+	}
 	code := status.Code(err)
 	if errors.Is(err, context.Canceled) {
 		code = codes.Canceled
@@ -500,6 +508,12 @@ func (ms *Models) serve(ctx context.Context, m *pipeline.Model, up *pipeline.Ups
 // preferenceOf returns the react-preference parameter of a response.
 func preferenceOf(resp *tritonpb.ModelInferResponse) string {
 	return resp.GetParameters()[control.KeyPreference].GetStringParam()
+}
+
+// requestIDOf returns the react-request-id parameter of a response, ""
+// when none.
+func requestIDOf(resp *tritonpb.ModelInferResponse) string {
+	return resp.GetParameters()[outcomes.KeyRequestID].GetStringParam()
 }
 
 // armOf returns the react-arm parameter of a response, "" when none.

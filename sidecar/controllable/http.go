@@ -16,6 +16,7 @@ import (
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/internal/restapi"
 	"github.com/mergectl/react-triton/sidecar/limits"
+	"github.com/mergectl/react-triton/sidecar/outcomes"
 	"github.com/mergectl/react-triton/sidecar/passthrough"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/triton/tritonhttp"
@@ -298,6 +299,9 @@ func (ms *Models) httpServe(w http.ResponseWriter, r *http.Request, m *pipeline.
 	h.Set(control.KeyPreference, preferenceOf(resp))
 	if arm := armOf(resp); arm != "" {
 		h.Set(control.KeyArm, arm)
+	}
+	if id := requestIDOf(resp); id != "" {
+		h.Set(outcomes.KeyRequestID, id)
 	}
 	if headerLength >= 0 {
 		h.Set(restapi.HeaderContentLength, strconv.Itoa(headerLength))

@@ -20,6 +20,7 @@ import (
 	"github.com/mergectl/react-triton/sidecar/limits"
 	"github.com/mergectl/react-triton/sidecar/metrics"
 	"github.com/mergectl/react-triton/sidecar/modelstats"
+	"github.com/mergectl/react-triton/sidecar/outcomes"
 	"github.com/mergectl/react-triton/sidecar/passthrough"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/sidecar/readiness"
@@ -45,6 +46,10 @@ type Models struct {
 	// readers knows which Triton models read ReACT's request parameters
 	// (backend mode), for the react-* headers of relayed requests.
 	readers *reactReaders
+	// feedback records the requests served with an experiment's arm, for
+	// their outcomes; nil records nothing. It is the process's, kept
+	// across reloads.
+	feedback *outcomes.Feedback
 
 	state  atomic.Pointer[modelsState]
 	reload sync.Mutex // one build at a time
@@ -69,9 +74,19 @@ type modelsState struct {
 	pending error
 }
 
+// Option configures Models.
+type Option func(*Models)
+
+// WithFeedback records every request served with an experiment's arm in
+// f, under its id (a request without one gets one, returned in
+// react-request-id), for the outcome feedback that may follow.
+func WithFeedback(f *outcomes.Feedback) Option {
+	return func(ms *Models) { ms.feedback = f }
+}
+
 // NewModels returns the controllable models of cfg, not yet built: Start
 // builds them. conn is the connection to the upstream Triton; m may be nil.
-func NewModels(cfg *config.Config, conn *grpc.ClientConn, m *metrics.Metrics, log *slog.Logger) (*Models, error) {
+func NewModels(cfg *config.Config, conn *grpc.ClientConn, m *metrics.Metrics, log *slog.Logger, opts ...Option) (*Models, error) {
 	var obs control.CacheObserver
 	if m != nil {
 		obs = m
@@ -91,6 +106,9 @@ func NewModels(cfg *config.Config, conn *grpc.ClientConn, m *metrics.Metrics, lo
 		redact:  passthrough.NewRedactor(cfg.Triton.GRPC, cfg.Triton.HTTP),
 	}
 	ms.readers = &reactReaders{rpc: ms.rpc}
+	for _, o := range opts {
+		o(ms)
+	}
 	var observe func(ready bool)
 	if m != nil {
 		observe = m.Ready

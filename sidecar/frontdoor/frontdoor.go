@@ -2,12 +2,15 @@ package frontdoor
 
 import (
 	"cmp"
+	"context"
 	"math"
 	"net/http"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/metrics"
@@ -71,6 +74,31 @@ func GRPCCheck(guard *Management, maxHeaderBytes int) func(method string, md met
 			}
 		}
 		return guard.checkGRPC(method, md)
+	}
+}
+
+// GRPCUnaryCheck returns the interceptor of the unary methods of the
+// services registered on the sidecar's own gRPC server, beside the
+// pass-through (react.Feedback): it gives them what the proxy gives every
+// call it relays or serves through its seams, check first (GRPCCheck:
+// the metadata's size, the management guard), and a panic in the handler
+// answered as an INTERNAL status, never a crash. check nil checks nothing.
+func GRPCUnaryCheck(check func(method string, md metadata.MD) error) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+		if check != nil {
+			md, _ := metadata.FromIncomingContext(ctx)
+			md = md.Copy()
+			if err := check(info.FullMethod, md); err != nil {
+				return nil, err
+			}
+			ctx = metadata.NewIncomingContext(ctx, md)
+		}
+		defer func() {
+			if r := recover(); r != nil {
+				resp, err = nil, status.Errorf(codes.Internal, "sidecar: handler of %s failed: %v", info.FullMethod, r)
+			}
+		}()
+		return handler(ctx, req)
 	}
 }
 

@@ -118,6 +118,10 @@ func New() *Metrics {
 	return m
 }
 
+// Registerer returns the registry /metrics serves, for the collectors of
+// other packages (the feedback window's, experiment/feedback).
+func (m *Metrics) Registerer() prometheus.Registerer { return m.reg }
+
 // Lookup implements control.Observer.
 func (m *Metrics) Lookup(components, result string) {
 	m.lookups.WithLabelValues(components, result).Inc()

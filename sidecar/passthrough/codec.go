@@ -4,7 +4,9 @@ import (
 	"fmt"
 
 	"google.golang.org/grpc/encoding"
+	protoenc "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
 )
 
 // Frame is one gRPC message as it travels on the wire, undecoded: the
@@ -23,29 +25,42 @@ type Frame struct {
 // received buffers into a slice the Frame owns (grpc frees its buffers once
 // Unmarshal returns), and Marshal hands grpc the Frame's slice, which the
 // proxy never touches again.
+//
+// A message that is not a Frame but a protobuf message, the request and
+// answer of a service registered on the proxy's server beside the
+// pass-through (the sidecar's own react.Feedback), is encoded and decoded
+// as grpc's proto codec does.
 type Codec struct{}
 
 var _ encoding.CodecV2 = Codec{}
 
-// Marshal returns the Frame's bytes as they are.
+// protoCodec is grpc's own codec for protobuf messages.
+var protoCodec = encoding.GetCodecV2(protoenc.Name)
+
+// Marshal returns the Frame's bytes as they are, or a protobuf message
+// encoded.
 func (Codec) Marshal(v any) (mem.BufferSlice, error) {
-	f, ok := v.(*Frame)
-	if !ok {
-		return nil, fmt.Errorf("raw codec: marshal: want *passthrough.Frame, got %T", v)
+	switch m := v.(type) {
+	case *Frame:
+		return mem.BufferSlice{mem.SliceBuffer(m.Payload)}, nil
+	case proto.Message:
+		return protoCodec.Marshal(m)
 	}
-	return mem.BufferSlice{mem.SliceBuffer(f.Payload)}, nil
+	return nil, fmt.Errorf("raw codec: marshal: want *passthrough.Frame or a protobuf message, got %T", v)
 }
 
-// Unmarshal copies the received message into the Frame. The proxy uses a new
-// Frame per message, because grpc may still read a sent message after
-// SendMsg returns.
+// Unmarshal copies the received message into the Frame, or decodes it into
+// a protobuf message. The proxy uses a new Frame per message, because grpc
+// may still read a sent message after SendMsg returns.
 func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
-	f, ok := v.(*Frame)
-	if !ok {
-		return fmt.Errorf("raw codec: unmarshal: want *passthrough.Frame, got %T", v)
+	switch m := v.(type) {
+	case *Frame:
+		m.Payload = data.Materialize()
+		return nil
+	case proto.Message:
+		return protoCodec.Unmarshal(data, m)
 	}
-	f.Payload = data.Materialize()
-	return nil
+	return fmt.Errorf("raw codec: unmarshal: want *passthrough.Frame or a protobuf message, got %T", v)
 }
 
 // Name is the content-subtype the codec claims: "proto", because the frames

@@ -71,6 +71,12 @@ type Config struct {
 	// passes everything through.
 	InterceptGRPC passthrough.GRPCInterceptor
 	InterceptHTTP passthrough.HTTPInterceptor
+	// RegisterGRPC, when not nil, registers the sidecar's own gRPC
+	// services (react.Feedback) on the gRPC server, beside the
+	// pass-through: their calls pass the front door's checks, as every
+	// call does, and are served here; calls of any other service still go
+	// to Triton.
+	RegisterGRPC func(grpc.ServiceRegistrar)
 	// Log receives proxy error messages; nil discards them.
 	Log *slog.Logger
 }
@@ -147,7 +153,7 @@ func New(cfg Config) (*Server, error) {
 	lim := frontdoor.ServerLimits(cfg.Server)
 	proxy := passthrough.NewGRPCProxy(s.conn, cfg.TritonGRPC, cfg.InterceptGRPC)
 	proxy.Check, proxy.ReadTimeout, proxy.Log = frontdoor.GRPCCheck(cfg.Management, int(lim.MaxHeaderBytes)), lim.ReadTimeout, logger
-	opts := frontdoor.GRPCServerOptions(lim)
+	opts := append(frontdoor.GRPCServerOptions(lim), grpc.UnaryInterceptor(frontdoor.GRPCUnaryCheck(proxy.Check)))
 	if cfg.MaxRecvMsgSize > 0 {
 		opts = append(opts, grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize))
 	}
@@ -155,6 +161,9 @@ func New(cfg Config) (*Server, error) {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS.ServerConfig([]string{"h2"}, true))))
 	}
 	s.grpc = proxy.NewServer(opts...)
+	if cfg.RegisterGRPC != nil {
+		cfg.RegisterGRPC(s.grpc)
+	}
 	s.http = &http.Server{
 		Handler:           frontdoor.WrapHTTP(handler, lim, cfg.Management, cfg.Metrics),
 		ErrorLog:          errLog,

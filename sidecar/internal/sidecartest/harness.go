@@ -21,11 +21,13 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/mergectl/react-triton/experiment/feedback"
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/controllable"
 	"github.com/mergectl/react-triton/sidecar/frontdoor"
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
 	"github.com/mergectl/react-triton/sidecar/metrics"
+	"github.com/mergectl/react-triton/sidecar/outcomes"
 	"github.com/mergectl/react-triton/sidecar/passthrough"
 	"github.com/mergectl/react-triton/sidecar/server"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -107,6 +109,9 @@ type CtlConfig struct {
 	// Sections is more YAML (top-level sections such as server:),
 	// appended as is.
 	Sections string
+	// Clock, when not nil, is the feedback window's clock (it is not
+	// written to the file).
+	Clock func() time.Time
 	// ConfigMap lays the files out as a Kubernetes ConfigMap volume does:
 	// config.yaml and components.safetensors are symlinks through the
 	// ..data symlink to a timestamped directory.
@@ -189,14 +194,16 @@ type Harness struct {
 	Dir        string
 	ConfigPath string
 	Config     CtlConfig
-	// Log is the sidecar's log, Metrics its metrics, Models its
-	// controllable models, Server its listeners and Client a client of its
-	// gRPC listener.
-	Log     *SyncBuffer
-	Metrics *metrics.Metrics
-	Models  *controllable.Models
-	Server  *server.Server
-	Client  tritonpb.GRPCInferenceServiceClient
+	// Log is the sidecar's log, Metrics its metrics, Feedback its join
+	// window's side (nil window when the configuration turns feedback
+	// off), Models its controllable models, Server its listeners and
+	// Client a client of its gRPC listener.
+	Log      *SyncBuffer
+	Metrics  *metrics.Metrics
+	Feedback *outcomes.Feedback
+	Models   *controllable.Models
+	Server   *server.Server
+	Client   tritonpb.GRPCInferenceServiceClient
 	// HTTP is the sidecar's HTTP handler, for in-process requests; HTTPURL
 	// the URL of its HTTP listener.
 	HTTP    http.Handler
@@ -263,7 +270,21 @@ func NewHarness(t testing.TB, edit func(*CtlConfig)) *Harness {
 	}
 	h.Metrics = metrics.New()
 	logger := slog.New(slog.NewTextHandler(h.Log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	if h.Models, err = controllable.NewModels(cfg, conn, h.Metrics, logger); err != nil {
+	if cfg.Feedback.Enabled {
+		opt := cfg.Feedback.Options()
+		opt.Now = h.Config.Clock
+		w, err := feedback.NewWindow(opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Register(h.Metrics.Registerer()); err != nil {
+			t.Fatal(err)
+		}
+		h.Feedback = outcomes.New(w, logger)
+	} else {
+		h.Feedback = outcomes.New(nil, logger)
+	}
+	if h.Models, err = controllable.NewModels(cfg, conn, h.Metrics, logger, controllable.WithFeedback(h.Feedback)); err != nil {
 		t.Fatal(err)
 	}
 	// The tests read the repository index through the sidecar, as the zoo's
@@ -274,11 +295,11 @@ func NewHarness(t testing.TB, edit func(*CtlConfig)) *Harness {
 	}
 	h.Server = StartSidecar(t, server.Config{
 		TritonGRPC: cfg.Triton.GRPC, TritonHTTP: cfg.Triton.HTTP, Conn: conn,
-		InterceptGRPC: h.Models.GRPCInterceptor(), InterceptHTTP: h.Models.HTTPInterceptor(),
-		Management: guard, Log: logger,
+		InterceptGRPC: h.Models.GRPCInterceptor(), InterceptHTTP: h.Feedback.HTTPInterceptor(h.Models.HTTPInterceptor()),
+		RegisterGRPC: h.Feedback.RegisterGRPC, Management: guard, Log: logger,
 	})
 	h.Client = tritonpb.NewGRPCInferenceServiceClient(Dial(t, h.Server.GRPCAddr().String()))
-	if h.HTTP, err = passthrough.NewHTTPProxy(cfg.Triton.HTTP, nil, h.Models.HTTPInterceptor(), nil); err != nil {
+	if h.HTTP, err = passthrough.NewHTTPProxy(cfg.Triton.HTTP, nil, h.Feedback.HTTPInterceptor(h.Models.HTTPInterceptor()), nil); err != nil {
 		t.Fatal(err)
 	}
 	h.HTTPURL = "http://" + h.Server.HTTPAddr().String()
