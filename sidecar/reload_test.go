@@ -17,6 +17,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/mergectl/react-triton/experiment/feedback"
 	"github.com/mergectl/react-triton/internal/testutil"
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/controllable"
@@ -338,15 +339,23 @@ func TestCommandReload(t *testing.T) {
 		t.Errorf("after new components: %v", err)
 	}
 
-	// Triton's address cannot change without a restart: the old one stays,
-	// with a warning. The log level does change.
+	// Triton's address cannot change without a restart, nor can the
+	// feedback window (one per process): the old ones stay, with a
+	// warning. The log level does change.
 	c2 := c
 	c2.TritonGRPC = testutil.ClosedAddr(t)
 	c2.LogLevel = "error"
+	c2.Sections = "feedback:\n  max_entries: 7\n"
 	sidecartest.WriteFile(t, cfgPath, c2.YAML())
 	sidecartest.WaitFor(t, 10*time.Second, "the reload of the new configuration", func() bool { s, _, ok := scrapeHTTP(); return s == 3 && ok == 1 })
-	if !strings.Contains(stderr.String(), "needs a restart") || !strings.Contains(stderr.String(), `"setting":"triton.grpc"`) {
-		t.Errorf("no restart warning for triton.grpc in the log:\n%s", stderr.String())
+	for _, setting := range []string{"triton.grpc", "feedback"} {
+		if !strings.Contains(stderr.String(), "needs a restart") || !strings.Contains(stderr.String(), `"setting":"`+setting+`"`) {
+			t.Errorf("no restart warning for %s in the log:\n%s", setting, stderr.String())
+		}
+	}
+	if capacity := windowCapacity(t, metricsAddr); capacity != float64(config.DefaultFeedbackMaxEntries) {
+		t.Errorf("the window's capacity is %v after a reload that changed feedback.max_entries, want the %d it started with",
+			capacity, config.DefaultFeedbackMaxEntries)
 	}
 	if err := infer(sc2); err != nil {
 		t.Errorf("after a reload that changes triton.grpc: %v", err)
@@ -442,4 +451,20 @@ func TestReloadTypoNotRetried(t *testing.T) {
 	}
 	sidecartest.WriteFile(t, h.ConfigPath, h.Config.YAML())
 	sidecartest.WaitFor(t, 10*time.Second, "the fixed reload", func() bool { s, _, ok := reloads(t, metrics); return s >= 1 && ok == 1 })
+}
+
+// windowCapacity reads the feedback window's capacity from a metrics
+// listener.
+func windowCapacity(t *testing.T, addr string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	v, ok := sidecartest.MetricValue(sidecartest.ParseMetrics(t, resp.Body), feedback.MetricCapacity, nil)
+	if !ok {
+		t.Fatalf("no %s", feedback.MetricCapacity)
+	}
+	return v
 }
