@@ -23,10 +23,18 @@
 #      the evaluation's (the last table);
 #   7. tritonmodels/demo/experiment.py: the zoo's two-arm A/B experiment
 #      (fashion-ab: the merged backbone against W_p for fashion=1) through
-#      the sidecar, 400 simulated users keyed by x-user-id; per arm, the
-#      requests, the accuracy and the mean top-1 confidence, next to the
-#      sidecar's per-arm metrics;
-#   8. tritonmodels/demo/backend.py: backend mode, Triton's <task>_react
+#      the sidecar, one simulated user keyed by x-user-id per fashion test
+#      image (2,000), each reporting its image's true label as the outcome
+#      of its request (POST /v2/models/fashion_ab/feedback, under the
+#      react-request-id the sidecar returned); per arm, the requests, the
+#      accuracy and the mean top-1 confidence, next to the sidecar's per-arm
+#      metrics and outcome counters;
+#   8. calibrate experiment report (docs/sidecar.md, "Deciding an
+#      experiment") reads those counters from the sidecar's /metrics and
+#      decides the experiment: per arm the mean with its always-valid
+#      interval, the difference to merged, the sample-ratio check, the
+#      decision (a few seconds more than the experiment without feedback);
+#   9. tritonmodels/demo/backend.py: backend mode, Triton's <task>_react
 #      ensembles (our react backend between backbone and head, the preference
 #      <task>=1 as a request parameter, with the zoo's shipped components
 #      file) next to the plain ensembles and the sidecar: accuracy per task,
@@ -134,8 +142,13 @@ step "evaluate on the test splits through the sidecar: calibrate eval --sidecar"
 	--set one-hot --set priority --set equal --markdown "$work/results.md" --json "$work/results.json"
 cat "$work/results.md"
 
-step "A/B experiment fashion-ab through the sidecar (tritonmodels/demo/experiment.py)"
-"$PY" tritonmodels/demo/experiment.py --sidecar "$sidecar_grpc" --metrics "$sidecar_metrics" --data "$DATA" --markdown "$work/experiment.md"
+step "A/B experiment fashion-ab through the sidecar, each user reporting its true label (tritonmodels/demo/experiment.py)"
+"$PY" tritonmodels/demo/experiment.py --sidecar "$sidecar_grpc" --sidecar-http "$sidecar_http" --metrics "$sidecar_metrics" \
+	--data "$DATA" --markdown "$work/experiment.md"
+
+step "decide the experiment from the sidecar's outcome counters: calibrate experiment report"
+"$CAL" experiment report --experiment fashion-ab --sidecar-config "$work/sidecar.yaml" \
+	--metrics "http://$sidecar_metrics/metrics" | tee "$work/report.txt"
 
 step "backend mode: Triton's <task>_react ensembles (backbone -> react -> head) against the sidecar (tritonmodels/demo/backend.py)"
 "$PY" tritonmodels/demo/backend.py --triton "$triton" --sidecar "$sidecar_grpc" --data "$DATA" --markdown "$work/backend.md"
@@ -159,9 +172,16 @@ print(', '.join(f\"{t} {v['sizes']['calib']}\" for t, v in m['tasks'].items()))"
 		echo
 		cat "$work/results.md"
 		echo
-		echo "A/B experiment \`fashion-ab\` (tritonmodels/zoo/sidecar.yaml) on \`fashion_ab\`: 400 users keyed by \`x-user-id\`, 4 fashion test images each:"
+		echo "A/B experiment \`fashion-ab\` (tritonmodels/zoo/sidecar.yaml) on \`fashion_ab\`: one user keyed by \`x-user-id\` per fashion test image,"
+		echo "each reporting its image's true label as its request's outcome (\`POST /v2/models/fashion_ab/feedback\`):"
 		echo
 		cat "$work/experiment.md"
+		echo
+		echo "The decision, \`calibrate experiment report --experiment fashion-ab --sidecar-config sidecar.yaml --metrics http://…/metrics\`:"
+		echo
+		echo '```'
+		cat "$work/report.txt"
+		echo '```'
 		echo
 		echo "Backend mode: Triton's \`<task>_react\` ensembles (our \`react\` backend between backbone and head, the preference as a request parameter), the plain ensembles and the sidecar, on the whole test splits:"
 		echo
