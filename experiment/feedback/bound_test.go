@@ -170,8 +170,8 @@ func TestMemoryBound(t *testing.T) {
 	if n := len(w.gone.index); n > max {
 		t.Errorf("%d ids remembered, more than %d", n, max)
 	}
-	if perEntry > 400 {
-		t.Errorf("%.0f bytes an entry: more than 400", perEntry)
+	if perEntry > EntryBytes {
+		t.Errorf("%.0f bytes an entry: more than EntryBytes, %d", perEntry, EntryBytes)
 	}
 	runtime.KeepAlive(w)
 }

@@ -21,6 +21,12 @@ const (
 	DefaultMaxAge = time.Hour
 	// MaxMaxEntries bounds MaxEntries and Remembered.
 	MaxMaxEntries = 1 << 24
+	// EntryBytes bounds the memory a window takes per request it holds,
+	// with the id it remembers after the request leaves and the window's
+	// fixed costs spread over its MaxEntries (about 320 measured;
+	// TestMemoryBound holds it): what a memory budget counts for a window
+	// whose Remembered is MaxEntries.
+	EntryBytes = 400
 )
 
 // sweepPerOp is how many of the oldest slots Record and Join look at to

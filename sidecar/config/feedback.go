@@ -29,8 +29,9 @@ type Feedback struct {
 	Enabled bool `yaml:"enabled"`
 	// MaxEntries bounds the requests held, and the ids remembered after
 	// they leave (to tell a duplicate or late feedback from an unknown
-	// id): about 200 bytes each, 20 MB at the default. From 1 to
-	// 16777216. Default 100000.
+	// id): about 320 bytes each, fixed costs included, which the memory
+	// budget counts as feedback.EntryBytes (400: 38 MiB at the default).
+	// From 1 to 16777216. Default 100000.
 	MaxEntries int `yaml:"max_entries"`
 	// MaxAge is how long a request stays joinable; positive. Default 1h.
 	MaxAge time.Duration `yaml:"max_age"`

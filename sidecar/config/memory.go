@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+
+	"github.com/mergectl/react-triton/experiment/feedback"
 )
 
 // Shape is what the memory budget needs of a components file: its feature
@@ -46,13 +48,17 @@ type Memory struct {
 	// and the correction whose staleness is measured (8·D²): 104·D² per
 	// task.
 	Sampling int64
+	// Feedback is the experiments' join window when feedback is enabled
+	// and an experiment is configured: feedback.EntryBytes for each of
+	// feedback.max_entries (a request held, and its id remembered after).
+	Feedback int64
 	// Runtime is RuntimeReserve.
 	Runtime int64
 }
 
 // Total is the whole budget.
 func (m Memory) Total() int64 {
-	return m.Statistics + m.Pinned + m.Cache + m.Solves + m.Bodies + m.Sampling + m.Runtime
+	return m.Statistics + m.Pinned + m.Cache + m.Solves + m.Bodies + m.Sampling + m.Feedback + m.Runtime
 }
 
 // String lists the parts in MiB.
@@ -60,7 +66,7 @@ func (m Memory) String() string {
 	parts := []struct {
 		name string
 		v    int64
-	}{{"statistics", m.Statistics}, {"pinned", m.Pinned}, {"cache", m.Cache}, {"solves", m.Solves}, {"bodies", m.Bodies}, {"sampling", m.Sampling}, {"runtime", m.Runtime}}
+	}{{"statistics", m.Statistics}, {"pinned", m.Pinned}, {"cache", m.Cache}, {"solves", m.Solves}, {"bodies", m.Bodies}, {"sampling", m.Sampling}, {"feedback", m.Feedback}, {"runtime", m.Runtime}}
 	var b strings.Builder
 	for _, p := range parts {
 		fmt.Fprintf(&b, "%s %.0f MiB, ", p.name, float64(p.v)/float64(MiB))
@@ -101,6 +107,10 @@ func (c *Config) MemoryBudget(shapes map[string]Shape, cores int) Memory {
 	m.Solves = solvers*24*widest + 12*widest
 	if c.Sampling.Enabled {
 		m.Sampling = 104 * widest * int64(len(c.Sampling.Tasks))
+	}
+	if c.Feedback.Enabled && len(c.Experiments) > 0 {
+		// The window fills only with requests served with an arm.
+		m.Feedback = feedback.EntryBytes * int64(c.Feedback.MaxEntries)
 	}
 	return m
 }

@@ -24,12 +24,13 @@ func TestMemoryBudget(t *testing.T) {
 		Cache:      2 * 100 << 20,           // one per entry
 		Solves:     4*24*d*d + 12*d*d,       // half of 8 cores, and one formation
 		Bodies:     2 * (64<<20 + 64<<20/8), // as read and converted, with the eighth
+		Feedback:   400 * 100_000,           // the default window: an experiment is configured
 		Runtime:    int64(RuntimeReserve),
 	}
 	if got != want {
 		t.Errorf("MemoryBudget\n got %+v\nwant %+v", got, want)
 	}
-	if got.Total() != want.Statistics+want.Pinned+want.Cache+want.Solves+want.Bodies+want.Runtime {
+	if got.Total() != want.Statistics+want.Pinned+want.Cache+want.Solves+want.Bodies+want.Feedback+want.Runtime {
 		t.Errorf("Total %d", got.Total())
 	}
 	c.Admission.MaxConcurrentSolves = 2
@@ -43,7 +44,21 @@ func TestMemoryBudget(t *testing.T) {
 	}
 	c.Sampling.Enabled = true
 	m := c.MemoryBudget(map[string]Shape{"a": {D: d, Tasks: 5}}, 8)
-	if m.Sampling != 3*(32+32+32+8)*d*d || m.Total() != m.Statistics+m.Pinned+m.Cache+m.Solves+m.Bodies+m.Sampling+m.Runtime {
+	if m.Sampling != 3*(32+32+32+8)*d*d || m.Total() != m.Statistics+m.Pinned+m.Cache+m.Solves+m.Bodies+m.Sampling+m.Feedback+m.Runtime {
 		t.Errorf("Sampling of 3 tasks: %d (total %d)", m.Sampling, m.Total())
+	}
+	// Feedback: the window's bound while an experiment may fill it;
+	// nothing with feedback off, or without experiments.
+	c.Feedback.MaxEntries = 5000
+	if f := c.MemoryBudget(nil, 8).Feedback; f != 400*5000 {
+		t.Errorf("Feedback of 5000 entries: %d", f)
+	}
+	c.Feedback.Enabled = false
+	if f := c.MemoryBudget(nil, 8).Feedback; f != 0 {
+		t.Errorf("Feedback while off: %d", f)
+	}
+	c.Feedback.Enabled, c.Experiments = true, nil
+	if f := c.MemoryBudget(nil, 8).Feedback; f != 0 {
+		t.Errorf("Feedback without experiments: %d", f)
 	}
 }
