@@ -733,3 +733,48 @@ func TestFeedbackAcrossReload(t *testing.T) {
 		}
 	}
 }
+
+// TestFeedbackStream: requests of a ModelStreamInfer stream served with
+// an arm are recorded too; one without an id gets react-request-id as a
+// response parameter (a stream has one header for all its responses),
+// and their outcomes join to their arms.
+func TestFeedbackStream(t *testing.T) {
+	h := sidecartest.StartHarness(t, func(c *sidecartest.CtlConfig) { c.Experiments = abYAML("bheavy") })
+	armOf := splitOf(t, "bheavy")
+	rows, classes := clearRows(t, h.Scenario, 11, 4)
+	ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs("x-user-id", "streamer"))
+	stream, err := h.Client.ModelStreamInfer(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arm := armOf("streamer")
+	c := newClient(t, h)
+	for i, x := range rows {
+		own := ""
+		if i%2 == 0 {
+			own = "stream-" + strconv.Itoa(i)
+		}
+		if err := stream.Send(sidecartest.CtlRequest("single", own, x)); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := stream.Recv()
+		if err != nil || resp.GetErrorMessage() != "" {
+			t.Fatalf("stream: %v, %v", resp, err)
+		}
+		r := resp.GetInferResponse()
+		p := r.GetParameters()
+		assigned := p[outcomes.KeyRequestID].GetStringParam()
+		if p["react-arm"].GetStringParam() != arm || r.GetId() != own || (own == "") != (len(assigned) == 32) {
+			t.Errorf("stream request %d (id %q): arm %q, id %q, react-request-id %q", i, own, p["react-arm"].GetStringParam(), r.GetId(), assigned)
+		}
+		id := own
+		if id == "" {
+			id = assigned
+		}
+		class := classes[i][arm]
+		if a := c.label("grpc", "single", id, "", int64(class)); !a.ok() || a.resp.Arm != arm || a.resp.Score != 1 {
+			t.Errorf("stream request %d: the outcome: %+v, want arm %s, score 1", i, a, arm)
+		}
+	}
+	stream.CloseSend()
+}
