@@ -4,8 +4,9 @@
 //
 // GRPCProxy relays every gRPC method (unary or streaming, known or not,
 // grpc.health.v1 included) frame by frame over one shared
-// *grpc.ClientConn, with a codec that never decodes a message (Codec,
-// Frame); NewHTTPProxy relays every HTTP request with an
+// *grpc.ClientConn, with a codec that never decodes a message it relays
+// (Codec, Frame; it encodes the protobuf messages of a service registered
+// beside the proxy, such as the sidecar's react.Feedback); NewHTTPProxy relays every HTTP request with an
 // httputil.ReverseProxy. Metadata, headers, trailers, status codes,
 // deadlines and cancellation travel both ways; ReACT's own react-* keys
 // are stripped (Forwardable), the peer is appended to X-Forwarded-For, and
