@@ -229,6 +229,7 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 	}()
 
 	serveErr := s.Serve(ctx)
+	models.Close() // shadow comparisons still under way are dropped
 	if cause := context.Cause(ctx); serveErr == nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
 	}

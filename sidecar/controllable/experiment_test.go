@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -147,4 +148,42 @@ func TestModelsExperiment(t *testing.T) {
 		}
 	}
 	t.Logf("%d of 20 keys moved from bheavy to plain", moved)
+}
+
+// TestModelsShadowWired: with experiments[].shadow.fraction 1 every
+// request served with an arm is compared with the other arm after it is
+// answered, and the sidecar's own /metrics serve the comparisons (rows per
+// pair of arms and task; the counting itself is sidecar/pipeline's test).
+func TestModelsShadowWired(t *testing.T) {
+	shadowed := experimentYAML(1, 1) + "    shadow: {fraction: 1, max_concurrent: 64}\n"
+	h := sidecartest.StartHarness(t, func(c *sidecartest.CtlConfig) { c.Experiments = shadowed })
+	const n = 10
+	for i := range n {
+		ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs("x-user-id", "user-"+strconv.Itoa(i)))
+		if _, err := h.Client.ModelInfer(ctx, sidecartest.CtlRequest("multi", "m", sidecartest.CtlBatch)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := float64(n * 4 * len(sidecartest.CtlTasks)) // four rows a request, every head
+	var rows, skipped float64
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		fams := sidecartest.Scrape(t, h.Metrics.Handler())
+		rows, skipped = 0, 0
+		for _, pair := range [][2]string{{"plain", "bheavy"}, {"bheavy", "plain"}} {
+			for _, task := range sidecartest.CtlTasks {
+				v, _ := sidecartest.MetricValue(fams, "react_experiment_shadow_rows_total", map[string]string{"model": "multi", "experiment": "ab", "arm": pair[0], "other": pair[1], "task": task})
+				rows += v
+			}
+		}
+		for _, reason := range []string{"busy", "graph_form", "no_prediction", "no_matrix", "timeout", "stopped", "error"} {
+			v, _ := sidecartest.MetricValue(fams, "react_experiment_shadow_skipped_total", map[string]string{"model": "multi", "experiment": "ab", "reason": reason})
+			skipped += v
+		}
+		if rows+skipped*4*float64(len(sidecartest.CtlTasks)) >= want {
+			break
+		}
+	}
+	if rows != want || skipped != 0 {
+		t.Errorf("shadow rows %v, skipped %v requests; want %v rows, none skipped", rows, skipped, want)
+	}
 }

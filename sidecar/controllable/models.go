@@ -242,10 +242,16 @@ func (ms *Models) Reload(ctx context.Context, cfg *config.Config) error {
 	ms.log.Info("memory budget", "memory_budget", cfg.MemoryBudget(shapes(set), 0).String())
 	ms.cache.Reconfigure(cacheOptions(cfg, nil))
 	ms.budget.SetLimit(int64(cfg.Limits.MaxInflightBytes))
-	ms.state.Store(next)
+	prev := ms.state.Swap(next)
 	ms.readers.forget()
+	prev.set.Close() // the old set's shadow comparisons: cancelled, waited for
 	return nil
 }
+
+// Close stops the background work of the models in service (their shadow
+// comparisons, cancelled and waited for); requests still answer, without
+// it. The command calls it once the servers have stopped.
+func (ms *Models) Close() { ms.state.Load().set.Close() }
 
 // build builds the models of a state's configuration.
 func (ms *Models) build(ctx context.Context, st *modelsState) (*pipeline.Set, error) {
@@ -253,7 +259,11 @@ func (ms *Models) build(ctx context.Context, st *modelsState) (*pipeline.Set, er
 	if ms.metrics != nil {
 		obs = ms.metrics
 	}
-	return pipeline.Build(ctx, st.cfg, st.up, pipeline.Options{Cache: ms.cache, Observer: obs, Stats: ms.stats})
+	opts := pipeline.Options{Cache: ms.cache, Observer: obs, Stats: ms.stats}
+	if ms.metrics != nil {
+		opts.Shadow = ms.metrics.Shadow()
+	}
+	return pipeline.Build(ctx, st.cfg, st.up, opts)
 }
 
 // Files returns the components files in use, for the reload watcher.

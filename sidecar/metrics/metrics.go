@@ -23,6 +23,7 @@ type Metrics struct {
 	exp     *experimentMetrics
 	adm     *admissionMetrics
 	surface *surfaceMetrics
+	shadow  *pipeline.ShadowMetrics
 
 	requests      *prometheus.CounterVec   // model, protocol, source
 	errors        *prometheus.CounterVec   // model, protocol, code
@@ -49,6 +50,7 @@ func New() *Metrics {
 		exp:     newExperimentMetrics(),
 		adm:     newAdmissionMetrics(),
 		surface: newSurfaceMetrics(),
+		shadow:  pipeline.NewShadowMetrics(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "react_requests_total",
 			Help: "Inference requests served for controllable models, by model, protocol and where the preference came from (header, parameter, preset, arm, default).",
@@ -113,6 +115,9 @@ func New() *Metrics {
 	m.reg.MustRegister(m.exp.collectors()...)
 	m.reg.MustRegister(m.adm.collectors()...)
 	m.reg.MustRegister(m.surface.collectors()...)
+	if err := m.shadow.Register(m.reg); err != nil {
+		panic(err) // a name registered twice: a programming error, as MustRegister
+	}
 	m.reloadOK.Set(1)
 	m.reloadSuccess.SetToCurrentTime()
 	return m
@@ -180,6 +185,10 @@ func (m *Metrics) Reloaded(ok bool) {
 	m.reloads.WithLabelValues("failure").Inc()
 	m.reloadOK.Set(0)
 }
+
+// Shadow returns the metrics of the experiments' shadow comparisons, for
+// the controllable models' builds (pipeline.Options.Shadow).
+func (m *Metrics) Shadow() *pipeline.ShadowMetrics { return m.shadow }
 
 // Handler serves /metrics and /healthz, for the metrics listener. Go's
 // profiles are not here: see frontdoor.PprofHandler.
