@@ -149,16 +149,19 @@ var policy = map[string][]string{
 	// sidecar/server: the listeners and servers, the front door put before
 	// the pass-through.
 	"sidecar/server": {"sidecar/frontdoor", "sidecar/passthrough", "sidecar/metrics", "sidecar/config"},
+	// sidecar/sampling: live sampling wired in: the sampler built from the
+	// configuration, the samples' backbone and expert calls.
+	"sidecar/sampling": {"livestats", "sidecar/config", "sidecar/passthrough", "control", "react", "triton", "triton/tritonpb"},
 	// sidecar/controllable: the controllable models and their answers over
 	// the pass-through's seams.
 	"sidecar/controllable": {"sidecar/pipeline", "sidecar/modelstats", "sidecar/config", "sidecar/limits", "sidecar/metrics", "sidecar/passthrough",
-		"sidecar/readiness", "sidecar/internal/restapi", "control", "problem", "triton/tritonhttp", "triton/tritonpb"},
+		"sidecar/readiness", "sidecar/internal/restapi", "sidecar/sampling", "control", "problem", "triton/tritonhttp", "triton/tritonpb"},
 	// sidecar/internal/sidecartest: test support only, a sidecar in front of
 	// a fake Triton for the tests of the sidecar's packages.
 	"sidecar/internal/sidecartest": {"sidecar/server", "sidecar/controllable", "sidecar/frontdoor", "sidecar/metrics", "sidecar/passthrough",
 		"sidecar/config", "sidecar/internal/faketriton", "sidecar/internal/restapi", "triton/tritonhttp", "triton/tritonpb", "internal/testutil"},
 	// The command: the configuration loaded, the parts wired, reloads.
-	"sidecar": {"sidecar/server", "sidecar/controllable", "sidecar/frontdoor", "sidecar/metrics", "sidecar/config", "problem", "react", "triton",
+	"sidecar": {"sidecar/server", "sidecar/controllable", "sidecar/frontdoor", "sidecar/metrics", "sidecar/sampling", "sidecar/config", "problem", "react", "triton",
 		"internal/buildinfo", "internal/cli"},
 
 	// The Triton backend: never the sidecar or its configuration.

@@ -364,10 +364,16 @@ func (ms *Models) grpcInfer(ss grpc.ServerStream, pass func(*passthrough.Frame) 
 	m, up, ok, err := ms.lookup(modelName(f.Payload))
 	md, _ := metadata.FromIncomingContext(ss.Context())
 	if !ok {
-		if f, err = ms.relayed(ss.Context(), md, f); err != nil {
+		relay, err := ms.relayed(ss.Context(), md, f)
+		if err != nil {
 			return err
 		}
-		return pass(f)
+		if err := pass(relay); err != nil {
+			return err
+		}
+		// The response is sent: the sample, if any, runs after it.
+		ms.sampleRelayed(md, f.Payload)
+		return nil
 	}
 	if err != nil {
 		return err

@@ -42,7 +42,7 @@ var notForwarded = map[string]bool{
 func Forwardable(in metadata.MD) metadata.MD {
 	out := make(metadata.MD, len(in))
 	for k, v := range in {
-		if strings.HasPrefix(k, ":") || notForwarded[k] || control.IsOwnKey(k) {
+		if strings.HasPrefix(k, ":") || notForwarded[k] || control.IsOwnKey(k) || isPrivate(k) {
 			continue
 		}
 		out[k] = append([]string(nil), v...)
