@@ -379,6 +379,8 @@ func (ms *Models) grpcInfer(ss grpc.ServerStream, pass func(*passthrough.Frame) 
 		return err
 	}
 	ctx := control.WithClientKey(ss.Context(), ms.clientKey(m, metadataGetter(md), peerAddr(peer.FromContext(ss.Context()))))
+	ctx, sample := withPendingSample(ctx)
+	defer sample.run() // after the response is sent
 	resp, err := ms.infer(ctx, m, up, f.Payload, preferenceHeader(md, m), "grpc")
 	if err != nil {
 		var oe *control.OverloadError
@@ -474,6 +476,8 @@ func (ms *Models) serve(ctx context.Context, m *pipeline.Model, up *pipeline.Ups
 		res, err = m.Infer(ctx, up, pipeline.Request{Proto: req, Header: hdr})
 		if err != nil {
 			err = ms.partGone(ctx, m, err)
+		} else {
+			ms.offerServed(ctx, m, req, res)
 		}
 	}
 	took := time.Since(start)

@@ -1,9 +1,13 @@
 package controllable
 
 import (
+	"context"
+
 	"google.golang.org/grpc/metadata"
 
+	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/sidecar/sampling"
+	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
 // SetSampler makes the models' requests and the relayed ones candidates
@@ -29,4 +33,45 @@ func (ms *Models) sampleRelayed(md metadata.MD, payload []byte) {
 	if s := ms.sampler.Load(); s != nil {
 		s.Relayed(md, payload, ms.saturated())
 	}
+}
+
+// pendingKey is the context key of a request's pending sample.
+type pendingKey struct{}
+
+// pendingSample is a controllable model's sample decided while the
+// request was served, started once its response has been sent.
+type pendingSample struct{ start func() }
+
+// withPendingSample returns a context in which serve may leave a sample,
+// and the holder whose run starts it (nothing when none was left).
+func withPendingSample(ctx context.Context) (context.Context, *pendingSample) {
+	p := new(pendingSample)
+	return context.WithValue(ctx, pendingKey{}, p), p
+}
+
+// run starts the pending sample, if any: after the response.
+func (p *pendingSample) run() {
+	if p.start != nil {
+		p.start()
+	}
+}
+
+// offerServed offers a served request of a controllable model of the
+// explicit form to the sampler, reusing the backbone's feature of res;
+// the sample is started by the caller that made ctx (withPendingSample),
+// after the response. Without such a caller (HTTP, streams) nothing is
+// sampled.
+func (ms *Models) offerServed(ctx context.Context, m *pipeline.Model, req *tritonpb.ModelInferRequest, res *pipeline.Result) {
+	p, _ := ctx.Value(pendingKey{}).(*pendingSample)
+	s := ms.sampler.Load()
+	if p == nil || s == nil || res == nil || res.Feature.Raw == nil {
+		return
+	}
+	backbone, ok := m.FeatureSource()
+	if !ok {
+		return
+	}
+	in := &tritonpb.ModelInferRequest{Inputs: m.BackboneInputs(req), RawInputContents: req.GetRawInputContents()}
+	md, _ := metadata.FromIncomingContext(ctx)
+	p.start = s.Served(m.Name(), md, ms.saturated(), in, backbone, res.Feature)
 }

@@ -359,51 +359,44 @@ func (s *Sampler) Relayed(md metadata.MD, payload []byte, saturated bool) {
 	}()
 }
 
-// Served considers a request to a controllable model whose response has
-// been sent: req is the request as its backbone was called (inputs under
-// the backbone's names), backbone the model and version it called, and
-// feature the backbone's feature of the served rows, row-major, when the
-// pipeline kept it (nil otherwise). The feature is reused when the
-// backbone is the sampled one (sampling.backbone); otherwise the sampled
-// backbone is called as for a relayed request.
-func (s *Sampler) Served(model string, md metadata.MD, saturated bool, req *tritonpb.ModelInferRequest, backbone react.ModelRef, feature []float32) {
+// Served considers a request to a controllable model that was served: in
+// is the request with its inputs under the backbone's names (as the
+// backbone was called), backbone the model, version and output the
+// pipeline called, and feature that output for the served rows. It decides
+// at once and returns the function that starts the sample, which the
+// caller calls once the response has been sent (nil when the request is
+// not sampled). The feature is reused when the backbone is the sampled
+// one (sampling.backbone, the same version and output); otherwise the
+// sampled backbone is called as for a relayed request. Only the task's
+// expert is called in the first case.
+func (s *Sampler) Served(model string, md metadata.MD, saturated bool, in *tritonpb.ModelInferRequest, backbone react.ModelRef, feature triton.Tensor) (start func()) {
 	if s == nil {
-		return
+		return nil
 	}
 	a := s.cur.Load()
 	if a == nil || !a.begin() {
-		return
+		return nil
 	}
 	x, _ := a.ls.Admit(livestats.Request{Model: model, OptOut: optedOut(md, a.ls.OptOutHeader()), Saturated: saturated})
 	if x == nil {
 		a.end()
-		return
+		return nil
 	}
-	if backbone.Name != a.backbone.model || backbone.Version != a.backbone.version || backbone.Output != a.backbone.output {
-		feature = nil
+	reuse := backbone.Name == a.backbone.model && backbone.Version == a.backbone.version && backbone.Output == a.backbone.output
+	return func() {
+		go func() {
+			defer a.end()
+			var mtl []float32
+			if reuse {
+				var err error
+				if mtl, err = feature.AsFloat32(); err != nil {
+					x.Skip(livestats.Failed)
+					return
+				}
+			}
+			a.sample(x, in, mtl)
+		}()
 	}
-	go func() {
-		defer a.end()
-		a.sample(x, req, feature)
-	}()
-}
-
-// Wants reports whether a request to model might be sampled, so that the
-// pipeline keeps the backbone's feature only then.
-func (s *Sampler) Wants(model string) bool {
-	if s == nil {
-		return false
-	}
-	a := s.cur.Load()
-	if a == nil {
-		return false
-	}
-	for _, m := range a.set.Models {
-		if m.Name == model {
-			return true
-		}
-	}
-	return false
 }
 
 // sample computes a sampled request's features and adds them: mtl is the

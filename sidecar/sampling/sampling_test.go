@@ -42,10 +42,12 @@ func samplingYAML(dir string, enabled bool, extra string) string {
   enabled: %v
   fraction: 1
   replica: test-0
+  max_concurrent: 16
 %s  checkpoint: {dir: %s, interval: 1h, window: 24h}
   backbone: {model: backbone, output: feature}
   models:
     - {name: classify, task: a}
+    - {name: single}
   tasks:
     - {name: a, expert: {model: expert_a}}
 `, enabled, extra, dir)
@@ -217,6 +219,37 @@ func TestRelayedSampledSums(t *testing.T) {
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("a file before the first checkpoint (interval 1h): %v", err)
 	}
+	if err := r.live.Close(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	checkFile(t, path, want)
+}
+
+// TestControllableReusesFeature: a sampled request to a controllable model
+// reuses the backbone's feature the pipeline computed (one backbone call
+// per request, the pipeline's), calls the expert once, and its rows'
+// sums are the reference's.
+func TestControllableReusesFeature(t *testing.T) {
+	r := newRig(t, true, "")
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(6, 1))
+	want := r.reference()
+	for i := range 5 {
+		x := batch(rng, 1+i)
+		if _, err := r.h.Client.ModelInfer(ctx, sidecartest.CtlRequest("single", "", x, "logits")); err != nil {
+			t.Fatal(err)
+		}
+		want.add(x)
+	}
+	r.live.Wait(ctx)
+	if b, e := r.h.Fake.Calls("backbone"), r.h.Fake.Calls("expert_a"); b != 5 || e != 5 {
+		t.Fatalf("backbone calls %d, expert calls %d: want 5 each (the feature reused)", b, e)
+	}
+	fams := sidecartest.Scrape(t, r.h.Metrics.Handler())
+	if v, _ := sidecartest.MetricValue(fams, "react_sampling_requests_total", map[string]string{"model": "single", "task": "a"}); v != 5 {
+		t.Errorf("react_sampling_requests_total{single} = %v, want 5", v)
+	}
+	path := r.live.Path()
 	if err := r.live.Close(5 * time.Second); err != nil {
 		t.Fatal(err)
 	}
