@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -300,33 +301,18 @@ func (s *Sampler) Wait(ctx context.Context) error {
 	}
 }
 
-// optedOut reports whether md carries the opt-out header, with any value.
+// optedOut reports whether md carries the opt-out header, with any value
+// (gRPC metadata keys are lower case; the configured name may not be).
 func optedOut(md metadata.MD, header string) bool {
-	_, ok := md[header] // metadata keys are lower case
-	if !ok {
-		for k := range md {
-			if len(k) == len(header) && equalFold(k, header) {
-				return true
-			}
+	if _, ok := md[header]; ok {
+		return true
+	}
+	for k := range md {
+		if strings.EqualFold(k, header) {
+			return true
 		}
 	}
-	return ok
-}
-
-func equalFold(a, b string) bool {
-	for i := range len(a) {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
+	return false
 }
 
 // Relayed considers a pass-through gRPC inference request that Triton has
