@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,7 @@ import (
 	"github.com/mergectl/react-triton/sidecar/frontdoor"
 	"github.com/mergectl/react-triton/sidecar/metrics"
 	"github.com/mergectl/react-triton/sidecar/outcomes"
+	"github.com/mergectl/react-triton/sidecar/sampling"
 	"github.com/mergectl/react-triton/sidecar/server"
 )
 
@@ -137,6 +139,13 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 		conn.Close()
 		return err
 	}
+	live, liveConn, err := newSampler(cfg, tlsCfg, prom, log)
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	defer liveConn.Close()
+	models.SetSampler(live)
 	guard, err := frontdoor.NewManagement(cfg.Management, prom)
 	if err != nil {
 		conn.Close()
@@ -215,8 +224,9 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 			return
 		}
 		log.Info("sidecar ready")
+		configureSampling(ctx, live, models.Config(), log)
 	}()
-	r := &reloader{flags: flags, models: models, metrics: prom, log: log, level: level, guard: guard, certs: certs}
+	r := &reloader{flags: flags, models: models, metrics: prom, log: log, level: level, guard: guard, certs: certs, sampler: live}
 	go r.run(ctx, hup)
 	if certs != nil {
 		go certs.Watch(ctx)
@@ -230,6 +240,11 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 
 	serveErr := s.Serve(ctx)
 	models.Close() // shadow comparisons still under way are dropped
+	// The samples in flight finish (within the shutdown timeout), then the
+	// final checkpoint is written.
+	if err := live.Close(cfg.Listen.ShutdownTimeout); err != nil {
+		log.Error("sampling: the final checkpoint", "error", err)
+	}
 	if cause := context.Cause(ctx); serveErr == nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
 	}
@@ -238,6 +253,33 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 	}
 	log.Info("sidecar stopped")
 	return nil
+}
+
+// newSampler returns live sampling, its metrics registered, off until
+// configured (configureSampling), with a connection to Triton of its own.
+func newSampler(cfg *config.Config, tlsCfg *tls.Config, prom *metrics.Metrics, log *slog.Logger) (*sampling.Sampler, io.Closer, error) {
+	conn, err := server.DialTriton(cfg.Triton.GRPC, tlsCfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	live := sampling.New(conn, log)
+	if err := prom.Register(live); err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("sampling: registering the metrics: %w", err)
+	}
+	return live, conn, nil
+}
+
+// configureSampling applies cfg's sampling section, reading the models'
+// metadata from Triton for up to triton.startup_timeout. A failure leaves
+// sampling as it was (off at start) until a reload: it never stops the
+// sidecar.
+func configureSampling(ctx context.Context, live *sampling.Sampler, cfg *config.Config, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Triton.StartupTimeout)
+	defer cancel()
+	if err := live.Configure(ctx, cfg); err != nil {
+		log.Error("sampling not configured; it stays as it was until a reload", "error", err)
+	}
 }
 
 // newLogger returns the structured log the configuration asks for. level

@@ -23,6 +23,7 @@ import (
 	"github.com/mergectl/react-triton/sidecar/controllable"
 	"github.com/mergectl/react-triton/sidecar/frontdoor"
 	"github.com/mergectl/react-triton/sidecar/metrics"
+	"github.com/mergectl/react-triton/sidecar/sampling"
 	"github.com/mergectl/react-triton/triton"
 )
 
@@ -75,6 +76,9 @@ type reloader struct {
 	// SIGHUP (it watches them itself).
 	guard *frontdoor.Management
 	certs *frontdoor.CertStore
+	// sampler takes the sampling section of each configuration that
+	// reloads (nil: none).
+	sampler *sampling.Sampler
 
 	// sums describe the files in service, by path.
 	sums map[string]fileState
@@ -318,6 +322,9 @@ func (r *reloader) reload(ctx context.Context, forced bool) (transient bool) {
 			r.log.Warn("changed setting needs a restart to take effect; the old value stays in use", "setting", what)
 		}
 		r.level.Set(parseLevel(cfg.Log.Level))
+		if r.sampler != nil {
+			configureSampling(ctx, r.sampler, cfg, r.log)
+		}
 		return nil
 	}()
 	// What is in service now: after a failure, the files as they were

@@ -149,10 +149,13 @@ var policy = map[string][]string{
 	// sidecar/server: the listeners and servers, the front door put before
 	// the pass-through.
 	"sidecar/server": {"sidecar/frontdoor", "sidecar/passthrough", "sidecar/metrics", "sidecar/config"},
+	// sidecar/sampling: live sampling wired in: the sampler built from the
+	// configuration, the samples' backbone and expert calls.
+	"sidecar/sampling": {"livestats", "sidecar/config", "sidecar/passthrough", "control", "react", "triton", "triton/tritonpb"},
 	// sidecar/controllable: the controllable models and their answers over
 	// the pass-through's seams.
 	"sidecar/controllable": {"sidecar/pipeline", "sidecar/modelstats", "sidecar/config", "sidecar/limits", "sidecar/metrics", "sidecar/passthrough",
-		"sidecar/readiness", "sidecar/outcomes", "sidecar/internal/restapi", "control", "problem", "triton/tritonhttp", "triton/tritonpb"},
+		"sidecar/readiness", "sidecar/outcomes", "sidecar/sampling", "sidecar/internal/restapi", "control", "problem", "triton/tritonhttp", "triton/tritonpb"},
 	// sidecar/outcomes: the experiments' outcome feedback wired in: the
 	// requests served with an arm recorded under their ids, the feedback
 	// route and the react.Feedback service.
@@ -164,7 +167,7 @@ var policy = map[string][]string{
 		"sidecar/outcomes", "experiment/feedback", "sidecar/config", "sidecar/internal/faketriton", "sidecar/internal/restapi", "triton/tritonhttp",
 		"triton/tritonpb", "internal/testutil"},
 	// The command: the configuration loaded, the parts wired, reloads.
-	"sidecar": {"sidecar/server", "sidecar/controllable", "sidecar/frontdoor", "sidecar/metrics", "sidecar/outcomes", "sidecar/config", "problem", "react", "triton",
+	"sidecar": {"sidecar/server", "sidecar/controllable", "sidecar/frontdoor", "sidecar/metrics", "sidecar/outcomes", "sidecar/sampling", "sidecar/config", "problem", "react", "triton",
 		"internal/buildinfo", "internal/cli"},
 
 	// The Triton backend: never the sidecar or its configuration.

@@ -27,8 +27,8 @@ type Sampling struct {
 	// merge --beta auto, in [0, 1). Default 0.2.
 	Holdout float64 `yaml:"holdout"`
 	// OptOutHeader is the header (gRPC metadata key) whose presence keeps a
-	// request out of the sample. Default react-no-sample (a react-* key:
-	// never passed on to Triton).
+	// request out of the sample; the sidecar never passes it on to Triton.
+	// Default react-no-sample.
 	OptOutHeader string `yaml:"opt_out_header"`
 	// MaxConcurrent bounds the samples in flight; beyond it a drawn request
 	// is not sampled. Default 2.

@@ -369,15 +369,23 @@ func (ms *Models) grpcInfer(ss grpc.ServerStream, pass func(*passthrough.Frame) 
 	m, up, ok, err := ms.lookup(modelName(f.Payload))
 	md, _ := metadata.FromIncomingContext(ss.Context())
 	if !ok {
-		if f, err = ms.relayed(ss.Context(), md, f); err != nil {
+		relay, err := ms.relayed(ss.Context(), md, f)
+		if err != nil {
 			return err
 		}
-		return pass(f)
+		if err := pass(relay); err != nil {
+			return err
+		}
+		// The response is sent: the sample, if any, runs after it.
+		ms.sampleRelayed(md, f.Payload)
+		return nil
 	}
 	if err != nil {
 		return err
 	}
 	ctx := control.WithClientKey(ss.Context(), ms.clientKey(m, metadataGetter(md), peerAddr(peer.FromContext(ss.Context()))))
+	ctx, sample := withPendingSample(ctx)
+	defer sample.run() // after the response is sent
 	resp, err := ms.infer(ctx, m, up, f.Payload, preferenceHeader(md, m), "grpc")
 	if err != nil {
 		var oe *control.OverloadError
@@ -473,6 +481,8 @@ func (ms *Models) serve(ctx context.Context, m *pipeline.Model, up *pipeline.Ups
 		res, err = m.Infer(ctx, up, pipeline.Request{Proto: req, Header: hdr})
 		if err != nil {
 			err = ms.partGone(ctx, m, err)
+		} else {
+			ms.offerServed(ctx, m, req, res)
 		}
 	}
 	took := time.Since(start)

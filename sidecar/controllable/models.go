@@ -24,6 +24,7 @@ import (
 	"github.com/mergectl/react-triton/sidecar/passthrough"
 	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/sidecar/readiness"
+	"github.com/mergectl/react-triton/sidecar/sampling"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -58,6 +59,9 @@ type Models struct {
 	// redact removes Triton's addresses from the messages clients get.
 	redact *passthrough.Redactor
 	logged passthrough.LogLimit
+
+	// sampler is live sampling (SetSampler); nil samples nothing.
+	sampler atomic.Pointer[sampling.Sampler]
 }
 
 // modelsState is one configuration's controllable models.

@@ -82,9 +82,10 @@ func NewHTTPProxy(target string, tlsCfg *tls.Config, intercept HTTPInterceptor, 
 			if v := forwardedFor(r.In.Header["X-Forwarded-For"], hostOf(r.In.RemoteAddr)); v != "" {
 				r.Out.Header["X-Forwarded-For"] = []string{v}
 			}
-			// ReACT's own headers never reach Triton.
+			// ReACT's own headers, and the private ones
+			// (SetPrivateKeys), never reach Triton.
 			for k := range r.Out.Header {
-				if control.IsOwnKey(k) {
+				if control.IsOwnKey(k) || isPrivate(k) {
 					delete(r.Out.Header, k)
 				}
 			}

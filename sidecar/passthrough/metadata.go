@@ -36,13 +36,14 @@ var notForwarded = map[string]bool{
 }
 
 // Forwardable returns a copy of the client's metadata without the keys in
-// notForwarded, without pseudo-headers and without ReACT's own keys
-// ("react-*", which never reach Triton). Everything else, binary "-bin"
+// notForwarded, without pseudo-headers, without ReACT's own keys
+// ("react-*", which never reach Triton) and without the private ones
+// (SetPrivateKeys: the sampling opt-out header). Everything else, binary "-bin"
 // keys and repeated values included, is forwarded as it came.
 func Forwardable(in metadata.MD) metadata.MD {
 	out := make(metadata.MD, len(in))
 	for k, v := range in {
-		if strings.HasPrefix(k, ":") || notForwarded[k] || control.IsOwnKey(k) {
+		if strings.HasPrefix(k, ":") || notForwarded[k] || control.IsOwnKey(k) || isPrivate(k) {
 			continue
 		}
 		out[k] = append([]string(nil), v...)

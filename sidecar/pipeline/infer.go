@@ -55,6 +55,10 @@ type Result struct {
 	// Predictions are each head's top-1 class and confidence per row, for
 	// a request served with an experiment's arm; nil otherwise.
 	Predictions []Prediction
+	// Feature is the backbone's feature of the served rows as Triton
+	// returned it (datatype, shape, raw bytes; not copied), for live
+	// sampling; empty for the graph form.
+	Feature triton.Tensor
 }
 
 // Infer serves one request: it resolves the preference, checks the inputs
@@ -128,6 +132,7 @@ func (m *Model) infer(ctx context.Context, up *Upstream, in *tritonpb.ModelInfer
 		return err
 	}
 	res.Timing.Backbone = time.Since(start)
+	res.Feature = triton.Tensor{Name: m.feature, Datatype: feature.datatype, Shape: feature.shape, Raw: feature.raw}
 
 	// The correction, into pooled buffers.
 	start = time.Now()

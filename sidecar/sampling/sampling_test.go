@@ -1,0 +1,420 @@
+package sampling_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mergectl/react-triton/react/partialfile"
+	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
+	"github.com/mergectl/react-triton/sidecar/internal/sidecartest"
+	"github.com/mergectl/react-triton/sidecar/passthrough"
+	"github.com/mergectl/react-triton/sidecar/sampling"
+	"github.com/mergectl/react-triton/triton/tritonpb"
+)
+
+// rig is a sidecar in front of the fake Triton with live sampling wired
+// as the command wires it: the fake also serves a pass-through model
+// "classify" (x → logits) and the expert "expert_a" (x → feature, T x),
+// and the sampling section maps classify to task a.
+type rig struct {
+	h    *sidecartest.Harness
+	live *sampling.Sampler
+	dir  string
+	t    [][]float64 // the expert's map, D×3
+}
+
+// samplingYAML is the sampling section: extra is more keys, indented by
+// two spaces.
+func samplingYAML(dir string, enabled bool, extra string) string {
+	return fmt.Sprintf(`sampling:
+  enabled: %v
+  fraction: 1
+  replica: test-0
+  max_concurrent: 16
+%s  checkpoint: {dir: %s, interval: 1h, window: 24h}
+  backbone: {model: backbone, output: feature}
+  models:
+    - {name: classify, task: a}
+    - {name: single}
+  tasks:
+    - {name: a, expert: {model: expert_a}}
+`, enabled, extra, dir)
+}
+
+func newRig(t *testing.T, enabled bool, extra string) *rig {
+	t.Helper()
+	dir := t.TempDir()
+	h := sidecartest.NewHarness(t, func(c *sidecartest.CtlConfig) { c.Sections = samplingYAML(dir, enabled, extra) })
+	rng := rand.New(rand.NewPCG(11, 3))
+	tm := make([][]float64, h.Scenario.D)
+	for i := range tm {
+		tm[i] = []float64{rng.NormFloat64(), rng.NormFloat64(), rng.NormFloat64()}
+	}
+	h.Fake.Put(faketriton.Linear("expert_a", "x", "FP32", "feature", "FP32", tm, nil))
+	h.Fake.Put(faketriton.Linear("classify", "x", "FP32", "logits", "FP32", [][]float64{{1, 2, 3}, {-1, 0, 0.5}}, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := h.Models.Start(ctx); err != nil {
+		t.Fatalf("Start: %v\n%s", err, h.Log.String())
+	}
+	live := sampling.New(sidecartest.Dial(t, h.Fake.Addr), slog.New(slog.NewTextHandler(h.Log, nil)))
+	if err := h.Metrics.Register(live); err != nil { // as the command does
+		t.Fatal(err)
+	}
+	h.Models.SetSampler(live)
+	if err := live.Configure(ctx, h.Models.Config()); err != nil {
+		t.Fatalf("Configure: %v", err)
+	}
+	t.Cleanup(func() {
+		live.Close(time.Second)
+		sampling.SetOptOut("")
+	})
+	return &rig{h: h, live: live, dir: dir, t: tm}
+}
+
+// batch returns rows random rows of x, float32 values as the request
+// carries them.
+func batch(rng *rand.Rand, rows int) []float64 {
+	x := make([]float64, rows*3)
+	for i := range x {
+		x[i] = float64(float32(2*rng.Float64() - 1))
+	}
+	return x
+}
+
+// sums is the float64 reference: S = Σ z_ind z_mtlᵀ, G = Σ z_mtl z_mtlᵀ,
+// N and Σ ‖z_ind‖², over the rows as the fake computes them (float64,
+// rounded to float32).
+type sums struct {
+	d     int
+	n     int64
+	s, g  []float64
+	yy    float64
+	mtl   func(x []float64) []float64
+	ind   func(x []float64) []float64
+	added int
+}
+
+func (r *rig) reference() *sums {
+	sc := r.h.Scenario
+	d := sc.D
+	round := func(v []float64) []float64 {
+		for i := range v {
+			v[i] = float64(float32(v[i]))
+		}
+		return v
+	}
+	return &sums{d: d, s: make([]float64, d*d), g: make([]float64, d*d),
+		mtl: func(x []float64) []float64 { return round(faketriton.Affine(sc.M, sc.Bias, x)) },
+		ind: func(x []float64) []float64 { return round(faketriton.Apply(r.t, x)) }}
+}
+
+func (s *sums) add(x []float64) {
+	m, y := s.mtl(x), s.ind(x)
+	d := s.d
+	for r := 0; r < len(m)/d; r++ {
+		zm, zi := m[r*d:(r+1)*d], y[r*d:(r+1)*d]
+		for i := range d {
+			s.yy += zi[i] * zi[i]
+			for j := range d {
+				s.s[i*d+j] += zi[i] * zm[j]
+				s.g[i*d+j] += zm[i] * zm[j]
+			}
+		}
+		s.n++
+	}
+	s.added++
+}
+
+// relErr is max |a − b| / max |b|.
+func relErr(a, b []float64) float64 {
+	num, den := 0.0, 0.0
+	for i := range b {
+		num = max(num, math.Abs(a[i]-b[i]))
+		den = max(den, math.Abs(b[i]))
+	}
+	return num / den
+}
+
+func (r *rig) infer(t *testing.T, ctx context.Context, x []float64) *tritonpb.ModelInferResponse {
+	t.Helper()
+	resp, err := r.h.Client.ModelInfer(ctx, sidecartest.CtlRequest("classify", "", x, "logits"))
+	if err != nil {
+		t.Fatalf("classify: %v", err)
+	}
+	return resp
+}
+
+// checkFile compares the live file at path with the reference.
+func checkFile(t *testing.T, path string, want *sums) {
+	t.Helper()
+	f, err := partialfile.Load(path)
+	if err != nil {
+		t.Fatalf("the live file: %v", err)
+	}
+	if len(f.Tasks) != 1 || f.Tasks[0].Name != "a" || f.Replica != "test-0" || f.Run != "live traffic" {
+		t.Fatalf("file: replica %q, run %q, %d tasks", f.Replica, f.Run, len(f.Tasks))
+	}
+	acc := f.Tasks[0].Acc
+	n, s, g := acc.State()
+	yy, _ := acc.SumSquares()
+	if n != want.n {
+		t.Fatalf("N = %d, want %d", n, want.n)
+	}
+	d := want.d
+	var gu, wu []float64 // the upper triangles of G
+	for i := range d {
+		for j := i; j < d; j++ {
+			gu, wu = append(gu, g[i*d+j]), append(wu, want.g[i*d+j])
+		}
+	}
+	for _, c := range []struct {
+		what      string
+		got, want []float64
+	}{{"S", s, want.s}, {"G", gu, wu}, {"Σ‖z_ind‖²", []float64{yy}, []float64{want.yy}}} {
+		if e := relErr(c.got, c.want); e > 1e-12 {
+			t.Errorf("%s: relative error %.3g against the float64 reference (want ≤ 1e-12)", c.what, e)
+		}
+	}
+}
+
+// TestRelayedSampledSums: at fraction 1 every relayed request to a sampled
+// model is run through the backbone and the expert after its response, and
+// the file written at shutdown holds the sums of exactly those rows.
+func TestRelayedSampledSums(t *testing.T) {
+	r := newRig(t, true, "")
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(5, 9))
+	want := r.reference()
+	for i := range 12 {
+		x := batch(rng, 1+i%faketriton.MaxBatch)
+		r.infer(t, ctx, x)
+		want.add(x)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := r.live.Wait(waitCtx); err != nil {
+		t.Fatal(err)
+	}
+	if b, e := r.h.Fake.Calls("backbone"), r.h.Fake.Calls("expert_a"); b != 12 || e != 12 {
+		t.Fatalf("backbone calls %d, expert calls %d: want 12 each, one per request", b, e)
+	}
+	fams := sidecartest.Scrape(t, r.h.Metrics.Handler())
+	if v, _ := sidecartest.MetricValue(fams, "react_sampling_requests_total", map[string]string{"model": "classify", "task": "a"}); v != 12 {
+		t.Errorf("react_sampling_requests_total = %v, want 12", v)
+	}
+	path := r.live.Path()
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("a file before the first checkpoint (interval 1h): %v", err)
+	}
+	if err := r.live.Close(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	checkFile(t, path, want)
+}
+
+// TestControllableReusesFeature: a sampled request to a controllable model
+// reuses the backbone's feature the pipeline computed (one backbone call
+// per request, the pipeline's), calls the expert once, and its rows'
+// sums are the reference's.
+func TestControllableReusesFeature(t *testing.T) {
+	r := newRig(t, true, "")
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(6, 1))
+	want := r.reference()
+	for i := range 5 {
+		x := batch(rng, 1+i)
+		if _, err := r.h.Client.ModelInfer(ctx, sidecartest.CtlRequest("single", "", x, "logits")); err != nil {
+			t.Fatal(err)
+		}
+		want.add(x)
+	}
+	r.live.Wait(ctx)
+	if b, e := r.h.Fake.Calls("backbone"), r.h.Fake.Calls("expert_a"); b != 5 || e != 5 {
+		t.Fatalf("backbone calls %d, expert calls %d: want 5 each (the feature reused)", b, e)
+	}
+	fams := sidecartest.Scrape(t, r.h.Metrics.Handler())
+	if v, _ := sidecartest.MetricValue(fams, "react_sampling_requests_total", map[string]string{"model": "single", "task": "a"}); v != 5 {
+		t.Errorf("react_sampling_requests_total{single} = %v, want 5", v)
+	}
+	path := r.live.Path()
+	if err := r.live.Close(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	checkFile(t, path, want)
+}
+
+// TestShutdownWaitsForSamples: a sample still in flight at shutdown (its
+// expert held by Triton) finishes, and its rows are in the final
+// checkpoint.
+func TestShutdownWaitsForSamples(t *testing.T) {
+	r := newRig(t, true, "")
+	want := r.reference()
+	x := batch(rand.New(rand.NewPCG(1, 2)), 3)
+	release := r.h.Fake.Hold("expert_a")
+	r.infer(t, context.Background(), x) // answered: the sample waits on the expert
+	want.add(x)
+	path := r.live.Path()
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		release()
+	}()
+	if err := r.live.Close(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	checkFile(t, path, want)
+}
+
+// TestOptOut: a request carrying the opt-out header is answered, not
+// sampled (no backbone or expert call, counted as opt_out), and the header
+// does not reach Triton, also when it is not a react-* key.
+func TestOptOut(t *testing.T) {
+	r := newRig(t, true, "  opt_out_header: x-no-sample\n")
+	x := batch(rand.New(rand.NewPCG(1, 3)), 2)
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "x-no-sample", "", "x-other", "kept")
+	r.infer(t, ctx, x)
+	r.live.Wait(context.Background())
+	if b, e := r.h.Fake.Calls("backbone"), r.h.Fake.Calls("expert_a"); b != 0 || e != 0 {
+		t.Fatalf("opted out, yet backbone calls %d, expert calls %d", b, e)
+	}
+	md := r.h.Fake.LastMetadata("classify")
+	if _, ok := md["x-no-sample"]; ok || len(md["x-other"]) == 0 {
+		t.Errorf("metadata reaching Triton: %v: want x-other, not the opt-out header", md)
+	}
+	fams := sidecartest.Scrape(t, r.h.Metrics.Handler())
+	if v, _ := sidecartest.MetricValue(fams, "react_sampling_skipped_total", map[string]string{"model": "classify", "task": "a", "reason": "opt_out"}); v != 1 {
+		t.Errorf("skipped{opt_out} = %v, want 1", v)
+	}
+	// Without the header, the same request is sampled.
+	r.infer(t, context.Background(), x)
+	r.live.Wait(context.Background())
+	if b := r.h.Fake.Calls("backbone"); b != 1 {
+		t.Errorf("backbone calls %d after a request without the header, want 1", b)
+	}
+}
+
+// TestOffByDefault: with the sampling section off nothing is sampled or
+// written, and no extra call reaches Triton.
+func TestOffByDefault(t *testing.T) {
+	r := newRig(t, false, "")
+	x := batch(rand.New(rand.NewPCG(1, 4)), 4)
+	for range 5 {
+		r.infer(t, context.Background(), x)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if b, e, c := r.h.Fake.Calls("backbone"), r.h.Fake.Calls("expert_a"), r.h.Fake.Calls("classify"); b != 0 || e != 0 || c != 5 {
+		t.Fatalf("calls: backbone %d, expert %d, classify %d; want 0, 0, 5", b, e, c)
+	}
+	if r.live.Path() != "" {
+		t.Errorf("a sampler in service: %s", r.live.Path())
+	}
+	if err := r.live.Close(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(r.dir); len(ents) != 0 {
+		t.Errorf("files written with sampling off: %v", ents)
+	}
+	fams := sidecartest.Scrape(t, r.h.Metrics.Handler())
+	for name := range fams {
+		if strings.HasPrefix(name, "react_sampling_") {
+			t.Errorf("metric %s exported with sampling off", name)
+		}
+	}
+}
+
+// TestResponseUnchanged: with sampling on, the client's response is byte
+// for byte Triton's.
+func TestResponseUnchanged(t *testing.T) {
+	r := newRig(t, true, "")
+	req, err := proto.Marshal(sidecartest.CtlRequest("classify", "id-1", batch(rand.New(rand.NewPCG(1, 5)), 5), "logits"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := func(addr string) []byte {
+		cs, err := sidecartest.NewRawStream(context.Background(), sidecartest.Dial(t, addr), passthrough.Service+"ModelInfer")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.SendMsg(&passthrough.Frame{Payload: req}); err != nil {
+			t.Fatal(err)
+		}
+		cs.CloseSend()
+		var f passthrough.Frame
+		if err := cs.RecvMsg(&f); err != nil {
+			t.Fatalf("%s: %v", addr, err)
+		}
+		return f.Payload
+	}
+	got, want := raw(r.h.Server.GRPCAddr().String()), raw(r.h.Fake.Addr)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("the sidecar's response (%d bytes) differs from Triton's (%d bytes)", len(got), len(want))
+	}
+	r.live.Wait(context.Background())
+	if b := r.h.Fake.Calls("backbone"); b != 1 {
+		t.Errorf("backbone calls %d: the request through the sidecar should be sampled once", b)
+	}
+}
+
+// TestReloadKeepsOrRestarts: a reload with the same sampling section keeps
+// the sampler (same file, sums going on); a changed section writes the old
+// window and starts a new file.
+func TestReloadKeepsOrRestarts(t *testing.T) {
+	r := newRig(t, true, "")
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(8, 8))
+	first := r.reference()
+	x := batch(rng, 4)
+	r.infer(t, ctx, x)
+	first.add(x)
+	r.live.Wait(ctx)
+	path := r.live.Path()
+	if err := r.live.Configure(ctx, r.h.Models.Config()); err != nil {
+		t.Fatal(err)
+	}
+	if r.live.Path() != path {
+		t.Fatalf("an unchanged section started a new file: %s, was %s", r.live.Path(), path)
+	}
+	x = batch(rng, 3)
+	r.infer(t, ctx, x)
+	first.add(x)
+	r.live.Wait(ctx)
+
+	cfg := sidecartest.LoadConfig(t, r.h.Dir, "changed.yaml", withSections(r.h.Config, samplingYAML(r.dir, true, "  holdout: 0.5\n")))
+	time.Sleep(time.Millisecond) // a new window starts later
+	if err := r.live.Configure(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if r.live.Path() == path {
+		t.Fatal("a changed section kept the file")
+	}
+	checkFile(t, path, first) // written as the old sampler was retired
+	second := r.reference()
+	x = batch(rng, 2)
+	r.infer(t, ctx, x)
+	second.add(x)
+	newPath := r.live.Path()
+	if err := r.live.Close(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	checkFile(t, newPath, second)
+	if m, _ := filepath.Glob(filepath.Join(r.dir, "*.live.safetensors")); len(m) != 2 {
+		t.Errorf("files %v, want the two windows'", m)
+	}
+}
+
+func withSections(c sidecartest.CtlConfig, sections string) sidecartest.CtlConfig {
+	c.Sections = sections
+	return c
+}
