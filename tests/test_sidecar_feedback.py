@@ -73,6 +73,7 @@ NOT_TRIGGERED = {
     "react_tls_reloads_total": "TLS is off",
     "react_wp_solve_errors_total": "needs a components file whose C_p is not positive definite",
     "react_wp_solves_cancelled_total": "needs a solve whose every waiter leaves before it runs (a race)",
+    "react_experiment_shadow_skipped_total": "needs a comparison skipped (all slots busy, or a timeout: a race)",
 }
 
 
@@ -87,7 +88,10 @@ def _config(triton_grpc, triton_http, arms=ARMS):
     models = [{"name": MODEL, **model}, {"name": "fashion", **model}]
     experiments = [
         {"name": EXPERIMENT, "models": [MODEL], "key": {"header": "x-user-id", "parameter": "user_id"},
-         "arms": [{"name": a, "weight": w, "preference": ARM_PREFERENCE[a] or "none"} for a, w in arms]},
+         "arms": [{"name": a, "weight": w, "preference": ARM_PREFERENCE[a] or "none"} for a, w in arms],
+         # Every request served with an arm also compared with the other
+         # arm, so that the dashboard's shadow metrics are served.
+         "shadow": {"fraction": 1, "max_concurrent": 4}},
         # Half the keys take part: the others are counted as excluded.
         {"name": "share", "models": ["fashion"], "key": {"header": "x-user-id"}, "traffic": 0.5,
          "arms": [{"name": "only", "weight": 1, "preference": "fashion=1"}]},
