@@ -2,6 +2,7 @@ package controllable
 
 import (
 	"context"
+	"github.com/mergectl/react-triton/sidecar/passthrough"
 
 	"github.com/mergectl/react-triton/sidecar/limits"
 )
@@ -11,8 +12,8 @@ import (
 // ModelName is modelName, for the fuzz target.
 var ModelName = modelName
 
-// StringField is stringField, for the fuzz target.
-var StringField = stringField
+// StringField is passthrough.StringField, for the fuzz target.
+var StringField = passthrough.StringField
 
 // Budget returns the budget of request bodies the models hold against.
 func (ms *Models) Budget() *limits.Budget { return ms.budget }

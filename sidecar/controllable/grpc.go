@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mergectl/react-triton/control"
@@ -68,35 +67,7 @@ func (ms *Models) GRPCInterceptor() passthrough.GRPCInterceptor {
 // modelName reads field 1, the model name of every request message that
 // names a model, from a serialized message without decoding the rest. A
 // message it cannot read names no model; Triton will say what is wrong.
-func modelName(b []byte) string { return stringField(b, 1) }
-
-// stringField reads a string field of a serialized message ("" when absent
-// or unreadable). As in proto, the last occurrence wins.
-func stringField(b []byte, field protowire.Number) string {
-	value := ""
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return ""
-		}
-		b = b[n:]
-		if num == field && typ == protowire.BytesType {
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return ""
-			}
-			value = string(v)
-			b = b[n:]
-			continue
-		}
-		n = protowire.ConsumeFieldValue(num, typ, b)
-		if n < 0 {
-			return ""
-		}
-		b = b[n:]
-	}
-	return value
-}
+func modelName(b []byte) string { return passthrough.StringField(b, 1) }
 
 // sendProto serializes a response message onto the raw stream.
 func sendProto(ss grpc.ServerStream, m proto.Message) error {
@@ -405,7 +376,7 @@ func (ms *Models) grpcInfer(ss grpc.ServerStream, pass func(*passthrough.Frame) 
 // headers of md turned into request parameters when the model reads them
 // (backend mode; backendParameters).
 func (ms *Models) relayed(ctx context.Context, md metadata.MD, f *passthrough.Frame) (*passthrough.Frame, error) {
-	params, err := ms.backendParameters(ctx, modelName(f.Payload), stringField(f.Payload, 2), preferenceKeys(md))
+	params, err := ms.backendParameters(ctx, modelName(f.Payload), passthrough.StringField(f.Payload, 2), preferenceKeys(md))
 	if err != nil || params == nil {
 		return f, err
 	}

@@ -154,7 +154,7 @@ func (x *streamMux) receive() error {
 func (x *streamMux) sendError(name string, f *passthrough.Frame, err error) {
 	out := &tritonpb.ModelStreamInferResponse{
 		ErrorMessage:  status.Convert(err).Message(),
-		InferResponse: &tritonpb.ModelInferResponse{ModelName: name, Id: stringField(f.Payload, 3)},
+		InferResponse: &tritonpb.ModelInferResponse{ModelName: name, Id: passthrough.StringField(f.Payload, 3)},
 	}
 	if b, err := proto.Marshal(out); err == nil {
 		x.send(&passthrough.Frame{Payload: b})

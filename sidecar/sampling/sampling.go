@@ -27,10 +27,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mergectl/react-triton/sidecar/passthrough"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mergectl/react-triton/control"
@@ -329,7 +329,7 @@ func (s *Sampler) Relayed(md metadata.MD, payload []byte, saturated bool) {
 	if a == nil || !a.begin() {
 		return
 	}
-	x, _ := a.ls.Admit(livestats.Request{Model: stringField(payload, 1), OptOut: optedOut(md, a.ls.OptOutHeader()), Saturated: saturated})
+	x, _ := a.ls.Admit(livestats.Request{Model: passthrough.StringField(payload, 1), OptOut: optedOut(md, a.ls.OptOutHeader()), Saturated: saturated})
 	if x == nil {
 		a.end()
 		return
@@ -449,34 +449,6 @@ func outputFloat32(resp *tritonpb.ModelInferResponse, name string) ([]float32, e
 		return v, nil
 	}
 	return nil, fmt.Errorf("sampling: the response has no output %q", name)
-}
-
-// stringField reads a string field of a serialized message ("" when absent
-// or unreadable); the last occurrence wins, as in proto.
-func stringField(b []byte, field protowire.Number) string {
-	value := ""
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return ""
-		}
-		b = b[n:]
-		if num == field && typ == protowire.BytesType {
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return ""
-			}
-			value = string(v)
-			b = b[n:]
-			continue
-		}
-		n = protowire.ConsumeFieldValue(num, typ, b)
-		if n < 0 {
-			return ""
-		}
-		b = b[n:]
-	}
-	return value
 }
 
 // watch measures the staleness of the first components entry of cfg
