@@ -2,9 +2,9 @@ package controllable
 
 import (
 	"context"
-	"github.com/mergectl/react-triton/sidecar/passthrough"
 
 	"github.com/mergectl/react-triton/sidecar/limits"
+	"github.com/mergectl/react-triton/sidecar/passthrough"
 )
 
 // What the external tests read of the controllable models' internals.
