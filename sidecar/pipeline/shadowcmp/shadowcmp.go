@@ -22,6 +22,9 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/sidecar/config"
 )
@@ -177,11 +180,19 @@ func (c *Comparer) do(model, arm string, compare Compare) {
 		}
 	case c.run.ctx.Err() != nil:
 		c.Skip(model, ReasonStopped)
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case timedOut(ctx, err):
 		c.Skip(model, ReasonTimeout)
 	default:
 		c.Skip(model, ReasonError)
 	}
+}
+
+// timedOut reports whether a comparison that failed with err ran out of
+// its time. The context's own error is not enough: a gRPC call that finds
+// the deadline already passed fails with DeadlineExceeded before the
+// context's timer has fired (seen under load on two cores, CI on 2476b4d).
+func timedOut(ctx context.Context, err error) bool {
+	return errors.Is(ctx.Err(), context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded
 }
 
 // Arm is an experiment's arm as a comparison needs it: its W_p (nil: no

@@ -3,11 +3,14 @@ package shadowcmp_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/pipeline/shadowcmp"
@@ -79,6 +82,11 @@ func TestOutcomes(t *testing.T) {
 		{"past its timeout", func(ctx context.Context) ([]shadowcmp.Count, bool, error) {
 			<-ctx.Done()
 			return counts, false, ctx.Err()
+		}, map[string]float64{inflight: 0, skipped("timeout"): 1}},
+		// gRPC fails a call whose deadline has passed before the
+		// context's own timer has fired: the comparison's timeout too.
+		{"gRPC reports the deadline first", func(context.Context) ([]shadowcmp.Count, bool, error) {
+			return nil, false, fmt.Errorf("head_a: %w", status.Error(codes.DeadlineExceeded, "deadline exceeded"))
 		}, map[string]float64{inflight: 0, skipped("timeout"): 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
