@@ -174,6 +174,7 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 		MaxRecvMsgSize:  int(min(cfg.Limits.MaxRequestBytes, cfg.Limits.MaxInflightBytes)),
 		InterceptGRPC:   models.GRPCInterceptor(),
 		InterceptHTTP:   fb.HTTPInterceptor(models.HTTPInterceptor()),
+		Private:         models.PrivateKeys,
 		RegisterGRPC:    fb.RegisterGRPC,
 		Log:             log,
 		Server:          cfg.Server,

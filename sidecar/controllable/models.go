@@ -76,6 +76,9 @@ type modelsState struct {
 	set *pipeline.Set
 	// pending says why set is still nil.
 	pending error
+	// private are the keys that never reach Triton beside ReACT's own:
+	// the sampling opt-out header while sampling is on.
+	private *passthrough.PrivateKeys
 }
 
 // Option configures Models.
@@ -162,7 +165,11 @@ func (ms *Models) newState(cfg *config.Config, set *pipeline.Set, pending error)
 		names[m.Name] = true
 	}
 	up := &pipeline.Upstream{RPC: ms.rpc, Addr: cfg.Triton.GRPC, Timeout: cfg.Triton.Timeout}
-	return &modelsState{cfg: cfg, up: up, names: names, set: set, pending: pending}
+	var private *passthrough.PrivateKeys
+	if cfg.Sampling.Enabled {
+		private = passthrough.NewPrivateKeys(cfg.Sampling.OptOutHeader)
+	}
+	return &modelsState{cfg: cfg, up: up, names: names, set: set, pending: pending, private: private}
 }
 
 // Start builds the configured models, trying again while the only problems
@@ -290,6 +297,18 @@ func (ms *Models) Checksums() map[string]string {
 
 // Config returns the configuration in use.
 func (ms *Models) Config() *config.Config { return ms.state.Load().cfg }
+
+// PrivateKeys returns the headers and metadata keys that never reach
+// Triton beside ReACT's own, for the configuration in use: its sampling
+// opt-out header while sampling is on, none when it is off. The proxies
+// ask for them on each call (server.Config.Private).
+func (ms *Models) PrivateKeys() *passthrough.PrivateKeys { return ms.state.Load().private }
+
+// upstreamContext is passthrough.UpstreamContext with the private keys in
+// use.
+func (ms *Models) upstreamContext(ctx context.Context) context.Context {
+	return passthrough.UpstreamContext(ctx, ms.PrivateKeys())
+}
 
 // Ready reports whether the configured models are built.
 func (ms *Models) Ready() bool { return ms.state.Load().set != nil }

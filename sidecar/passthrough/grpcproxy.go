@@ -41,6 +41,9 @@ type GRPCProxy struct {
 	// Log receives what the client is not told (the upstream's addresses
 	// in its errors); NewGRPCProxy sets one that discards it.
 	Log *slog.Logger
+	// Private, when not nil, returns the keys that never reach Triton
+	// beside ReACT's own (PrivateKeys), those in service at each call.
+	Private func() *PrivateKeys
 
 	conn      *grpc.ClientConn
 	target    string
@@ -151,9 +154,14 @@ func serveIntercepted(h GRPCHandler, ss grpc.ServerStream, method string, pass f
 // (a message already read from the client). The upstream call's context
 // derives from the client's, so the client's deadline and cancellation
 // reach Triton; its outgoing metadata is the client's, less what grpc sets
-// itself and ReACT's own keys, with the peer appended to x-forwarded-for.
+// itself, ReACT's own keys and the private ones, with the peer appended to
+// x-forwarded-for.
 func (p *GRPCProxy) forward(ss grpc.ServerStream, method string, first *Frame) error {
-	ctx, cancel := context.WithCancel(metadata.NewOutgoingContext(ss.Context(), upstreamMetadata(ss.Context())))
+	var private *PrivateKeys
+	if p.Private != nil {
+		private = p.Private()
+	}
+	ctx, cancel := context.WithCancel(UpstreamContext(ss.Context(), private))
 	defer cancel()
 
 	cs, err := OpenStream(ctx, p.conn, method)
