@@ -124,8 +124,11 @@ var policy = map[string][]string{
 	// sidecar/pipeline/shadowcmp: the shadow comparison of an experiment's
 	// arms, without the calls it makes (the pipeline gives them).
 	"sidecar/pipeline/shadowcmp": {"control", "sidecar/config"},
-	"sidecar/pipeline": {"sidecar/modelstats", "sidecar/pipeline/shadowcmp", "control", "sidecar/config", "problem", "react", "triton",
-		"triton/tritonpb", "triton/ensemble"},
+	// sidecar/pipeline/graphform: the graph form, without the calls to
+	// Triton (the pipeline gives them).
+	"sidecar/pipeline/graphform": {"control", "problem", "triton", "triton/tritonpb", "triton/ensemble"},
+	"sidecar/pipeline": {"sidecar/modelstats", "sidecar/pipeline/shadowcmp", "sidecar/pipeline/graphform", "control", "sidecar/config", "problem", "react", "triton",
+		"triton/tritonpb"},
 	// sidecar/internal/faketriton: test support only, a stand-in for Triton.
 	"sidecar/internal/faketriton": {"react", "react/componentsfile", "triton", "triton/tritonpb", "triton/tritonhttp"},
 	// sidecar/passthrough: the pass-through proxy and its seams; it knows
