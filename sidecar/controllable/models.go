@@ -17,6 +17,7 @@ import (
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/config/memory"
 	"github.com/mergectl/react-triton/sidecar/limits"
 	"github.com/mergectl/react-triton/sidecar/metrics"
 	"github.com/mergectl/react-triton/sidecar/modelstats"
@@ -126,11 +127,11 @@ func NewModels(cfg *config.Config, conn *grpc.ClientConn, m *metrics.Metrics, lo
 
 // shapes are the width and task count of each components entry's file in
 // a built set, for the memory budget.
-func shapes(set *pipeline.Set) map[string]config.Shape {
-	out := map[string]config.Shape{}
+func shapes(set *pipeline.Set) map[string]memory.Shape {
+	out := map[string]memory.Shape{}
 	for _, m := range set.Models {
 		if p := m.Profile(); p != nil {
-			out[p.Name()] = config.Shape{D: p.D(), Tasks: len(p.Tasks())}
+			out[p.Name()] = memory.Shape{D: p.D(), Tasks: len(p.Tasks())}
 		}
 	}
 	return out
@@ -186,7 +187,7 @@ func (ms *Models) Start(ctx context.Context) error {
 			if err == nil {
 				st := ms.state.Load()
 				ms.log.Info("controllable models ready", "models", len(st.set.Models), "attempts", attempt,
-					"memory_budget", st.cfg.MemoryBudget(shapes(st.set), 0).String())
+					"memory_budget", memory.BudgetOf(st.cfg, shapes(st.set), 0).String())
 			}
 			return err
 		}
@@ -243,7 +244,7 @@ func (ms *Models) Reload(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	next.set = set
-	ms.log.Info("memory budget", "memory_budget", cfg.MemoryBudget(shapes(set), 0).String())
+	ms.log.Info("memory budget", "memory_budget", memory.BudgetOf(cfg, shapes(set), 0).String())
 	ms.cache.Reconfigure(cacheOptions(cfg, nil))
 	ms.budget.SetLimit(int64(cfg.Limits.MaxInflightBytes))
 	prev := ms.state.Swap(next)
