@@ -347,16 +347,11 @@ func (ms *Models) declared() []string {
 	return out
 }
 
-// upstreamError says that the upstream Triton is unavailable in an
-// UNAVAILABLE status of a call the sidecar made itself, as the pass-through
-// does, without Triton's address (the log has it); other errors stay as
-// they are.
+// upstreamError is the error of a call the sidecar made to Triton itself,
+// as the pass-through gives it (passthrough.UpstreamError), without
+// Triton's address (clientError; the log has it).
 func (ms *Models) upstreamError(err error) error {
-	st := status.Convert(err)
-	if st.Code() != codes.Unavailable {
-		return err
-	}
-	return status.Errorf(codes.Unavailable, "sidecar: upstream Triton: %s", ms.clientMessage(st))
+	return ms.clientError(passthrough.UpstreamError(err))
 }
 
 // clientMessage is a status's message as a client may see it: without
@@ -393,22 +388,13 @@ func (ms *Models) clientError(err error) error {
 }
 
 // modelReady asks Triton whether every model a controllable model calls is
-// ready.
+// ready, as the sidecar's own readiness asks it
+// (readiness.Checker.PartsReady).
 func (ms *Models) modelReady(ctx context.Context, m *pipeline.Model) (bool, error) {
-	models, versions := m.Dependencies()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	for i, name := range models {
-		r, err := ms.rpc.ModelReady(ctx, &tritonpb.ModelReadyRequest{Name: name, Version: versions[i]})
-		if err != nil {
-			if c := status.Code(err); c == codes.NotFound {
-				return false, nil
-			}
-			return false, ms.upstreamError(err)
-		}
-		if !r.GetReady() {
-			return false, nil
-		}
+	err := ms.readiness.PartsReady(ctx, []*pipeline.Model{m}, "")
+	var nr *readiness.NotReadyError
+	if errors.As(err, &nr) {
+		return false, nil
 	}
-	return true, nil
+	return err == nil, err
 }
