@@ -119,13 +119,18 @@ var policy = map[string][]string{
 	"livestats": {"problem", "react", "react/heldout", "react/partialfile"},
 
 	// sidecar/config: the sidecar's configuration, on the same engine.
-	"sidecar/config":     {"config/layer", "react", "experiment", "experiment/feedback", "control", "livestats", "problem", "internal/bytesize", "internal/filecheck"},
-	"sidecar/modelstats": {"triton/tritonpb"},
+	"sidecar/config": {"config/layer", "react", "experiment", "experiment/feedback", "control", "livestats", "problem", "internal/bytesize", "internal/filecheck"},
+	// sidecar/config/memory: the memory budget of a configuration.
+	"sidecar/config/memory": {"sidecar/config", "experiment/feedback"},
+	"sidecar/modelstats":    {"triton/tritonpb"},
 	// sidecar/pipeline/shadowcmp: the shadow comparison of an experiment's
 	// arms, without the calls it makes (the pipeline gives them).
 	"sidecar/pipeline/shadowcmp": {"control", "sidecar/config"},
-	"sidecar/pipeline": {"sidecar/modelstats", "sidecar/pipeline/shadowcmp", "control", "sidecar/config", "problem", "react", "triton",
-		"triton/tritonpb", "triton/ensemble"},
+	// sidecar/pipeline/graphform: the graph form, without the calls to
+	// Triton (the pipeline gives them).
+	"sidecar/pipeline/graphform": {"control", "problem", "triton", "triton/tritonpb", "triton/ensemble"},
+	"sidecar/pipeline": {"sidecar/modelstats", "sidecar/pipeline/shadowcmp", "sidecar/pipeline/graphform", "control", "sidecar/config", "problem", "react", "triton",
+		"triton/tritonpb"},
 	// sidecar/internal/faketriton: test support only, a stand-in for Triton.
 	"sidecar/internal/faketriton": {"react", "react/componentsfile", "triton", "triton/tritonpb", "triton/tritonhttp"},
 	// sidecar/passthrough: the pass-through proxy and its seams; it knows
@@ -154,7 +159,7 @@ var policy = map[string][]string{
 	"sidecar/sampling": {"livestats", "sidecar/config", "sidecar/passthrough", "control", "react", "triton", "triton/tritonpb"},
 	// sidecar/controllable: the controllable models and their answers over
 	// the pass-through's seams.
-	"sidecar/controllable": {"sidecar/pipeline", "sidecar/modelstats", "sidecar/config", "sidecar/limits", "sidecar/metrics", "sidecar/passthrough",
+	"sidecar/controllable": {"sidecar/pipeline", "sidecar/modelstats", "sidecar/config", "sidecar/config/memory", "sidecar/limits", "sidecar/metrics", "sidecar/passthrough",
 		"sidecar/readiness", "sidecar/outcomes", "sidecar/sampling", "sidecar/internal/restapi", "control", "problem", "triton/tritonhttp", "triton/tritonpb"},
 	// sidecar/outcomes: the experiments' outcome feedback wired in: the
 	// requests served with an arm recorded under their ids, the feedback

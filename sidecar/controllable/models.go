@@ -17,6 +17,7 @@ import (
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/config/memory"
 	"github.com/mergectl/react-triton/sidecar/limits"
 	"github.com/mergectl/react-triton/sidecar/metrics"
 	"github.com/mergectl/react-triton/sidecar/modelstats"
@@ -129,11 +130,11 @@ func NewModels(cfg *config.Config, conn *grpc.ClientConn, m *metrics.Metrics, lo
 
 // shapes are the width and task count of each components entry's file in
 // a built set, for the memory budget.
-func shapes(set *pipeline.Set) map[string]config.Shape {
-	out := map[string]config.Shape{}
+func shapes(set *pipeline.Set) map[string]memory.Shape {
+	out := map[string]memory.Shape{}
 	for _, m := range set.Models {
 		if p := m.Profile(); p != nil {
-			out[p.Name()] = config.Shape{D: p.D(), Tasks: len(p.Tasks())}
+			out[p.Name()] = memory.Shape{D: p.D(), Tasks: len(p.Tasks())}
 		}
 	}
 	return out
@@ -193,7 +194,7 @@ func (ms *Models) Start(ctx context.Context) error {
 			if err == nil {
 				st := ms.state.Load()
 				ms.log.Info("controllable models ready", "models", len(st.set.Models), "attempts", attempt,
-					"memory_budget", st.cfg.MemoryBudget(shapes(st.set), 0).String())
+					"memory_budget", memory.BudgetOf(st.cfg, shapes(st.set), 0).String())
 			}
 			return err
 		}
@@ -250,7 +251,7 @@ func (ms *Models) Reload(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	next.set = set
-	ms.log.Info("memory budget", "memory_budget", cfg.MemoryBudget(shapes(set), 0).String())
+	ms.log.Info("memory budget", "memory_budget", memory.BudgetOf(cfg, shapes(set), 0).String())
 	ms.cache.Reconfigure(cacheOptions(cfg, nil))
 	ms.budget.SetLimit(int64(cfg.Limits.MaxInflightBytes))
 	prev := ms.state.Swap(next)
@@ -365,16 +366,11 @@ func (ms *Models) declared() []string {
 	return out
 }
 
-// upstreamError says that the upstream Triton is unavailable in an
-// UNAVAILABLE status of a call the sidecar made itself, as the pass-through
-// does, without Triton's address (the log has it); other errors stay as
-// they are.
+// upstreamError is the error of a call the sidecar made to Triton itself,
+// as the pass-through gives it (passthrough.UpstreamError), without
+// Triton's address (clientError; the log has it).
 func (ms *Models) upstreamError(err error) error {
-	st := status.Convert(err)
-	if st.Code() != codes.Unavailable {
-		return err
-	}
-	return status.Errorf(codes.Unavailable, "sidecar: upstream Triton: %s", ms.clientMessage(st))
+	return ms.clientError(passthrough.UpstreamError(err))
 }
 
 // clientMessage is a status's message as a client may see it: without
@@ -411,22 +407,13 @@ func (ms *Models) clientError(err error) error {
 }
 
 // modelReady asks Triton whether every model a controllable model calls is
-// ready.
+// ready, as the sidecar's own readiness asks it
+// (readiness.Checker.PartsReady).
 func (ms *Models) modelReady(ctx context.Context, m *pipeline.Model) (bool, error) {
-	models, versions := m.Dependencies()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	for i, name := range models {
-		r, err := ms.rpc.ModelReady(ctx, &tritonpb.ModelReadyRequest{Name: name, Version: versions[i]})
-		if err != nil {
-			if c := status.Code(err); c == codes.NotFound {
-				return false, nil
-			}
-			return false, ms.upstreamError(err)
-		}
-		if !r.GetReady() {
-			return false, nil
-		}
+	err := ms.readiness.PartsReady(ctx, []*pipeline.Model{m}, "")
+	var nr *readiness.NotReadyError
+	if errors.As(err, &nr) {
+		return false, nil
 	}
-	return true, nil
+	return err == nil, err
 }
