@@ -11,6 +11,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mergectl/react-triton/react/internal/condbound"
 	"github.com/mergectl/react-triton/react/internal/cuda"
 	"github.com/mergectl/react-triton/react/internal/linalg"
 )
@@ -229,7 +230,7 @@ type cudaSolver struct {
 	lwork                                    int
 	// bounds bound the condition number of any C_p before the solve, or
 	// are nil when a G_t could not be shown positive semi-definite.
-	bounds *gramBounds
+	bounds *condbound.Bounds
 	pool   sync.Pool // *hostScratch
 	// trace, when set (by a benchmark), is called after each step of a
 	// solve, once the device has finished it.
@@ -276,7 +277,7 @@ func (ds *cudaSolver) Solve(p Preference) (DeviceMatrix, SolveStats, error) {
 	var st SolveStats
 	if ds.bounds != nil {
 		// Well conditioned for sure: no estimate (condbound.go).
-		if b := ds.bounds.condBound(s, hs.w); b <= WarnCondition {
+		if b := ds.bounds.Cond(hs.w); b <= WarnCondition {
 			st = SolveStats{Cond: b, Bounded: true}
 		}
 	}
@@ -465,7 +466,7 @@ func (ds *cudaSolver) proveBounds() error {
 		if err := dev.CopyDtoD(ds.cp, ds.g[k], f64*d*d); err != nil {
 			return err
 		}
-		if err := dev.Daxpy(d, b.slack[k]/2, ds.ones, 1, ds.cp, d+1); err != nil {
+		if err := dev.Daxpy(d, b.Slack(k)/2, ds.ones, 1, ds.cp, d+1); err != nil {
 			return err
 		}
 		if err := dev.Dpotrf(d, ds.cp, ds.work, ds.lwork, ds.info); err != nil {
@@ -482,7 +483,7 @@ func (ds *cudaSolver) proveBounds() error {
 			return nil // not shown: every solve estimates
 		}
 	}
-	ds.bounds = &b
+	ds.bounds = b
 	return nil
 }
 

@@ -441,7 +441,7 @@ func TestDeviceCondBound(t *testing.T) {
 				t.Fatalf("Bounded = %v, want %v (Cond %.3g)", st.Bounded, tc.bounded, st.Cond)
 			}
 			if tc.bounded {
-				if want := newGramBounds(s).condBound(s, []float64{1, 1}); st.Cond != want {
+				if want := newGramBounds(s).Cond([]float64{1, 1}); st.Cond != want {
 					t.Errorf("Cond %.6g, the bound %.6g", st.Cond, want)
 				}
 			}

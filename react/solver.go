@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mergectl/react-triton/react/internal/condbound"
 	"github.com/mergectl/react-triton/react/internal/linalg"
 )
 
@@ -82,10 +83,10 @@ type SolveStats struct {
 	// With Bounded it is instead an upper bound.
 	Cond float64
 	// Bounded reports that Cond is an upper bound of the condition number
-	// computed before the solve, not an estimate (see condbound.go): a
-	// solver after ProveConditionBound, and the GPU solver, report the
-	// bound, and skip the estimate, when the bound is at most
-	// WarnCondition. Other solvers always estimate.
+	// computed before the solve, not an estimate (see
+	// react/internal/condbound): a solver after ProveConditionBound, and
+	// the GPU solver, report the bound, and skip the estimate, when the
+	// bound is at most WarnCondition. Other solvers always estimate.
 	Bounded bool
 }
 
@@ -104,7 +105,7 @@ type Solver struct {
 	stats []taskMatrices // by task, in order
 	// bounds bound the condition number of any C_p before its solve, or
 	// are nil: a one-shot solver, or a G_t not shown positive semi-definite.
-	bounds *gramBounds
+	bounds *condbound.Bounds
 
 	pool sync.Pool // *workspace
 }
@@ -201,9 +202,9 @@ func newSolver(c *Components, opt Options, precompute bool) (*Solver, error) {
 
 // ProveConditionBound readies s to bound the condition number of each C_p
 // before its solve instead of estimating it after the factorisation
-// (Dpocon; condbound.go): it shows every G_t positive semi-definite within
-// the bound's rounding slack, one Cholesky factorisation of order D per
-// task, and reports whether it could. From then on a solve whose bound is
+// (Dpocon; react/internal/condbound): it shows every G_t positive
+// semi-definite within the bound's rounding slack, one Cholesky
+// factorisation of order D per task, and reports whether it could. From then on a solve whose bound is
 // at most WarnCondition reports it (SolveStats.Bounded) and skips the
 // estimate; the others estimate as before. A server that solves many
 // preferences calls it once, after NewSolver and before any solve; it is
@@ -379,7 +380,7 @@ func (s *Solver) factorWeights(ap blas64.General, cp []float64, ws *workspace, p
 		return u, SolveStats{Cond: math.Inf(1)}, s.solveError(ws.w, name(), math.Inf(1))
 	}
 	if s.bounds != nil {
-		if b := s.bounds.condBound(s, ws.w); b <= WarnCondition {
+		if b := s.bounds.Cond(ws.w); b <= WarnCondition {
 			return u, SolveStats{Cond: b, Bounded: true}, nil
 		}
 	}

@@ -39,7 +39,10 @@ var policy = map[string][]string{
 	"react/internal/cuda":   nil,
 	"react/devicetest":      {"react/internal/cuda"},
 	"react/internal/linalg": nil,
-	"react":                 {"react/internal/cuda", "react/internal/linalg"},
+	// react/internal/condbound: the a-priori bound of C_p's condition,
+	// shared by the host's solver and the GPU's.
+	"react/internal/condbound": nil,
+	"react":                    {"react/internal/cuda", "react/internal/condbound", "react/internal/linalg"},
 	// The components file: the format beside the method, which never
 	// imports it (react/componentsfile, like image/png beside image).
 	"react/componentsfile": {"react", "react/safetensors"},
