@@ -42,7 +42,10 @@ var policy = map[string][]string{
 	// react/internal/condbound: the a-priori bound of C_p's condition,
 	// shared by the host's solver and the GPU's.
 	"react/internal/condbound": nil,
-	"react":                    {"react/internal/cuda", "react/internal/condbound", "react/internal/linalg"},
+	"react":                    {"react/internal/condbound", "react/internal/linalg"},
+	// react/cudadevice: the cuda backend behind react's device seam,
+	// imported by the binaries (it registers itself).
+	"react/cudadevice": {"react", "react/internal/cuda", "react/internal/condbound", "react/internal/linalg"},
 	// The components file: the format beside the method, which never
 	// imports it (react/componentsfile, like image/png beside image).
 	"react/componentsfile": {"react", "react/safetensors"},
@@ -54,7 +57,7 @@ var policy = map[string][]string{
 	"react/partialfile": {"react", "react/componentsfile", "react/safetensors"},
 	// What the tests of react's packages share: components
 	// (react/internal/reacttest), matrix comparisons (react/internal/mattest).
-	"react/internal/reacttest": {"react"},
+	"react/internal/reacttest": {"react", "react/internal/mattest"},
 	"react/internal/mattest":   nil,
 
 	// Triton's protocol never imports the method.
@@ -175,11 +178,11 @@ var policy = map[string][]string{
 
 	// The Triton backend: never the sidecar or its configuration.
 	"backend/model": {"control", "experiment", "problem", "react", "triton", "internal/bytesize"},
-	"backend":       {"backend/model", "control", "react"},
+	"backend":       {"backend/model", "control", "react", "react/cudadevice"},
 
 	// Thin mains.
-	"cmd/calibrate": {"calibrate"},
-	"cmd/sidecar":   {"sidecar"},
+	"cmd/calibrate": {"calibrate", "react/cudadevice"},
+	"cmd/sidecar":   {"sidecar", "react/cudadevice"},
 
 	// Examples and benchmark tools: clients of the module's public surface.
 	"examples/eval":       {"calibrate/embeddings", "internal/npyfile"},
