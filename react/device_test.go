@@ -641,9 +641,10 @@ func TestDeviceOneShotSolver(t *testing.T) {
 
 // TestDeviceCondBound: the device solver reports the a-priori bound when
 // every G_t is shown positive semi-definite and the bound is at most
-// WarnCondition, and estimates otherwise: with a G_t that is not (then
-// within a factor of ten of the CPU's estimate), and where β is so small
-// that the bound exceeds WarnCondition.
+// WarnCondition, the CPU solver's bound to the bit (each G_t weighed by
+// its normalisation's factor), and estimates otherwise: with a G_t that
+// is not (then within a factor of ten of the CPU's estimate), and where β
+// is so small that the bound exceeds WarnCondition.
 func TestDeviceCondBound(t *testing.T) {
 	requireDevice(t)
 	indefinite := syntheticComponents(32, 2)
@@ -652,14 +653,16 @@ func TestDeviceCondBound(t *testing.T) {
 		name    string
 		c       *Components
 		beta    float64
+		norm    Normalization
 		bounded bool
 	}{
-		{"positive semi-definite", syntheticComponents(32, 2), 0.1, true},
-		{"a G_t indefinite", indefinite, 0.1, false},
-		{"bound above WarnCondition", syntheticComponents(32, 2), 1e-9, false},
+		{"positive semi-definite", syntheticComponents(32, 2), 0.1, NormSum, true},
+		{"mean", syntheticComponents(32, 2), 0.1, NormMean, true},
+		{"a G_t indefinite", indefinite, 0.1, NormSum, false},
+		{"bound above WarnCondition", syntheticComponents(32, 2), 1e-9, NormSum, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, ds := deviceSolver(t, tc.c, Options{Beta: tc.beta, Normalization: NormSum})
+			s, ds := deviceSolver(t, tc.c, Options{Beta: tc.beta, Normalization: tc.norm})
 			p := mustPref(t, "task0=1,task1=1", s.Tasks())
 			cst, err := s.SolveIntoStats(mat.NewDense(32, 32, nil), p)
 			if err != nil {

@@ -210,7 +210,8 @@ func taskName(i int) string { return fmt.Sprintf("task%d", i) }
 
 // syntheticComponents are T tasks of dimension d whose values only need
 // to be generic (mattest.Synthetic), named task0, task1, ..., with
-// N_t = 10 D: reacttest.Synthetic, for react's own tests.
+// N_t = 10 D: for react's own tests, the components reacttest.Synthetic
+// gives the packages that import react.
 func syntheticComponents(d, tasks int) *Components {
 	c := &Components{D: d, Beta: 0.1, Normalization: NormSum}
 	for k, st := range mattest.Synthetic(d, tasks) {

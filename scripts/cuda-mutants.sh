@@ -50,7 +50,7 @@ mutants=(
 	"dth-checks-values#react/cudadevice/matrix.go#s/CheckRange\(cuda\.Ptr\(z\), f32\*len\(dst\)\)/CheckRange(cuda.Ptr(z), len(dst))/#ApplyDeviceToHost checks a quarter of the input's bytes"
 	"cdh-unchecked#react/cudadevice/accelerator.go#s/a\.dev\.CheckRange\(cuda\.Ptr\(src\), len\(dst\)\)/error(nil)/#CopyDeviceToHost does not check the input's address"
 	"copy-unchecked#react/cudadevice/accelerator.go#s/a\.checkRanges\(dst, src, n\)/error(nil)/#CopyDevice leaves the addresses to the driver"
-	"rows-unbounded#react/cudadevice/matrix.go#s/rows < 0 \|\| rows > math\.MaxInt32/rows < 0/#ApplyDevice takes a row count beyond cuBLAS's int (its byte count wraps)"
+	"rows-unbounded#react/cudadevice/matrix.go#s/rows > math\.MaxInt32/rows > math.MaxInt64/#ApplyDevice takes a row count beyond cuBLAS's int (its byte count wraps)"
 	"cond-not-refused#react/cudadevice/solver.go#s/if !\(st\.Cond <= react\.MaxCondition\) \{/if false {/#a condition estimate above MaxCondition is not refused"
 	"cond-refusal-keeps-buffer#react/cudadevice/solver.go#/if !\(st\.Cond <= react\.MaxCondition\)/{n;/spare\.put/d}#a solve refused for its condition does not return W_p's buffer"
 	"range-refusal-keeps-buffer#react/cudadevice/solver.go#/if bad != 0 \{/{n;/spare\.put/d}#a solve refused for float32's range does not return W_p's buffer"

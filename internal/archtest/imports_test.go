@@ -192,6 +192,15 @@ var policy = map[string][]string{
 	"bench/loadgen":       {"triton/tritonpb"},
 }
 
+// required lists, for packages, the module's packages they must import:
+// the binaries register the cuda backend by importing react/cudadevice,
+// and nothing else would tell that a cuda build of one lacks it.
+var required = map[string][]string{
+	"cmd/calibrate": {"react/cudadevice"},
+	"cmd/sidecar":   {"react/cudadevice"},
+	"backend":       {"react/cudadevice"},
+}
+
 // forbidden lists, for packages (a path, or a prefix ending in "/"),
 // libraries they must not import directly: the method and the shared
 // serving logic stay free of transports, command-line and configuration
@@ -319,6 +328,14 @@ func violations(pkgs map[string][]string) []string {
 			}
 		}
 	}
+	for pkg, reqs := range required {
+		imps, ok := pkgs[pkg]
+		for _, req := range reqs {
+			if ok && !slices.Contains(imps, module+"/"+req) {
+				bad = append(bad, pkg+" does not import "+req+": a required import")
+			}
+		}
+	}
 	for pkg := range policy {
 		if _, ok := pkgs[pkg]; !ok {
 			bad = append(bad, pkg+": in the policy but not in the module (remove it here and from docs/architecture.md)")
@@ -329,8 +346,8 @@ func violations(pkgs map[string][]string) []string {
 }
 
 // TestImportPolicy fails on an import between the module's packages that
-// the policy does not allow, on a forbidden library, and on a package the
-// policy does not know.
+// the policy does not allow, on a forbidden library, on a required import
+// missing, and on a package the policy does not know.
 func TestImportPolicy(t *testing.T) {
 	for _, v := range violations(imports(t, moduleRoot(t))) {
 		t.Error(v)
@@ -338,7 +355,8 @@ func TestImportPolicy(t *testing.T) {
 }
 
 // TestPolicyCatches shows that the check can fail: an arrow backwards, a
-// forbidden library, and an unknown package are each reported.
+// forbidden library, a required import missing, and an unknown package
+// are each reported.
 func TestPolicyCatches(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -350,6 +368,7 @@ func TestPolicyCatches(t *testing.T) {
 		{"react imports grpc", map[string][]string{"react": {"google.golang.org/grpc"}}, "react imports google.golang.org/grpc: forbidden"},
 		{"react/internal/cuda imports viper", map[string][]string{"react/internal/cuda": {"github.com/spf13/viper"}}, "forbidden there"},
 		{"the pass-through imports the controllable models", map[string][]string{"sidecar/passthrough": {module + "/sidecar/controllable"}}, "sidecar/passthrough imports sidecar/controllable: not an arrow"},
+		{"a binary without the cuda backend", map[string][]string{"cmd/sidecar": {module + "/sidecar"}}, "cmd/sidecar does not import react/cudadevice"},
 		{"a new package", map[string][]string{"newpkg": nil}, "newpkg: not in the import policy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
