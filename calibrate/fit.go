@@ -12,14 +12,9 @@ import (
 )
 
 // fitOptions are fit's flags that are not keys of its configuration.
-type fitOptions struct {
-	printConfig bool // --print-config
-	resume      bool // --resume
-}
+type fitOptions struct{ printConfig, resume bool }
 
-// newFitCommand returns calibrate fit: its help (fitLong, fitExample), the
-// keys of its configuration as flags (config.BindCalibrateFlags) and its
-// own two, run by fitOptions.run.
+// newFitCommand returns calibrate fit: its help, configuration and flags.
 func newFitCommand(stdout, stderr io.Writer) *cobra.Command {
 	var o fitOptions
 	cmd := &cobra.Command{
@@ -28,9 +23,7 @@ func newFitCommand(stdout, stderr io.Writer) *cobra.Command {
 		Long:    fitLong,
 		Example: fitExample,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd, stdout, stderr)
-		},
+		RunE:    func(cmd *cobra.Command, _ []string) error { return o.run(cmd, stdout, stderr) },
 	}
 	f := cmd.Flags()
 	config.BindCalibrateFlags(f)
@@ -39,8 +32,7 @@ func newFitCommand(stdout, stderr io.Writer) *cobra.Command {
 	return cmd
 }
 
-// run loads fit's configuration (the file, the REACT_* environment, the
-// flags) and prints it or runs the fit.
+// run loads fit's configuration (file, environment, flags), then prints it or fits.
 func (o *fitOptions) run(cmd *cobra.Command, stdout, stderr io.Writer) error {
 	cfg, err := config.LoadCalibrate("", cmd.Flags())
 	if err != nil {
@@ -64,9 +56,7 @@ func (o *fitOptions) run(cmd *cobra.Command, stdout, stderr io.Writer) error {
 	return fit.Run(cmd.Context(), cfg, fit.Options{Resume: o.resume, Stdout: stdout, Stderr: stderr})
 }
 
-// fitLong is fit's help: where the features come from, what is checked
-// before any is read, what is stored, the configuration's layers, the
-// progress, the checkpoints, and the subsets and shards.
+// fitLong is fit's long help.
 const fitLong = `fit reads, for each task, the merged backbone's features and the task
 expert's features of the same unlabeled calibration inputs, and writes the
 statistics ReACT needs to a components file. The features come either from
@@ -152,8 +142,7 @@ seeded random subset (--seed) of each task's samples, recorded in the file.
 partial-statistics file; calibrate merge adds the n parts into a components
 file.`
 
-// fitExample is fit's examples, from the paper's defaults to images
-// decoded on Triton and a configuration file.
+// fitExample is fit's examples.
 const fitExample = `  # Fit every task found in emb/ with the paper's defaults.
   calibrate fit --embeddings emb/ --out components.safetensors
 
