@@ -66,25 +66,18 @@ func Names(samples []Sample) []string {
 }
 
 // RawS returns Σ z_ind z_mtlᵀ by plain loops.
-func (s Sample) RawS() *mat.Dense {
-	out := mat.NewDense(s.D, s.D, nil)
-	for r := 0; r < s.N; r++ {
-		for i := 0; i < s.D; i++ {
-			for j := 0; j < s.D; j++ {
-				out.Set(i, j, out.At(i, j)+s.Ind[r*s.D+i]*s.MTL[r*s.D+j])
-			}
-		}
-	}
-	return out
-}
+func (s Sample) RawS() *mat.Dense { return s.outerSum(s.Ind, s.MTL) }
 
 // RawG returns Σ z_mtl z_mtlᵀ by plain loops, as a dense matrix.
-func (s Sample) RawG() *mat.Dense {
+func (s Sample) RawG() *mat.Dense { return s.outerSum(s.MTL, s.MTL) }
+
+// outerSum returns Σ x_r y_rᵀ over the N rows of x and y (N×D row-major).
+func (s Sample) outerSum(x, y []float64) *mat.Dense {
 	out := mat.NewDense(s.D, s.D, nil)
 	for r := 0; r < s.N; r++ {
 		for i := 0; i < s.D; i++ {
 			for j := 0; j < s.D; j++ {
-				out.Set(i, j, out.At(i, j)+s.MTL[r*s.D+i]*s.MTL[r*s.D+j])
+				out.Set(i, j, out.At(i, j)+x[r*s.D+i]*y[r*s.D+j])
 			}
 		}
 	}
