@@ -11,12 +11,53 @@ import (
 	"github.com/mergectl/react-triton/react"
 )
 
+// fitOptions are fit's flags that are not keys of its configuration.
+type fitOptions struct{ printConfig, resume bool }
+
+// newFitCommand returns calibrate fit: its help, configuration and flags.
 func newFitCommand(stdout, stderr io.Writer) *cobra.Command {
-	var printConfig, resume bool
+	var o fitOptions
 	cmd := &cobra.Command{
-		Use:   "fit (--embeddings DIR | --triton HOST:PORT --inputs DIR ...) --out FILE [flags]",
-		Short: "Fit per-task statistics from paired embeddings, or from models on Triton, into a components file",
-		Long: `fit reads, for each task, the merged backbone's features and the task
+		Use:     "fit (--embeddings DIR | --triton HOST:PORT --inputs DIR ...) --out FILE [flags]",
+		Short:   "Fit per-task statistics from paired embeddings, or from models on Triton, into a components file",
+		Long:    fitLong,
+		Example: fitExample,
+		Args:    cobra.NoArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return o.run(cmd, stdout, stderr) },
+	}
+	f := cmd.Flags()
+	config.BindCalibrateFlags(f)
+	f.BoolVar(&o.printConfig, config.FlagPrintConfig, false, "print the configuration that would run, as YAML (every key, flags applied), and exit")
+	f.BoolVar(&o.resume, config.FlagResume, false, "continue from the checkpoints of an earlier run of the same fit (checkpoint.dir)")
+	return cmd
+}
+
+// run loads fit's configuration (file, environment, flags), then prints it or fits.
+func (o *fitOptions) run(cmd *cobra.Command, stdout, stderr io.Writer) error {
+	cfg, err := config.LoadCalibrate("", cmd.Flags())
+	if err != nil {
+		return asUsage(err)
+	}
+	if o.printConfig {
+		b, err := cfg.YAML()
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(b)
+		return err
+	}
+	if f := cmd.Flag("threads"); cfg.Triton.GRPC != "" && (f == nil || !f.Changed) {
+		// The sums of one chunk are small calls; OpenBLAS's default
+		// pool (every core, spinning between calls) took the cores
+		// the client and a local Triton need: half the throughput
+		// on a 2-core machine (bench/README.md).
+		react.SetBackendThreads(1)
+	}
+	return fit.Run(cmd.Context(), cfg, fit.Options{Resume: o.resume, Stdout: stdout, Stderr: stderr})
+}
+
+// fitLong is fit's long help.
+const fitLong = `fit reads, for each task, the merged backbone's features and the task
 expert's features of the same unlabeled calibration inputs, and writes the
 statistics ReACT needs to a components file. The features come either from
 .npy files (--embeddings) or from the models themselves, run on a Triton
@@ -99,8 +140,10 @@ FILE, leaving its other tasks byte for byte. --fraction F or --limit N fit a
 seeded random subset (--seed) of each task's samples, recorded in the file.
 --shard i/n fits the i-th of n parts of every task's samples into a
 partial-statistics file; calibrate merge adds the n parts into a components
-file.`,
-		Example: `  # Fit every task found in emb/ with the paper's defaults.
+file.`
+
+// fitExample is fit's examples.
+const fitExample = `  # Fit every task found in emb/ with the paper's defaults.
   calibrate fit --embeddings emb/ --out components.safetensors
 
   # Two tasks only, per-sample normalisation, and the models' names recorded.
@@ -128,37 +171,7 @@ file.`,
       --out components.safetensors
 
   # The same from a configuration file, one task into an existing file.
-  calibrate fit --config calibrate.yaml --only dtd --into components.safetensors`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := config.LoadCalibrate("", cmd.Flags())
-			if err != nil {
-				return asUsage(err)
-			}
-			if printConfig {
-				b, err := cfg.YAML()
-				if err != nil {
-					return err
-				}
-				_, err = stdout.Write(b)
-				return err
-			}
-			if f := cmd.Flag("threads"); cfg.Triton.GRPC != "" && (f == nil || !f.Changed) {
-				// The sums of one chunk are small calls; OpenBLAS's default
-				// pool (every core, spinning between calls) took the cores
-				// the client and a local Triton need: half the throughput
-				// on a 2-core machine (bench/README.md).
-				react.SetBackendThreads(1)
-			}
-			return fit.Run(cmd.Context(), cfg, fit.Options{Resume: resume, Stdout: stdout, Stderr: stderr})
-		},
-	}
-	f := cmd.Flags()
-	config.BindCalibrateFlags(f)
-	f.BoolVar(&printConfig, config.FlagPrintConfig, false, "print the configuration that would run, as YAML (every key, flags applied), and exit")
-	f.BoolVar(&resume, config.FlagResume, false, "continue from the checkpoints of an earlier run of the same fit (checkpoint.dir)")
-	return cmd
-}
+  calibrate fit --config calibrate.yaml --only dtd --into components.safetensors`
 
 // checkBeta checks a --beta value (react.ValidateBeta).
 func checkBeta(beta float64) error {

@@ -13,6 +13,7 @@ import (
 	"github.com/mergectl/react-triton/config"
 	"github.com/mergectl/react-triton/internal/npyfile"
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/baseline"
 	"github.com/mergectl/react-triton/react/componentsfile"
 )
 
@@ -160,9 +161,9 @@ func (o *solveOptions) run(cmd *cobra.Command, stdout, stderr io.Writer) error {
 		cond = st.Cond
 	case MethodNaive, MethodPolar:
 		if o.method == MethodNaive {
-			w, err = s.Naive(p)
+			w, err = baseline.Naive(s, p)
 		} else {
-			w, err = s.Polar(p)
+			w, err = baseline.Polar(s, p)
 		}
 		if err == nil {
 			cond, err = worstCondition(s, p)

@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/baseline"
 )
 
 // evaluation is the state of one Run.
@@ -291,9 +292,9 @@ func (e *evaluation) corrected(ctx context.Context, label, method string, opt re
 				st, err = solver.SolveIntoStats(w, p)
 				cond = st.Cond
 			case AggNaive:
-				w, err = solver.Naive(p)
+				w, err = baseline.Naive(solver, p)
 			case AggPolar:
-				w, err = solver.Polar(p)
+				w, err = baseline.Polar(solver, p)
 			}
 			if err != nil {
 				return fmt.Errorf("preference %s: %w", pt.Label, err)

@@ -17,7 +17,7 @@ func TestAccumulateMatchesRaw(t *testing.T) {
 	rng := rand.New(rand.NewPCG(20, 1))
 	s := randomSample(rng, "cars", 57, 7, 0.2)
 	acc := NewAccumulator(7)
-	if err := acc.AddFloat64(s.mtl, s.ind); err != nil {
+	if err := acc.AddFloat64(s.MTL, s.Ind); err != nil {
 		t.Fatal(err)
 	}
 	st, err := acc.Stats("cars", ModelRef{Name: "vit_cars", Output: "features"})
@@ -30,12 +30,12 @@ func TestAccumulateMatchesRaw(t *testing.T) {
 	if st.Name != "cars" || st.Expert.Name != "vit_cars" {
 		t.Errorf("name %q, expert %+v", st.Name, st.Expert)
 	}
-	assertClose(t, "S", st.S, s.rawS(), 1e-13)
-	assertClose(t, "G", st.G, s.rawG(), 1e-13)
-	assertClose(t, "W_orth", st.WOrth, orthRef(t, s.rawS()), 1e-10)
+	assertClose(t, "S", st.S, s.RawS(), 1e-13)
+	assertClose(t, "G", st.G, s.RawG(), 1e-13)
+	assertClose(t, "W_orth", st.WOrth, orthRef(t, s.RawS()), 1e-10)
 	// Stats returns copies: accumulating more must not change them.
 	before := mat.DenseCopyOf(st.S)
-	if err := acc.AddFloat64(s.mtl, s.ind); err != nil {
+	if err := acc.AddFloat64(s.MTL, s.Ind); err != nil {
 		t.Fatal(err)
 	}
 	if !mat.Equal(before, st.S) {
@@ -50,7 +50,7 @@ func TestAccumulateStreaming(t *testing.T) {
 	const n, d = 61, 9
 	s := randomSample(rng, "dtd", n, d, 0.2)
 	one := NewAccumulator(d)
-	if err := one.AddFloat64(s.mtl, s.ind); err != nil {
+	if err := one.AddFloat64(s.MTL, s.Ind); err != nil {
 		t.Fatal(err)
 	}
 	want, err := one.Stats("dtd", ModelRef{})
@@ -58,7 +58,7 @@ func TestAccumulateStreaming(t *testing.T) {
 		t.Fatal(err)
 	}
 	feed := func(acc *Accumulator, from, to int) {
-		if err := acc.AddFloat64(s.mtl[from*d:to*d], s.ind[from*d:to*d]); err != nil {
+		if err := acc.AddFloat64(s.MTL[from*d:to*d], s.Ind[from*d:to*d]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -122,11 +122,11 @@ func TestAccumulateFloat32(t *testing.T) {
 	const n, d = 300, 16
 	s := randomSample(rng, "eurosat", n, d, 0.2)
 	m32, i32 := make([]float32, n*d), make([]float32, n*d)
-	for i := range s.mtl {
-		m32[i], i32[i] = float32(s.mtl[i]), float32(s.ind[i])
+	for i := range s.MTL {
+		m32[i], i32[i] = float32(s.MTL[i]), float32(s.Ind[i])
 	}
 	a64, a32 := NewAccumulator(d), NewAccumulator(d)
-	if err := a64.AddFloat64(s.mtl, s.ind); err != nil {
+	if err := a64.AddFloat64(s.MTL, s.Ind); err != nil {
 		t.Fatal(err)
 	}
 	// Two float32 batches of different sizes exercise the reused buffer.
@@ -245,7 +245,7 @@ func TestAccumulatorSumSquares(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	s := randomSample(rng, "a", 23, d, 0.3)
 	want := 0.0
-	for _, v := range s.ind {
+	for _, v := range s.Ind {
 		want += v * v
 	}
 	closeTo := func(got float64) bool { return math.Abs(got-want) <= 1e-12*want }
@@ -254,7 +254,7 @@ func TestAccumulatorSumSquares(t *testing.T) {
 	if yy, ok := whole.SumSquares(); yy != 0 || !ok {
 		t.Errorf("empty accumulator: SumSquares = %v, %v; want 0, true", yy, ok)
 	}
-	if err := whole.AddFloat64(s.mtl, s.ind); err != nil {
+	if err := whole.AddFloat64(s.MTL, s.Ind); err != nil {
 		t.Fatal(err)
 	}
 	if yy, ok := whole.SumSquares(); !closeTo(yy) || !ok {
@@ -271,10 +271,10 @@ func TestAccumulatorSumSquares(t *testing.T) {
 	// Two halves merged.
 	half := 11 * d
 	a, b := NewAccumulator(d), NewAccumulator(d)
-	if err := a.AddFloat64(s.mtl[:half], s.ind[:half]); err != nil {
+	if err := a.AddFloat64(s.MTL[:half], s.Ind[:half]); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.AddFloat64(s.mtl[half:], s.ind[half:]); err != nil {
+	if err := b.AddFloat64(s.MTL[half:], s.Ind[half:]); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Merge(b); err != nil {
@@ -292,7 +292,7 @@ func TestAccumulatorSumSquares(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := with.AddFloat64(s.mtl[:half], s.ind[:half]); err != nil {
+	if err := with.AddFloat64(s.MTL[:half], s.Ind[:half]); err != nil {
 		t.Fatal(err)
 	}
 	if yy, ok := with.SumSquares(); !closeTo(yy) || !ok {

@@ -14,36 +14,24 @@ func TestProcrustesRecoversRotation(t *testing.T) {
 	rng := rand.New(rand.NewPCG(30, 1))
 	for _, d := range []int{1, 2, 5, 12} {
 		q := randomOrthogonal(rng, d)
-		s := sample{name: "t", n: 3 * d, d: d, mtl: make([]float64, 3*d*d), ind: make([]float64, 3*d*d)}
-		for r := 0; r < s.n; r++ {
+		s := sample{Name: "t", N: 3 * d, D: d, MTL: make([]float64, 3*d*d), Ind: make([]float64, 3*d*d)}
+		for r := 0; r < s.N; r++ {
 			for j := 0; j < d; j++ {
-				s.mtl[r*d+j] = rng.NormFloat64()
+				s.MTL[r*d+j] = rng.NormFloat64()
 			}
 			for i := 0; i < d; i++ {
 				for j := 0; j < d; j++ {
-					s.ind[r*d+i] += q.At(i, j) * s.mtl[r*d+j]
+					s.Ind[r*d+i] += q.At(i, j) * s.MTL[r*d+j]
 				}
 			}
 		}
-		w, err := Procrustes(s.rawS())
+		w, err := Procrustes(s.RawS())
 		if err != nil {
 			t.Fatal(err)
 		}
 		assertClose(t, "W_orth vs Q", w, q, 1e-12)
 		assertOrthogonal(t, w)
 	}
-}
-
-func assertOrthogonal(t *testing.T, w *mat.Dense) {
-	t.Helper()
-	_, d := w.Dims()
-	var wtw mat.Dense
-	wtw.Mul(w.T(), w)
-	eye := mat.NewDense(d, d, nil)
-	for i := 0; i < d; i++ {
-		eye.Set(i, i, 1)
-	}
-	assertClose(t, "WᵀW vs I", &wtw, eye, 1e-12)
 }
 
 // TestProcrustesOptimal checks on noisy data that W_orth is orthogonal,
@@ -54,7 +42,7 @@ func TestProcrustesOptimal(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 1))
 	const d = 6
 	s := randomSample(rng, "t", 80, d, 1)
-	S := s.rawS()
+	S := s.RawS()
 	w, err := Procrustes(S)
 	if err != nil {
 		t.Fatal(err)
@@ -64,11 +52,11 @@ func TestProcrustesOptimal(t *testing.T) {
 
 	fit := func(r *mat.Dense) float64 {
 		total := 0.0
-		for n := 0; n < s.n; n++ {
+		for n := 0; n < s.N; n++ {
 			for i := 0; i < d; i++ {
-				v := -s.ind[n*d+i]
+				v := -s.Ind[n*d+i]
 				for j := 0; j < d; j++ {
-					v += r.At(i, j) * s.mtl[n*d+j]
+					v += r.At(i, j) * s.MTL[n*d+j]
 				}
 				total += v * v
 			}

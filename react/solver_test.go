@@ -11,16 +11,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// threeTasks returns three tasks of dimension d with different sample counts.
-func threeTasks(seed uint64, d int, ns ...int) []sample {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	out := make([]sample, len(ns))
-	for i, n := range ns {
-		out[i] = randomSample(rng, taskName(i), n, d, 0.3)
-	}
-	return out
-}
-
 // TestOneHotIsSingle checks that a one-hot preference gives exactly Ŵ_t, and
 // that Ŵ_t matches (S'_t + β W_orth_t)(G'_t + β I)⁻¹ computed from the raw
 // samples with an LU solve.
@@ -125,17 +115,17 @@ func lossP(w *mat.Dense, p []float64, beta float64, norm Normalization, orth []*
 			continue
 		}
 		fit := 0.0
-		for r := 0; r < s.n; r++ {
+		for r := 0; r < s.N; r++ {
 			for i := 0; i < d; i++ {
-				v := -s.ind[r*d+i]
+				v := -s.Ind[r*d+i]
 				for j := 0; j < d; j++ {
-					v += w.At(i, j) * s.mtl[r*d+j]
+					v += w.At(i, j) * s.MTL[r*d+j]
 				}
 				fit += v * v
 			}
 		}
 		if norm == NormMean {
-			fit /= float64(s.n)
+			fit /= float64(s.N)
 		}
 		reg := 0.0
 		for i := 0; i < d; i++ {
@@ -159,7 +149,7 @@ func TestStationarity(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	orth := make([]*mat.Dense, len(samples))
 	for k, s := range samples {
-		orth[k] = orthRef(t, s.rawS())
+		orth[k] = orthRef(t, s.RawS())
 	}
 	for _, tc := range []struct {
 		spec string
@@ -215,7 +205,7 @@ func TestLargeBetaLimit(t *testing.T) {
 	limit := mat.NewDense(5, 5, nil)
 	for k, s := range samples {
 		var w mat.Dense
-		w.Scale(p.Weights()[k], orthRef(t, s.rawS()))
+		w.Scale(p.Weights()[k], orthRef(t, s.RawS()))
 		limit.Add(limit, &w)
 	}
 	var prev float64
@@ -249,7 +239,7 @@ func TestLeastSquares(t *testing.T) {
 	c := components(t, 0, NormSum, noisy, exact)
 	s := mustSolver(t, c, DefaultOptions(c))
 
-	zm, zi := noisy.zRows()
+	zm, zi := noisy.ZRows()
 	var wt mat.Dense // Z_mtl_rows Wᵀ ≈ Z_ind_rows, solved by QR
 	if err := wt.Solve(zm, zi); err != nil {
 		t.Fatal(err)
@@ -265,7 +255,7 @@ func TestLeastSquares(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertClose(t, "β=0 recovers M", got, exact.m, 1e-10)
+	assertClose(t, "β=0 recovers M", got, exact.M, 1e-10)
 }
 
 // TestMeanSumIdentity checks that with equal N across tasks the
@@ -338,8 +328,8 @@ func TestCondition(t *testing.T) {
 	c := components(t, 0.5, NormMean, samples...)
 	s := mustSolver(t, c, DefaultOptions(c))
 	for _, smp := range samples {
-		g := smp.rawG()
-		g.Scale(1/float64(smp.n), g)
+		g := smp.RawG()
+		g.Scale(1/float64(smp.N), g)
 		for i := 0; i < 6; i++ {
 			g.Set(i, i, g.At(i, i)+0.5)
 		}
@@ -348,12 +338,12 @@ func TestCondition(t *testing.T) {
 			t.Fatal("svd failed")
 		}
 		want := svd.Cond()
-		got, err := s.Condition(smp.name)
+		got, err := s.Condition(smp.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if math.Abs(got-want) > 1e-9*want {
-			t.Errorf("Condition(%s) = %v, want %v", smp.name, got, want)
+			t.Errorf("Condition(%s) = %v, want %v", smp.Name, got, want)
 		}
 	}
 	if _, err := s.Condition("nope"); err == nil {
@@ -490,9 +480,9 @@ func TestIllConditioned(t *testing.T) {
 		small  float64 // second sample's size: cond(G) = 1/small²
 		refuse bool
 	}{{1e-8, true}, {1e-6, false}} {
-		s := sample{name: "thin", n: 2, d: 2,
-			mtl: []float64{1, 0, 0, tc.small},
-			ind: []float64{0, 1, tc.small, 0}}
+		s := sample{Name: "thin", N: 2, D: 2,
+			MTL: []float64{1, 0, 0, tc.small},
+			Ind: []float64{0, 1, tc.small, 0}}
 		c := components(t, 0, NormSum, s)
 		solver := mustSolver(t, c, DefaultOptions(c))
 		w, err := solver.Single("thin")
@@ -519,9 +509,9 @@ func TestSolveStats(t *testing.T) {
 		small float64 // second sample's size: cond(C) = 1/small² at β = 0
 		ill   bool    // whether cond > WarnCondition
 	}{{1e-1, false}, {1e-3, false}, {1e-5, true}, {1e-6, true}} {
-		s := sample{name: "thin", n: 2, d: 2,
-			mtl: []float64{1, 0, 0, tc.small},
-			ind: []float64{0, 1, tc.small, 0}}
+		s := sample{Name: "thin", N: 2, D: 2,
+			MTL: []float64{1, 0, 0, tc.small},
+			Ind: []float64{0, 1, tc.small, 0}}
 		c := components(t, 0, NormSum, s)
 		solver := mustSolver(t, c, DefaultOptions(c))
 		want := 1 / (tc.small * tc.small) // diagonal C: every norm's κ agrees
@@ -547,7 +537,7 @@ func TestSolveStats(t *testing.T) {
 		}
 	}
 	// A refused solve still reports the estimate it refused.
-	s := sample{name: "thin", n: 2, d: 2, mtl: []float64{1, 0, 0, 1e-8}, ind: []float64{0, 1, 1e-8, 0}}
+	s := sample{Name: "thin", N: 2, D: 2, MTL: []float64{1, 0, 0, 1e-8}, Ind: []float64{0, 1, 1e-8, 0}}
 	c := components(t, 0, NormSum, s)
 	st, err := mustSolver(t, c, DefaultOptions(c)).SolveIntoStats(mat.NewDense(2, 2, nil), mustPref(t, "thin=1", []string{"thin"}))
 	var se *SolveError

@@ -51,6 +51,9 @@ var policy = map[string][]string{
 	"react/componentsfile": {"react", "react/safetensors"},
 	// react/heldout: β and the normalisation chosen by held-out error.
 	"react/heldout": {"react"},
+	// react/baseline: the ablation's naive and polar aggregations, over
+	// Solver's exported methods.
+	"react/baseline": {"react"},
 	// react/partialfile: the partial-statistics file (checkpoints, shards,
 	// the sidecar's live sums), beside the components file; the sidecar
 	// writes it, so it lives with the format, not under calibrate.
@@ -88,7 +91,7 @@ var policy = map[string][]string{
 	"config/configtest": {"problem", "internal/testutil"},
 
 	"evaluate/metrics": nil,
-	"evaluate":         {"evaluate/metrics", "react", "control", "triton", "internal/npyfile", "internal/samples"},
+	"evaluate":         {"evaluate/metrics", "react", "react/baseline", "control", "triton", "internal/npyfile", "internal/samples"},
 	"evaluate/figures": {"evaluate"},
 
 	"calibrate/images": nil,
@@ -114,7 +117,7 @@ var policy = map[string][]string{
 	"calibrate/fit": {"calibrate/embeddings", "calibrate/images", "calibrate/pairs", "react/partialfile",
 		"calibrate/progress", "calibrate/tritonpairs", "config", "internal/atomicfile", "internal/cli", "react", "react/componentsfile", "react/heldout", "triton"},
 	// The command: everything offline.
-	"calibrate": {"react", "react/componentsfile", "react/heldout", "triton", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile",
+	"calibrate": {"react", "react/baseline", "react/componentsfile", "react/heldout", "triton", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile",
 		"internal/buildinfo", "internal/npyfile", "internal/samples", "experiment", "config", "sidecar/config", "control", "evaluate",
 		"evaluate/figures", "react/partialfile", "calibrate/images", "calibrate/pairs", "calibrate/embeddings",
 		"calibrate/tritonpairs", "calibrate/upgrade", "calibrate/fit", "calibrate/livemerge", "calibrate/progress", "internal/cli",

@@ -1,7 +1,10 @@
 // Package mattest holds the matrices of the tests of react and of the
-// packages under it: their comparison by the relative Frobenius error,
-// which react's tests bound throughout, and generic statistics built
-// fast (Synthetic), which need nothing of react.
+// packages under it, which need nothing of react: their comparison by the
+// relative Frobenius error, which react's tests bound throughout; generic
+// statistics built fast (Synthetic); raw calibration samples (Sample) and
+// the references built from them with plain loops and gonum's
+// general-purpose decompositions, independently of the code under test
+// (RawS, RawG, OrthRef, RefSystem).
 package mattest
 
 import (
@@ -31,6 +34,36 @@ func AssertClose(t testing.TB, what string, got, want mat.Matrix, tol float64) {
 		t.Errorf("%s: relative error %.3g > %.3g\ngot  %v\nwant %v", what, e, tol,
 			mat.Formatted(got, mat.Squeeze(), mat.Excerpt(3)), mat.Formatted(want, mat.Squeeze(), mat.Excerpt(3)))
 	}
+}
+
+// AssertOrthogonal fails t when WᵀW differs from I by a relative error
+// over 1e-12.
+func AssertOrthogonal(t testing.TB, w *mat.Dense) {
+	t.Helper()
+	_, d := w.Dims()
+	var wtw mat.Dense
+	wtw.Mul(w.T(), w)
+	eye := mat.NewDense(d, d, nil)
+	for i := 0; i < d; i++ {
+		eye.Set(i, i, 1)
+	}
+	AssertClose(t, "WᵀW vs I", &wtw, eye, 1e-12)
+}
+
+// RandomOrthogonal returns a random d×d orthogonal matrix, the Q of the QR
+// factorisation of a Gaussian one.
+func RandomOrthogonal(rng *rand.Rand, d int) *mat.Dense {
+	a := mat.NewDense(d, d, nil)
+	for i := 0; i < d; i++ {
+		for j := 0; j < d; j++ {
+			a.Set(i, j, rng.NormFloat64())
+		}
+	}
+	var qr mat.QR
+	qr.Factorize(a)
+	var q mat.Dense
+	qr.QTo(&q)
+	return &q
 }
 
 // SyntheticTask is one task's statistics from Synthetic.

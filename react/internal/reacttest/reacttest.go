@@ -1,8 +1,9 @@
 // Package reacttest holds what the tests of react's packages share and
 // cannot define in react's own test files, which packages that import
 // react cannot use: valid components built the way a calibration builds
-// them, and the components with a statistic missing that everything
-// which validates them must refuse without panicking.
+// them (from random features, or from mattest's raw samples), and the
+// components with a statistic missing that everything which validates
+// them must refuse without panicking.
 package reacttest
 
 import (
@@ -41,6 +42,28 @@ func Components(t testing.TB, d int, seed uint64, tasks ...string) *react.Compon
 			t.Fatal(err)
 		}
 		st, err := acc.Stats(name, react.ModelRef{Name: name + "-expert", Version: "1", Output: "emb"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Tasks = append(c.Tasks, st)
+	}
+	return c
+}
+
+// FromSamples returns the components of the raw samples (mattest.Sample),
+// accumulated through react.Accumulator as a calibration would: D from the
+// samples, β and the normalisation given, and task s.Name with expert
+// "expert_<task>". The tests' references come from the samples
+// themselves (mattest.RefSystem), never from here.
+func FromSamples(t testing.TB, beta float64, norm react.Normalization, samples ...mattest.Sample) *react.Components {
+	t.Helper()
+	c := &react.Components{D: samples[0].D, Beta: beta, Normalization: norm}
+	for _, s := range samples {
+		acc := react.NewAccumulator(s.D)
+		if err := acc.AddFloat64(s.MTL, s.Ind); err != nil {
+			t.Fatal(err)
+		}
+		st, err := acc.Stats(s.Name, react.ModelRef{Name: "expert_" + s.Name})
 		if err != nil {
 			t.Fatal(err)
 		}

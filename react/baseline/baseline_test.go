@@ -1,4 +1,4 @@
-package react
+package baseline
 
 import (
 	"math"
@@ -6,36 +6,43 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/internal/mattest"
+	"github.com/mergectl/react-triton/react/internal/reacttest"
 )
 
 // TestNaive checks Naive against Σ p_t Ŵ_t with Ŵ_t solved by LU from raw
-// samples, and that it differs from W_p in general.
+// samples, a task the preference leaves out weighing nothing, and that it
+// differs from W_p in general.
 func TestNaive(t *testing.T) {
-	samples := threeTasks(60, 5, 30, 12, 80)
-	tasks := names(samples)
-	c := components(t, 0.1, NormSum, samples...)
-	s := mustSolver(t, c, DefaultOptions(c))
-	p := mustPref(t, "task0=0.5,task1=0.2,task2=0.3", tasks)
-	got, err := s.Naive(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := mat.NewDense(5, 5, nil)
-	for k := range samples {
-		w := make([]float64, len(samples))
-		w[k] = 1
-		ap, cp := refSystem(t, 0.1, NormSum, w, samples...)
-		var wt, term mat.Dense
-		if err := wt.Solve(cp, ap.T()); err != nil {
+	samples := mattest.Samples(60, 5, 30, 12, 80)
+	tasks := mattest.Names(samples)
+	c := reacttest.FromSamples(t, 0.1, react.NormSum, samples...)
+	s := reacttest.Solver(t, c, react.DefaultOptions(c))
+	for _, spec := range []string{"task0=0.5,task1=0.2,task2=0.3", "task0=0.7,task2=0.3"} {
+		p := reacttest.Preference(t, spec, tasks)
+		got, err := Naive(s, p)
+		if err != nil {
 			t.Fatal(err)
 		}
-		term.Scale(p.Weights()[k], wt.T())
-		want.Add(want, &term)
-	}
-	assertClose(t, "naive", got, want, 1e-10)
-	wp, _ := s.Solve(p)
-	if relErr(got, wp) < 1e-6 {
-		t.Error("naive aggregation equals W_p; the test data do not separate them")
+		want := mat.NewDense(5, 5, nil)
+		for k := range samples {
+			w := make([]float64, len(samples))
+			w[k] = 1
+			ap, cp := mattest.RefSystem(t, 0.1, false, w, samples...)
+			var wt, term mat.Dense
+			if err := wt.Solve(cp, ap.T()); err != nil {
+				t.Fatal(err)
+			}
+			term.Scale(p.Weights()[k], wt.T())
+			want.Add(want, &term)
+		}
+		mattest.AssertClose(t, "naive "+spec, got, want, 1e-10)
+		wp, _ := s.Solve(p)
+		if mattest.RelErr(got, wp) < 1e-6 {
+			t.Errorf("%s: naive aggregation equals W_p; the test data do not separate them", spec)
+		}
 	}
 }
 
@@ -43,22 +50,22 @@ func TestNaive(t *testing.T) {
 // shared rotation R the result is R Σ p_t P_t; in general the rotation
 // factor of the result is orthogonal and its stretch is Σ p_t P_t.
 func TestPolar(t *testing.T) {
-	samples := threeTasks(61, 4, 30, 40, 50)
-	tasks := names(samples)
-	c := components(t, 0.1, NormSum, samples...)
-	s := mustSolver(t, c, DefaultOptions(c))
+	samples := mattest.Samples(61, 4, 30, 40, 50)
+	tasks := mattest.Names(samples)
+	c := reacttest.FromSamples(t, 0.1, react.NormSum, samples...)
+	s := reacttest.Solver(t, c, react.DefaultOptions(c))
 	for _, task := range tasks {
-		p, _ := OneHot(tasks, task)
-		got, err := s.Polar(p)
+		p, _ := react.OneHot(tasks, task)
+		got, err := Polar(s, p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want, _ := s.Single(task)
-		assertClose(t, "polar one-hot "+task, got, want, 1e-10)
+		mattest.AssertClose(t, "polar one-hot "+task, got, want, 1e-10)
 	}
 
-	p := mustPref(t, "task0=0.5,task1=0.25,task2=0.25", tasks)
-	got, err := s.Polar(p)
+	p := reacttest.Preference(t, "task0=0.5,task1=0.25,task2=0.25", tasks)
+	got, err := Polar(s, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,13 +107,13 @@ func TestPolar(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := mat.DenseCopyOf(rBar.T())
-	assertOrthogonal(t, r)
-	assertClose(t, "averaged rotation vs polar factor of Σ p_t R_t", r, orthRef(t, rSum), 1e-9)
+	mattest.AssertOrthogonal(t, r)
+	mattest.AssertClose(t, "averaged rotation vs polar factor of Σ p_t R_t", r, mattest.OrthRef(t, rSum), 1e-9)
 
 	// Shared rotation: Ŵ_t = R P_t exactly is not available from data, so
 	// check polarFactors directly on R P with a known R and P.
 	rng := rand.New(rand.NewPCG(62, 1))
-	q := randomOrthogonal(rng, 4)
+	q := mattest.RandomOrthogonal(rng, 4)
 	b := mat.NewDense(4, 4, nil)
 	for i := 0; i < 4; i++ {
 		for j := 0; j < 4; j++ {
@@ -120,6 +127,6 @@ func TestPolar(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertClose(t, "polar rotation", rf, q, 1e-9)
-	assertClose(t, "polar stretch", pf, &spd, 1e-9)
+	mattest.AssertClose(t, "polar rotation", rf, q, 1e-9)
+	mattest.AssertClose(t, "polar stretch", pf, &spd, 1e-9)
 }
