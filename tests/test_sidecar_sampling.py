@@ -5,9 +5,10 @@ official tritonclient (gRPC):
 - One replica: a sidecar with no components file and no controllable
   model, serving pass-through only, with sampling on at fraction 1 for the
   fashion and mnist ensembles, is driven with the calibration split's
-  inputs as traffic. At shutdown it writes its live file; the statistics
-  in it must equal those calibrate fit --triton computes on the same
-  inputs, within 1e-9 relative.
+  inputs as traffic, half of it over gRPC and half over HTTP (the binary
+  tensor extension and JSON). At shutdown it writes its live file; the
+  statistics in it must equal those calibrate fit --triton computes on the
+  same inputs, within 1e-9 relative.
 - Two replicas: the same traffic, every other request to each of two such
   sidecars sharing one live directory (as the react-live volume), each
   rewriting its file every second. `calibrate merge --live-dir` of the two
@@ -40,6 +41,7 @@ import time
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
 from safetensors import safe_open
 from safetensors.numpy import load_file
 
@@ -133,21 +135,34 @@ def _sampled(sidecar):
     return metric(scrape(sidecar.metrics), "react_sampling_requests_total")
 
 
-def _drive(sidecars, requests):
+def _http_infer(client, model, x, binary):
+    """model on images x with tritonclient.http: the binary tensor
+    extension, or JSON."""
+    inp = httpclient.InferInput(IMAGE, list(x.shape), "FP32")
+    inp.set_data_from_numpy(x, binary_data=binary)
+    return client.infer(model, [inp])
+
+
+def _drive(sidecars, requests, protocols=("grpc",)):
     """Sends the requests ((model, images) pairs) one at a time, the i-th to
-    sidecars[i % len(sidecars)], each request's sample done before the next
+    sidecars[i % len(sidecars)] over protocols[i % len(protocols)] (grpc,
+    http-binary or http-json), each request's sample done before the next
     request is sent: the same batches as calibrate's reach Triton, never
     merged with another."""
-    clients = [grpcclient.InferenceServerClient(s.grpc) for s in sidecars]
+    grpcs = [grpcclient.InferenceServerClient(s.grpc) for s in sidecars]
+    https = [httpclient.InferenceServerClient(s.http) for s in sidecars]
     sampled = [_sampled(s) for s in sidecars]
     try:
         for i, (model, x) in enumerate(requests):
-            k = i % len(sidecars)
-            grpc_infer(clients[k], model, {IMAGE: x})
+            k, protocol = i % len(sidecars), protocols[i % len(protocols)]
+            if protocol == "grpc":
+                grpc_infer(grpcs[k], model, {IMAGE: x})
+            else:
+                _http_infer(https[k], model, x, binary=protocol == "http-binary")
             sampled[k] += 1
             wait_for("the request's sample", lambda: _sampled(sidecars[k]) == sampled[k], timeout=60)
     finally:
-        for c in clients:
+        for c in grpcs + https:
             c.close()
     for s in sidecars:
         samples = scrape(s.metrics)
@@ -174,11 +189,17 @@ def _assert_stats_equal(got, got_meta, fit, fit_meta, n):
 
 
 def test_live_sampling_equals_fit(triton, traffic, fit, tmp_path):
+    """Half the requests over gRPC, half over HTTP (the binary tensor
+    extension and JSON in turn): the statistics are the same bits."""
     live_dir = tmp_path / "live"
     live_dir.mkdir()
     sidecar = _start(_config(triton, live_dir), tmp_path)
     try:
-        _drive([sidecar], [r for task in TASKS for r in _chunks(task, traffic[task])])
+        _drive([sidecar], [r for task in TASKS for r in _chunks(task, traffic[task])],
+               protocols=("grpc", "http-binary", "grpc", "http-json"))
+        samples = scrape(sidecar.metrics)
+        for task in TASKS:  # every request counted
+            assert metric(samples, "react_sampling_requests_total", model=task) == len(_chunks(task, traffic[task]))
     finally:
         status = sidecar.stop()
     assert status == 0, f"the sidecar exited with {status}:\n{sidecar.log()}"
