@@ -17,6 +17,9 @@ import (
 
 	"github.com/mergectl/react-triton/backend/model"
 	"github.com/mergectl/react-triton/react"
+	// The cuda backend (--backend-config=react,linalg-backend=cuda), in a
+	// build with the cuda tag.
+	_ "github.com/mergectl/react-triton/react/cudadevice"
 )
 
 // The entry points Triton calls, in the order of a model's life:

@@ -37,7 +37,11 @@
 #              deadline;
 #   flood-keyrate  the flood again, after a reload that sets
 #              admission.key_rate 5 (burst 10): the flood's clients share
-#              their peer's key, the well-behaved client has its own.
+#              their peer's key, the well-behaved client has its own;
+#   flood-presets  the flood again, after a reload that sets
+#              admission.presets_only: every new preference is refused
+#              (INVALID_ARGUMENT) before any solve, the well-behaved
+#              client's preference, equal to the preset "good", served.
 # The well-behaved client is bench/loadgen at concurrency 1 on "synth",
 # with a fixed preference (cached after its warm-up) and its own
 # x-user-id. After each window the suite waits --quiet seconds (default 5)
@@ -79,6 +83,8 @@ admission:
 components:
   - name: synth
     path: $components
+    presets:
+      good: t0=0.6,t1=0.4
 models:
   - name: synth
     backbone: {model: synth_backbone, output: feature}
@@ -127,6 +133,15 @@ kill -HUP "$sidecar_pid"
 for _ in $(seq 100); do [ "$(reloads)" != "$before" ] && break; sleep 0.1; done
 [ "$(reloads)" != "$before" ] || { echo "abuse: the reload with admission.key_rate did not happen" >&2; exit 1; }
 window flood-keyrate "flood -addr 127.0.0.1:$sc_grpc -model synth -input x:768 -concurrency 8 -seed 3"
+
+# Presets only: what an operator turns on when new preferences must cost
+# nothing. The well-behaved client's preference equals the preset "good".
+before=$(reloads)
+sed -i 's/^  key_header: x-user-id$/  key_header: x-user-id\n  presets_only: true/' "$config"
+kill -HUP "$sidecar_pid"
+for _ in $(seq 100); do [ "$(reloads)" != "$before" ] && break; sleep 0.1; done
+[ "$(reloads)" != "$before" ] || { echo "abuse: the reload with admission.presets_only did not happen" >&2; exit 1; }
+window flood-presets "flood -addr 127.0.0.1:$sc_grpc -model synth -input x:768 -concurrency 8 -seed 4"
 
 abuse_check_servers
 printf '{"end":{"date":"%s","loadavg":"%s"}}\n' "$(date -Is)" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$results"

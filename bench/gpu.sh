@@ -3,8 +3,9 @@
 # that machine has CUDA 13 and PyTorch but no Go toolchain and no network:
 #
 #   bench/gpu.sh prepare   here: make setup's CUDA headers, then the test
-#                          binaries of react, react/internal/cuda, control
-#                          and backend/model, built with the cuda tag (and no
+#                          binaries of react, react/cudadevice,
+#                          react/internal/cuda, control, backend/model and
+#                          backend, built with the cuda tag (and no
 #                          openblas: the GPU machine has no libopenblas),
 #                          into .gpu/ (git-ignored)
 #   bench/gpu.sh run       there, from the repository root with .gpu/ carried
@@ -37,6 +38,7 @@ cd "$(dirname "$0")/.."
 # The test binaries, the packages they run in (their testdata is relative).
 BINARIES=(
 	"react.test react"
+	"cudadevice.test react/cudadevice"
 	"cuda.test react/internal/cuda"
 	"control.test control"
 	"model.test backend/model"
@@ -167,7 +169,7 @@ run() {
 	# package fail rather than fall back when no GPU opens, and
 	# REACT_CUDA_EXPECT=gpu runs the tests at D = 768 and 1280.
 	export REACT_TEST_BACKEND=cuda REACT_CUDA_EXPECT=gpu
-	local limits=(120 40 60 60 60) i=0
+	local limits=(120 60 40 60 60 60) i=0
 	for b in "${BINARIES[@]}"; do
 		bin=${b%% *}
 		step "test-${bin%.test}" "${limits[i]}" "${b#* }" "$bins/$bin" -test.count=1 -test.v
@@ -175,7 +177,7 @@ run() {
 	done
 
 	# The benchmarks: ours, then PyTorch's on the same GPU, then the table.
-	step bench-go 120 react "$bins/react.test" -test.run '^$' -test.bench 'Device' -test.benchtime 20x -test.count 2
+	step bench-go 120 react/cudadevice "$bins/cudadevice.test" -test.run '^$' -test.bench 'Device' -test.benchtime 20x -test.count 2
 	step bench-torch 90 . python3 bench/gpu_torch.py --out "$work/bench-torch.json"
 	python3 bench/gpu_table.py "$work/bench-go.log" "$work/bench-torch.json" "$work/machine.txt" >"$work/gpu-bench.md" 2>&1 || status=1
 	cat "$work/gpu-bench.md"
@@ -186,10 +188,12 @@ run() {
 	# calls fail on purpose (a host address checked as a device one).
 	export REACT_DEVICE_LARGE=0
 	local sanitize=(compute-sanitizer --error-exitcode 9 --report-api-errors no --print-limit 20)
-	local small='TestDevice(SolveMatchesCPU|ApplyAllocatedMemory|ApplyResident|RefusesLikeCPU|RefusesBeyondFloat32|Concurrent)|TestOneNorm'
+	local small='TestDevice(SolveMatchesCPU|ApplyAllocatedMemory|RefusesLikeCPU|RefusesBeyondFloat32|Concurrent)|TestOneNorm'
 	step memcheck-react 50 react "${sanitize[@]}" --tool memcheck "$bins/react.test" -test.run "$small" -test.v
+	step memcheck-cudadevice 30 react/cudadevice "${sanitize[@]}" --tool memcheck "$bins/cudadevice.test" -test.run 'TestDeviceApplyResident' -test.v
 	step memcheck-model 40 backend/model "${sanitize[@]}" --tool memcheck "$bins/model.test" -test.run 'TestExecuteDevice' -test.v
 	step initcheck-react 50 react "${sanitize[@]}" --tool initcheck "$bins/react.test" -test.run "$small" -test.v
+	step initcheck-cudadevice 30 react/cudadevice "${sanitize[@]}" --tool initcheck "$bins/cudadevice.test" -test.run 'TestDeviceApplyResident' -test.v
 
 	# The conformance probe: NVIDIA's answers to the calls the emulator
 	# imitates (compare with REACT_EMU_ABORT=0 .cache/cudaemu/probe here).

@@ -3,7 +3,7 @@ PyTorch's timings (bench/gpu_torch.py), as markdown on stdout.
 
     python3 bench/gpu_table.py bench-go.txt bench-torch.json machine.txt
 
-Both sides are measured the same way (react/device_bench_cuda_test.go):
+Both sides are measured the same way (react/cudadevice/bench_test.go):
 medians of the wall time of one call and of the GPU span between CUDA
 events around it, and for a batch already on the GPU the GPU time of the
 work alone. Each Go figure is the best of its -count runs' medians.

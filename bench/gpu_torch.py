@@ -1,7 +1,7 @@
 """PyTorch's side of bench/gpu.sh, on the same GPU as the cuda backend.
 
 What a PyTorch user writes for the same two jobs, timed the same way as
-the Go benchmarks (react/device_bench_cuda_test.go): the median over --reps
+the Go benchmarks (react/cudadevice/bench_test.go): the median over --reps
 runs, after --warmup, of the wall time of one call and of the GPU time
 between two CUDA events around it (a span: for the solve it includes the
 host waits inside the call); and for the correction of a batch already on

@@ -10,6 +10,8 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mergectl/react-triton/react"
+	// The cuda backend, in a build with the cuda tag.
+	_ "github.com/mergectl/react-triton/react/cudadevice"
 	"github.com/mergectl/react-triton/react/devicetest"
 )
 

@@ -3,6 +3,7 @@ package control
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/mergectl/react-triton/experiment"
@@ -76,6 +77,12 @@ func (e *Experiment) Arms() []string {
 	}
 	return names
 }
+
+// Choices returns each arm's choice, in order, as the profile pinned it
+// and Resolve serves it: the arm's preference, or its preset's (Preset
+// names it), with Source SourceArm and no Assignment. Its W_p is found
+// by Profile.Matrix, never solved.
+func (e *Experiment) Choices() []Choice { return slices.Clone(e.arms) }
 
 // Split returns the experiment's assignment rule.
 func (e *Experiment) Split() *experiment.Split { return e.split }

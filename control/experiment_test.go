@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -86,6 +87,53 @@ func TestExperimentResolve(t *testing.T) {
 	c, _ = p.Resolve(Request{Header: key("alice")})
 	if c.Source != SourceDefault || c.Experiment != "" || c.Assignment != AssignNone {
 		t.Errorf("no experiment: %+v", c)
+	}
+}
+
+// TestExperimentChoices: each arm's choice is the one Resolve serves a key
+// of that arm (a preset arm: its preset's preference, the preset named),
+// and its W_p is the pinned one, found without a solve.
+func TestExperimentChoices(t *testing.T) {
+	obs := &countingObserver{}
+	p := experimentProfile(t, obs, abSpec)
+	e := p.Experiment("ab")
+	solves := obs.solves.Load()
+	keys := map[string]string{}
+	for i := 0; len(keys) < len(abSpec.Arms); i++ {
+		c, err := p.Resolve(Request{Header: Values{Key: strconv.Itoa(i), HasKey: true}, Experiment: e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys[c.Arm] = strconv.Itoa(i)
+	}
+	want := []struct{ arm, canonical, preset string }{
+		{"control", "none", ""}, {"texture", "dtd=0.75,svhn=0.25", "texture"}, {"mix", "cars=0.5,dtd=0.5", ""},
+	}
+	got := e.Choices()
+	if len(got) != len(want) {
+		t.Fatalf("%d choices, want %d", len(got), len(want))
+	}
+	for i, w := range want {
+		c := got[i]
+		if c.Arm != w.arm || c.Canonical() != w.canonical || c.Preset != w.preset || c.Source != SourceArm || c.Experiment != "ab" || c.Assignment != AssignNone {
+			t.Errorf("arm %d: %+v, want %s (%s, preset %q)", i, c, w.arm, w.canonical, w.preset)
+		}
+		served, _ := p.Resolve(Request{Header: Values{Key: keys[w.arm], HasKey: true}, Experiment: e})
+		served.Assignment = AssignNone
+		if !reflect.DeepEqual(c, served) {
+			t.Errorf("arm %s: %+v, served %+v", w.arm, c, served)
+		}
+		m, err := p.Matrix(context.Background(), c)
+		if err != nil || (m == nil) != (w.canonical == "none") {
+			t.Errorf("arm %s: W_p %v, %v", w.arm, m, err)
+		}
+	}
+	if n := obs.solves.Load(); n != solves || obs.count(LookupPinned) != 2 {
+		t.Errorf("%d solves, %d pinned lookups: want none and one per correcting arm", n-solves, obs.count(LookupPinned))
+	}
+	got[0].Arm = "changed"
+	if e.Choices()[0].Arm != "control" {
+		t.Error("Choices returns the experiment's own slice")
 	}
 }
 

@@ -445,3 +445,116 @@ func TestRun(t *testing.T) {
 		t.Errorf("the last file holds %d rows, want 2: the final write", n)
 	}
 }
+
+// TestSampleEdges: Skip with what is not a skip's reason (NotConfigured,
+// Sampled, out of range) counts Failed, and a skip's reason itself; Add of
+// no rows is refused and counted Invalid.
+func TestSampleEdges(t *testing.T) {
+	set := goodSettings(t.TempDir())
+	set.Fraction = 1
+	for _, tc := range []struct {
+		skip, counted Reason
+	}{
+		{NotConfigured, Failed},
+		{Sampled, Failed},
+		{numReasons, Failed},
+		{-1, Failed},
+		{Saturated, Saturated},
+		{Busy, Busy},
+		{Failed, Failed},
+	} {
+		s, err := New(set, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, _ := s.Admit(Request{Model: "model_a"})
+		x.Skip(tc.skip)
+		m := s.models["model_a"]
+		for r := Sampled; r < numReasons; r++ {
+			want := uint64(0)
+			if r == tc.counted {
+				want = 1
+			}
+			if got := m.skipped[r].Load(); got != want {
+				t.Errorf("Skip(%v): skipped{%v} = %d, want %d", tc.skip, r, got, want)
+			}
+		}
+	}
+	s, err := New(set, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, _ := s.Admit(Request{Model: "model_a"})
+	if err := x.Add(nil, nil); err == nil {
+		t.Error("Add of no rows: no error")
+	}
+	if m := s.models["model_a"]; m.skipped[Invalid].Load() != 1 || m.requests.Load() != 0 {
+		t.Errorf("Add of no rows: invalid %d, requests %d; want 1, 0", m.skipped[Invalid].Load(), m.requests.Load())
+	}
+}
+
+// TestRotateWritesTasksWithRows: a rotation writes the tasks that got
+// rows in the window, and no file for a window without any.
+func TestRotateWritesTasksWithRows(t *testing.T) {
+	set := goodSettings(t.TempDir())
+	set.Fraction = 1
+	s, err := New(set, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, _ := s.Admit(Request{Model: "model_b"})
+	if err := x.Add([]float32{1, 2}, []float32{3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	path := s.Path()
+	for range 2 { // the second window has no rows
+		if err := s.Rotate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := partialfile.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Tasks) != 1 || f.Tasks[0].Name != "b" || f.Tasks[0].Acc.N() != 1 {
+		t.Errorf("%d tasks in the file, want b's only, with its row", len(f.Tasks))
+	}
+	if files, _ := filepath.Glob(filepath.Join(set.Dir, "*"+FileSuffix)); len(files) != 1 {
+		t.Errorf("files %v, want the first window's only", files)
+	}
+}
+
+// TestRunRotatesAtWindow: Run starts a new window once exactly
+// Settings.Window has passed since the current one started.
+func TestRunRotatesAtWindow(t *testing.T) {
+	set := goodSettings(t.TempDir())
+	set.Fraction, set.Interval, set.Window = 1, time.Millisecond, time.Hour
+	s, err := New(set, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := s.Window()
+	s.now = func() time.Time { return start.Add(set.Window) }
+	x, _ := s.Admit(Request{Model: "model_a"})
+	if err := x.Add([]float32{1, 2}, []float32{3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	path := s.Path()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- s.Run(ctx, func(err error) { t.Error(err) }) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.results[0].Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Window(); !got.Equal(start.Add(set.Window)) {
+		t.Errorf("window %v after Window passed, want a new one from %v", got, start.Add(set.Window))
+	}
+	if f, err := partialfile.Load(path); err != nil || f.Tasks[0].Acc.N() != 1 {
+		t.Errorf("the first window's file: %v", err)
+	}
+}

@@ -14,7 +14,7 @@ import (
 // corrections.
 func (s *Solver) Naive(p Preference) (*mat.Dense, error) {
 	w := make([]float64, len(s.tasks))
-	if err := s.weightsInto(w, p); err != nil {
+	if err := s.Weights(w, p); err != nil {
 		return nil, fmt.Errorf("naive aggregation: %w", err)
 	}
 	sum := mat.NewDense(s.d, s.d, nil)
@@ -44,7 +44,7 @@ func (s *Solver) Naive(p Preference) (*mat.Dense, error) {
 // gives Ŵ_t back.
 func (s *Solver) Polar(p Preference) (*mat.Dense, error) {
 	w := make([]float64, len(s.tasks))
-	if err := s.weightsInto(w, p); err != nil {
+	if err := s.Weights(w, p); err != nil {
 		return nil, fmt.Errorf("polar aggregation: %w", err)
 	}
 	d := s.d

@@ -31,10 +31,10 @@ const (
 	// bindings (cgo), in binaries built with the openblas build tag.
 	BackendOpenBLAS = "openblas"
 	// BackendCUDA solves W_p and applies it on an NVIDIA GPU (cuBLAS and
-	// cuSOLVER, docs/gpu.md), in binaries built with the cuda build tag;
-	// the rest of the linear algebra runs on the best CPU backend built in
-	// (OpenBLAS, else Go). BackendAuto picks it when a GPU and the CUDA
-	// libraries are there.
+	// cuSOLVER, docs/gpu.md), in binaries built with the cuda build tag
+	// that import react/cudadevice; the rest of the linear algebra runs on
+	// the best CPU backend built in (OpenBLAS, else Go). BackendAuto picks
+	// it when a GPU and the CUDA libraries are there.
 	BackendCUDA = "cuda"
 )
 
@@ -81,6 +81,14 @@ func registerBackend(name string, b *backend) {
 	backendsMu.Lock()
 	defer backendsMu.Unlock()
 	backends[name] = b
+}
+
+// RegisterCUDA makes BackendCUDA available to UseBackend, with open to
+// open the device: once per process, or an error that says why not.
+// Package react/cudadevice calls it when built with the cuda tag: a
+// binary has the cuda backend by importing that package.
+func RegisterCUDA(open func() (Accelerator, error)) {
+	registerBackend(BackendCUDA, &backend{accelerator: open})
 }
 
 // AvailableBackends lists the backends built into this binary, sorted.
@@ -142,7 +150,7 @@ func UseBackend(name string) (string, error) {
 		case BackendOpenBLAS:
 			hint = " (this binary was built without the openblas tag; see make build)"
 		case BackendCUDA:
-			hint = " (this binary was built without the cuda tag; see make build-cuda)"
+			hint = " (this binary was built without the cuda tag and react/cudadevice; see make build-cuda)"
 		}
 		return "", fmt.Errorf("linear algebra backend %q is not in this binary%s: want %s, or %s",
 			name, hint, strings.Join(names, ", "), BackendAuto)

@@ -241,7 +241,7 @@ func BenchmarkSolveSteps(b *testing.B) {
 			b.Fatal(err)
 		}
 		ws := s.pool.Get().(*workspace)
-		if err := s.weightsInto(ws.w, Uniform(s.Tasks())); err != nil {
+		if err := s.Weights(ws.w, Uniform(s.Tasks())); err != nil {
 			b.Fatal(err)
 		}
 		ap := blas64.General{Rows: d, Cols: d, Stride: d, Data: make([]float64, d*d)}

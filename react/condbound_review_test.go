@@ -7,11 +7,11 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// TestCondBoundFormula checks condBound against the formula of
-// condbound.go computed independently from the components with gonum:
-// (Σ w s ‖G‖₁ + β Σ w) √D / (β Σ w − Σ w s e), e = 8 D² ε ‖G‖₁, s = 1 or
-// 1/N (NormMean). It also holds the bound at or above 1 where β dominates
-// the Gram matrices (κ₁ ≥ 1 always).
+// TestCondBoundFormula checks the bound against the formula of
+// react/internal/condbound computed independently from the components
+// with gonum: (Σ w s ‖G‖₁ + β Σ w) √D / (β Σ w − Σ w s e),
+// e = 8 D² ε ‖G‖₁, s = 1 or 1/N (NormMean). It also holds the bound at or
+// above 1 where β dominates the Gram matrices (κ₁ ≥ 1 always).
 func TestCondBoundFormula(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -28,7 +28,7 @@ func TestCondBoundFormula(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := newGramBounds(s).condBound(s, tc.w)
+			got := newGramBounds(s).Cond(tc.w)
 			d := float64(tc.c.D)
 			var total, norm, slack float64
 			for k, task := range tc.c.Tasks {
@@ -67,7 +67,7 @@ func TestSolverBoundAboveWarn(t *testing.T) {
 		t.Fatal("ProveConditionBound failed")
 	}
 	w := []float64{1, 2, 3}
-	b := s.bounds.condBound(s, w)
+	b := s.bounds.Cond(w)
 	if !(b > WarnCondition && b <= MaxCondition) {
 		t.Fatalf("bound %.6g: the test wants one in (WarnCondition, MaxCondition]", b)
 	}

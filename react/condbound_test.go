@@ -8,7 +8,7 @@ import (
 )
 
 // refCond is κ₁(C_p) of C_p = Σ w_t s_t G_t + β Σ w I, formed and inverted
-// in float64 by gonum from the components: the reference for condBound.
+// in float64 by gonum from the components: the reference for the bound.
 func refCond(t *testing.T, c *Components, opt Options, w []float64) float64 {
 	t.Helper()
 	d := c.D
@@ -82,7 +82,7 @@ func TestCondBound(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := newGramBounds(s).condBound(s, tc.w)
+			got := newGramBounds(s).Cond(tc.w)
 			want := refCond(t, tc.c, tc.opt, tc.w)
 			if !(got >= want) {
 				t.Errorf("bound %.6g below κ₁ %.6g", got, want)
@@ -114,7 +114,7 @@ func TestCondBoundNone(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := newGramBounds(s).condBound(s, tc.w); !math.IsInf(got, 1) {
+			if got := newGramBounds(s).Cond(tc.w); !math.IsInf(got, 1) {
 				t.Errorf("bound %g, want +Inf", got)
 			}
 		})
@@ -133,11 +133,11 @@ func TestGramBoundsNorm(t *testing.T) {
 	b := newGramBounds(s)
 	for k, task := range c.Tasks {
 		want := mat.Norm(task.G, 1)
-		if math.Abs(b.norm[k]-want) > 1e-12*want {
-			t.Errorf("task %d: ‖G‖₁ %.15g, gonum's %.15g", k, b.norm[k], want)
+		if math.Abs(b.Norm(k)-want) > 1e-12*want {
+			t.Errorf("task %d: ‖G‖₁ %.15g, gonum's %.15g", k, b.Norm(k), want)
 		}
-		if want := 8 * 20 * 20 * epsilon * b.norm[k]; b.slack[k] != want {
-			t.Errorf("task %d: slack %g, want %g", k, b.slack[k], want)
+		if want := 8 * 20 * 20 * epsilon * b.Norm(k); b.Slack(k) != want {
+			t.Errorf("task %d: slack %g, want %g", k, b.Slack(k), want)
 		}
 	}
 }

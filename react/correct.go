@@ -24,7 +24,7 @@ func Correct(dst, z, w []float32, d int) error {
 	if len(w) != d*d {
 		return fmt.Errorf("correct: W has %d values, want D×D = %d", len(w), d*d)
 	}
-	rows, err := checkBatch(dst, z, d)
+	rows, err := CheckBatch(dst, z, d)
 	if err != nil || rows == 0 {
 		return err
 	}
@@ -49,10 +49,11 @@ func Correct(dst, z, w []float32, d int) error {
 	return nil
 }
 
-// checkBatch checks a batch to correct and its destination, and returns its
-// number of rows: z is a whole number of rows of d, dst has z's length and
-// does not overlap it.
-func checkBatch(dst, z []float32, d int) (int, error) {
+// CheckBatch checks a batch to correct and its destination, as Correct
+// does, and returns its number of rows: z is a whole number of rows of d,
+// dst has z's length and does not overlap it. DeviceMatrix.Apply checks
+// its host batches with it.
+func CheckBatch(dst, z []float32, d int) (int, error) {
 	if len(z)%d != 0 {
 		return 0, fmt.Errorf("correct: batch of %d values is not a whole number of rows of D=%d", len(z), d)
 	}

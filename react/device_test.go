@@ -638,3 +638,49 @@ func TestDeviceOneShotSolver(t *testing.T) {
 		assertClose(t, spec+" W_p (one-shot solver)", got, want, 1e-6)
 	}
 }
+
+// TestDeviceCondBound: the device solver reports the a-priori bound when
+// every G_t is shown positive semi-definite and the bound is at most
+// WarnCondition, the CPU solver's bound to the bit (each G_t weighed by
+// its normalisation's factor), and estimates otherwise: with a G_t that
+// is not (then within a factor of ten of the CPU's estimate), and where β
+// is so small that the bound exceeds WarnCondition.
+func TestDeviceCondBound(t *testing.T) {
+	requireDevice(t)
+	indefinite := syntheticComponents(32, 2)
+	indefinite.Tasks[1].G.SetSym(0, 0, -1) // C_p stays positive definite: G_0's diagonal is above 2
+	for _, tc := range []struct {
+		name    string
+		c       *Components
+		beta    float64
+		norm    Normalization
+		bounded bool
+	}{
+		{"positive semi-definite", syntheticComponents(32, 2), 0.1, NormSum, true},
+		{"mean", syntheticComponents(32, 2), 0.1, NormMean, true},
+		{"a G_t indefinite", indefinite, 0.1, NormSum, false},
+		{"bound above WarnCondition", syntheticComponents(32, 2), 1e-9, NormSum, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, ds := deviceSolver(t, tc.c, Options{Beta: tc.beta, Normalization: tc.norm})
+			p := mustPref(t, "task0=1,task1=1", s.Tasks())
+			cst, err := s.SolveIntoStats(mat.NewDense(32, 32, nil), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, st, err := ds.Solve(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Bounded != tc.bounded {
+				t.Fatalf("Bounded = %v, want %v (Cond %.3g)", st.Bounded, tc.bounded, st.Cond)
+			}
+			if tc.bounded {
+				if want := newGramBounds(s).Cond([]float64{1, 1}); st.Cond != want {
+					t.Errorf("Cond %.6g, the bound %.6g", st.Cond, want)
+				}
+			}
+			checkCond(t, tc.name, st, cst)
+		})
+	}
+}

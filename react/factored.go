@@ -29,7 +29,7 @@ type Factored struct {
 func (s *Solver) Factor(p Preference) (*Factored, error) {
 	ws := s.pool.Get().(*workspace)
 	defer s.pool.Put(ws)
-	if err := s.weightsInto(ws.w, p); err != nil {
+	if err := s.Weights(ws.w, p); err != nil {
 		return nil, err
 	}
 	d := s.d
@@ -77,7 +77,7 @@ type FactoredScratch struct {
 // and must not overlap it. sc, when not nil, supplies reusable scratch.
 func (f *Factored) Correct(dst, z []float32, sc *FactoredScratch) error {
 	d := f.d
-	rows, err := checkBatch(dst, z, d)
+	rows, err := CheckBatch(dst, z, d)
 	if err != nil || rows == 0 {
 		return err
 	}

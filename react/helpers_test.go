@@ -209,25 +209,13 @@ func names(samples []sample) []string {
 func taskName(i int) string { return fmt.Sprintf("task%d", i) }
 
 // syntheticComponents are T tasks of dimension d whose values only need
-// to be generic: S_t random, W_orth_t a permutation, G_t symmetric and
-// strictly diagonally dominant (so positive definite), built in O(T·D²).
+// to be generic (mattest.Synthetic), named task0, task1, ..., with
+// N_t = 10 D: for react's own tests, the components reacttest.Synthetic
+// gives the packages that import react.
 func syntheticComponents(d, tasks int) *Components {
-	rng := rand.New(rand.NewPCG(uint64(d), uint64(tasks)))
 	c := &Components{D: d, Beta: 0.1, Normalization: NormSum}
-	for k := range tasks {
-		s, w, g := mat.NewDense(d, d, nil), mat.NewDense(d, d, nil), mat.NewSymDense(d, nil)
-		perm := rng.Perm(d)
-		for i := range d {
-			w.Set(i, perm[i], 1)
-			for j := range d {
-				s.Set(i, j, rng.NormFloat64())
-			}
-			for j := i + 1; j < d; j++ {
-				g.SetSym(i, j, (rng.Float64()-0.5)/float64(d))
-			}
-			g.SetSym(i, i, 2+rng.Float64())
-		}
-		c.Tasks = append(c.Tasks, &TaskStats{Name: taskName(k), N: int64(10 * d), S: s, G: g, WOrth: w})
+	for k, st := range mattest.Synthetic(d, tasks) {
+		c.Tasks = append(c.Tasks, &TaskStats{Name: taskName(k), N: int64(10 * d), S: st.S, G: st.G, WOrth: st.WOrth})
 	}
 	return c
 }

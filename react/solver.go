@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mergectl/react-triton/react/internal/condbound"
 	"github.com/mergectl/react-triton/react/internal/linalg"
 )
 
@@ -82,10 +83,10 @@ type SolveStats struct {
 	// With Bounded it is instead an upper bound.
 	Cond float64
 	// Bounded reports that Cond is an upper bound of the condition number
-	// computed before the solve, not an estimate (see condbound.go): a
-	// solver after ProveConditionBound, and the GPU solver, report the
-	// bound, and skip the estimate, when the bound is at most
-	// WarnCondition. Other solvers always estimate.
+	// computed before the solve, not an estimate (see
+	// react/internal/condbound): a solver after ProveConditionBound, and
+	// the GPU solver, report the bound, and skip the estimate, when the
+	// bound is at most WarnCondition. Other solvers always estimate.
 	Bounded bool
 }
 
@@ -104,7 +105,7 @@ type Solver struct {
 	stats []taskMatrices // by task, in order
 	// bounds bound the condition number of any C_p before its solve, or
 	// are nil: a one-shot solver, or a G_t not shown positive semi-definite.
-	bounds *gramBounds
+	bounds *condbound.Bounds
 
 	pool sync.Pool // *workspace
 }
@@ -117,6 +118,14 @@ type taskMatrices struct {
 	sStride, wStride, gStride int
 	scale                     float64   // 1 for NormSum, 1/N_t for NormMean
 	a                         []float64 // A_t = scale S_t + β W_orth_t, D×D, or nil
+}
+
+// aRow stores row i of A_t = scale S_t + β W_orth_t in row (D long).
+func (t *taskMatrices) aRow(row []float64, i int, beta float64) {
+	srow, wrow := t.s[i*t.sStride:i*t.sStride+len(row)], t.w[i*t.wStride:i*t.wStride+len(row)]
+	for j := range row {
+		row[j] = t.scale*srow[j] + beta*wrow[j]
+	}
 }
 
 // workspace is the scratch memory of one SolveInto call.
@@ -179,11 +188,8 @@ func newSolver(c *Components, opt Options, precompute bool) (*Solver, error) {
 			sStride: sr.Stride, wStride: wr.Stride, gStride: gr.Stride, scale: scale}
 		if precompute {
 			tm.a = make([]float64, d*d)
-			for i := 0; i < d; i++ {
-				srow, wrow, arow := sr.Data[i*sr.Stride:i*sr.Stride+d], wr.Data[i*wr.Stride:i*wr.Stride+d], tm.a[i*d:i*d+d]
-				for j := range arow {
-					arow[j] = scale*srow[j] + opt.Beta*wrow[j]
-				}
+			for i := range d {
+				tm.aRow(tm.a[i*d:i*d+d], i, opt.Beta)
 			}
 		}
 		s.stats[k] = tm
@@ -201,9 +207,9 @@ func newSolver(c *Components, opt Options, precompute bool) (*Solver, error) {
 
 // ProveConditionBound readies s to bound the condition number of each C_p
 // before its solve instead of estimating it after the factorisation
-// (Dpocon; condbound.go): it shows every G_t positive semi-definite within
-// the bound's rounding slack, one Cholesky factorisation of order D per
-// task, and reports whether it could. From then on a solve whose bound is
+// (Dpocon; react/internal/condbound): it shows every G_t positive
+// semi-definite within the bound's rounding slack, one Cholesky
+// factorisation of order D per task, and reports whether it could. From then on a solve whose bound is
 // at most WarnCondition reports it (SolveStats.Bounded) and skips the
 // estimate; the others estimate as before. A server that solves many
 // preferences calls it once, after NewSolver and before any solve; it is
@@ -224,6 +230,25 @@ func (s *Solver) Options() Options { return s.opt }
 
 // Tasks returns the task names in order.
 func (s *Solver) Tasks() []string { return append([]string(nil), s.tasks...) }
+
+// TaskSystem stores task k's statistics (k indexes Tasks) as the solver
+// reads them: A_t in a and G_t in g, D×D row-major each (of g, the upper
+// triangle is G_t's; below it lies what the components hold there, never
+// read), and returns the factor s_t of its normalisation (1, or 1/N_t for
+// NormMean): A_t = s_t S_t + β W_orth_t and C_t = s_t G_t + β I. It is
+// what a DeviceSolver uploads, once (react/cudadevice).
+func (s *Solver) TaskSystem(k int, a, g []float64) (scale float64) {
+	d, t := s.d, &s.stats[k]
+	for i := range d {
+		if t.a != nil {
+			copy(a[i*d:i*d+d], t.a[i*d:i*d+d])
+		} else {
+			t.aRow(a[i*d:i*d+d], i, s.opt.Beta)
+		}
+		copy(g[i*d:i*d+d], t.g[i*t.gStride:i*t.gStride+d])
+	}
+	return t.scale
+}
 
 // Solve returns W_p = (Σ p_t A_t)(Σ p_t C_t)⁻¹ as a new D×D matrix. See
 // SolveInto.
@@ -261,7 +286,7 @@ func (s *Solver) SolveInto(dst *mat.Dense, p Preference) error {
 func (s *Solver) SolveIntoStats(dst *mat.Dense, p Preference) (SolveStats, error) {
 	ws := s.pool.Get().(*workspace)
 	defer s.pool.Put(ws)
-	if err := s.weightsInto(ws.w, p); err != nil {
+	if err := s.Weights(ws.w, p); err != nil {
 		return SolveStats{}, err
 	}
 	return s.solveWeights(dst, ws, p, "")
@@ -321,8 +346,10 @@ func (s *Solver) unknownTask(task string) error {
 	return fmt.Errorf("unknown task %q (known: %s)", task, strings.Join(s.tasks, ", "))
 }
 
-// weightsInto sets w, aligned with the solver's tasks, from p.
-func (s *Solver) weightsInto(w []float64, p Preference) error {
+// Weights stores in w, aligned with Tasks, the weight p gives each of the
+// solver's tasks (0 where p names none): the weights of p's solve. An
+// empty p, or one that weighs a task the solver lacks, is an error.
+func (s *Solver) Weights(w []float64, p Preference) error {
 	if p.IsZero() {
 		return errors.New("solve: empty preference")
 	}
@@ -376,17 +403,17 @@ func (s *Solver) factorWeights(ap blas64.General, cp []float64, ws *workspace, p
 	sym := blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: cp}
 	u, ok := lapack64.Potrf(sym)
 	if !ok {
-		return u, SolveStats{Cond: math.Inf(1)}, s.solveError(ws.w, name(), math.Inf(1))
+		return u, SolveStats{Cond: math.Inf(1)}, s.Refusal(ws.w, name(), math.Inf(1))
 	}
 	if s.bounds != nil {
-		if b := s.bounds.condBound(s, ws.w); b <= WarnCondition {
+		if b := s.bounds.Cond(ws.w); b <= WarnCondition {
 			return u, SolveStats{Cond: b, Bounded: true}, nil
 		}
 	}
 	rcond := lapack64.Pocon(sym, anorm, ws.work, ws.iwork)
 	st := SolveStats{Cond: 1 / rcond}
 	if !(rcond*MaxCondition >= 1) { // also catches NaN
-		return u, st, s.solveError(ws.w, name(), st.Cond)
+		return u, st, s.Refusal(ws.w, name(), st.Cond)
 	}
 	return u, st, nil
 }
@@ -477,7 +504,11 @@ type TaskCount struct {
 	N    int64
 }
 
-func (s *Solver) solveError(w []float64, pref string, cond float64) *SolveError {
+// Refusal returns the *SolveError of a solve refused for its C_p: the
+// weights w (see Weights), the preference named pref and the condition
+// number cond of C_p (+Inf when its Cholesky factorisation failed). The
+// solver refuses with it, and a DeviceSolver does the same.
+func (s *Solver) Refusal(w []float64, pref string, cond float64) *SolveError {
 	e := &SolveError{Preference: pref, Beta: s.opt.Beta, Normalization: s.opt.Normalization, D: s.d, Cond: cond}
 	for k, wk := range w {
 		if wk > 0 && s.n[k] < int64(s.d) {

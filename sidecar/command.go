@@ -3,15 +3,12 @@ package sidecar
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -20,10 +17,7 @@ import (
 	"github.com/mergectl/react-triton/internal/cli"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/sidecar/config"
-	"github.com/mergectl/react-triton/sidecar/controllable"
-	"github.com/mergectl/react-triton/sidecar/frontdoor"
 	"github.com/mergectl/react-triton/sidecar/metrics"
-	"github.com/mergectl/react-triton/sidecar/outcomes"
 	"github.com/mergectl/react-triton/sidecar/sampling"
 	"github.com/mergectl/react-triton/sidecar/server"
 )
@@ -111,148 +105,38 @@ func run(ctx context.Context, flags *pflag.FlagSet, hup <-chan os.Signal, stderr
 	}
 	level := new(slog.LevelVar)
 	log := newLogger(stderr, cfg.Log, level)
-	backend, err := react.UseBackend(cfg.LinAlg.Backend)
+	backend, err := useLinAlg(cfg.LinAlg, log)
 	if err != nil {
-		return fmt.Errorf("linalg.backend: %w", err)
+		return err
 	}
-	react.SetBackendThreads(cfg.LinAlg.Threads)
+	p, err := newParts(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer p.liveConn.Close()
+	s, err := server.New(p.serverConfig(cfg, log))
+	if err != nil {
+		p.conn.Close()
+		return err
+	}
+	log.Info("sidecar listening", listening(cfg, s, backend, p.certs)...)
+	r := &reloader{flags: flags, models: p.models, metrics: p.prom, log: log, level: level, guard: p.guard, certs: p.certs, sampler: p.live}
+	return p.serve(ctx, s, r, hup, cfg, log)
+}
+
+// useLinAlg chooses the linear algebra of the configuration's linalg
+// section (react.UseBackend) and returns the backend in use, warning when
+// the CPU serves instead of a GPU the binary was built for.
+func useLinAlg(c config.LinAlg, log *slog.Logger) (string, error) {
+	backend, err := react.UseBackend(c.Backend)
+	if err != nil {
+		return "", fmt.Errorf("linalg.backend: %w", err)
+	}
+	react.SetBackendThreads(c.Threads)
 	if why := react.BackendFallback(); why != "" {
 		log.Warn("linear algebra on the CPU", "linalg", backend, "reason", why)
 	}
-	tlsCfg, err := tritonTLS(cfg.Triton.TLS)
-	if err != nil {
-		return err
-	}
-	conn, err := server.DialTriton(cfg.Triton.GRPC, tlsCfg)
-	if err != nil {
-		return err
-	}
-	prom := metrics.New()
-	// One join window for the whole process, kept across reloads.
-	fb, err := outcomes.FromConfig(cfg.Feedback, prom.Registerer(), log)
-	if err != nil {
-		conn.Close()
-		return err
-	}
-	models, err := controllable.NewModels(cfg, conn, prom, log, controllable.WithFeedback(fb))
-	if err != nil {
-		conn.Close()
-		return err
-	}
-	live, liveConn, err := newSampler(cfg, tlsCfg, prom, log)
-	if err != nil {
-		conn.Close()
-		return err
-	}
-	defer liveConn.Close()
-	models.SetSampler(live)
-	guard, err := frontdoor.NewManagement(cfg.Management, prom)
-	if err != nil {
-		conn.Close()
-		return err
-	}
-	var certs *frontdoor.CertStore
-	if cfg.Server.TLS.Enabled {
-		if certs, err = frontdoor.NewCertStore(cfg.Server.TLS, log, prom); err != nil {
-			conn.Close()
-			return err
-		}
-	}
-	metricsMux := http.NewServeMux()
-	metricsMux.Handle("/", prom.Handler())
-	metricsMux.Handle("/readyz", models.ReadyzHandler())
-	sc := server.Config{
-		TritonGRPC:      cfg.Triton.GRPC,
-		TritonHTTP:      cfg.Triton.HTTP,
-		TritonTLS:       tlsCfg,
-		Conn:            conn,
-		GRPCListen:      cfg.Listen.GRPC,
-		HTTPListen:      cfg.Listen.HTTP,
-		MetricsListen:   cfg.Listen.Metrics,
-		MetricsHandler:  metricsMux,
-		ShutdownTimeout: cfg.Listen.ShutdownTimeout,
-		MaxRecvMsgSize:  int(min(cfg.Limits.MaxRequestBytes, cfg.Limits.MaxInflightBytes)),
-		InterceptGRPC:   models.GRPCInterceptor(),
-		InterceptHTTP:   fb.HTTPInterceptor(models.HTTPInterceptor()),
-		RegisterGRPC:    fb.RegisterGRPC,
-		Log:             log,
-		Server:          cfg.Server,
-		TLS:             certs,
-		MetricsTLS:      cfg.Server.TLS.Metrics,
-		Management:      guard,
-		Metrics:         prom,
-	}
-	if cfg.Pprof.Enabled {
-		sc.PprofListen, sc.PprofHandler = cfg.Pprof.Listen, frontdoor.PprofHandler(cfg.Pprof.MaxSeconds)
-	}
-	s, err := server.New(sc)
-	if err != nil {
-		conn.Close()
-		return err
-	}
-	attrs := []any{"grpc", s.GRPCAddr().String(), "http", s.HTTPAddr().String(),
-		"triton_grpc", cfg.Triton.GRPC, "triton_http", cfg.Triton.HTTP, "controllable_models", len(cfg.Models),
-		"linalg", backend, "linalg_threads", cfg.LinAlg.Threads}
-	if acc := react.CurrentAccelerator(); acc != nil {
-		attrs = append(attrs, "linalg_device", acc.Name())
-	}
-	if a := s.MetricsAddr(); a != nil {
-		attrs = append(attrs, "metrics", a.String())
-	}
-	if a := s.PprofAddr(); a != nil {
-		attrs = append(attrs, "pprof", a.String())
-	}
-	if certs != nil {
-		attrs = append(attrs, "tls", true, "mutual_tls", cfg.Server.TLS.ClientCAFile != "", "tls_not_after", certs.NotAfter().UTC().Format(time.RFC3339))
-	}
-	attrs = append(attrs, "management_allowed", len(cfg.Management.Allow))
-	if cfg.Feedback.Enabled {
-		attrs = append(attrs, "feedback_max_entries", cfg.Feedback.MaxEntries, "feedback_max_age", cfg.Feedback.MaxAge)
-	} else {
-		attrs = append(attrs, "feedback", false)
-	}
-	if cfg.File != "" {
-		attrs = append(attrs, "config", cfg.File)
-	}
-	log.Info("sidecar listening", attrs...)
-
-	ctx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
-	go func() {
-		if err := models.Start(ctx); err != nil {
-			stop(err)
-			return
-		}
-		log.Info("sidecar ready")
-		configureSampling(ctx, live, models.Config(), log)
-	}()
-	r := &reloader{flags: flags, models: models, metrics: prom, log: log, level: level, guard: guard, certs: certs, sampler: live}
-	go r.run(ctx, hup)
-	if certs != nil {
-		go certs.Watch(ctx)
-	}
-	go func() {
-		<-ctx.Done()
-		if errors.Is(context.Cause(ctx), context.Canceled) {
-			log.Info("stopping: calls in flight may finish (a second signal stops at once)", "shutdown_timeout", cfg.Listen.ShutdownTimeout)
-		}
-	}()
-
-	serveErr := s.Serve(ctx)
-	models.Close() // shadow comparisons still under way are dropped
-	// The samples in flight finish (within the shutdown timeout), then the
-	// final checkpoint is written.
-	if err := live.Close(cfg.Listen.ShutdownTimeout); err != nil {
-		log.Error("sampling: the final checkpoint", "error", err)
-	}
-	if cause := context.Cause(ctx); serveErr == nil && cause != nil && !errors.Is(cause, context.Canceled) {
-		return cause
-	}
-	if serveErr != nil {
-		return serveErr
-	}
-	log.Info("sidecar stopped")
-	return nil
+	return backend, nil
 }
 
 // newSampler returns live sampling, its metrics registered, off until

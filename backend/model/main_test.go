@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/mergectl/react-triton/react"
+	// The cuda backend, in a build with the cuda tag.
+	_ "github.com/mergectl/react-triton/react/cudadevice"
 )
 
 // TestMain runs the package's tests on the linear algebra backend

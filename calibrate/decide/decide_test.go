@@ -107,30 +107,47 @@ func TestDecideDecisions(t *testing.T) {
 		arms     []Arm
 		control  string
 		samples  map[string]sequential.Sample
-		decision []string // per arm
+		rewards  map[string]sequential.Sample // outcomes of the other kind
+		decision []string                     // per arm
 		overall  string
 		notes    []string
 	}{
-		{"better", []Arm{{"a", 1}, {"b", 1}}, "", map[string]sequential.Sample{"a": s(2000, 1200), "b": s(2000, 1500)},
+		{"better", []Arm{{"a", 1}, {"b", 1}}, "", map[string]sequential.Sample{"a": s(2000, 1200), "b": s(2000, 1500)}, nil,
 			[]string{"control", "b better than a"}, "b better than a", nil},
-		{"worse, control second", []Arm{{"a", 1}, {"b", 1}}, "b", map[string]sequential.Sample{"a": s(2000, 1200), "b": s(2000, 1500)},
+		{"worse, control second", []Arm{{"a", 1}, {"b", 1}}, "b", map[string]sequential.Sample{"a": s(2000, 1200), "b": s(2000, 1500)}, nil,
 			[]string{"a worse than b", "control"}, "a worse than b", nil},
-		{"alike", []Arm{{"a", 1}, {"b", 1}}, "", map[string]sequential.Sample{"a": s(2000, 1200), "b": s(2000, 1210)},
+		{"alike", []Arm{{"a", 1}, {"b", 1}}, "", map[string]sequential.Sample{"a": s(2000, 1200), "b": s(2000, 1210)}, nil,
 			[]string{"control", "no decision yet"}, "no decision yet", nil},
-		{"too few", []Arm{{"a", 1}, {"b", 1}}, "", map[string]sequential.Sample{"a": s(90, 10), "b": s(90, 80)},
+		{"too few", []Arm{{"a", 1}, {"b", 1}}, "", map[string]sequential.Sample{"a": s(90, 10), "b": s(90, 80)}, nil,
 			[]string{"control", "no decision yet: fewer than 100 outcomes"}, "no decision yet", nil},
-		{"mismatch", []Arm{{"a", 1}, {"b", 1}}, "", map[string]sequential.Sample{"a": s(3000, 1200), "b": s(2000, 1500)},
+		{"mismatch", []Arm{{"a", 1}, {"b", 1}}, "", map[string]sequential.Sample{"a": s(3000, 1200), "b": s(2000, 1500)}, nil,
 			[]string{"control", MismatchDecision}, MismatchDecision, nil},
-		{"an arm without outcomes", []Arm{{"a", 1}, {"b", 1}, {"c", 0}}, "", map[string]sequential.Sample{"a": s(2000, 1200), "b": s(2000, 1500)},
+		{"an arm without outcomes", []Arm{{"a", 1}, {"b", 1}, {"c", 0}}, "", map[string]sequential.Sample{"a": s(2000, 1200), "b": s(2000, 1500)}, nil,
 			[]string{"control", "b better than a", "not compared: weight 0"}, "b better than a", []string{"arm c has no label outcomes yet"}},
-		{"an unconfigured arm, and a weighted arm without outcomes", []Arm{{"a", 1}, {"b", 1}}, "", map[string]sequential.Sample{"a": s(2000, 1200), "z": s(5, 1)},
+		{"an unconfigured arm, and a weighted arm without outcomes", []Arm{{"a", 1}, {"b", 1}}, "", map[string]sequential.Sample{"a": s(2000, 1200), "z": s(5, 1)}, nil,
 			[]string{"control", "no outcomes yet"}, MismatchDecision,
 			[]string{"arm b has no label outcomes yet", "arm z has 5 label outcomes but is not an arm of the configuration: left out"}},
-		{"a zero-weight arm that got outcomes", []Arm{{"a", 1}, {"b", 1}, {"c", 0}}, "", map[string]sequential.Sample{"a": s(2000, 1200), "b": s(2000, 1210), "c": s(3, 1)},
+		{"a zero-weight arm that got outcomes", []Arm{{"a", 1}, {"b", 1}, {"c", 0}}, "", map[string]sequential.Sample{"a": s(2000, 1200), "b": s(2000, 1210), "c": s(3, 1)}, nil,
 			[]string{"control", MismatchDecision, "not compared: weight 0"}, MismatchDecision, nil},
+		// Only the control is short of outcomes (the weights match the
+		// counts: no mismatch).
+		{"too few in the control", []Arm{{"a", 90}, {"b", 2000}}, "", map[string]sequential.Sample{"a": s(90, 45), "b": s(2000, 1000)}, nil,
+			[]string{"control", "no decision yet: fewer than 100 outcomes"}, "no decision yet", nil},
+		// Exactly the minimum on both sides is not fewer.
+		{"exactly the minimum", []Arm{{"a", 1}, {"b", 1}}, "", map[string]sequential.Sample{"a": s(100, 50), "b": s(100, 52)}, nil,
+			[]string{"control", "no decision yet"}, "no decision yet", nil},
+		// An arm the configuration does not name, with rewards only, is
+		// not in a report of labels, not even as a note.
+		{"an unconfigured arm with outcomes of the other kind", []Arm{{"a", 1}, {"b", 1}}, "", map[string]sequential.Sample{"a": s(2000, 1200), "b": s(2000, 1500)},
+			map[string]sequential.Sample{"z": s(5, 1)},
+			[]string{"control", "b better than a"}, "b better than a", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := Decide(Config{Selector: Selector{Experiment: "e"}, Arms: tc.arms, Control: tc.control}, outcomesOfSamples("label", tc.samples))
+			o := outcomesOfSamples("label", tc.samples)
+			for arm, r := range tc.rewards {
+				o.Samples[ArmKind{arm, "reward"}] = r
+			}
+			r, err := Decide(Config{Selector: Selector{Experiment: "e"}, Arms: tc.arms, Control: tc.control}, o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,6 +191,7 @@ func TestDecideProblems(t *testing.T) {
 		{"counters no outcomes give", Config{Arms: []Arm{{"a", 1}, {"b", 1}}},
 			outcomesOfSamples("label", map[string]sequential.Sample{"a": s(10, 11, 11), "b": s(10, 5, 6)}),
 			[]string{"arms.a: label outcomes: sum 11 of 10 outcomes", "arms.b: label outcomes: sum of squares 6 with sum 5"}},
+		{"one arm", Config{Arms: []Arm{{"a", 1}}}, both, []string{"arms: want at least two arms, got 1"}},
 		{"configuration", Config{Selector: Selector{Task: "t"}, Kind: "reward", Arms: []Arm{{"a", 1}, {"a", -1}, {"", 1}}, Control: "z",
 			Options: sequential.Options{Alpha: 2}}, both,
 			[]string{"experiment: missing", "task: a reward has no task", "alpha 2: want a number in (0, 1)", `arms[1]: arm "a" given twice`, "arms[2]: an arm needs a name", `control: "z" is not an arm`}},

@@ -278,6 +278,45 @@ func TestBetaAuto(t *testing.T) {
 	t.Error("no candidate β=1 sum")
 }
 
+// TestBetaAutoEveryRowHeld: a task whose every row is held out leaves no
+// rows to fit on, so --beta auto scores the options on the other tasks
+// alone (the same candidates as without it), and refuses when no task is
+// left; the task's statistics are still merged.
+func TestBetaAutoEveryRowHeld(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 2))
+	z, y := map[string][]float64{}, map[string][]float64{}
+	z["a"], y["a"] = data(rng, 60)
+	z["b"], y["b"] = data(rng, 80)
+	w0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	both := liveFile(t, "r", w0, map[string][]int{"a": span(0, 60), "b": span(0, 80)}, z, y)
+	both.Tasks[0].Held = acc(t, z["a"], y["a"], span(0, 60)) // a: every row held out
+	bOnly := liveFile(t, "r", w0, map[string][]int{"b": span(0, 80)}, z, y)
+	got, err := Merge([]File{both}, Options{BetaAuto: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Merge([]File{bOnly}, Options{BetaAuto: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := got.Components.TaskNames(); len(names) != 2 {
+		t.Errorf("tasks %v, want a and b", names)
+	}
+	if len(got.Candidates) != len(want.Candidates) || got.Chosen != want.Chosen {
+		t.Fatalf("%d candidates, chosen %d; b alone: %d, %d", len(got.Candidates), got.Chosen, len(want.Candidates), want.Chosen)
+	}
+	for i, c := range got.Candidates {
+		if w := want.Candidates[i]; c.Score != w.Score || c.OneHot != w.OneHot {
+			t.Errorf("β %v %v: score %v, one-hot %v; b alone: %v, %v", c.Beta, c.Normalization, c.Score, c.OneHot, w.Score, w.OneHot)
+		}
+	}
+	aOnly := liveFile(t, "r", w0, map[string][]int{"a": span(0, 60)}, z, y)
+	aOnly.Tasks[0].Held = both.Tasks[0].Held
+	if _, err := Merge([]File{aOnly}, Options{BetaAuto: true}); err == nil || !strings.Contains(err.Error(), "no live task has held-out samples") {
+		t.Errorf("every row held out, no other task: %v", err)
+	}
+}
+
 // TestRefuses checks that every problem of the inputs is reported at once.
 func TestRefuses(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))

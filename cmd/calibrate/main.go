@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"github.com/mergectl/react-triton/calibrate"
+	// The cuda backend (--linalg cuda), in a build with the cuda tag.
+	_ "github.com/mergectl/react-triton/react/cudadevice"
 )
 
 func main() {

@@ -5,6 +5,9 @@ package main
 import (
 	"os"
 
+	// The cuda backend (linalg.backend: cuda), in a build with the cuda
+	// tag.
+	_ "github.com/mergectl/react-triton/react/cudadevice"
 	"github.com/mergectl/react-triton/sidecar"
 )
 

@@ -7,11 +7,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/config/memory"
 )
 
 // The components file the shipped manifests are sized for.
-var sizedFor = config.Shape{D: 1280, Tasks: 8}
+var sizedFor = memory.Shape{D: 1280, Tasks: 8}
 
 // headroom is what the sidecar's memory limit keeps above GOMEMLIMIT, for
 // the memory the Go runtime does not count.
@@ -20,7 +20,7 @@ const headroom = 128 << 20
 // TestSidecarMemory: the sidecar's GOMEMLIMIT is the memory budget of its
 // ConfigMap's configuration, as the container runs it (its REACT_*
 // variables applied: the live overlay turns sampling on), for a components
-// file of D = 1280 and 8 tasks (config.MemoryBudget, rounded up to a MiB),
+// file of D = 1280 and 8 tasks (memory.BudgetOf, rounded up to a MiB),
 // and its memory limit and request are GOMEMLIMIT + 128 MiB
 // (docs/deploy.md, "Memory").
 func TestSidecarMemory(t *testing.T) {
@@ -37,14 +37,14 @@ func checkSidecarMemory(t *testing.T, dir string) {
 	cfgPath, _ := flagValue(side.Args, "config")
 	_, vol := mountOf(t, pod, side, cfgPath)
 	cfg := loadPodSidecarConfig(t, r.configMaps[vol.ConfigMap.Name].Data[filepath.Base(cfgPath)], side)
-	shapes := map[string]config.Shape{}
+	shapes := map[string]memory.Shape{}
 	for _, c := range cfg.Components {
 		shapes[c.Name] = sizedFor
 	}
 	if cfg.Admission.MaxConcurrentSolves == 0 {
 		t.Error("admission.max_concurrent_solves is left to the node's cores: the budget would depend on the node")
 	}
-	budget := cfg.MemoryBudget(shapes, 1)
+	budget := memory.BudgetOf(cfg, shapes, 1)
 	mib := (budget.Total() + 1<<20 - 1) >> 20
 	var gomemlimit string
 	for _, e := range side.Env {

@@ -1,6 +1,7 @@
 package feedback
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -89,6 +90,39 @@ react_experiment_outcomes_total{arm="B",experiment="ab",kind="reward",model="m",
 	}
 	for _, p := range problems {
 		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+// TestDropReasonAtMaxAge: a request pushed out when exactly MaxAge has
+// passed is still joinable, so it is counted as evicted; a nanosecond
+// later the sweep has expired it first.
+func TestDropReasonAtMaxAge(t *testing.T) {
+	for _, tc := range []struct {
+		wait             time.Duration
+		evicted, expired int
+	}{
+		{time.Minute, 1, 0},
+		{time.Minute + time.Nanosecond, 0, 1},
+	} {
+		t.Run(tc.wait.String(), func(t *testing.T) {
+			w, c := newTestWindow(t, Options{MaxEntries: 1, MaxAge: time.Minute})
+			runSteps(t, w, c, []step{
+				{record: "1", arm: "A", held: 1},
+				{wait: tc.wait, held: -1},
+				{record: "2", arm: "A", held: 1},
+				{join: fb(label("1", 3)), reason: Expired, held: 1},
+			})
+			want := fmt.Sprintf(`
+# HELP react_experiment_feedback_dropped_total Requests that left the feedback window without feedback, by model, experiment, arm and reason: expired (older than the window's age), evicted (pushed out by newer requests), replaced (recorded again under the same id).
+# TYPE react_experiment_feedback_dropped_total counter
+react_experiment_feedback_dropped_total{arm="A",experiment="ab",model="m",reason="evicted"} %d
+react_experiment_feedback_dropped_total{arm="A",experiment="ab",model="m",reason="expired"} %d
+react_experiment_feedback_dropped_total{arm="A",experiment="ab",model="m",reason="replaced"} 0
+`, tc.evicted, tc.expired)
+			if err := testutil.CollectAndCompare(w, strings.NewReader(want), MetricDropped); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }
 

@@ -166,6 +166,23 @@ func TestWindow(t *testing.T) {
 			{join: fb(label("1", 3)), reason: Unknown, held: 0},
 			{join: fb(label("2", 3)), reason: Duplicate, held: 0},
 		}},
+		// An id answered twice is remembered twice: its older answer
+		// leaving the memory forgets nothing, its latest does.
+		{"answered twice, remembered by its latest answer", Options{MaxEntries: 4, Remembered: 3}, []step{
+			{record: "1", arm: "A", held: 1},
+			{join: fb(reward("1", 1)), score: 1, held: 0},
+			{record: "1", arm: "A", held: 1},
+			{join: fb(reward("1", 1)), score: 1, held: 0},
+			{record: "2", arm: "A", held: 1},
+			{join: fb(reward("2", 1)), score: 1, held: 0},
+			{record: "3", arm: "A", held: 1},
+			{join: fb(reward("3", 1)), score: 1, held: 0},
+			{join: fb(reward("1", 1)), reason: Duplicate, held: 0},
+			{record: "4", arm: "A", held: 1},
+			{join: fb(reward("4", 1)), score: 1, held: 0},
+			{join: fb(reward("1", 1)), reason: Unknown, held: 0},
+			{join: fb(reward("3", 1)), reason: Duplicate, held: 0},
+		}},
 		{"recorded again: the latest counts", Options{}, []step{
 			{record: "1", arm: "A", held: 1},
 			{record: "1", arm: "B", serve: &Served{Model: "m", Experiment: "ab", Arm: "B", Predictions: []Prediction{{Output: "logits", Class: 7}}}, held: 1},

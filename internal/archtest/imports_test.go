@@ -39,7 +39,13 @@ var policy = map[string][]string{
 	"react/internal/cuda":   nil,
 	"react/devicetest":      {"react/internal/cuda"},
 	"react/internal/linalg": nil,
-	"react":                 {"react/internal/cuda", "react/internal/linalg"},
+	// react/internal/condbound: the a-priori bound of C_p's condition,
+	// shared by the host's solver and the GPU's.
+	"react/internal/condbound": nil,
+	"react":                    {"react/internal/condbound", "react/internal/linalg"},
+	// react/cudadevice: the cuda backend behind react's device seam,
+	// imported by the binaries (it registers itself).
+	"react/cudadevice": {"react", "react/internal/cuda", "react/internal/condbound", "react/internal/linalg"},
 	// The components file: the format beside the method, which never
 	// imports it (react/componentsfile, like image/png beside image).
 	"react/componentsfile": {"react", "react/safetensors"},
@@ -51,7 +57,7 @@ var policy = map[string][]string{
 	"react/partialfile": {"react", "react/componentsfile", "react/safetensors"},
 	// What the tests of react's packages share: components
 	// (react/internal/reacttest), matrix comparisons (react/internal/mattest).
-	"react/internal/reacttest": {"react"},
+	"react/internal/reacttest": {"react", "react/internal/mattest"},
 	"react/internal/mattest":   nil,
 
 	// Triton's protocol never imports the method.
@@ -119,13 +125,18 @@ var policy = map[string][]string{
 	"livestats": {"problem", "react", "react/heldout", "react/partialfile"},
 
 	// sidecar/config: the sidecar's configuration, on the same engine.
-	"sidecar/config":     {"config/layer", "react", "experiment", "experiment/feedback", "control", "livestats", "problem", "internal/bytesize", "internal/filecheck"},
-	"sidecar/modelstats": {"triton/tritonpb"},
+	"sidecar/config": {"config/layer", "react", "experiment", "experiment/feedback", "control", "livestats", "problem", "internal/bytesize", "internal/filecheck"},
+	// sidecar/config/memory: the memory budget of a configuration.
+	"sidecar/config/memory": {"sidecar/config", "experiment/feedback"},
+	"sidecar/modelstats":    {"triton/tritonpb"},
 	// sidecar/pipeline/shadowcmp: the shadow comparison of an experiment's
 	// arms, without the calls it makes (the pipeline gives them).
 	"sidecar/pipeline/shadowcmp": {"control", "sidecar/config"},
-	"sidecar/pipeline": {"sidecar/modelstats", "sidecar/pipeline/shadowcmp", "control", "sidecar/config", "problem", "react", "triton",
-		"triton/tritonpb", "triton/ensemble"},
+	// sidecar/pipeline/graphform: the graph form, without the calls to
+	// Triton (the pipeline gives them).
+	"sidecar/pipeline/graphform": {"control", "problem", "triton", "triton/tritonpb", "triton/ensemble"},
+	"sidecar/pipeline": {"sidecar/modelstats", "sidecar/pipeline/shadowcmp", "sidecar/pipeline/graphform", "control", "sidecar/config", "problem", "react", "triton",
+		"triton/tritonpb"},
 	// sidecar/internal/faketriton: test support only, a stand-in for Triton.
 	"sidecar/internal/faketriton": {"react", "react/componentsfile", "triton", "triton/tritonpb", "triton/tritonhttp"},
 	// sidecar/passthrough: the pass-through proxy and its seams; it knows
@@ -154,7 +165,7 @@ var policy = map[string][]string{
 	"sidecar/sampling": {"livestats", "sidecar/config", "sidecar/passthrough", "control", "react", "triton", "triton/tritonpb"},
 	// sidecar/controllable: the controllable models and their answers over
 	// the pass-through's seams.
-	"sidecar/controllable": {"sidecar/pipeline", "sidecar/modelstats", "sidecar/config", "sidecar/limits", "sidecar/metrics", "sidecar/passthrough",
+	"sidecar/controllable": {"sidecar/pipeline", "sidecar/modelstats", "sidecar/config", "sidecar/config/memory", "sidecar/limits", "sidecar/metrics", "sidecar/passthrough",
 		"sidecar/readiness", "sidecar/outcomes", "sidecar/sampling", "sidecar/internal/restapi", "control", "problem", "triton/tritonhttp", "triton/tritonpb"},
 	// sidecar/outcomes: the experiments' outcome feedback wired in: the
 	// requests served with an arm recorded under their ids, the feedback
@@ -172,11 +183,11 @@ var policy = map[string][]string{
 
 	// The Triton backend: never the sidecar or its configuration.
 	"backend/model": {"control", "experiment", "problem", "react", "triton", "internal/bytesize"},
-	"backend":       {"backend/model", "control", "react"},
+	"backend":       {"backend/model", "control", "react", "react/cudadevice"},
 
 	// Thin mains.
-	"cmd/calibrate": {"calibrate"},
-	"cmd/sidecar":   {"sidecar"},
+	"cmd/calibrate": {"calibrate", "react/cudadevice"},
+	"cmd/sidecar":   {"sidecar", "react/cudadevice"},
 
 	// Examples and benchmark tools: clients of the module's public surface.
 	"examples/eval":       {"calibrate/embeddings", "internal/npyfile"},
@@ -184,6 +195,15 @@ var policy = map[string][]string{
 	"bench/abuse":         {"triton/tritonpb"},
 	"bench/abuse-surface": {"sidecar/config"},
 	"bench/loadgen":       {"triton/tritonpb"},
+}
+
+// required lists, for packages, the module's packages they must import:
+// the binaries register the cuda backend by importing react/cudadevice,
+// and nothing else would tell that a cuda build of one lacks it.
+var required = map[string][]string{
+	"cmd/calibrate": {"react/cudadevice"},
+	"cmd/sidecar":   {"react/cudadevice"},
+	"backend":       {"react/cudadevice"},
 }
 
 // forbidden lists, for packages (a path, or a prefix ending in "/"),
@@ -313,6 +333,14 @@ func violations(pkgs map[string][]string) []string {
 			}
 		}
 	}
+	for pkg, reqs := range required {
+		imps, ok := pkgs[pkg]
+		for _, req := range reqs {
+			if ok && !slices.Contains(imps, module+"/"+req) {
+				bad = append(bad, pkg+" does not import "+req+": a required import")
+			}
+		}
+	}
 	for pkg := range policy {
 		if _, ok := pkgs[pkg]; !ok {
 			bad = append(bad, pkg+": in the policy but not in the module (remove it here and from docs/architecture.md)")
@@ -323,8 +351,8 @@ func violations(pkgs map[string][]string) []string {
 }
 
 // TestImportPolicy fails on an import between the module's packages that
-// the policy does not allow, on a forbidden library, and on a package the
-// policy does not know.
+// the policy does not allow, on a forbidden library, on a required import
+// missing, and on a package the policy does not know.
 func TestImportPolicy(t *testing.T) {
 	for _, v := range violations(imports(t, moduleRoot(t))) {
 		t.Error(v)
@@ -332,7 +360,8 @@ func TestImportPolicy(t *testing.T) {
 }
 
 // TestPolicyCatches shows that the check can fail: an arrow backwards, a
-// forbidden library, and an unknown package are each reported.
+// forbidden library, a required import missing, and an unknown package
+// are each reported.
 func TestPolicyCatches(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -344,6 +373,7 @@ func TestPolicyCatches(t *testing.T) {
 		{"react imports grpc", map[string][]string{"react": {"google.golang.org/grpc"}}, "react imports google.golang.org/grpc: forbidden"},
 		{"react/internal/cuda imports viper", map[string][]string{"react/internal/cuda": {"github.com/spf13/viper"}}, "forbidden there"},
 		{"the pass-through imports the controllable models", map[string][]string{"sidecar/passthrough": {module + "/sidecar/controllable"}}, "sidecar/passthrough imports sidecar/controllable: not an arrow"},
+		{"a binary without the cuda backend", map[string][]string{"cmd/sidecar": {module + "/sidecar"}}, "cmd/sidecar does not import react/cudadevice"},
 		{"a new package", map[string][]string{"newpkg": nil}, "newpkg: not in the import policy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -192,7 +192,7 @@ func (ms *Models) grpcStatistics(ss grpc.ServerStream, pass func(*passthrough.Fr
 		}
 		return sendProto(ss, &tritonpb.ModelStatisticsResponse{ModelStats: []*tritonpb.ModelStatistics{m.Stats().Proto(m.Name(), m.Version())}})
 	}
-	ctx := passthrough.UpstreamContext(ss.Context())
+	ctx := ms.upstreamContext(ss.Context())
 	resp, err := ms.rpc.ModelStatistics(ctx, &req)
 	if err != nil {
 		return ms.upstreamError(err)
@@ -229,7 +229,7 @@ func (ms *Models) grpcIndex(ss grpc.ServerStream, pass func(*passthrough.Frame) 
 	if err := proto.Unmarshal(f.Payload, &req); err != nil {
 		return pass(f)
 	}
-	resp, err := ms.rpc.RepositoryIndex(passthrough.UpstreamContext(ss.Context()), &req)
+	resp, err := ms.rpc.RepositoryIndex(ms.upstreamContext(ss.Context()), &req)
 	if err != nil {
 		return ms.upstreamError(err)
 	}
@@ -437,7 +437,7 @@ func (ms *Models) infer(ctx context.Context, m *pipeline.Model, up *pipeline.Ups
 	} else {
 		err = limits.CheckTritonParameters(req)
 	}
-	return ms.serve(passthrough.UpstreamContext(ctx), m, up, req, hdr, protocol, start, err)
+	return ms.serve(ms.upstreamContext(ctx), m, up, req, hdr, protocol, start, err)
 }
 
 // serve runs a decoded request through the pipeline (unless decoding

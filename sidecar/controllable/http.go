@@ -281,7 +281,8 @@ func (ms *Models) httpServe(w http.ResponseWriter, r *http.Request, m *pipeline.
 		passthrough.WriteHTTPError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	ctx := metadata.NewOutgoingContext(r.Context(), restapi.GRPCMetadata(r.Header, ms.Config().Triton.ForwardHeaders))
+	st := ms.state.Load()
+	ctx := metadata.NewOutgoingContext(r.Context(), restapi.GRPCMetadata(r.Header, st.cfg.Triton.ForwardHeaders, st.private))
 	ctx = control.WithClientKey(ctx, ms.clientKey(m, r.Header.Get, r.RemoteAddr))
 	ctx, sample := withPendingSample(ctx, headerMetadata(r.Header))
 	defer sample.run() // after the response is written

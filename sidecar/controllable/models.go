@@ -17,6 +17,7 @@ import (
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/sidecar/config"
+	"github.com/mergectl/react-triton/sidecar/config/memory"
 	"github.com/mergectl/react-triton/sidecar/limits"
 	"github.com/mergectl/react-triton/sidecar/metrics"
 	"github.com/mergectl/react-triton/sidecar/modelstats"
@@ -76,6 +77,9 @@ type modelsState struct {
 	set *pipeline.Set
 	// pending says why set is still nil.
 	pending error
+	// private are the keys that never reach Triton beside ReACT's own:
+	// the sampling opt-out header while sampling is on.
+	private *passthrough.PrivateKeys
 }
 
 // Option configures Models.
@@ -126,11 +130,11 @@ func NewModels(cfg *config.Config, conn *grpc.ClientConn, m *metrics.Metrics, lo
 
 // shapes are the width and task count of each components entry's file in
 // a built set, for the memory budget.
-func shapes(set *pipeline.Set) map[string]config.Shape {
-	out := map[string]config.Shape{}
+func shapes(set *pipeline.Set) map[string]memory.Shape {
+	out := map[string]memory.Shape{}
 	for _, m := range set.Models {
 		if p := m.Profile(); p != nil {
-			out[p.Name()] = config.Shape{D: p.D(), Tasks: len(p.Tasks())}
+			out[p.Name()] = memory.Shape{D: p.D(), Tasks: len(p.Tasks())}
 		}
 	}
 	return out
@@ -162,7 +166,11 @@ func (ms *Models) newState(cfg *config.Config, set *pipeline.Set, pending error)
 		names[m.Name] = true
 	}
 	up := &pipeline.Upstream{RPC: ms.rpc, Addr: cfg.Triton.GRPC, Timeout: cfg.Triton.Timeout}
-	return &modelsState{cfg: cfg, up: up, names: names, set: set, pending: pending}
+	var private *passthrough.PrivateKeys
+	if cfg.Sampling.Enabled {
+		private = passthrough.NewPrivateKeys(cfg.Sampling.OptOutHeader)
+	}
+	return &modelsState{cfg: cfg, up: up, names: names, set: set, pending: pending, private: private}
 }
 
 // Start builds the configured models, trying again while the only problems
@@ -186,7 +194,7 @@ func (ms *Models) Start(ctx context.Context) error {
 			if err == nil {
 				st := ms.state.Load()
 				ms.log.Info("controllable models ready", "models", len(st.set.Models), "attempts", attempt,
-					"memory_budget", st.cfg.MemoryBudget(shapes(st.set), 0).String())
+					"memory_budget", memory.BudgetOf(st.cfg, shapes(st.set), 0).String())
 			}
 			return err
 		}
@@ -243,7 +251,7 @@ func (ms *Models) Reload(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	next.set = set
-	ms.log.Info("memory budget", "memory_budget", cfg.MemoryBudget(shapes(set), 0).String())
+	ms.log.Info("memory budget", "memory_budget", memory.BudgetOf(cfg, shapes(set), 0).String())
 	ms.cache.Reconfigure(cacheOptions(cfg, nil))
 	ms.budget.SetLimit(int64(cfg.Limits.MaxInflightBytes))
 	prev := ms.state.Swap(next)
@@ -290,6 +298,18 @@ func (ms *Models) Checksums() map[string]string {
 
 // Config returns the configuration in use.
 func (ms *Models) Config() *config.Config { return ms.state.Load().cfg }
+
+// PrivateKeys returns the headers and metadata keys that never reach
+// Triton beside ReACT's own, for the configuration in use: its sampling
+// opt-out header while sampling is on, none when it is off. The proxies
+// ask for them on each call (server.Config.Private).
+func (ms *Models) PrivateKeys() *passthrough.PrivateKeys { return ms.state.Load().private }
+
+// upstreamContext is passthrough.UpstreamContext with the private keys in
+// use.
+func (ms *Models) upstreamContext(ctx context.Context) context.Context {
+	return passthrough.UpstreamContext(ctx, ms.PrivateKeys())
+}
 
 // Ready reports whether the configured models are built.
 func (ms *Models) Ready() bool { return ms.state.Load().set != nil }
@@ -346,16 +366,11 @@ func (ms *Models) declared() []string {
 	return out
 }
 
-// upstreamError says that the upstream Triton is unavailable in an
-// UNAVAILABLE status of a call the sidecar made itself, as the pass-through
-// does, without Triton's address (the log has it); other errors stay as
-// they are.
+// upstreamError is the error of a call the sidecar made to Triton itself,
+// as the pass-through gives it (passthrough.UpstreamError), without
+// Triton's address (clientError; the log has it).
 func (ms *Models) upstreamError(err error) error {
-	st := status.Convert(err)
-	if st.Code() != codes.Unavailable {
-		return err
-	}
-	return status.Errorf(codes.Unavailable, "sidecar: upstream Triton: %s", ms.clientMessage(st))
+	return ms.clientError(passthrough.UpstreamError(err))
 }
 
 // clientMessage is a status's message as a client may see it: without
@@ -392,22 +407,13 @@ func (ms *Models) clientError(err error) error {
 }
 
 // modelReady asks Triton whether every model a controllable model calls is
-// ready.
+// ready, as the sidecar's own readiness asks it
+// (readiness.Checker.PartsReady).
 func (ms *Models) modelReady(ctx context.Context, m *pipeline.Model) (bool, error) {
-	models, versions := m.Dependencies()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	for i, name := range models {
-		r, err := ms.rpc.ModelReady(ctx, &tritonpb.ModelReadyRequest{Name: name, Version: versions[i]})
-		if err != nil {
-			if c := status.Code(err); c == codes.NotFound {
-				return false, nil
-			}
-			return false, ms.upstreamError(err)
-		}
-		if !r.GetReady() {
-			return false, nil
-		}
+	err := ms.readiness.PartsReady(ctx, []*pipeline.Model{m}, "")
+	var nr *readiness.NotReadyError
+	if errors.As(err, &nr) {
+		return false, nil
 	}
-	return true, nil
+	return err == nil, err
 }

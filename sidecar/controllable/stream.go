@@ -189,7 +189,7 @@ func (x *streamMux) begin() bool {
 // openUpstream opens the upstream stream to Triton and starts relaying its
 // answers.
 func (x *streamMux) openUpstream() error {
-	cs, err := passthrough.OpenStream(passthrough.UpstreamContext(x.ctx), x.ms.conn, passthrough.MethodStreamInfer)
+	cs, err := passthrough.OpenStream(x.ms.upstreamContext(x.ctx), x.ms.conn, passthrough.MethodStreamInfer)
 	if err != nil {
 		return x.ms.upstreamError(status.Convert(err).Err())
 	}

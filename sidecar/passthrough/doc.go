@@ -9,7 +9,8 @@
 // beside the proxy, such as the sidecar's react.Feedback); NewHTTPProxy relays every HTTP request with an
 // httputil.ReverseProxy. Metadata, headers, trailers, status codes,
 // deadlines and cancellation travel both ways; ReACT's own react-* keys
-// are stripped (Forwardable), the peer is appended to X-Forwarded-For, and
+// and the private ones of the configuration in service (PrivateKeys) are
+// stripped (Forwardable), the peer is appended to X-Forwarded-For, and
 // the upstream's addresses are kept out of what clients are told
 // (Redactor).
 //

@@ -41,6 +41,9 @@ type GRPCProxy struct {
 	// Log receives what the client is not told (the upstream's addresses
 	// in its errors); NewGRPCProxy sets one that discards it.
 	Log *slog.Logger
+	// Private, when not nil, returns the keys that never reach Triton
+	// beside ReACT's own (PrivateKeys), those in service at each call.
+	Private func() *PrivateKeys
 
 	conn      *grpc.ClientConn
 	target    string
@@ -151,14 +154,19 @@ func serveIntercepted(h GRPCHandler, ss grpc.ServerStream, method string, pass f
 // (a message already read from the client). The upstream call's context
 // derives from the client's, so the client's deadline and cancellation
 // reach Triton; its outgoing metadata is the client's, less what grpc sets
-// itself and ReACT's own keys, with the peer appended to x-forwarded-for.
+// itself, ReACT's own keys and the private ones, with the peer appended to
+// x-forwarded-for.
 func (p *GRPCProxy) forward(ss grpc.ServerStream, method string, first *Frame) error {
-	ctx, cancel := context.WithCancel(metadata.NewOutgoingContext(ss.Context(), upstreamMetadata(ss.Context())))
+	var private *PrivateKeys
+	if p.Private != nil {
+		private = p.Private()
+	}
+	ctx, cancel := context.WithCancel(UpstreamContext(ss.Context(), private))
 	defer cancel()
 
 	cs, err := OpenStream(ctx, p.conn, method)
 	if err != nil {
-		return p.upstreamError(err)
+		return UpstreamError(err)
 	}
 
 	fromClient := make(chan error, 1)
@@ -224,7 +232,7 @@ func (p *GRPCProxy) toClient(cs grpc.ClientStream, ss grpc.ServerStream) error {
 	if err != nil {
 		// ClientStream allows an error here (grpc-go 1.85 reports a failure
 		// before headers through RecvMsg instead); name the upstream in it.
-		return p.upstreamError(err)
+		return UpstreamError(err)
 	}
 	if md != nil {
 		if err := ss.SendHeader(md); err != nil {
@@ -242,12 +250,14 @@ func (p *GRPCProxy) toClient(cs grpc.ClientStream, ss grpc.ServerStream) error {
 	}
 }
 
-// upstreamError says that the upstream Triton is unavailable in an
-// UNAVAILABLE status raised by grpc itself (connection refused, reset,
-// ...), and returns any other error as it is, so statuses from Triton
-// reach the client unchanged. The client's message never names Triton's
-// address (scrub); the log does.
-func (p *GRPCProxy) upstreamError(err error) error {
+// UpstreamError is the error of a call to the upstream Triton as the
+// sidecar gives it to its client: an UNAVAILABLE status raised by grpc
+// itself (connection refused, reset, ...), or an error that is no status,
+// says that the upstream Triton is unavailable; any other error is
+// returned as it is, so statuses from Triton reach the client unchanged.
+// The message may still name Triton's address: the caller removes it
+// (Redactor), and logs it.
+func UpstreamError(err error) error {
 	st, ok := status.FromError(err)
 	if !ok {
 		return status.Errorf(codes.Unavailable, "sidecar: upstream Triton: %v", err)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,10 +28,17 @@ import (
 
 func startRaw(t *testing.T) (*server.Server, *sidecartest.RawUpstream) {
 	t.Helper()
+	return startRawWith(t, server.Config{})
+}
+
+// startRawWith is startRaw with the sidecar's configuration cfg (its
+// upstream set here).
+func startRawWith(t *testing.T, cfg server.Config) (*server.Server, *sidecartest.RawUpstream) {
+	t.Helper()
 	u := &sidecartest.RawUpstream{Cancelled: make(chan struct{})}
-	up := sidecartest.StartUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.Handle), grpc.ForceServerCodecV2(passthrough.Codec{}),
+	cfg.TritonGRPC = sidecartest.StartUpstreamGRPC(t, func(*grpc.Server) {}, grpc.UnknownServiceHandler(u.Handle), grpc.ForceServerCodecV2(passthrough.Codec{}),
 		grpc.MaxRecvMsgSize(1<<30))
-	return sidecartest.StartSidecar(t, server.Config{TritonGRPC: up}), u
+	return sidecartest.StartSidecar(t, cfg), u
 }
 
 func TestGRPCUnaryUnknownServiceWithMetadata(t *testing.T) {
@@ -66,6 +74,26 @@ func TestGRPCUnaryUnknownServiceWithMetadata(t *testing.T) {
 	}
 	if got := tlr.Get("t"); !slices.Equal(got, []string{"done"}) {
 		t.Errorf("trailer t = %q, want [done]", got)
+	}
+}
+
+// TestGRPCPrivateKeys: the private keys in service at each call, in any
+// case, never reach Triton; without them the same key does.
+func TestGRPCPrivateKeys(t *testing.T) {
+	var private atomic.Pointer[passthrough.PrivateKeys]
+	s, _ := startRawWith(t, server.Config{Private: private.Load})
+	conn := sidecartest.Dial(t, s.GRPCAddr().String())
+	for _, keys := range []*passthrough.PrivateKeys{nil, passthrough.NewPrivateKeys("X-No-Sample"), nil} {
+		private.Store(keys)
+		ctx := metadata.AppendToOutgoingContext(context.Background(), "x-no-sample", "1", "x-user", "alice")
+		var hdr metadata.MD
+		if err := conn.Invoke(ctx, "/x.Unknown/Echo", &passthrough.Frame{Payload: []byte{1}}, &passthrough.Frame{},
+			grpc.ForceCodecV2(passthrough.Codec{}), grpc.Header(&hdr)); err != nil {
+			t.Fatal(err)
+		}
+		if got := hdr.Get("seen-x-no-sample"); (len(got) == 1) != (keys == nil) || !slices.Equal(hdr.Get("seen-x-user"), []string{"alice"}) {
+			t.Errorf("private keys %v: Triton saw x-no-sample %q, x-user %q", keys, got, hdr.Get("seen-x-user"))
+		}
 	}
 }
 

@@ -11,8 +11,6 @@ import (
 	"net/url"
 	"sync"
 	"time"
-
-	"github.com/mergectl/react-triton/control"
 )
 
 // upstreamTransport is the HTTP transport to Triton: like
@@ -52,10 +50,11 @@ var forwardingHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Ho
 // X-Forwarded-For; it streams each response back as it arrives. An
 // unreachable upstream answers 502 Bad Gateway, without its address
 // (errLog gets the details), and a request body that did not arrive within
-// the server's read timeout 408. intercept may be nil; errLog receives
-// proxy errors (nil: the standard logger). tlsCfg, when not nil, makes the
-// upstream HTTPS.
-func NewHTTPProxy(target string, tlsCfg *tls.Config, intercept HTTPInterceptor, errLog *log.Logger) (http.Handler, error) {
+// the server's read timeout 408. ReACT's own headers, and the private ones
+// that private returns for each request (nil: none), never reach Triton.
+// intercept may be nil; errLog receives proxy errors (nil: the standard
+// logger). tlsCfg, when not nil, makes the upstream HTTPS.
+func NewHTTPProxy(target string, tlsCfg *tls.Config, intercept HTTPInterceptor, private func() *PrivateKeys, errLog *log.Logger) (http.Handler, error) {
 	scheme := "http"
 	if tlsCfg != nil {
 		scheme = "https"
@@ -82,10 +81,14 @@ func NewHTTPProxy(target string, tlsCfg *tls.Config, intercept HTTPInterceptor, 
 			if v := forwardedFor(r.In.Header["X-Forwarded-For"], hostOf(r.In.RemoteAddr)); v != "" {
 				r.Out.Header["X-Forwarded-For"] = []string{v}
 			}
-			// ReACT's own headers, and the private ones
-			// (SetPrivateKeys), never reach Triton.
+			// ReACT's own headers, and the private ones, never reach
+			// Triton.
+			var keys *PrivateKeys
+			if private != nil {
+				keys = private()
+			}
 			for k := range r.Out.Header {
-				if control.IsOwnKey(k) || isPrivate(k) {
+				if keys.private(k) {
 					delete(r.Out.Header, k)
 				}
 			}

@@ -10,10 +10,12 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mergectl/react-triton/internal/testutil"
 	"github.com/mergectl/react-triton/sidecar/internal/sidecartest"
+	"github.com/mergectl/react-triton/sidecar/passthrough"
 	"github.com/mergectl/react-triton/sidecar/server"
 )
 
@@ -157,32 +159,41 @@ func TestHTTPInterceptorSeam(t *testing.T) {
 }
 
 // TestHTTPProxyStripsOwnHeaders: ReACT's react-* headers, in any case,
-// never reach Triton; other headers do.
+// never reach Triton, nor do the private ones in service at the time of
+// each request; other headers do.
 func TestHTTPProxyStripsOwnHeaders(t *testing.T) {
 	seen := make(chan http.Header, 1)
 	up := sidecartest.StartUpstreamHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen <- r.Header.Clone()
 	}))
-	s := sidecartest.StartSidecar(t, server.Config{TritonHTTP: up})
-	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://%s/v2/models/x", s.HTTPAddr()), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("React-Preference", "a=1")
-	req.Header["react-preset"] = []string{"p"}
-	req.Header.Set("X-Other", "kept")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	h := <-seen
-	for k := range h {
-		if strings.HasPrefix(strings.ToLower(k), "react-") {
-			t.Errorf("header %s reached Triton", k)
+	var private atomic.Pointer[passthrough.PrivateKeys]
+	s := sidecartest.StartSidecar(t, server.Config{TritonHTTP: up, Private: private.Load})
+	for _, keys := range []*passthrough.PrivateKeys{nil, passthrough.NewPrivateKeys("x-no-sample"), nil} {
+		private.Store(keys)
+		req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://%s/v2/models/x", s.HTTPAddr()), nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if h.Get("X-Other") != "kept" {
-		t.Errorf("X-Other = %q, want it forwarded", h.Get("X-Other"))
+		req.Header.Set("React-Preference", "a=1")
+		req.Header["react-preset"] = []string{"p"}
+		req.Header.Set("X-Other", "kept")
+		req.Header.Set("X-No-Sample", "")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		h := <-seen
+		for k := range h {
+			if strings.HasPrefix(strings.ToLower(k), "react-") {
+				t.Errorf("header %s reached Triton", k)
+			}
+		}
+		if h.Get("X-Other") != "kept" {
+			t.Errorf("X-Other = %q, want it forwarded", h.Get("X-Other"))
+		}
+		if _, ok := h["X-No-Sample"]; ok != (keys == nil) {
+			t.Errorf("private keys %v: X-No-Sample forwarded %v", keys, ok)
+		}
 	}
 }

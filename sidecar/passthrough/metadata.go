@@ -7,8 +7,6 @@ import (
 
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
-
-	"github.com/mergectl/react-triton/control"
 )
 
 // notForwarded lists the metadata keys the proxy does not copy from the
@@ -37,13 +35,13 @@ var notForwarded = map[string]bool{
 
 // Forwardable returns a copy of the client's metadata without the keys in
 // notForwarded, without pseudo-headers, without ReACT's own keys
-// ("react-*", which never reach Triton) and without the private ones
-// (SetPrivateKeys: the sampling opt-out header). Everything else, binary "-bin"
-// keys and repeated values included, is forwarded as it came.
-func Forwardable(in metadata.MD) metadata.MD {
+// ("react-*", which never reach Triton) and without private's (the
+// sampling opt-out header). Everything else, binary "-bin" keys and
+// repeated values included, is forwarded as it came.
+func Forwardable(in metadata.MD, private *PrivateKeys) metadata.MD {
 	out := make(metadata.MD, len(in))
 	for k, v := range in {
-		if strings.HasPrefix(k, ":") || notForwarded[k] || control.IsOwnKey(k) || isPrivate(k) {
+		if strings.HasPrefix(k, ":") || notForwarded[k] || private.private(k) {
 			continue
 		}
 		out[k] = append([]string(nil), v...)
@@ -83,11 +81,11 @@ func peerHost(ctx context.Context) string {
 }
 
 // upstreamMetadata is the metadata of a call the sidecar makes to Triton on
-// behalf of a gRPC call: the client's forwardable metadata, with the peer
-// appended to x-forwarded-for.
-func upstreamMetadata(ctx context.Context) metadata.MD {
+// behalf of a gRPC call: the client's forwardable metadata (less
+// private's keys), with the peer appended to x-forwarded-for.
+func upstreamMetadata(ctx context.Context, private *PrivateKeys) metadata.MD {
 	in, _ := metadata.FromIncomingContext(ctx)
-	md := Forwardable(in)
+	md := Forwardable(in, private)
 	if v := forwardedFor(md["x-forwarded-for"], peerHost(ctx)); v != "" {
 		md["x-forwarded-for"] = []string{v}
 	}
@@ -96,7 +94,8 @@ func upstreamMetadata(ctx context.Context) metadata.MD {
 
 // UpstreamContext is the context of a call the sidecar makes to Triton on a
 // client's behalf: the client's deadline, cancellation and forwardable
-// metadata, with the peer appended to x-forwarded-for.
-func UpstreamContext(ctx context.Context) context.Context {
-	return metadata.NewOutgoingContext(ctx, upstreamMetadata(ctx))
+// metadata (less private's keys), with the peer appended to
+// x-forwarded-for.
+func UpstreamContext(ctx context.Context, private *PrivateKeys) context.Context {
+	return metadata.NewOutgoingContext(ctx, upstreamMetadata(ctx, private))
 }

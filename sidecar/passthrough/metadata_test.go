@@ -6,6 +6,8 @@ import (
 	"google.golang.org/grpc/metadata"
 )
 
+// TestForwardable: what a call made on a client's behalf forwards of its
+// metadata.
 func TestForwardable(t *testing.T) {
 	in := metadata.MD{
 		":authority":           {"sidecar:9001"},
@@ -20,9 +22,10 @@ func TestForwardable(t *testing.T) {
 		"x-multi":              {"a", "b"},
 		"trace-bin":            {"\x00\xff"},
 		"grpc-trace-bin":       {"\x01"},
+		"x-no-sample":          {""},
 	}
-	got := Forwardable(in)
-	// ReACT's own keys never reach Triton.
+	got := Forwardable(in, NewPrivateKeys("X-No-Sample"))
+	// ReACT's own keys and the private ones never reach Triton.
 	want := metadata.MD{
 		"x-multi":        {"a", "b"},
 		"trace-bin":      {"\x00\xff"},
@@ -36,8 +39,34 @@ func TestForwardable(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, g, v)
 		}
 	}
+	if got := Forwardable(in, nil); len(got["x-no-sample"]) != 1 {
+		t.Errorf("without private keys: x-no-sample = %q, want it forwarded", got["x-no-sample"])
+	}
 	got["x-multi"][0] = "changed"
 	if in["x-multi"][0] != "a" {
 		t.Error("Forwardable shares value slices with its input")
+	}
+}
+
+// TestPrivateKeys: names match in any case; none is nil, and nil has none.
+func TestPrivateKeys(t *testing.T) {
+	p := NewPrivateKeys("X-No-Sample", "")
+	for _, tc := range []struct {
+		keys *PrivateKeys
+		key  string
+		want bool
+	}{
+		{p, "x-no-sample", true},
+		{p, "X-NO-SAMPLE", true},
+		{p, "x-no-samples", false},
+		{p, "", false},
+		{nil, "x-no-sample", false},
+	} {
+		if got := tc.keys.Has(tc.key); got != tc.want {
+			t.Errorf("%v.Has(%q) = %v, want %v", tc.keys, tc.key, got, tc.want)
+		}
+	}
+	if NewPrivateKeys() != nil || NewPrivateKeys("") != nil {
+		t.Error("no keys: not nil")
 	}
 }

@@ -2,36 +2,43 @@ package passthrough
 
 import (
 	"strings"
-	"sync/atomic"
+
+	"github.com/mergectl/react-triton/control"
 )
 
-// privateKeys are headers (lower case) that, beside ReACT's own react-*
-// keys, never reach Triton: the sampling opt-out header when it is not a
-// react-* key (SetPrivateKeys).
-var privateKeys atomic.Pointer[map[string]bool]
+// PrivateKeys are headers and metadata keys that, beside ReACT's own
+// react-* keys, never reach Triton on either protocol: the sampling
+// opt-out header of the configuration in service, so that a client's
+// opt-out stays between it and the sidecar. They belong to a
+// configuration: the sidecar builds them with it (controllable.Models, on
+// each load and reload) and the proxies ask for those in service on each
+// call. Names are compared without regard to case. A PrivateKeys is
+// immutable; a nil *PrivateKeys holds none.
+type PrivateKeys struct {
+	keys map[string]bool // lower case
+}
 
-// SetPrivateKeys replaces the headers and metadata keys, beyond ReACT's
-// own, that the proxy never passes on to Triton, on either protocol: the
-// sidecar sets the sampling opt-out header here, so that a client's
-// opt-out stays between it and the sidecar. Names are compared without
-// regard to case; no keys clears the set.
-func SetPrivateKeys(keys ...string) {
+// NewPrivateKeys returns the keys named ("" names none), nil for none.
+func NewPrivateKeys(keys ...string) *PrivateKeys {
 	m := make(map[string]bool, len(keys))
 	for _, k := range keys {
 		if k != "" {
 			m[strings.ToLower(k)] = true
 		}
 	}
-	privateKeys.Store(&m)
+	if len(m) == 0 {
+		return nil
+	}
+	return &PrivateKeys{keys: m}
 }
 
-// isPrivate reports whether a header or metadata key never reaches Triton:
-// ReACT's own, or one set by SetPrivateKeys.
-func isPrivate(key string) bool {
-	if p := privateKeys.Load(); p != nil && len(*p) > 0 {
-		if (*p)[strings.ToLower(key)] {
-			return true
-		}
-	}
-	return false
+// Has reports whether key, in any case, is one of p's.
+func (p *PrivateKeys) Has(key string) bool {
+	return p != nil && p.keys[strings.ToLower(key)]
+}
+
+// private reports whether a header or metadata key never reaches Triton:
+// ReACT's own, or one of p's.
+func (p *PrivateKeys) private(key string) bool {
+	return control.IsOwnKey(key) || p.Has(key)
 }

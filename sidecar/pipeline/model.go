@@ -3,7 +3,7 @@ package pipeline
 import (
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/sidecar/modelstats"
-	"github.com/mergectl/react-triton/triton/ensemble"
+	"github.com/mergectl/react-triton/sidecar/pipeline/graphform"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -56,16 +56,15 @@ type Model struct {
 	path    string // "models[i]", for logs
 	version string // the version clients may name, besides none
 	profile *control.Profile
-	// graph is the step graph of the ensemble (named ensemble) the model
-	// runs (graph form), nil for the explicit form; site is where its
-	// corrected tensor is produced and read.
-	graph    *ensemble.Graph
+	// graph runs the steps of the ensemble (named ensemble) the model is
+	// (graph form), nil for the explicit form.
+	graph    *graphform.Form
 	ensemble string
-	site     ensemble.Site
 
-	backbone ref
-	feature  string // the backbone output that is corrected
-	// featureType is the backbone output's datatype (FP32, FP16 or BF16).
+	// backbone is the explicit form's, and feature its output that is
+	// corrected, in featureType (FP32, FP16 or BF16).
+	backbone    ref
+	feature     string
 	featureType string
 	// inputs are the model's inputs: the ensemble's (graph form), or the
 	// backbone's under the names clients use (explicit form).

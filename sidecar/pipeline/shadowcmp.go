@@ -7,7 +7,6 @@ import (
 
 	"google.golang.org/grpc/metadata"
 
-	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/pipeline/shadowcmp"
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -51,15 +50,11 @@ func (b *builder) setShadows(set *Set) {
 		}
 		c := shadowcmp.NewComparer(set.shadow, b.opt.Shadow, e.Name, e.Shadow)
 		for _, name := range e.Models {
-			m := set.Models[name]
-			if m == nil {
-				continue
+			if m := set.Models[name]; m != nil {
+				if pe := m.profile.Experiment(e.Name); pe != nil {
+					m.shadow = &shadowCmp{Comparer: c, arms: shadowcmp.Arms(b.ctx, m.profile, pe)}
+				}
 			}
-			var presets map[string]string
-			if i := slices.IndexFunc(b.cfg.Components, func(c config.Components) bool { return c.Name == m.profile.Name() }); i >= 0 {
-				presets = b.cfg.Components[i].Presets
-			}
-			m.shadow = &shadowCmp{Comparer: c, arms: shadowcmp.Arms(b.ctx, m.profile, presets, e.Arms)}
 		}
 	}
 }

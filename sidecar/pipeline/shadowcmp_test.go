@@ -618,7 +618,8 @@ func TestShadowResponseUnchanged(t *testing.T) {
 
 // TestShadowSkipped: what cannot be compared is counted, by reason: a
 // graph-form model's requests, and a request whose outputs hold no
-// logits; neither calls a head again.
+// logits, neither calling a head again; and an arm without a W_p, the
+// other arms compared.
 func TestShadowSkipped(t *testing.T) {
 	t.Run("graph form", func(t *testing.T) {
 		e := newGraphEnv(t)
@@ -637,6 +638,28 @@ func TestShadowSkipped(t *testing.T) {
 		compareMetrics(t, gather(t, sm), map[string]float64{skipKey("cls", "graph_form"): n})
 		if calls := e.fake.Calls("head_a"); calls > n {
 			t.Errorf("head_a called %d times for %d requests", calls, n)
+		}
+	})
+	t.Run("an arm without W_p", func(t *testing.T) {
+		e := newEnv(t)
+		set, sm := e.buildShadow(t, e.shadowConfig(config.Shadow{Fraction: 1}))
+		set.DropArmMatrix("single", "bheavy")
+		key := keyOf(t, abSplit(t), "plain")
+		if _, err := set.Models["single"].Infer(context.Background(), e.up, pipeline.Request{Proto: inferRequest("single", batch), Header: control.Values{Key: key, HasKey: true}}); err != nil {
+			t.Fatal(err)
+		}
+		set.WaitShadows()
+		got := gather(t, sm)
+		rows, agreements := pairKeys("single", "plain", "even3", "a")
+		delete(got, agreements) // TestShadowAgreement checks them
+		compareMetrics(t, got, map[string]float64{
+			rows:                           float64(len(batch) / 3),
+			skipKey("single", "no_matrix"): 1,
+			expKey(shadowcmp.MetricDuration+"_count", "single"): 1,
+			expKey(shadowcmp.MetricInflight, "single"):          0,
+		})
+		if calls := e.fake.Calls("head_a"); calls != 2 {
+			t.Errorf("head_a called %d times, want the client's call and even3's", calls)
 		}
 	})
 	t.Run("no logits", func(t *testing.T) {

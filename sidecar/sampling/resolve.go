@@ -8,14 +8,8 @@ import (
 
 	"github.com/mergectl/react-triton/livestats"
 	"github.com/mergectl/react-triton/react"
-	"github.com/mergectl/react-triton/sidecar/passthrough"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
-
-// SetOptOut makes the opt-out header one that never reaches Triton on
-// either protocol ("" for none), beside ReACT's own react-* keys, which
-// never do.
-func SetOptOut(header string) { passthrough.SetPrivateKeys(header) }
 
 // resolve reads from Triton's metadata the backbone's and each expert's
 // feature output (the only output when the configuration leaves it out)

@@ -114,7 +114,6 @@ func (s *Sampler) Configure(ctx context.Context, cfg *config.Config) error {
 			s.retire(old, cfg.Triton.Timeout)
 			s.log.Info("sampling off")
 		}
-		SetOptOut("")
 		return nil
 	}
 	set := cfg.SamplingSettings()
@@ -142,7 +141,6 @@ func (s *Sampler) Configure(ctx context.Context, cfg *config.Config) error {
 		a.start(s.log)
 	}
 	a.timeout.Store(int64(cfg.Triton.Timeout))
-	SetOptOut(set.OptOutHeader)
 	if a != old {
 		s.cur.Store(a)
 		if old != nil {

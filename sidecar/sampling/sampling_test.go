@@ -19,11 +19,14 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/react/partialfile"
+	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
 	"github.com/mergectl/react-triton/sidecar/internal/sidecartest"
 	"github.com/mergectl/react-triton/sidecar/passthrough"
 	"github.com/mergectl/react-triton/sidecar/sampling"
+	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -80,10 +83,7 @@ func newRig(t *testing.T, enabled bool, extra string) *rig {
 	if err := live.Configure(ctx, h.Models.Config()); err != nil {
 		t.Fatalf("Configure: %v", err)
 	}
-	t.Cleanup(func() {
-		live.Close(time.Second)
-		sampling.SetOptOut("")
-	})
+	t.Cleanup(func() { live.Close(time.Second) })
 	return &rig{h: h, live: live, dir: dir, t: tm}
 }
 
@@ -112,7 +112,13 @@ type sums struct {
 
 func (r *rig) reference() *sums {
 	sc := r.h.Scenario
-	d := sc.D
+	return newSums(sc.M, sc.Bias, r.t)
+}
+
+// newSums is the reference of a backbone x ↦ m x + bias and an expert
+// x ↦ t x, both D×3.
+func newSums(m [][]float64, bias []float64, t [][]float64) *sums {
+	d := len(m)
 	round := func(v []float64) []float64 {
 		for i := range v {
 			v[i] = float64(float32(v[i]))
@@ -120,8 +126,8 @@ func (r *rig) reference() *sums {
 		return v
 	}
 	return &sums{d: d, s: make([]float64, d*d), g: make([]float64, d*d),
-		mtl: func(x []float64) []float64 { return round(faketriton.Affine(sc.M, sc.Bias, x)) },
-		ind: func(x []float64) []float64 { return round(faketriton.Apply(r.t, x)) }}
+		mtl: func(x []float64) []float64 { return round(faketriton.Affine(m, bias, x)) },
+		ind: func(x []float64) []float64 { return round(faketriton.Apply(t, x)) }}
 }
 
 func (s *sums) add(x []float64) {
@@ -414,29 +420,87 @@ func TestShutdownWaitsForSamples(t *testing.T) {
 
 // TestOptOut: a request carrying the opt-out header is answered, not
 // sampled (no backbone or expert call, counted as opt_out), and the header
-// does not reach Triton, also when it is not a react-* key.
+// does not reach Triton, also when it is not a react-* key; a header
+// configured in mixed case matches the lower-case key gRPC metadata has.
 func TestOptOut(t *testing.T) {
-	r := newRig(t, true, "  opt_out_header: x-no-sample\n")
-	x := batch(rand.New(rand.NewPCG(1, 3)), 2)
-	ctx := metadata.AppendToOutgoingContext(context.Background(), "x-no-sample", "", "x-other", "kept")
-	r.infer(t, ctx, x)
-	r.live.Wait(context.Background())
-	if b, e := r.h.Fake.Calls("backbone"), r.h.Fake.Calls("expert_a"); b != 0 || e != 0 {
-		t.Fatalf("opted out, yet backbone calls %d, expert calls %d", b, e)
+	for _, header := range []string{"x-no-sample", "X-No-Sample"} {
+		t.Run(header, func(t *testing.T) {
+			r := newRig(t, true, "  opt_out_header: "+header+"\n")
+			x := batch(rand.New(rand.NewPCG(1, 3)), 2)
+			ctx := metadata.AppendToOutgoingContext(context.Background(), "x-no-sample", "", "x-other", "kept")
+			r.infer(t, ctx, x)
+			r.live.Wait(context.Background())
+			if b, e := r.h.Fake.Calls("backbone"), r.h.Fake.Calls("expert_a"); b != 0 || e != 0 {
+				t.Fatalf("opted out, yet backbone calls %d, expert calls %d", b, e)
+			}
+			md := r.h.Fake.LastMetadata("classify")
+			if _, ok := md["x-no-sample"]; ok || len(md["x-other"]) == 0 {
+				t.Errorf("metadata reaching Triton: %v: want x-other, not the opt-out header", md)
+			}
+			fams := sidecartest.Scrape(t, r.h.Metrics.Handler())
+			if v, _ := sidecartest.MetricValue(fams, "react_sampling_skipped_total", map[string]string{"model": "classify", "task": "a", "reason": "opt_out"}); v != 1 {
+				t.Errorf("skipped{opt_out} = %v, want 1", v)
+			}
+			// Without the header, the same request is sampled.
+			r.infer(t, context.Background(), x)
+			r.live.Wait(context.Background())
+			if b := r.h.Fake.Calls("backbone"); b != 1 {
+				t.Errorf("backbone calls %d after a request without the header, want 1", b)
+			}
+		})
 	}
-	md := r.h.Fake.LastMetadata("classify")
-	if _, ok := md["x-no-sample"]; ok || len(md["x-other"]) == 0 {
-		t.Errorf("metadata reaching Triton: %v: want x-other, not the opt-out header", md)
+}
+
+// reload applies cfg as the sidecar's reloader does: the controllable
+// models, then the sampling section.
+func (r *rig) reload(t *testing.T, cfg *config.Config) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := r.h.Models.Reload(ctx, cfg); err != nil {
+		t.Fatalf("Reload: %v", err)
 	}
-	fams := sidecartest.Scrape(t, r.h.Metrics.Handler())
-	if v, _ := sidecartest.MetricValue(fams, "react_sampling_skipped_total", map[string]string{"model": "classify", "task": "a", "reason": "opt_out"}); v != 1 {
-		t.Errorf("skipped{opt_out} = %v, want 1", v)
+	if err := r.live.Configure(ctx, cfg); err != nil {
+		t.Fatalf("Configure: %v", err)
 	}
-	// Without the header, the same request is sampled.
-	r.infer(t, context.Background(), x)
-	r.live.Wait(context.Background())
-	if b := r.h.Fake.Calls("backbone"); b != 1 {
-		t.Errorf("backbone calls %d after a request without the header, want 1", b)
+}
+
+// TestOptOutFollowsReload: the opt-out header stays with the sidecar while
+// the configuration in service samples, and reaches Triton again once a
+// reload turns sampling off: on gRPC, relayed or served by a controllable
+// model, and on HTTP, relayed. A reload turning it on keeps it back again.
+func TestOptOutFollowsReload(t *testing.T) {
+	const extra = "  opt_out_header: X-No-Sample\n"
+	r := newRig(t, true, extra)
+	x := batch(rand.New(rand.NewPCG(1, 6)), 2)
+	body, hdr := sidecartest.InferBody(t, sidecartest.CtlRequest("classify", "h", x), true)
+	hdr["X-No-Sample"] = "1"
+	// seen sends the header on each path and reports whether it reached
+	// Triton on each.
+	seen := func() (grpcRelayed, grpcServed, httpRelayed bool) {
+		ctx := metadata.AppendToOutgoingContext(context.Background(), "x-no-sample", "1")
+		r.infer(t, ctx, x)
+		_, grpcRelayed = r.h.Fake.LastMetadata("classify")["x-no-sample"]
+		if _, err := r.h.Client.ModelInfer(ctx, sidecartest.CtlRequest("single", "", x, "logits")); err != nil {
+			t.Fatal(err)
+		}
+		_, grpcServed = r.h.Fake.LastMetadata("backbone")["x-no-sample"]
+		if resp, out := sidecartest.HTTPDo(t, http.MethodPost, r.h.HTTPURL+"/v2/models/classify/infer", body, hdr); resp.StatusCode != http.StatusOK {
+			t.Fatalf("HTTP: %d %s", resp.StatusCode, out)
+		}
+		_, httpRelayed = r.h.Fake.LastHTTPHeader()["X-No-Sample"]
+		r.live.Wait(context.Background())
+		return grpcRelayed, grpcServed, httpRelayed
+	}
+	for i, on := range []bool{true, false, true} {
+		if i > 0 {
+			r.reload(t, sidecartest.LoadConfig(t, r.h.Dir, fmt.Sprintf("reload-%d.yaml", i), withSections(r.h.Config, samplingYAML(r.dir, on, extra))))
+		}
+		g, c, h := seen()
+		if g == on || c == on || h == on {
+			t.Errorf("sampling %v (step %d): the opt-out header reached Triton: gRPC relayed %v, gRPC served %v, HTTP relayed %v; want %v",
+				on, i, g, c, h, !on)
+		}
 	}
 }
 
@@ -568,4 +632,100 @@ func TestReloadKeepsOrRestarts(t *testing.T) {
 func withSections(c sidecartest.CtlConfig, sections string) sidecartest.CtlConfig {
 	c.Sections = sections
 	return c
+}
+
+// TestReloadRestartsOnTriton: a reload whose sampling section is unchanged
+// still starts a new sampler, and file, when what Triton reports of the
+// sampled models changed: the features' dimension D (the backbone and
+// the expert replaced), or the backbone's feature output, when the
+// section leaves it to the model's only output. The new file holds the
+// new features' sums.
+func TestReloadRestartsOnTriton(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	matrix := func(rows int) [][]float64 {
+		m := make([][]float64, rows)
+		for i := range m {
+			m[i] = []float64{rng.NormFloat64(), rng.NormFloat64(), rng.NormFloat64()}
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name     string
+		backbone string // the section's backbone
+		d        int    // the new models'
+		output   string // the new backbone's
+	}{
+		{"another D", "{model: backbone, output: feature}", 5, "feature"},
+		{"another output", "{model: backbone}", 4, "embedding"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, true, "")
+			ctx := context.Background()
+			section := strings.Replace(samplingYAML(r.dir, true, ""), "backbone: {model: backbone, output: feature}", "backbone: "+tc.backbone, 1)
+			cfg := sidecartest.LoadConfig(t, r.h.Dir, "section.yaml", withSections(r.h.Config, section))
+			if err := r.live.Configure(ctx, cfg); err != nil {
+				t.Fatal(err)
+			}
+			path := r.live.Path()
+			m, e := matrix(tc.d), matrix(tc.d)
+			r.h.Fake.Put(faketriton.Linear("backbone", "x", "FP32", tc.output, "FP32", m, nil))
+			r.h.Fake.Put(faketriton.Linear("expert_a", "x", "FP32", "feature", "FP32", e, nil))
+			time.Sleep(time.Millisecond) // a new window starts later
+			if err := r.live.Configure(ctx, cfg); err != nil {
+				t.Fatal(err)
+			}
+			if r.live.Path() == path {
+				t.Fatalf("the sampler was kept (%s)", path)
+			}
+			want := newSums(m, nil, e)
+			x := batch(rng, 3)
+			r.infer(t, ctx, x)
+			want.add(x)
+			newPath := r.live.Path()
+			if err := r.live.Close(5 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+			checkFile(t, newPath, want)
+		})
+	}
+}
+
+// TestSaturated: while the sidecar is saturated, a request is neither
+// sampled nor started, relayed or served, and is counted as such; the same
+// request otherwise is.
+func TestSaturated(t *testing.T) {
+	r := newRig(t, true, "")
+	x := batch(rand.New(rand.NewPCG(2, 7)), 2)
+	req := sidecartest.CtlRequest("classify", "", x, "logits")
+	payload, err := proto.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feature := triton.NewFP32("feature", []int64{2, int64(r.h.Scenario.D)}, make([]float32, 2*r.h.Scenario.D))
+	backbone := react.ModelRef{Name: "backbone", Output: "feature"}
+	for _, saturated := range []bool{true, false} {
+		r.live.Relayed(nil, payload, saturated)
+		start := r.live.Served("single", nil, saturated, req, backbone, feature)
+		if (start == nil) != saturated {
+			t.Errorf("saturated %v: Served started a sample: %v", saturated, start != nil)
+		}
+		if start != nil {
+			start()
+		}
+		r.live.Wait(context.Background())
+		// The first round skipped one request of each model, the second
+		// sampled one.
+		wantSampled := 1.0
+		if saturated {
+			wantSampled = 0
+		}
+		fams := sidecartest.Scrape(t, r.h.Metrics.Handler())
+		for _, model := range []string{"classify", "single"} {
+			skipped, _ := sidecartest.MetricValue(fams, "react_sampling_skipped_total", map[string]string{"model": model, "task": "a", "reason": "saturated"})
+			sampled, _ := sidecartest.MetricValue(fams, "react_sampling_requests_total", map[string]string{"model": model, "task": "a"})
+			if skipped != 1 || sampled != wantSampled {
+				t.Errorf("saturated %v, %s: skipped{saturated} %v, sampled %v; want 1, %v", saturated, model, skipped, sampled, wantSampled)
+			}
+		}
+	}
 }

@@ -71,6 +71,10 @@ type Config struct {
 	// passes everything through.
 	InterceptGRPC passthrough.GRPCInterceptor
 	InterceptHTTP passthrough.HTTPInterceptor
+	// Private, when not nil, returns the headers and metadata keys that
+	// never reach Triton beside ReACT's own (the sampling opt-out header of
+	// the configuration in service), asked on each call relayed.
+	Private func() *passthrough.PrivateKeys
 	// RegisterGRPC, when not nil, registers the sidecar's own gRPC
 	// services (react.Feedback) on the gRPC server, beside the
 	// pass-through: their calls pass the front door's checks, as every
@@ -141,7 +145,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.TritonGRPC == "" || cfg.TritonHTTP == "" {
 		return nil, errors.New("sidecar: both upstream Triton addresses (gRPC and HTTP) are required")
 	}
-	handler, err := passthrough.NewHTTPProxy(cfg.TritonHTTP, cfg.TritonTLS, cfg.InterceptHTTP, errLog)
+	handler, err := passthrough.NewHTTPProxy(cfg.TritonHTTP, cfg.TritonTLS, cfg.InterceptHTTP, cfg.Private, errLog)
 	if err != nil {
 		return nil, fmt.Errorf("sidecar: %w", err)
 	}
@@ -153,6 +157,7 @@ func New(cfg Config) (*Server, error) {
 	lim := frontdoor.ServerLimits(cfg.Server)
 	proxy := passthrough.NewGRPCProxy(s.conn, cfg.TritonGRPC, cfg.InterceptGRPC)
 	proxy.Check, proxy.ReadTimeout, proxy.Log = frontdoor.GRPCCheck(cfg.Management, int(lim.MaxHeaderBytes)), lim.ReadTimeout, logger
+	proxy.Private = cfg.Private
 	opts := append(frontdoor.GRPCServerOptions(lim), grpc.UnaryInterceptor(frontdoor.GRPCUnaryCheck(proxy.Check)))
 	if cfg.MaxRecvMsgSize > 0 {
 		opts = append(opts, grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize))

@@ -6,11 +6,13 @@
 package reacttest
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/mergectl/react-triton/react"
+	"github.com/mergectl/react-triton/react/internal/mattest"
 )
 
 // Components returns valid components with the given tasks, built from
@@ -45,6 +47,39 @@ func Components(t testing.TB, d int, seed uint64, tasks ...string) *react.Compon
 		c.Tasks = append(c.Tasks, st)
 	}
 	return c
+}
+
+// Synthetic returns components of T tasks of dimension d whose values
+// only need to be generic (mattest.Synthetic), built in O(T·D²) where
+// Components' calibration costs O(N·D²): D = d, β = 0.1, the sum
+// normalisation, and tasks task0, task1, ... with N_t = 10 D. The same d
+// and tasks give the same components, those of react's own tests.
+func Synthetic(d, tasks int) *react.Components {
+	c := &react.Components{D: d, Beta: 0.1, Normalization: react.NormSum}
+	for k, st := range mattest.Synthetic(d, tasks) {
+		c.Tasks = append(c.Tasks, &react.TaskStats{Name: fmt.Sprintf("task%d", k), N: int64(10 * d), S: st.S, G: st.G, WOrth: st.WOrth})
+	}
+	return c
+}
+
+// Solver returns react.NewSolver(c, opt), or fails t.
+func Solver(t testing.TB, c *react.Components, opt react.Options) *react.Solver {
+	t.Helper()
+	s, err := react.NewSolver(c, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Preference returns react.ParsePreference(spec, tasks), or fails t.
+func Preference(t testing.TB, spec string, tasks []string) react.Preference {
+	t.Helper()
+	p, err := react.ParsePreference(spec, tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // NilField is a field of Components(t, d, seed, "a", "b") set to nil, and

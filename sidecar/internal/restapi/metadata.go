@@ -20,11 +20,11 @@ var httpBodyHeaders = map[string]bool{
 // for an HTTP request: the headers named in forward (triton.forward_headers:
 // an authorization header for Triton's restricted endpoints, tracing
 // headers), less the body's headers, less what passthrough.Forwardable drops for gRPC
-// clients (hop-by-hop headers, grpc's own, ReACT's react-*), and less
-// values gRPC metadata cannot carry (anything but printable ASCII). Any
-// other header stays with the sidecar: a large cookie would otherwise make
-// Triton refuse the call.
-func GRPCMetadata(h http.Header, forward []string) metadata.MD {
+// clients (hop-by-hop headers, grpc's own, ReACT's react-*, private's keys),
+// and less values gRPC metadata cannot carry (anything but printable
+// ASCII). Any other header stays with the sidecar: a large cookie would
+// otherwise make Triton refuse the call.
+func GRPCMetadata(h http.Header, forward []string, private *passthrough.PrivateKeys) metadata.MD {
 	md := make(metadata.MD, len(forward))
 	for _, name := range forward {
 		k := strings.ToLower(name)
@@ -37,7 +37,7 @@ func GRPCMetadata(h http.Header, forward []string) metadata.MD {
 			}
 		}
 	}
-	return passthrough.Forwardable(md)
+	return passthrough.Forwardable(md, private)
 }
 
 func printableASCII(s string) bool {

@@ -296,10 +296,10 @@ func NewHarness(t testing.TB, edit func(*CtlConfig)) *Harness {
 	h.Server = StartSidecar(t, server.Config{
 		TritonGRPC: cfg.Triton.GRPC, TritonHTTP: cfg.Triton.HTTP, Conn: conn,
 		InterceptGRPC: h.Models.GRPCInterceptor(), InterceptHTTP: h.Feedback.HTTPInterceptor(h.Models.HTTPInterceptor()),
-		RegisterGRPC: h.Feedback.RegisterGRPC, Management: guard, Log: logger,
+		RegisterGRPC: h.Feedback.RegisterGRPC, Management: guard, Log: logger, Private: h.Models.PrivateKeys,
 	})
 	h.Client = tritonpb.NewGRPCInferenceServiceClient(Dial(t, h.Server.GRPCAddr().String()))
-	if h.HTTP, err = passthrough.NewHTTPProxy(cfg.Triton.HTTP, nil, h.Feedback.HTTPInterceptor(h.Models.HTTPInterceptor()), nil); err != nil {
+	if h.HTTP, err = passthrough.NewHTTPProxy(cfg.Triton.HTTP, nil, h.Feedback.HTTPInterceptor(h.Models.HTTPInterceptor()), h.Models.PrivateKeys, nil); err != nil {
 		t.Fatal(err)
 	}
 	h.HTTPURL = "http://" + h.Server.HTTPAddr().String()

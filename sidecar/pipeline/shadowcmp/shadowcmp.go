@@ -204,25 +204,19 @@ type Arm struct {
 }
 
 // Arms returns the W_p of each of an experiment's arms, in order, from
-// the profile that pinned them when it was built: each is found, never
-// solved. An arm's choice is made as the profile made it, from its
-// preference or its preset's (presets: the components entry's), parsed
-// by control.ParseSpec.
-func Arms(ctx context.Context, p *control.Profile, presets map[string]string, arms []config.Arm) []Arm {
-	out := make([]Arm, len(arms))
-	for i, a := range arms {
-		out[i].Name = a.Name
-		spec := a.Preference
-		if a.Preset != "" {
-			spec = presets[a.Preset]
-		}
-		c, err := control.ParseSpec(spec, p.Tasks())
-		if err == nil {
-			out[i].W, err = p.Matrix(ctx, c)
-		}
+// the profile that pinned them when it was built: each arm's choice is
+// the experiment's (control.Experiment.Choices, a preset arm's its
+// preset's), and its W_p is found, never solved.
+func Arms(ctx context.Context, p *control.Profile, e *control.Experiment) []Arm {
+	choices := e.Choices()
+	out := make([]Arm, len(choices))
+	for i, c := range choices {
+		out[i].Name = c.Arm
+		w, err := p.Matrix(ctx, c)
 		if err != nil {
-			out[i].Err = fmt.Errorf("arm %q: %w", a.Name, err)
+			err = fmt.Errorf("arm %q: %w", c.Arm, err)
 		}
+		out[i].W, out[i].Err = w, err
 	}
 	return out
 }

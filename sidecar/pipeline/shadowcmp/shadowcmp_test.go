@@ -174,6 +174,22 @@ func TestCapAndClose(t *testing.T) {
 	}
 }
 
+// TestStartAfterClose: a Start refused because the run is closed gives
+// its slot back: with one slot, each of three is counted stopped, none
+// busy.
+func TestStartAfterClose(t *testing.T) {
+	m := shadowcmp.NewMetrics()
+	run := shadowcmp.NewRun()
+	c := shadowcmp.NewComparer(run, m, "e", config.Shadow{Fraction: 1, MaxConcurrent: 1})
+	run.Close()
+	for range 3 {
+		if c.Start("m", "a", func(context.Context) ([]shadowcmp.Count, bool, error) { return nil, false, nil }) {
+			t.Fatal("started after Close")
+		}
+	}
+	check(t, samples(t, m), map[string]float64{skipped("stopped"): 3})
+}
+
 // TestDraw: fraction 0 never draws, 1 always, 0.25 about a quarter
 // (10,000 draws: 2,500 ± 260 is 6 standard deviations).
 func TestDraw(t *testing.T) {
@@ -197,13 +213,21 @@ func TestDraw(t *testing.T) {
 }
 
 // TestAgreement counts the rows whose classes are equal, and refuses
-// classes for another number of rows.
+// classes for fewer rows or more.
 func TestAgreement(t *testing.T) {
 	c, err := shadowcmp.Agreement("b", "t", []int{0, 1, 2, 2, 0}, []int{0, 2, 2, 1, 0})
 	if want := (shadowcmp.Count{Other: "b", Task: "t", Rows: 5, Agreed: 3}); err != nil || c != want {
 		t.Errorf("Agreement: %+v, %v, want %+v", c, err, want)
 	}
-	if _, err := shadowcmp.Agreement("b", "t", []int{0, 1}, []int{0}); err == nil || err.Error() != "1 rows, 2 served" {
-		t.Errorf("one row for two: %v", err)
+	for _, tc := range []struct {
+		served, got []int
+		want        string
+	}{
+		{[]int{0, 1}, []int{0}, "1 rows, 2 served"},
+		{[]int{0}, []int{0, 1}, "2 rows, 1 served"},
+	} {
+		if _, err := shadowcmp.Agreement("b", "t", tc.served, tc.got); err == nil || err.Error() != tc.want {
+			t.Errorf("%d rows for %d: %v, want %s", len(tc.got), len(tc.served), err, tc.want)
+		}
 	}
 }

@@ -1,4 +1,8 @@
-package config
+// Package memory is the sidecar's memory budget for a configuration: the
+// most each part of a sidecar serving it may hold (BudgetOf), from which
+// docs/deploy.md derives a container's memory limit and GOMEMLIMIT, and
+// which the sidecar logs at start-up and at each reload.
+package memory
 
 import (
 	"fmt"
@@ -6,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mergectl/react-triton/experiment/feedback"
+	"github.com/mergectl/react-triton/sidecar/config"
 )
 
 // Shape is what the memory budget needs of a components file: its feature
@@ -18,12 +23,11 @@ type Shape struct {
 // count itself: the Go runtime, goroutine stacks, the gRPC and HTTP
 // servers' buffers, responses, the metrics. Measured at about 60 MB of RSS
 // for a sidecar serving the zoo under load.
-const RuntimeReserve = 96 * MiB
+const RuntimeReserve = 96 * config.MiB
 
-// Memory is the sidecar's memory budget for a configuration: the most each
-// part may hold, in bytes. docs/deploy.md derives a container's memory
-// limit and GOMEMLIMIT from it.
-type Memory struct {
+// Budget is the sidecar's memory budget for a configuration: the most each
+// part may hold, in bytes.
+type Budget struct {
 	// Statistics are each components file's per-task statistics as the
 	// solver holds them: S_t, G_t, W_orth_t and A_t in float64, 32·D² bytes
 	// per task.
@@ -57,29 +61,29 @@ type Memory struct {
 }
 
 // Total is the whole budget.
-func (m Memory) Total() int64 {
+func (m Budget) Total() int64 {
 	return m.Statistics + m.Pinned + m.Cache + m.Solves + m.Bodies + m.Sampling + m.Feedback + m.Runtime
 }
 
 // String lists the parts in MiB.
-func (m Memory) String() string {
+func (m Budget) String() string {
 	parts := []struct {
 		name string
 		v    int64
 	}{{"statistics", m.Statistics}, {"pinned", m.Pinned}, {"cache", m.Cache}, {"solves", m.Solves}, {"bodies", m.Bodies}, {"sampling", m.Sampling}, {"feedback", m.Feedback}, {"runtime", m.Runtime}}
 	var b strings.Builder
 	for _, p := range parts {
-		fmt.Fprintf(&b, "%s %.0f MiB, ", p.name, float64(p.v)/float64(MiB))
+		fmt.Fprintf(&b, "%s %.0f MiB, ", p.name, float64(p.v)/float64(config.MiB))
 	}
-	fmt.Fprintf(&b, "total %.0f MiB", float64(m.Total())/float64(MiB))
+	fmt.Fprintf(&b, "total %.0f MiB", float64(m.Total())/float64(config.MiB))
 	return b.String()
 }
 
-// MemoryBudget returns the memory budget of c, given the shape of each
-// components entry's file (by entry name; an entry without a shape counts
-// for nothing but its cache). cores is GOMAXPROCS, for the default of
+// BudgetOf returns the memory budget of c, given the shape of each components
+// entry's file (by entry name; an entry without a shape counts for nothing
+// but its cache). cores is GOMAXPROCS, for the default of
 // admission.max_concurrent_solves (half of it); 0 means this process's.
-func (c *Config) MemoryBudget(shapes map[string]Shape, cores int) Memory {
+func BudgetOf(c *config.Config, shapes map[string]Shape, cores int) Budget {
 	if cores <= 0 {
 		cores = runtime.GOMAXPROCS(0)
 	}
@@ -87,7 +91,7 @@ func (c *Config) MemoryBudget(shapes map[string]Shape, cores int) Memory {
 	if solvers == 0 {
 		solvers = int64(max(1, cores/2))
 	}
-	m := Memory{Runtime: int64(RuntimeReserve), Bodies: 2 * (int64(c.Limits.MaxInflightBytes) + int64(c.Limits.MaxInflightBytes)/8)}
+	m := Budget{Runtime: int64(RuntimeReserve), Bodies: 2 * (int64(c.Limits.MaxInflightBytes) + int64(c.Limits.MaxInflightBytes)/8)}
 	files := map[string]bool{}
 	var widest int64
 	for _, comp := range c.Components {
@@ -102,7 +106,7 @@ func (c *Config) MemoryBudget(shapes map[string]Shape, cores int) Memory {
 			files[comp.Path] = true
 			m.Statistics += 32 * d2 * int64(s.Tasks)
 		}
-		m.Pinned += 4 * d2 * int64(c.pinnedCount(comp))
+		m.Pinned += 4 * d2 * int64(pinnedCount(c, comp))
 	}
 	m.Solves = solvers*24*widest + 12*widest
 	if c.Sampling.Enabled {
@@ -117,7 +121,7 @@ func (c *Config) MemoryBudget(shapes map[string]Shape, cores int) Memory {
 
 // pinnedCount is how many W_p a components entry pins, at most: its
 // default, its presets, and the arms of the experiments of its models.
-func (c *Config) pinnedCount(comp Components) int {
+func pinnedCount(c *config.Config, comp config.Components) int {
 	n := len(comp.Presets)
 	if comp.DefaultPreference != "" {
 		n++

@@ -1,6 +1,6 @@
 //go:build cuda
 
-package react
+package cudadevice
 
 import (
 	"bytes"
@@ -15,16 +15,18 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/react/devicetest"
 	"github.com/mergectl/react-triton/react/internal/cuda"
+	"github.com/mergectl/react-triton/react/internal/reacttest"
 )
 
-// cudaInUse returns the CUDA accelerator in use, or skips.
-func cudaInUse(tb testing.TB) *cudaAccelerator {
+// inUse returns the CUDA accelerator in use, or skips.
+func inUse(tb testing.TB) *accelerator {
 	tb.Helper()
-	acc, ok := CurrentAccelerator().(*cudaAccelerator)
+	acc, ok := react.CurrentAccelerator().(*accelerator)
 	if !ok {
-		tb.Skipf("no CUDA device in use (backend %s)", CurrentBackend())
+		tb.Skipf("no CUDA device in use (backend %s)", react.CurrentBackend())
 	}
 	return acc
 }
@@ -48,11 +50,11 @@ func settledFreeMemory(t *testing.T) int {
 // next W_p's; and the W_p's reuse buffers instead of allocating one each,
 // with no help from the test (the pool asks the collector to run).
 func TestDeviceNoLeak(t *testing.T) {
-	acc := cudaInUse(t)
+	acc := inUse(t)
 	const d, solves, rows = 64, 2000, 4
 	run := func(solves int) (allocs, reuses int) {
-		c := syntheticComponents(d, 3)
-		s := mustSolver(t, c, DefaultOptions(c))
+		c := reacttest.Synthetic(d, 3)
+		s := reacttest.Solver(t, c, react.DefaultOptions(c))
 		ds, err := acc.Load(s)
 		if err != nil {
 			t.Fatal(err)
@@ -65,7 +67,7 @@ func TestDeviceNoLeak(t *testing.T) {
 		}
 		dst := make([]float32, len(z))
 		for i := range solves {
-			p, err := NewPreference(s.Tasks(), []float64{1 + float64(i%7), 1 + float64(i%5), 1 + float64(i%3)})
+			p, err := react.NewPreference(s.Tasks(), []float64{1 + float64(i%7), 1 + float64(i%5), 1 + float64(i%3)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,13 +102,13 @@ func TestDeviceNoLeak(t *testing.T) {
 
 // spareCounts returns the spare pool's counts of W_p buffers allocated
 // and reused.
-func (a *cudaAccelerator) spareCounts() (allocs, reuses int) {
+func (a *accelerator) spareCounts() (allocs, reuses int) {
 	_ = a.dev.Do(func() error { allocs, reuses = a.spare.allocs, a.spare.reuses; return nil })
 	return allocs, reuses
 }
 
 // spareBytes returns the bytes the spare pool keeps.
-func (a *cudaAccelerator) spareBytes() (n int) {
+func (a *accelerator) spareBytes() (n int) {
 	_ = a.dev.Do(func() error { n = a.spare.bytes; return nil })
 	return n
 }
@@ -114,15 +116,15 @@ func (a *cudaAccelerator) spareBytes() (n int) {
 // TestDeviceApplyResident checks ApplyDevice, on device memory, against
 // Apply on host memory.
 func TestDeviceApplyResident(t *testing.T) {
-	acc := cudaInUse(t)
+	acc := inUse(t)
 	const d, rows = 64, 9
-	c := syntheticComponents(d, 3)
-	s := mustSolver(t, c, DefaultOptions(c))
+	c := reacttest.Synthetic(d, 3)
+	s := reacttest.Solver(t, c, react.DefaultOptions(c))
 	ds, err := acc.Load(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dm, _, err := ds.Solve(mustPref(t, "task0=1,task2=3", s.Tasks()))
+	dm, _, err := ds.Solve(reacttest.Preference(t, "task0=1,task2=3", s.Tasks()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,10 +171,10 @@ func TestDeviceApplyResident(t *testing.T) {
 // W_p beyond float32's range) puts it back: refused again and again, the
 // same preference allocates no new buffer.
 func TestDeviceRefusalsReturnTheBuffer(t *testing.T) {
-	acc := cudaInUse(t)
+	acc := inUse(t)
 	const d = 19 // a size no other test's W_p has
-	illConditioned := func() *Components {
-		c := syntheticComponents(d, 2)
+	illConditioned := func() *react.Components {
+		c := reacttest.Synthetic(d, 2)
 		g := mat.NewSymDense(d, nil)
 		for i := range d {
 			g.SetSym(i, i, 1)
@@ -181,26 +183,26 @@ func TestDeviceRefusalsReturnTheBuffer(t *testing.T) {
 		c.Tasks[0].G = g
 		return c
 	}
-	beyondFloat32 := func() *Components {
-		c := syntheticComponents(d, 2)
+	beyondFloat32 := func() *react.Components {
+		c := reacttest.Synthetic(d, 2)
 		c.Tasks[0].S.Scale(1e40, c.Tasks[0].S)
 		return c
 	}
 	for _, tc := range []struct {
 		name string
-		c    *Components
+		c    *react.Components
 		want func(error) bool
 	}{
-		{"ill-conditioned", illConditioned(), func(err error) bool { return errors.As(err, new(*SolveError)) }},
-		{"beyond float32", beyondFloat32(), func(err error) bool { return errors.Is(err, ErrFloat32Range) }},
+		{"ill-conditioned", illConditioned(), func(err error) bool { return errors.As(err, new(*react.SolveError)) }},
+		{"beyond float32", beyondFloat32(), func(err error) bool { return errors.Is(err, react.ErrFloat32Range) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := mustSolver(t, tc.c, Options{Beta: 0, Normalization: NormSum})
+			s := reacttest.Solver(t, tc.c, react.Options{Beta: 0, Normalization: react.NormSum})
 			ds, err := acc.Load(s)
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := mustPref(t, "task0=1", s.Tasks())
+			p := reacttest.Preference(t, "task0=1", s.Tasks())
 			solve := func() {
 				t.Helper()
 				if m, _, err := ds.Solve(p); m != nil || !tc.want(err) {
@@ -226,7 +228,7 @@ func TestDeviceRefusalsReturnTheBuffer(t *testing.T) {
 // gcEveryBuffers (or gcEveryBytes) of new buffers, not at every buffer
 // after that.
 func TestSparePool(t *testing.T) {
-	acc := cudaInUse(t)
+	acc := inUse(t)
 	dev := acc.dev
 	var p sparePool // not the accelerator's
 	const half = maxSpareBytes / 2
@@ -317,15 +319,15 @@ func TestSparePool(t *testing.T) {
 // TestDeviceScratchGrowthFreesOld: when a host batch outgrows the
 // accelerator's scratch, the old scratch is freed, not kept beside the new.
 func TestDeviceScratchGrowthFreesOld(t *testing.T) {
-	acc := cudaInUse(t)
+	acc := inUse(t)
 	const d = 16
-	c := syntheticComponents(d, 2)
-	s := mustSolver(t, c, DefaultOptions(c))
+	c := reacttest.Synthetic(d, 2)
+	s := reacttest.Solver(t, c, react.DefaultOptions(c))
 	ds, err := acc.Load(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, _, err := ds.Solve(mustPref(t, "task0=1", s.Tasks()))
+	m, _, err := ds.Solve(reacttest.Preference(t, "task0=1", s.Tasks()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,19 +378,19 @@ func TestDeviceLoadFailureFreesMemory(t *testing.T) {
 		}
 		return
 	}
-	acc := cudaInUse(t)
+	acc := inUse(t)
 	const d = 128 // 128 KiB a matrix: 40 tasks need 10 MiB
-	big := syntheticComponents(d, 40)
-	small := syntheticComponents(d, 2)
+	big := reacttest.Synthetic(d, 40)
+	small := reacttest.Synthetic(d, 2)
 	// Warm-up: the batch scratch and the libraries' own memory.
-	s := mustSolver(t, small, DefaultOptions(small))
+	s := reacttest.Solver(t, small, react.DefaultOptions(small))
 	if ds, err := acc.Load(s); err != nil {
 		t.Fatal(err)
-	} else if _, _, err := ds.Solve(mustPref(t, "task0=1", s.Tasks())); err != nil {
+	} else if _, _, err := ds.Solve(reacttest.Preference(t, "task0=1", s.Tasks())); err != nil {
 		t.Fatal(err)
 	}
 	before := settledFreeMemory(t)
-	if _, err := acc.Load(mustSolver(t, big, DefaultOptions(big))); err == nil {
+	if _, err := acc.Load(reacttest.Solver(t, big, react.DefaultOptions(big))); err == nil {
 		t.Fatal("40 tasks of D=128 loaded onto 8 MiB")
 	} else {
 		t.Logf("as expected: %v", err)
@@ -400,52 +402,37 @@ func TestDeviceLoadFailureFreesMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := ds.Solve(mustPref(t, "task1=1", s.Tasks())); err != nil {
+	if _, _, err := ds.Solve(reacttest.Preference(t, "task1=1", s.Tasks())); err != nil {
 		t.Fatalf("after the failed Load: %v", err)
 	}
 }
 
-// TestDeviceCondBound: the device solver reports the a-priori bound when
-// every G_t is shown positive semi-definite and the bound is at most
-// WarnCondition, and estimates otherwise: with a G_t that is not (then
-// within a factor of ten of the CPU's estimate), and where β is so small
-// that the bound exceeds WarnCondition.
-func TestDeviceCondBound(t *testing.T) {
-	indefinite := syntheticComponents(32, 2)
-	indefinite.Tasks[1].G.SetSym(0, 0, -1) // C_p stays positive definite: G_0's diagonal is above 2
+// TestDeviceProvesBounds: Load shows every G_t positive semi-definite
+// within the condition bound's slack, whatever β, and shows none when a
+// G_t is indefinite; react's TestDeviceCondBound holds the solves'
+// reports to the CPU's.
+func TestDeviceProvesBounds(t *testing.T) {
+	acc := inUse(t)
+	indefinite := reacttest.Synthetic(32, 2)
+	indefinite.Tasks[1].G.SetSym(0, 0, -1)
 	for _, tc := range []struct {
-		name    string
-		c       *Components
-		beta    float64
-		bounded bool
+		name   string
+		c      *react.Components
+		beta   float64
+		proven bool
 	}{
-		{"positive semi-definite", syntheticComponents(32, 2), 0.1, true},
+		{"positive semi-definite", reacttest.Synthetic(32, 2), 0.1, true},
 		{"a G_t indefinite", indefinite, 0.1, false},
-		{"bound above WarnCondition", syntheticComponents(32, 2), 1e-9, false},
+		{"bound above WarnCondition", reacttest.Synthetic(32, 2), 1e-9, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, ds := deviceSolver(t, tc.c, Options{Beta: tc.beta, Normalization: NormSum})
-			if got := ds.(*cudaSolver).bounds != nil; got != (tc.name != "a G_t indefinite") {
-				t.Errorf("bounds shown = %v", got)
-			}
-			p := mustPref(t, "task0=1,task1=1", s.Tasks())
-			cst, err := s.SolveIntoStats(mat.NewDense(32, 32, nil), p)
+			ds, err := acc.Load(reacttest.Solver(t, tc.c, react.Options{Beta: tc.beta, Normalization: react.NormSum}))
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, st, err := ds.Solve(p)
-			if err != nil {
-				t.Fatal(err)
+			if got := ds.(*solver).bounds != nil; got != tc.proven {
+				t.Errorf("bounds shown = %v, want %v", got, tc.proven)
 			}
-			if st.Bounded != tc.bounded {
-				t.Fatalf("Bounded = %v, want %v (Cond %.3g)", st.Bounded, tc.bounded, st.Cond)
-			}
-			if tc.bounded {
-				if want := newGramBounds(s).condBound(s, []float64{1, 1}); st.Cond != want {
-					t.Errorf("Cond %.6g, the bound %.6g", st.Cond, want)
-				}
-			}
-			checkCond(t, tc.name, st, cst)
 		})
 	}
 }

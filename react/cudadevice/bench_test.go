@@ -1,6 +1,6 @@
 //go:build cuda
 
-package react
+package cudadevice
 
 import (
 	"fmt"
@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/react/internal/cuda"
 	"github.com/mergectl/react-triton/react/internal/linalg"
+	"github.com/mergectl/react-triton/react/internal/reacttest"
 )
 
 // The GPU benchmarks bench/gpu.sh runs on a GPU machine, beside PyTorch's
@@ -133,9 +135,9 @@ func deviceBatch(tb testing.TB, dev *cuda.Device, z []float32) (in, out cuda.Ptr
 	return in, out
 }
 
-// cachedComponents is syntheticComponents(d, tasks), made once for all the
+// cachedComponents is reacttest.Synthetic(d, tasks), made once for all the
 // -count runs of a benchmark (seconds at D = 1280, T = 20).
-func cachedComponents(d, tasks int) *Components {
+func cachedComponents(d, tasks int) *react.Components {
 	benchCache.Lock()
 	defer benchCache.Unlock()
 	key := [2]int{d, tasks}
@@ -143,16 +145,16 @@ func cachedComponents(d, tasks int) *Components {
 		return c
 	}
 	if benchCache.m == nil {
-		benchCache.m = make(map[[2]int]*Components)
+		benchCache.m = make(map[[2]int]*react.Components)
 	}
-	c := syntheticComponents(d, tasks)
+	c := reacttest.Synthetic(d, tasks)
 	benchCache.m[key] = c
 	return c
 }
 
 var benchCache struct {
 	sync.Mutex
-	m map[[2]int]*Components
+	m map[[2]int]*react.Components
 }
 
 // BenchmarkDeviceSolve is W_p for the equal preference over T tasks: the
@@ -160,12 +162,12 @@ var benchCache struct {
 // the solve in float64 on the device, the rounding to float32 (through
 // the host) and the upload of W_p.
 func BenchmarkDeviceSolve(b *testing.B) {
-	acc := cudaInUse(b)
+	acc := inUse(b)
 	for _, d := range []int{512, 768, 1024, 1280} {
 		for _, tasks := range []int{2, 8, 20} {
 			b.Run(fmt.Sprintf("D=%d/T=%d", d, tasks), func(b *testing.B) {
 				c := cachedComponents(d, tasks)
-				s := mustSolver(b, c, DefaultOptions(c))
+				s := reacttest.Solver(b, c, react.DefaultOptions(c))
 				ds, err := acc.Load(s)
 				if err != nil {
 					b.Fatal(err)
@@ -174,7 +176,7 @@ func BenchmarkDeviceSolve(b *testing.B) {
 				for i := range w {
 					w[i] = 1
 				}
-				p, err := NewPreference(s.Tasks(), w)
+				p, err := react.NewPreference(s.Tasks(), w)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -194,17 +196,17 @@ func BenchmarkDeviceSolve(b *testing.B) {
 // the median wall time of each (the device waited for after each, so
 // their sum exceeds one solve's time a little).
 func BenchmarkDeviceSolveSteps(b *testing.B) {
-	acc := cudaInUse(b)
+	acc := inUse(b)
 	for _, d := range []int{768, 1280} {
 		b.Run(fmt.Sprintf("D=%d/T=8", d), func(b *testing.B) {
 			c := cachedComponents(d, 8)
-			s := mustSolver(b, c, DefaultOptions(c))
+			s := reacttest.Solver(b, c, react.DefaultOptions(c))
 			dsi, err := acc.Load(s)
 			if err != nil {
 				b.Fatal(err)
 			}
-			ds := dsi.(*cudaSolver)
-			p := mustPref(b, "task0=1,task1=1,task2=1,task3=1,task4=1,task5=1,task6=1,task7=1", s.Tasks())
+			ds := dsi.(*solver)
+			p := reacttest.Preference(b, "task0=1,task1=1,task2=1,task3=1,task4=1,task5=1,task6=1,task7=1", s.Tasks())
 			steps := map[string][]float64{}
 			var order []string
 			last := time.Now()
@@ -235,19 +237,19 @@ func BenchmarkDeviceSolveSteps(b *testing.B) {
 // backend's case for a backbone on the GPU): one SGEMM, after checking the
 // two addresses.
 func BenchmarkDeviceApply(b *testing.B) {
-	acc := cudaInUse(b)
+	acc := inUse(b)
 	for _, d := range []int{768, 1280} {
-		c := syntheticComponents(d, 2)
-		s := mustSolver(b, c, DefaultOptions(c))
+		c := reacttest.Synthetic(d, 2)
+		s := reacttest.Solver(b, c, react.DefaultOptions(c))
 		ds, err := acc.Load(s)
 		if err != nil {
 			b.Fatal(err)
 		}
-		dm, _, err := ds.Solve(mustPref(b, "task0=1,task1=1", s.Tasks()))
+		dm, _, err := ds.Solve(reacttest.Preference(b, "task0=1,task1=1", s.Tasks()))
 		if err != nil {
 			b.Fatal(err)
 		}
-		m := dm.(*cudaMatrix)
+		m := dm.(*matrix)
 		rng := rand.New(rand.NewPCG(7, 7))
 		for _, rows := range []int{1, 64, 256, 1024} {
 			z := make([]float32, rows*d)
@@ -275,16 +277,16 @@ func BenchmarkDeviceApply(b *testing.B) {
 // download), the whole ‖C_p⁻¹‖₁ estimate and the ‖C_p‖₁ estimate: which
 // of the two lanes bounds the solve.
 func BenchmarkDeviceSolveParts(b *testing.B) {
-	acc := cudaInUse(b)
+	acc := inUse(b)
 	for _, d := range []int{768, 1280} {
 		c := cachedComponents(d, 8)
-		s := mustSolver(b, c, DefaultOptions(c))
+		s := reacttest.Solver(b, c, react.DefaultOptions(c))
 		dsi, err := acc.Load(s)
 		if err != nil {
 			b.Fatal(err)
 		}
-		ds := dsi.(*cudaSolver)
-		p := mustPref(b, "task0=1,task1=1,task2=1,task3=1,task4=1,task5=1,task6=1,task7=1", s.Tasks())
+		ds := dsi.(*solver)
+		p := reacttest.Preference(b, "task0=1,task1=1,task2=1,task3=1,task4=1,task5=1,task6=1,task7=1", s.Tasks())
 		if _, _, err := ds.Solve(p); err != nil { // leaves the factor in cp, C_p in cn
 			b.Fatal(err)
 		}

@@ -1,6 +1,6 @@
 //go:build cuda
 
-package react
+package cudadevice
 
 import (
 	"runtime"
