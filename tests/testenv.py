@@ -91,14 +91,20 @@ def need_models(addr, models):
     need(not absent, f"the Triton at {addr} does not serve {absent}")
 
 
-# The Go packages whose sources make the binaries.
-_GO_TREES = ("backend", "cmd", "calibrate", "config", "control", "experiment", "internal", "react", "sidecar", "triton")
+# Top-level directories that hold no source of the main module's binaries:
+# the environments, the build output, the other module (docker/deploytest)
+# and the Python side. Every other one is searched, so that a new package
+# (livestats, problem, evaluate were once missed: a change there left a
+# stale binary under test) counts without being listed.
+_NOT_GO = {"bin", "docker", "docs", "tests", "tritonmodels", "node_modules"}
 
 
 def _newest_go_source():
     newest = max((ROOT / "go.mod").stat().st_mtime, (ROOT / "go.sum").stat().st_mtime)
-    for top in _GO_TREES:
-        for path in (ROOT / top).rglob("*.go"):
+    for top in ROOT.iterdir():
+        if not top.is_dir() or top.name.startswith(".") or top.name in _NOT_GO:
+            continue
+        for path in top.rglob("*.go"):
             if not path.name.endswith("_test.go"):
                 newest = max(newest, path.stat().st_mtime)
     return newest

@@ -154,24 +154,35 @@ func TestCompose(t *testing.T) {
 	}
 }
 
-// prometheusTargets decodes docker/prometheus.yml (strictly, the part of
-// Prometheus' schema it uses) and returns its static targets.
-func prometheusTargets(t *testing.T) map[string]bool {
+// prometheusConfig is the part of Prometheus' configuration schema that
+// docker/prometheus.yml uses.
+type prometheusConfig struct {
+	Global struct {
+		ScrapeInterval string `json:"scrape_interval"`
+	} `json:"global"`
+	RuleFiles     []string `json:"rule_files"`
+	ScrapeConfigs []struct {
+		JobName       string `json:"job_name"`
+		StaticConfigs []struct {
+			Targets []string `json:"targets"`
+		} `json:"static_configs"`
+	} `json:"scrape_configs"`
+}
+
+// loadPrometheus decodes docker/prometheus.yml strictly.
+func loadPrometheus(t *testing.T) prometheusConfig {
 	t.Helper()
-	var cfg struct {
-		Global struct {
-			ScrapeInterval string `json:"scrape_interval"`
-		} `json:"global"`
-		ScrapeConfigs []struct {
-			JobName       string `json:"job_name"`
-			StaticConfigs []struct {
-				Targets []string `json:"targets"`
-			} `json:"static_configs"`
-		} `json:"scrape_configs"`
-	}
+	var cfg prometheusConfig
 	if err := yaml.UnmarshalStrict([]byte(readFile(t, "docker", "prometheus.yml")), &cfg); err != nil {
 		t.Fatalf("docker/prometheus.yml: %v", err)
 	}
+	return cfg
+}
+
+// prometheusTargets returns docker/prometheus.yml's static targets.
+func prometheusTargets(t *testing.T) map[string]bool {
+	t.Helper()
+	cfg := loadPrometheus(t)
 	out := map[string]bool{}
 	for _, sc := range cfg.ScrapeConfigs {
 		for _, s := range sc.StaticConfigs {

@@ -6,6 +6,7 @@ require (
 	github.com/compose-spec/compose-go/v2 v2.16.2
 	github.com/mergectl/react-triton v0.0.0-00010101000000-000000000000
 	github.com/moby/buildkit v0.34.2
+	github.com/prometheus/common v0.72.0
 	github.com/spf13/pflag v1.0.10
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
@@ -66,7 +67,6 @@ require (
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
-	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/sagikazarmark/locafero v0.11.0 // indirect

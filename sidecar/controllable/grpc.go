@@ -355,7 +355,7 @@ func (ms *Models) grpcInfer(ss grpc.ServerStream, pass func(*passthrough.Frame) 
 		return err
 	}
 	ctx := control.WithClientKey(ss.Context(), ms.clientKey(m, metadataGetter(md), peerAddr(peer.FromContext(ss.Context()))))
-	ctx, sample := withPendingSample(ctx)
+	ctx, sample := withPendingSample(ctx, md)
 	defer sample.run() // after the response is sent
 	resp, err := ms.infer(ctx, m, up, f.Payload, preferenceHeader(md, m), "grpc")
 	if err != nil {

@@ -134,7 +134,10 @@ func (ms *Models) httpInfer(w http.ResponseWriter, r *http.Request, rt restapi.R
 		r.Body = io.NopCloser(bytes.NewReader(raw))
 		r.ContentLength = int64(len(raw))
 		r.TransferEncoding = nil
-		pass.ServeHTTP(w, r)
+		aw := &answered{ResponseWriter: w}
+		pass.ServeHTTP(aw, r)
+		// The response is sent: the sample, if any, runs after it.
+		ms.sampleRelayedHTTP(r.Header, rt.Model, req, aw.status)
 		return
 	}
 	if lerr != nil {
@@ -281,6 +284,8 @@ func (ms *Models) httpServe(w http.ResponseWriter, r *http.Request, m *pipeline.
 	st := ms.state.Load()
 	ctx := metadata.NewOutgoingContext(r.Context(), restapi.GRPCMetadata(r.Header, st.cfg.Triton.ForwardHeaders, st.private))
 	ctx = control.WithClientKey(ctx, ms.clientKey(m, r.Header.Get, r.RemoteAddr))
+	ctx, sample := withPendingSample(ctx, headerMetadata(r.Header))
+	defer sample.run() // after the response is written
 	resp, err := ms.serve(ctx, m, up, req.Proto, hdr, "http", start, nil)
 	if err != nil {
 		writeStatusError(w, err)

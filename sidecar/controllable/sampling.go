@@ -2,11 +2,14 @@ package controllable
 
 import (
 	"context"
+	"net/http"
+	"strings"
 
 	"google.golang.org/grpc/metadata"
 
 	"github.com/mergectl/react-triton/sidecar/pipeline"
 	"github.com/mergectl/react-triton/sidecar/sampling"
+	"github.com/mergectl/react-triton/triton/tritonhttp"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -35,17 +38,71 @@ func (ms *Models) sampleRelayed(md metadata.MD, payload []byte) {
 	}
 }
 
+// sampleRelayedHTTP offers a relayed HTTP inference request to model,
+// answered and sent with status, to the sampler: only one Triton answered
+// with 200 is considered, and a raw binary request (its one input's name
+// and shape are Triton's to deduce) is not.
+func (ms *Models) sampleRelayedHTTP(h http.Header, model string, req *tritonhttp.Request, status int) {
+	s := ms.sampler.Load()
+	if s == nil || status != http.StatusOK || req.Raw {
+		return
+	}
+	s.RelayedDecoded(model, headerMetadata(h), req.Proto, ms.saturated())
+}
+
+// headerMetadata returns HTTP headers as gRPC metadata: the keys in lower
+// case, as gRPC carries them.
+func headerMetadata(h http.Header) metadata.MD {
+	md := make(metadata.MD, len(h))
+	for k, v := range h {
+		k = strings.ToLower(k)
+		md[k] = append(md[k], v...)
+	}
+	return md
+}
+
+// answered is a relayed HTTP response's writer that records the status
+// it was sent with (0 before; informational answers are not the status).
+type answered struct {
+	http.ResponseWriter
+	status int
+}
+
+func (a *answered) WriteHeader(code int) {
+	if a.status == 0 && code >= 200 {
+		a.status = code
+	}
+	a.ResponseWriter.WriteHeader(code)
+}
+
+func (a *answered) Write(p []byte) (int, error) {
+	if a.status == 0 {
+		a.status = http.StatusOK
+	}
+	return a.ResponseWriter.Write(p)
+}
+
+// Unwrap gives http.ResponseController (the proxy's flushes) the writer
+// underneath.
+func (a *answered) Unwrap() http.ResponseWriter { return a.ResponseWriter }
+
 // pendingKey is the context key of a request's pending sample.
 type pendingKey struct{}
 
 // pendingSample is a controllable model's sample decided while the
-// request was served, started once its response has been sent.
-type pendingSample struct{ start func() }
+// request was served, started once its response has been sent; md is the
+// request's metadata (an HTTP request's headers as metadata), where the
+// opt-out header is looked for.
+type pendingSample struct {
+	md    metadata.MD
+	start func()
+}
 
-// withPendingSample returns a context in which serve may leave a sample,
-// and the holder whose run starts it (nothing when none was left).
-func withPendingSample(ctx context.Context) (context.Context, *pendingSample) {
-	p := new(pendingSample)
+// withPendingSample returns a context in which serve may leave a sample of
+// a request with metadata md, and the holder whose run starts it (nothing
+// when none was left).
+func withPendingSample(ctx context.Context, md metadata.MD) (context.Context, *pendingSample) {
+	p := &pendingSample{md: md}
 	return context.WithValue(ctx, pendingKey{}, p), p
 }
 
@@ -59,8 +116,7 @@ func (p *pendingSample) run() {
 // offerServed offers a served request of a controllable model of the
 // explicit form to the sampler, reusing the backbone's feature of res;
 // the sample is started by the caller that made ctx (withPendingSample),
-// after the response. Without such a caller (HTTP, streams) nothing is
-// sampled.
+// after the response. Without such a caller (streams) nothing is sampled.
 func (ms *Models) offerServed(ctx context.Context, m *pipeline.Model, req *tritonpb.ModelInferRequest, res *pipeline.Result) {
 	p, _ := ctx.Value(pendingKey{}).(*pendingSample)
 	s := ms.sampler.Load()
@@ -72,6 +128,5 @@ func (ms *Models) offerServed(ctx context.Context, m *pipeline.Model, req *trito
 		return
 	}
 	in := &tritonpb.ModelInferRequest{Inputs: m.BackboneInputs(req), RawInputContents: req.GetRawInputContents()}
-	md, _ := metadata.FromIncomingContext(ctx)
-	p.start = s.Served(m.Name(), md, ms.saturated(), in, backbone, res.Feature)
+	p.start = s.Served(m.Name(), p.md, ms.saturated(), in, backbone, res.Feature)
 }

@@ -4,9 +4,9 @@
 // checkpoint loop, and, after a sampled request's response has been sent,
 // runs the request's inputs through the merged backbone and the task's
 // expert on Triton and adds the pair of features to the task's sums. It
-// never delays or fails the client's request: Relayed and Served only
-// decide (livestats.Sampler.Admit) and start a goroutine, bounded by the
-// sampler's slots (sampling.max_concurrent).
+// never delays or fails the client's request: Relayed, RelayedDecoded and
+// Served only decide (livestats.Sampler.Admit) and start a goroutine,
+// bounded by the sampler's slots (sampling.max_concurrent).
 //
 // A reload that leaves the sampling section and the backbone's feature
 // dimension as they were keeps the sampler: the same window, file and sums.
@@ -313,6 +313,25 @@ func optedOut(md metadata.MD, header string) bool {
 	return false
 }
 
+// admit decides whether a request to model, with metadata md, is sampled:
+// the sampler in service and the sample, counted in flight, or nils. The
+// caller ends the sample (a.end) when done with it.
+func (s *Sampler) admit(model string, md metadata.MD, saturated bool) (*active, *livestats.Sample) {
+	if s == nil {
+		return nil, nil
+	}
+	a := s.cur.Load()
+	if a == nil || !a.begin() {
+		return nil, nil
+	}
+	x, _ := a.ls.Admit(livestats.Request{Model: model, OptOut: optedOut(md, a.ls.OptOutHeader()), Saturated: saturated})
+	if x == nil {
+		a.end()
+		return nil, nil
+	}
+	return a, x
+}
+
 // Relayed considers a pass-through gRPC inference request that Triton has
 // answered and whose response has been sent: payload is the client's
 // ModelInferRequest message as relayed, md its metadata, saturated the
@@ -320,16 +339,8 @@ func optedOut(md metadata.MD, header string) bool {
 // through the backbone and its task's expert in a goroutine; Relayed
 // itself only decides. payload must not change afterwards.
 func (s *Sampler) Relayed(md metadata.MD, payload []byte, saturated bool) {
-	if s == nil {
-		return
-	}
-	a := s.cur.Load()
-	if a == nil || !a.begin() {
-		return
-	}
-	x, _ := a.ls.Admit(livestats.Request{Model: passthrough.StringField(payload, 1), OptOut: optedOut(md, a.ls.OptOutHeader()), Saturated: saturated})
+	a, x := s.admit(passthrough.StringField(payload, 1), md, saturated)
 	if x == nil {
-		a.end()
 		return
 	}
 	go func() {
@@ -339,6 +350,25 @@ func (s *Sampler) Relayed(md metadata.MD, payload []byte, saturated bool) {
 			x.Skip(livestats.Failed)
 			return
 		}
+		a.sample(x, req, nil)
+	}()
+}
+
+// RelayedDecoded is Relayed for a request the sidecar has already
+// decoded: a pass-through HTTP inference request to model (the URL's) that
+// Triton answered with 200 and whose response has been sent, req as
+// tritonhttp.ParseRequest reads it (every input's data, JSON or binary, as
+// raw contents, as the gRPC request would carry it), md its headers as
+// gRPC metadata (lower-case keys). The sample's calls are those of a gRPC
+// request with the same inputs, so its rows are the same bits. req must
+// not change afterwards.
+func (s *Sampler) RelayedDecoded(model string, md metadata.MD, req *tritonpb.ModelInferRequest, saturated bool) {
+	a, x := s.admit(model, md, saturated)
+	if x == nil {
+		return
+	}
+	go func() {
+		defer a.end()
 		a.sample(x, req, nil)
 	}()
 }
@@ -354,16 +384,8 @@ func (s *Sampler) Relayed(md metadata.MD, payload []byte, saturated bool) {
 // sampled backbone is called as for a relayed request. Only the task's
 // expert is called in the first case.
 func (s *Sampler) Served(model string, md metadata.MD, saturated bool, in *tritonpb.ModelInferRequest, backbone react.ModelRef, feature triton.Tensor) (start func()) {
-	if s == nil {
-		return nil
-	}
-	a := s.cur.Load()
-	if a == nil || !a.begin() {
-		return nil
-	}
-	x, _ := a.ls.Admit(livestats.Request{Model: model, OptOut: optedOut(md, a.ls.OptOutHeader()), Saturated: saturated})
+	a, x := s.admit(model, md, saturated)
 	if x == nil {
-		a.end()
 		return nil
 	}
 	reuse := backbone.Name == a.backbone.model && backbone.Version == a.backbone.version && backbone.Output == a.backbone.output

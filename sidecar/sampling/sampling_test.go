@@ -5,11 +5,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -232,6 +234,138 @@ func TestRelayedSampledSums(t *testing.T) {
 	checkFile(t, path, want)
 }
 
+// inferHTTP sends x to model through the sidecar's HTTP listener, with
+// the binary tensor extension or as JSON, and returns the status.
+func (r *rig) inferHTTP(t *testing.T, model string, x []float64, binary bool, header map[string]string) int {
+	t.Helper()
+	body, hdr := sidecartest.InferBody(t, sidecartest.CtlRequest(model, "", x, "logits"), binary)
+	maps.Copy(hdr, header)
+	resp, b := sidecartest.HTTPDo(t, http.MethodPost, r.h.HTTPURL+"/v2/models/"+model+"/infer", body, hdr)
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("%s over HTTP: %d %s", model, resp.StatusCode, b)
+	}
+	return resp.StatusCode
+}
+
+// wait waits until no sample is in flight, failing the test after 10 s.
+func (r *rig) wait(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.live.Wait(ctx); err != nil {
+		t.Fatalf("samples still in flight: %v", err)
+	}
+}
+
+// fileSums returns a live file's one task's N, S, G and Σ‖z_ind‖², and
+// its held-out N, S and G.
+func fileSums(t *testing.T, path string) [][]float64 {
+	t.Helper()
+	f, err := partialfile.Load(path)
+	if err != nil {
+		t.Fatalf("the live file: %v", err)
+	}
+	if len(f.Tasks) != 1 {
+		t.Fatalf("%s: %d tasks, want 1", path, len(f.Tasks))
+	}
+	n, s, g := f.Tasks[0].Acc.State()
+	yy, _ := f.Tasks[0].Acc.SumSquares()
+	hn, hs, hg := f.Tasks[0].Held.State()
+	return [][]float64{{float64(n), yy, float64(hn)}, s, g, hs, hg}
+}
+
+// TestHTTPSampledSumsEqualGRPC: the same batches sent over HTTP (the
+// binary tensor extension and JSON in turn) to the pass-through model and
+// to the controllable one are sampled as over gRPC: one rig driven over
+// HTTP, another over gRPC, write files whose sums are the same bits, and
+// equal the float64 reference. A request Triton refuses (400) is not
+// sampled, nor counted.
+func TestHTTPSampledSumsEqualGRPC(t *testing.T) {
+	ctx := context.Background()
+	var xs [][]float64
+	rng := rand.New(rand.NewPCG(4, 4))
+	for i := range 10 {
+		xs = append(xs, batch(rng, 1+i%faketriton.MaxBatch))
+	}
+	models := func(i int) string { return []string{"classify", "single"}[i%2] }
+	paths := map[string]string{}
+	want := map[string]*sums{}
+	for _, protocol := range []string{"http", "grpc"} {
+		r := newRig(t, true, "")
+		want[protocol] = r.reference()
+		for i, x := range xs {
+			if protocol == "http" {
+				if code := r.inferHTTP(t, models(i), x, i%4 < 2, nil); code != http.StatusOK {
+					t.Fatalf("request %d over HTTP: %d", i, code)
+				}
+			} else if _, err := r.h.Client.ModelInfer(ctx, sidecartest.CtlRequest(models(i), "", x, "logits")); err != nil {
+				t.Fatal(err)
+			}
+			want[protocol].add(x)
+			// Each sample added before the next request: the sums are
+			// added in the same order on both sides.
+			r.wait(t)
+		}
+		if protocol == "http" {
+			// Triton refuses it (an input the model does not have): not sampled.
+			req := sidecartest.CtlRequest("classify", "", xs[0], "logits")
+			req.Inputs[0].Name = "y"
+			body, hdr := sidecartest.InferBody(t, req, false)
+			if resp, b := sidecartest.HTTPDo(t, http.MethodPost, r.h.HTTPURL+"/v2/models/classify/infer", body, hdr); resp.StatusCode != http.StatusBadRequest {
+				t.Fatalf("a request with input y: %d %s, want Triton's 400", resp.StatusCode, b)
+			}
+		}
+		r.wait(t)
+		// One backbone call per request (the controllable model's own,
+		// reused by its sample, or the sample's), one expert call per request.
+		if b, e := r.h.Fake.Calls("backbone"), r.h.Fake.Calls("expert_a"); b != len(xs) || e != len(xs) {
+			t.Fatalf("%s: backbone calls %d, expert calls %d: want %d each", protocol, b, e, len(xs))
+		}
+		fams := sidecartest.Scrape(t, r.h.Metrics.Handler())
+		for _, m := range []string{"classify", "single"} {
+			if v, _ := sidecartest.MetricValue(fams, "react_sampling_requests_total", map[string]string{"model": m, "task": "a"}); v != float64(len(xs)/2) {
+				t.Errorf("%s: react_sampling_requests_total{%s} = %v, want %d", protocol, m, v, len(xs)/2)
+			}
+		}
+		paths[protocol] = r.live.Path()
+		if err := r.live.Close(5 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		checkFile(t, paths[protocol], want[protocol])
+	}
+	got, ref := fileSums(t, paths["http"]), fileSums(t, paths["grpc"])
+	for k, what := range []string{"N, Σ‖z_ind‖², held-out N", "S", "G", "held-out S", "held-out G"} {
+		if !slices.Equal(got[k], ref[k]) {
+			t.Errorf("%s over HTTP differ from gRPC's (want the same bits)", what)
+		}
+	}
+}
+
+// TestOptOutHTTP: an HTTP request carrying the opt-out header is answered,
+// not sampled (counted as opt_out), and the header does not reach Triton;
+// the same request without it is sampled.
+func TestOptOutHTTP(t *testing.T) {
+	r := newRig(t, true, "  opt_out_header: x-no-sample\n")
+	x := batch(rand.New(rand.NewPCG(2, 3)), 2)
+	r.inferHTTP(t, "classify", x, true, map[string]string{"X-No-Sample": "", "X-Other": "kept"})
+	r.wait(t)
+	if b, e := r.h.Fake.Calls("backbone"), r.h.Fake.Calls("expert_a"); b != 0 || e != 0 {
+		t.Fatalf("opted out, yet backbone calls %d, expert calls %d", b, e)
+	}
+	if h := r.h.Fake.LastHTTPHeader(); h.Get("X-Other") != "kept" || len(h.Values("X-No-Sample")) != 0 {
+		t.Errorf("headers reaching Triton: %v: want X-Other, not the opt-out header", h)
+	}
+	fams := sidecartest.Scrape(t, r.h.Metrics.Handler())
+	if v, _ := sidecartest.MetricValue(fams, "react_sampling_skipped_total", map[string]string{"model": "classify", "task": "a", "reason": "opt_out"}); v != 1 {
+		t.Errorf("skipped{opt_out} = %v, want 1", v)
+	}
+	r.inferHTTP(t, "classify", x, false, nil)
+	r.wait(t)
+	if b := r.h.Fake.Calls("backbone"); b != 1 {
+		t.Errorf("backbone calls %d after a request without the header, want 1", b)
+	}
+}
+
 // TestControllableReusesFeature: a sampled request to a controllable model
 // reuses the backbone's feature the pipeline computed (one backbone call
 // per request, the pipeline's), calls the expert once, and its rows'
@@ -427,6 +561,22 @@ func TestResponseUnchanged(t *testing.T) {
 		t.Fatalf("the sidecar's response (%d bytes) differs from Triton's (%d bytes)", len(got), len(want))
 	}
 	r.live.Wait(context.Background())
+	if b := r.h.Fake.Calls("backbone"); b != 1 {
+		t.Errorf("backbone calls %d: the request through the sidecar should be sampled once", b)
+	}
+}
+
+// TestHTTPResponseUnchanged: with sampling on, a relayed HTTP answer is
+// byte for byte Triton's, and its request is sampled.
+func TestHTTPResponseUnchanged(t *testing.T) {
+	r := newRig(t, true, "")
+	body, hdr := sidecartest.InferBody(t, sidecartest.CtlRequest("classify", "id-1", batch(rand.New(rand.NewPCG(1, 6)), 5), "logits"), true)
+	_, got := sidecartest.HTTPDo(t, http.MethodPost, r.h.HTTPURL+"/v2/models/classify/infer", body, hdr)
+	_, want := sidecartest.HTTPDo(t, http.MethodPost, "http://"+r.h.FakeHTTP+"/v2/models/classify/infer", body, hdr)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("the sidecar's answer (%d bytes) differs from Triton's (%d bytes)", len(got), len(want))
+	}
+	r.wait(t)
 	if b := r.h.Fake.Calls("backbone"); b != 1 {
 		t.Errorf("backbone calls %d: the request through the sidecar should be sampled once", b)
 	}
