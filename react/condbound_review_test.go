@@ -122,3 +122,32 @@ func TestProveRefusesTwoSlacks(t *testing.T) {
 		t.Error("ProveConditionBound proved a G_t with λ_min = −2 e_t")
 	}
 }
+
+// TestProveHalfTheSlack: the proof of λ_min(G_t) ≥ −e_t factorises
+// G_t + e_t/2 I, the other half of e_t left for the factorisation's own
+// rounding. With G_1 = diag(1, …, 1, λ) (‖G_1‖₁ = 1, so e_1 = 8 D² ε) it
+// holds at λ = −e_1/4 and not at λ = −e_1, as on the device
+// (react/cudadevice's TestDeviceProvesBounds).
+func TestProveHalfTheSlack(t *testing.T) {
+	const d = 32
+	const e = 8 * d * d * epsilon
+	for _, tc := range []struct {
+		lambda float64
+		proved bool
+	}{{-e / 4, true}, {-e, false}} {
+		c := syntheticComponents(d, 2)
+		g := mat.NewSymDense(d, nil)
+		for i := range d {
+			g.SetSym(i, i, 1)
+		}
+		g.SetSym(d-1, d-1, tc.lambda)
+		c.Tasks[1].G = g
+		s, err := NewSolver(c, Options{Beta: 0.1, Normalization: NormSum})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.ProveConditionBound(); got != tc.proved {
+			t.Errorf("λ_min(G_1) = %.3g e_1: proved %v, want %v", tc.lambda/e, got, tc.proved)
+		}
+	}
+}

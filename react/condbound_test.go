@@ -108,6 +108,7 @@ func TestCondBoundNone(t *testing.T) {
 		{"β = 0", 0, []float64{1, 1}},
 		{"negative weight", 0.1, []float64{1, -0.5}},
 		{"β within the rounding slack", 1e-300, []float64{1, 1}},
+		{"no weight", 0.1, []float64{0, 0}}, // β Σ w = 0: no lower bound of λ_min
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := NewSolver(c, Options{Beta: tc.beta, Normalization: NormSum})

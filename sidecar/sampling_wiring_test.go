@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/metadata"
+
 	"github.com/mergectl/react-triton/internal/testutil"
 	"github.com/mergectl/react-triton/react/partialfile"
 	"github.com/mergectl/react-triton/sidecar/internal/faketriton"
@@ -39,6 +41,7 @@ func TestCommandSampling(t *testing.T) {
   fraction: 1
   max_concurrent: 16
   replica: cmd-0
+  opt_out_header: X-No-Sample
   checkpoint: {dir: %s, interval: 1h, window: 24h}
   backbone: {model: backbone, output: feature}
   models: [{name: classify, task: a}]
@@ -100,6 +103,15 @@ func TestCommandSampling(t *testing.T) {
 		return v
 	}
 	sidecartest.WaitFor(t, 10*time.Second, "6 requests sampled on /metrics", func() bool { return sampled() == 6 })
+	// The command gives the proxies the configuration's private keys: the
+	// opt-out header stays with the sidecar.
+	optOut := metadata.AppendToOutgoingContext(context.Background(), "x-no-sample", "1", "x-other", "kept")
+	if _, err := client.ModelInfer(optOut, sidecartest.CtlRequest("classify", "", sidecartest.CtlBatch[:3])); err != nil {
+		t.Fatal(err)
+	}
+	if md := fake.LastMetadata("classify"); len(md["x-no-sample"]) != 0 || len(md["x-other"]) != 1 {
+		t.Errorf("metadata reaching Triton %v: want x-other, not the opt-out header", md)
+	}
 
 	hup <- syscall.SIGHUP
 	sidecartest.WaitFor(t, 10*time.Second, "the reload keeping the sampler", func() bool { logged(); return kept == 1 })

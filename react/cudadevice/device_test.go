@@ -415,6 +415,19 @@ func TestDeviceProvesBounds(t *testing.T) {
 	acc := inUse(t)
 	indefinite := reacttest.Synthetic(32, 2)
 	indefinite.Tasks[1].G.SetSym(0, 0, -1)
+	// G_1 = diag(1, …, 1, λ): ‖G_1‖₁ = 1, so e_1 = 8 D² ε, and the proof
+	// (a Cholesky factorisation of G_1 + e_1/2 I) holds for λ > −e_1/2.
+	lowest := func(lambda float64) *react.Components {
+		c := reacttest.Synthetic(32, 2)
+		g := mat.NewSymDense(32, nil)
+		for i := range 32 {
+			g.SetSym(i, i, 1)
+		}
+		g.SetSym(31, 31, lambda)
+		c.Tasks[1].G = g
+		return c
+	}
+	const e = 8 * 32 * 32 * 0x1p-52
 	for _, tc := range []struct {
 		name   string
 		c      *react.Components
@@ -423,6 +436,8 @@ func TestDeviceProvesBounds(t *testing.T) {
 	}{
 		{"positive semi-definite", reacttest.Synthetic(32, 2), 0.1, true},
 		{"a G_t indefinite", indefinite, 0.1, false},
+		{"λ_min(G_t) = −e_t/4", lowest(-e / 4), 0.1, true},
+		{"λ_min(G_t) = −2 e_t", lowest(-2 * e), 0.1, false},
 		{"bound above WarnCondition", reacttest.Synthetic(32, 2), 1e-9, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

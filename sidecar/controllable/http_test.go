@@ -514,7 +514,17 @@ func TestModelsTritonGone(t *testing.T) {
 	if st := status.Convert(err); st.Code() != grpccodes.Unavailable || !hidden(st.Message()) {
 		t.Errorf("RepositoryIndex with Triton gone: %v", err)
 	}
-	for _, path := range []string{"/v2/models/stats"} {
+	// A stream opens its upstream stream at once.
+	stream, err := h.Client.ModelStreamInfer(context.Background())
+	if err == nil {
+		_, err = stream.Recv()
+	}
+	if st := status.Convert(err); st.Code() != grpccodes.Unavailable || !hidden(st.Message()) {
+		t.Errorf("ModelStreamInfer with Triton gone: %v", err)
+	}
+	// The readiness the sidecar asks Triton for over HTTP, which no proxy
+	// scrubs, says so too.
+	for _, path := range []string{"/v2/models/stats", "/v2/models/multi/ready"} {
 		resp, out := sidecartest.HTTPDo(t, http.MethodGet, h.HTTPURL+path, nil, nil)
 		if resp.StatusCode != http.StatusBadGateway || !hidden(string(out)) {
 			t.Errorf("GET %s with Triton gone: %d %s", path, resp.StatusCode, out)

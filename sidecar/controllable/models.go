@@ -77,9 +77,14 @@ type modelsState struct {
 	set *pipeline.Set
 	// pending says why set is still nil.
 	pending error
-	// private are the keys that never reach Triton beside ReACT's own:
-	// the sampling opt-out header while sampling is on.
+	// optOut is the sampling opt-out header while the configuration
+	// samples, "" when it does not, and private the keys that never reach
+	// Triton beside ReACT's own: it.
+	optOut  string
 	private *passthrough.PrivateKeys
+	// held is private with the opt-out header of a sampler in service
+	// that is not optOut (PrivateKeys), made once per header.
+	held atomic.Pointer[heldKeys]
 }
 
 // Option configures Models.
@@ -166,11 +171,12 @@ func (ms *Models) newState(cfg *config.Config, set *pipeline.Set, pending error)
 		names[m.Name] = true
 	}
 	up := &pipeline.Upstream{RPC: ms.rpc, Addr: cfg.Triton.GRPC, Timeout: cfg.Triton.Timeout}
-	var private *passthrough.PrivateKeys
+	st := &modelsState{cfg: cfg, up: up, names: names, set: set, pending: pending}
 	if cfg.Sampling.Enabled {
-		private = passthrough.NewPrivateKeys(cfg.Sampling.OptOutHeader)
+		st.optOut = cfg.Sampling.OptOutHeader
+		st.private = passthrough.NewPrivateKeys(st.optOut)
 	}
-	return &modelsState{cfg: cfg, up: up, names: names, set: set, pending: pending, private: private}
+	return st
 }
 
 // Start builds the configured models, trying again while the only problems
@@ -300,10 +306,32 @@ func (ms *Models) Checksums() map[string]string {
 func (ms *Models) Config() *config.Config { return ms.state.Load().cfg }
 
 // PrivateKeys returns the headers and metadata keys that never reach
-// Triton beside ReACT's own, for the configuration in use: its sampling
-// opt-out header while sampling is on, none when it is off. The proxies
-// ask for them on each call (server.Config.Private).
-func (ms *Models) PrivateKeys() *passthrough.PrivateKeys { return ms.state.Load().private }
+// Triton beside ReACT's own: the sampling opt-out header of the
+// configuration in use while it samples, and that of the sampler in
+// service (SetSampler), which is a previous configuration's until the
+// reload's sampling section is configured, or when configuring it failed
+// (sampling.Sampler.OptOutHeader): a header that keeps a request out of
+// the sample never reaches Triton. The proxies ask for them on each call
+// (server.Config.Private).
+func (ms *Models) PrivateKeys() *passthrough.PrivateKeys {
+	st := ms.state.Load()
+	h := ms.sampler.Load().OptOutHeader()
+	if h == "" || h == st.optOut {
+		return st.private
+	}
+	if k := st.held.Load(); k != nil && k.header == h {
+		return k.keys
+	}
+	k := &heldKeys{header: h, keys: passthrough.NewPrivateKeys(st.optOut, h)}
+	st.held.Store(k)
+	return k.keys
+}
+
+// heldKeys are a state's private keys with header, a sampler's.
+type heldKeys struct {
+	header string
+	keys   *passthrough.PrivateKeys
+}
 
 // upstreamContext is passthrough.UpstreamContext with the private keys in
 // use.

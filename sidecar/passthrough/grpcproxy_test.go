@@ -411,3 +411,28 @@ func TestGRPCMaxRecvMsgSize(t *testing.T) {
 		t.Errorf("1000 bytes under the limit: %v (%d bytes back)", err, len(out.Payload))
 	}
 }
+
+// TestUpstreamError: an UNAVAILABLE status raised by grpc, or an error
+// that is no status, says that the upstream Triton is unavailable; any
+// other status, Triton's own, is returned as it is.
+func TestUpstreamError(t *testing.T) {
+	notFound := status.Error(codes.NotFound, "unknown model x")
+	for _, tc := range []struct {
+		name string
+		err  error
+		code codes.Code
+		msg  string
+	}{
+		{"unavailable", status.Error(codes.Unavailable, "connection refused"), codes.Unavailable, "sidecar: upstream Triton: connection refused"},
+		{"no status", errors.New("connection reset"), codes.Unavailable, "sidecar: upstream Triton: connection reset"},
+		{"Triton's status", notFound, codes.NotFound, "unknown model x"},
+	} {
+		st := status.Convert(passthrough.UpstreamError(tc.err))
+		if st.Code() != tc.code || st.Message() != tc.msg {
+			t.Errorf("%s: %v %q, want %v %q", tc.name, st.Code(), st.Message(), tc.code, tc.msg)
+		}
+	}
+	if err := passthrough.UpstreamError(notFound); err != notFound {
+		t.Errorf("Triton's status became %v, want it as it is", err)
+	}
+}

@@ -274,6 +274,21 @@ func (s *Sampler) Path() string {
 	return ""
 }
 
+// OptOutHeader returns the opt-out header of the sampler in service, ""
+// when sampling is off (or s is nil). Until a reload's sampling section is
+// configured, or when configuring it failed, it is the previous
+// configuration's: the sampler in service honours it, and the sidecar keeps
+// it from Triton (controllable.Models.PrivateKeys).
+func (s *Sampler) OptOutHeader() string {
+	if s == nil {
+		return ""
+	}
+	if a := s.cur.Load(); a != nil {
+		return a.ls.OptOutHeader()
+	}
+	return ""
+}
+
 // Flush writes the current window's file now, as the checkpoint loop does
 // on its schedule (nothing when sampling is off).
 func (s *Sampler) Flush() error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"math"
@@ -62,7 +63,13 @@ func samplingYAML(dir string, enabled bool, extra string) string {
 func newRig(t *testing.T, enabled bool, extra string) *rig {
 	t.Helper()
 	dir := t.TempDir()
-	h := sidecartest.NewHarness(t, func(c *sidecartest.CtlConfig) { c.Sections = samplingYAML(dir, enabled, extra) })
+	h := sidecartest.NewHarness(t, func(c *sidecartest.CtlConfig) {
+		c.Sections = samplingYAML(dir, enabled, extra)
+		// The sidecar's own calls to Triton for HTTP requests carry the
+		// headers listed: the opt-out headers of the tests too, so that
+		// only sampling keeps them back.
+		c.ForwardHeaders = []string{"authorization", "x-no-sample", "x-opt-a", "x-opt-b"}
+	})
 	rng := rand.New(rand.NewPCG(11, 3))
 	tm := make([][]float64, h.Scenario.D)
 	for i := range tm {
@@ -467,41 +474,133 @@ func (r *rig) reload(t *testing.T, cfg *config.Config) {
 
 // TestOptOutFollowsReload: the opt-out header stays with the sidecar while
 // the configuration in service samples, and reaches Triton again once a
-// reload turns sampling off: on gRPC, relayed or served by a controllable
-// model, and on HTTP, relayed. A reload turning it on keeps it back again.
+// reload turns sampling off, on every path a client's metadata takes to
+// Triton (seenOptOut). A reload turning it on keeps it back again.
 func TestOptOutFollowsReload(t *testing.T) {
 	const extra = "  opt_out_header: X-No-Sample\n"
 	r := newRig(t, true, extra)
 	x := batch(rand.New(rand.NewPCG(1, 6)), 2)
-	body, hdr := sidecartest.InferBody(t, sidecartest.CtlRequest("classify", "h", x), true)
-	hdr["X-No-Sample"] = "1"
-	// seen sends the header on each path and reports whether it reached
-	// Triton on each.
-	seen := func() (grpcRelayed, grpcServed, httpRelayed bool) {
-		ctx := metadata.AppendToOutgoingContext(context.Background(), "x-no-sample", "1")
-		r.infer(t, ctx, x)
-		_, grpcRelayed = r.h.Fake.LastMetadata("classify")["x-no-sample"]
-		if _, err := r.h.Client.ModelInfer(ctx, sidecartest.CtlRequest("single", "", x, "logits")); err != nil {
-			t.Fatal(err)
-		}
-		_, grpcServed = r.h.Fake.LastMetadata("backbone")["x-no-sample"]
-		if resp, out := sidecartest.HTTPDo(t, http.MethodPost, r.h.HTTPURL+"/v2/models/classify/infer", body, hdr); resp.StatusCode != http.StatusOK {
-			t.Fatalf("HTTP: %d %s", resp.StatusCode, out)
-		}
-		_, httpRelayed = r.h.Fake.LastHTTPHeader()["X-No-Sample"]
-		r.live.Wait(context.Background())
-		return grpcRelayed, grpcServed, httpRelayed
-	}
 	for i, on := range []bool{true, false, true} {
 		if i > 0 {
 			r.reload(t, sidecartest.LoadConfig(t, r.h.Dir, fmt.Sprintf("reload-%d.yaml", i), withSections(r.h.Config, samplingYAML(r.dir, on, extra))))
 		}
-		g, c, h := seen()
-		if g == on || c == on || h == on {
-			t.Errorf("sampling %v (step %d): the opt-out header reached Triton: gRPC relayed %v, gRPC served %v, HTTP relayed %v; want %v",
-				on, i, g, c, h, !on)
+		for path, reached := range r.seenOptOut(t, "X-No-Sample", x) {
+			if reached == on {
+				t.Errorf("sampling %v (step %d): %s: the opt-out header reached Triton %v, want %v", on, i, path, reached, !on)
+			}
 		}
 	}
+}
+
+// seenOptOut sends header, with a value, on each path by which a client's
+// metadata reaches Triton, and reports by path whether Triton saw it: gRPC
+// relayed, gRPC served by a controllable model, both on a stream, the
+// statistics and repository index the sidecar asks Triton for on a
+// client's behalf, and HTTP relayed and served. x is a batch of the
+// models' input.
+func (r *rig) seenOptOut(t *testing.T, header string, x []float64) map[string]bool {
+	t.Helper()
+	key := strings.ToLower(header)
+	has := func(md metadata.MD) bool { _, ok := md[key]; return ok }
+	got := map[string]bool{}
+	ctx := metadata.AppendToOutgoingContext(context.Background(), key, "1")
+	r.infer(t, ctx, x)
+	got["gRPC relayed"] = has(r.h.Fake.LastMetadata("classify"))
+	if _, err := r.h.Client.ModelInfer(ctx, sidecartest.CtlRequest("single", "", x, "logits")); err != nil {
+		t.Fatal(err)
+	}
+	got["gRPC served"] = has(r.h.Fake.LastMetadata("backbone"))
+
+	stream, err := r.h.Client.ModelStreamInfer(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, model, called string }{
+		{"gRPC stream, served", "single", "backbone"},
+		{"gRPC stream, relayed", "classify", "classify"},
+	} {
+		if err := stream.Send(sidecartest.CtlRequest(c.model, "", x, "logits")); err != nil {
+			t.Fatal(err)
+		}
+		if resp, err := stream.Recv(); err != nil || resp.GetErrorMessage() != "" {
+			t.Fatalf("%s: %v, %v", c.path, resp.GetErrorMessage(), err)
+		}
+		got[c.path] = has(r.h.Fake.LastMetadata(c.called))
+	}
+	stream.CloseSend()
+	if _, err := stream.Recv(); err != io.EOF {
+		t.Fatalf("the stream's end: %v", err)
+	}
+
+	if _, err := r.h.Client.ModelStatistics(ctx, &tritonpb.ModelStatisticsRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	got["gRPC statistics"] = has(r.h.Fake.StatisticsMetadata())
+	if _, err := r.h.Client.RepositoryIndex(ctx, &tritonpb.RepositoryIndexRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	got["gRPC repository index"] = has(r.h.Fake.IndexMetadata())
+
+	for _, c := range []struct{ path, model string }{{"HTTP relayed", "classify"}, {"HTTP served", "single"}} {
+		body, hdr := sidecartest.InferBody(t, sidecartest.CtlRequest(c.model, "h", x), true)
+		hdr[header] = "1"
+		if resp, out := sidecartest.HTTPDo(t, http.MethodPost, r.h.HTTPURL+"/v2/models/"+c.model+"/infer", body, hdr); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %s", c.path, resp.StatusCode, out)
+		}
+	}
+	_, got["HTTP relayed"] = r.h.Fake.LastHTTPHeader()[http.CanonicalHeaderKey(header)]
+	got["HTTP served"] = has(r.h.Fake.LastMetadata("backbone"))
+	r.live.Wait(context.Background())
+	return got
+}
+
+// TestOptOutOfTheSamplerInService: the opt-out header of the sampler in
+// service stays with the sidecar too, beside the configuration's, until a
+// sampler of the new configuration serves: after a reload whose sampling
+// section is not configured yet, or failed to be (Triton's answers did not
+// come in time), the old sampler still honours its own header.
+func TestOptOutOfTheSamplerInService(t *testing.T) {
+	r := newRig(t, true, "  opt_out_header: X-Opt-A\n")
+	x := batch(rand.New(rand.NewPCG(1, 8)), 2)
+	cfg := sidecartest.LoadConfig(t, r.h.Dir, "reload-b.yaml", withSections(r.h.Config, samplingYAML(r.dir, true, "  opt_out_header: X-Opt-B\n")))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := r.h.Models.Reload(ctx, cfg); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	expired, stop := context.WithCancel(ctx)
+	stop()
+	if err := r.live.Configure(expired, cfg); err == nil {
+		t.Fatal("Configure with its time up: no error")
+	}
+	optedOut := func() float64 {
+		v, _ := sidecartest.MetricValue(sidecartest.Scrape(t, r.h.Metrics.Handler()), "react_sampling_skipped_total",
+			map[string]string{"model": "classify", "task": "a", "reason": "opt_out"})
+		return v
+	}
+	check := func(step string, held map[string]bool) {
+		t.Helper()
+		for header, want := range held {
+			before := optedOut()
+			for path, reached := range r.seenOptOut(t, header, x) {
+				// The served paths read the backbone's last call, which a
+				// sample of a request not opted out may have made since.
+				if reached == want && !strings.Contains(path, "served") {
+					t.Errorf("%s: %s: %s reached Triton %v, want %v", step, path, header, reached, !want)
+				}
+			}
+			// Each sampler honours its own header only.
+			honoured := (header == "X-Opt-A") == (step == "the old sampler")
+			if n := optedOut() - before; (n > 0) != honoured {
+				t.Errorf("%s: %s: %v more classify requests opted out, want them opted out %v", step, header, n, honoured)
+			}
+		}
+	}
+	check("the old sampler", map[string]bool{"X-Opt-A": true, "X-Opt-B": true})
+	if err := r.live.Configure(ctx, cfg); err != nil {
+		t.Fatalf("Configure: %v", err)
+	}
+	check("the new sampler", map[string]bool{"X-Opt-A": false, "X-Opt-B": true})
 }
 
 // TestOffByDefault: with the sampling section off nothing is sampled or

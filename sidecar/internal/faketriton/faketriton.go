@@ -133,6 +133,8 @@ type Server struct {
 	httpHeader  http.Header
 	statsCalls  int
 	indexCalls  int
+	statsMD     metadata.MD // of the last ModelStatistics call
+	indexMD     metadata.MD // of the last RepositoryIndex call
 }
 
 // Start serves models on a loopback port until the test ends.
@@ -285,6 +287,22 @@ func (s *Server) IndexCalls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.indexCalls
+}
+
+// StatisticsMetadata returns the gRPC metadata of the last
+// ModelStatistics call.
+func (s *Server) StatisticsMetadata() metadata.MD {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.statsMD.Copy()
+}
+
+// IndexMetadata returns the gRPC metadata of the last RepositoryIndex
+// call.
+func (s *Server) IndexMetadata() metadata.MD {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.indexMD.Copy()
 }
 
 // LastRequest returns a copy of the last inference request a model
@@ -504,10 +522,12 @@ func (s *Server) stat(st *state) *tritonpb.ModelStatistics {
 }
 
 // ModelStatistics implements the service.
-func (s *Server) ModelStatistics(_ context.Context, req *tritonpb.ModelStatisticsRequest) (*tritonpb.ModelStatisticsResponse, error) {
+func (s *Server) ModelStatistics(ctx context.Context, req *tritonpb.ModelStatisticsRequest) (*tritonpb.ModelStatisticsResponse, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.statsCalls++
+	s.statsMD = md.Copy()
 	resp := &tritonpb.ModelStatisticsResponse{}
 	if req.GetName() != "" {
 		st, err := s.lookup(req.GetName(), req.GetVersion())
@@ -535,10 +555,12 @@ func (s *Server) sortedNames() []string {
 }
 
 // RepositoryIndex implements the service.
-func (s *Server) RepositoryIndex(_ context.Context, req *tritonpb.RepositoryIndexRequest) (*tritonpb.RepositoryIndexResponse, error) {
+func (s *Server) RepositoryIndex(ctx context.Context, req *tritonpb.RepositoryIndexRequest) (*tritonpb.RepositoryIndexResponse, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.indexCalls++
+	s.indexMD = md.Copy()
 	resp := &tritonpb.RepositoryIndexResponse{}
 	for _, name := range s.sortedNames() {
 		st := s.models[name]

@@ -89,6 +89,8 @@ type CtlConfig struct {
 	MaxRequestBytes string
 	CacheSize       int
 	StartupTimeout  string
+	// ForwardHeaders sets triton.forward_headers (nil keeps the default).
+	ForwardHeaders []string
 	// HeadTask overrides the task of models[0].heads[0] (single).
 	HeadTask string
 	// Backbone overrides the backbone model of both models.
@@ -125,6 +127,9 @@ type CtlConfig struct {
 func (c CtlConfig) YAML() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "triton:\n  grpc: %s\n  http: %s\n  timeout: 10s\n  startup_timeout: %s\n", c.TritonGRPC, c.TritonHTTP, or(c.StartupTimeout, "20s"))
+	if c.ForwardHeaders != nil {
+		fmt.Fprintf(&b, "  forward_headers: [%s]\n", strings.Join(c.ForwardHeaders, ", "))
+	}
 	fmt.Fprintf(&b, "listen:\n  grpc: 127.0.0.1:0\n  http: 127.0.0.1:0\n  metrics: %q\n", c.MetricsListen)
 	fmt.Fprintf(&b, "limits:\n  max_request_bytes: %s\n  max_preference_length: 64\n", or(c.MaxRequestBytes, "64KiB"))
 	b.WriteString(or(c.Limits, "  max_inputs: 8\n  max_outputs: 8\n  max_parameters: 8\n"))

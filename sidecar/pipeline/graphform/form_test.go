@@ -119,6 +119,14 @@ func TestRead(t *testing.T) {
 	if s := e.Source(); s != `step 0 ("backbone"), whose output "feature" is the tensor "emb"` {
 		t.Errorf("Source %q", s)
 	}
+	// A step without model_version (0, as Triton reads an unset one) is
+	// Triton's choice too, never version "0".
+	e, _ = graphform.Read(ensembleInfo(nil,
+		step("backbone", 0, map[string]string{"x": "image"}, map[string]string{"feature": "emb"}),
+		step("head", 2, map[string]string{"z": "emb"}, map[string]string{"y": "scores"})), "emb")
+	if model, version, _ := e.Producer(); model != "backbone" || version != "" {
+		t.Errorf("Producer of emb, model_version unset: %q %q, want backbone, Triton's version", model, version)
+	}
 }
 
 // TestForm: the corrected tensor, as its producer declares it, is a

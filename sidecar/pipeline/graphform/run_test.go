@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -239,6 +240,58 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// TestRunTiming: a run's time splits into the steps before the corrected
+// tensor was ready, its correction and the steps after, which add up to at
+// most the run's own time (a correction of 10⁵ rows takes long enough to
+// be seen counted twice); outputs that do not depend on the tensor count
+// no correction, all of their steps before it.
+func TestRunTiming(t *testing.T) {
+	timed := func(f *graphform.Form, req *tritonpb.ModelInferRequest) (graphform.Timing, time.Duration) {
+		t.Helper()
+		wanted, err := f.Outputs(req.GetOutputs())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &fakeSteps{dt: "FP32", width: d}
+		start := time.Now()
+		_, timing, err := f.Run(context.Background(), graphform.Request{Proto: req, Outputs: wanted, W: wp(0.5), Call: s.call})
+		took := time.Since(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return timing, took
+	}
+	t.Run("corrected", func(t *testing.T) {
+		const rows = 100000
+		req := request("probs")
+		x := make([]float32, 2*rows)
+		for i := range x {
+			x[i] = float32(i%7) - 3
+		}
+		req.Inputs[0].Shape = []int64{rows, 2}
+		req.RawInputContents = [][]byte{triton.NewFP32("image", []int64{rows, 2}, x).Raw}
+		timing, took := timed(newForm(t, "FP32"), req)
+		if timing.Before < 0 || timing.Correction <= 0 || timing.After < 0 || timing.Before+timing.Correction+timing.After > took {
+			t.Errorf("timing %+v of a run of %v", timing, took)
+		}
+	})
+	t.Run("outputs without the tensor", func(t *testing.T) {
+		e, p := graphform.Read(ensembleInfo(nil), "scores")
+		if p != nil {
+			t.Fatal(p)
+		}
+		f, err := e.Form(triton.ModelInfo{Name: "head", Metadata: &tritonpb.ModelMetadataResponse{Name: "head",
+			Outputs: []*tritonpb.ModelMetadataResponse_TensorMetadata{meta("y", "FP32", d)}}}, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		timing, took := timed(f, request("emb"))
+		if timing.Before < 0 || timing.Correction != 0 || timing.After < 0 || timing.Before+timing.After > took {
+			t.Errorf("timing %+v of a run of %v, want no correction", timing, took)
+		}
+	})
+}
+
 // TestRunOwnsTheCorrectedTensor: the corrected tensor returned as an
 // output is the answer's own, not the pooled buffers the next request's
 // correction writes.
@@ -275,6 +328,14 @@ func TestRunParameters(t *testing.T) {
 	p := resp.GetParameters()
 	if p["sequence_id"].GetInt64Param() != 7 || !p["sequence_start"].GetBoolParam() || p["sequence_end"] == nil || p["sequence_end"].GetBoolParam() {
 		t.Errorf("sequence parameters %v, want id 7, start true, end false", p)
+	}
+	// The last request of the sequence: its end comes back too.
+	req.Parameters["sequence_end"] = &tritonpb.InferParameter{ParameterChoice: &tritonpb.InferParameter_BoolParam{BoolParam: true}}
+	if resp, _, err = run(f, s, req, wp(1)); err != nil {
+		t.Fatal(err)
+	}
+	if p := resp.GetParameters(); p["sequence_id"].GetInt64Param() != 7 || !p["sequence_start"].GetBoolParam() || !p["sequence_end"].GetBoolParam() {
+		t.Errorf("sequence parameters %v, want id 7, start and end true", p)
 	}
 	for _, model := range []string{"backbone", "head", "post"} {
 		if s.got[model].GetParameters()["sequence_id"].GetInt64Param() != 7 {
