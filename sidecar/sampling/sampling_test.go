@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mergectl/react-triton/livestats"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/react/partialfile"
 	"github.com/mergectl/react-triton/sidecar/config"
@@ -219,11 +220,7 @@ func TestRelayedSampledSums(t *testing.T) {
 		r.infer(t, ctx, x)
 		want.add(x)
 	}
-	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := r.live.Wait(waitCtx); err != nil {
-		t.Fatal(err)
-	}
+	r.waitDecided(t, 12)
 	if b, e := r.h.Fake.Calls("backbone"), r.h.Fake.Calls("expert_a"); b != 12 || e != 12 {
 		t.Fatalf("backbone calls %d, expert calls %d: want 12 each, one per request", b, e)
 	}
@@ -262,6 +259,32 @@ func (r *rig) wait(t *testing.T) {
 	if err := r.live.Wait(ctx); err != nil {
 		t.Fatalf("samples still in flight: %v", err)
 	}
+}
+
+// waitDecided waits until the sampler has decided on n requests (sampled,
+// skipped for any reason, or in flight), then until no sample is in
+// flight; it fails the test after 10 s. The sidecar offers a request to
+// the sampler after its response is sent, so the client may have its
+// answer before the sampler has seen the request: Wait alone would not
+// wait for it.
+func (r *rig) waitDecided(t *testing.T, n int) {
+	t.Helper()
+	decided := func() int {
+		fams := sidecartest.Scrape(t, r.h.Metrics.Handler())
+		sum := 0.0
+		for _, name := range []string{livestats.MetricRequests, livestats.MetricSkipped, livestats.MetricInFlight} {
+			for _, m := range fams[name].GetMetric() {
+				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+		}
+		return int(sum)
+	}
+	for start := time.Now(); decided() < n; time.Sleep(time.Millisecond) {
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("the sampler decided on %d requests, want %d", decided(), n)
+		}
+	}
+	r.wait(t)
 }
 
 // fileSums returns a live file's one task's N, S, G and Σ‖z_ind‖², and
@@ -311,7 +334,7 @@ func TestHTTPSampledSumsEqualGRPC(t *testing.T) {
 			want[protocol].add(x)
 			// Each sample added before the next request: the sums are
 			// added in the same order on both sides.
-			r.wait(t)
+			r.waitDecided(t, i+1)
 		}
 		if protocol == "http" {
 			// Triton refuses it (an input the model does not have): not sampled.
@@ -355,7 +378,7 @@ func TestOptOutHTTP(t *testing.T) {
 	r := newRig(t, true, "  opt_out_header: x-no-sample\n")
 	x := batch(rand.New(rand.NewPCG(2, 3)), 2)
 	r.inferHTTP(t, "classify", x, true, map[string]string{"X-No-Sample": "", "X-Other": "kept"})
-	r.wait(t)
+	r.waitDecided(t, 1)
 	if b, e := r.h.Fake.Calls("backbone"), r.h.Fake.Calls("expert_a"); b != 0 || e != 0 {
 		t.Fatalf("opted out, yet backbone calls %d, expert calls %d", b, e)
 	}
@@ -367,7 +390,7 @@ func TestOptOutHTTP(t *testing.T) {
 		t.Errorf("skipped{opt_out} = %v, want 1", v)
 	}
 	r.inferHTTP(t, "classify", x, false, nil)
-	r.wait(t)
+	r.waitDecided(t, 2)
 	if b := r.h.Fake.Calls("backbone"); b != 1 {
 		t.Errorf("backbone calls %d after a request without the header, want 1", b)
 	}
@@ -659,7 +682,7 @@ func TestResponseUnchanged(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("the sidecar's response (%d bytes) differs from Triton's (%d bytes)", len(got), len(want))
 	}
-	r.live.Wait(context.Background())
+	r.waitDecided(t, 1)
 	if b := r.h.Fake.Calls("backbone"); b != 1 {
 		t.Errorf("backbone calls %d: the request through the sidecar should be sampled once", b)
 	}
@@ -675,7 +698,7 @@ func TestHTTPResponseUnchanged(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("the sidecar's answer (%d bytes) differs from Triton's (%d bytes)", len(got), len(want))
 	}
-	r.wait(t)
+	r.waitDecided(t, 1)
 	if b := r.h.Fake.Calls("backbone"); b != 1 {
 		t.Errorf("backbone calls %d: the request through the sidecar should be sampled once", b)
 	}
