@@ -178,6 +178,11 @@ def gap_shares(r):
     return out
 
 
+def share_row(zoo, backbone, merged, gap, e, o, oe, oo):
+    """A row of the zoos' share-of-gap table."""
+    return f"| {zoo} | {backbone} | {pct(merged)} | {100 * gap:.1f} | {100 * e:.0f}% | {100 * o:.0f}% | {100 * oe:.0f}% | {100 * oo:.0f}% |"
+
+
 def zoo_comparison(vit, eff, traffic=None):
     """Both zoos side by side: the share of the gap recovered, beside the
     paper's, and the R² of the best linear map merged → expert; with a
@@ -185,11 +190,10 @@ def zoo_comparison(vit, eff, traffic=None):
     g = ["| zoo | backbone | merged average | gap (points) | ReACT equal | ReACT one-hot | linear ceiling equal | linear ceiling one-hot |",
          "|---|---|---|---|---|---|---|---|"]
     for name, r in (("ViT (D=64)", vit), ("EfficientNet-Lite0 (D=1280)", eff)):
-        for b, (m, gap, e, o, oe, oo) in gap_shares(r).items():
-            g.append(f"| {name} | {b} | {pct(m)} | {100 * gap:.1f} | {100 * e:.0f}% | {100 * o:.0f}% | {100 * oe:.0f}% | {100 * oo:.0f}% |")
+        for b, shares in gap_shares(r).items():
+            g.append(share_row(name, b, *shares))
     for b in (traffic["backbones"] if traffic else ()):
-        m, gap, e, o, oe, oo, _ = traffic_shares(eff, traffic, b)
-        g.append(f"| EfficientNet-Lite0 (D=1280) | {b}, calibrated from traffic | {pct(m)} | {100 * gap:.1f} | {100 * e:.0f}% | {100 * o:.0f}% | {100 * oe:.0f}% | {100 * oo:.0f}% |")
+        g.append(share_row("EfficientNet-Lite0 (D=1280)", f"{b}, calibrated from traffic", *traffic_shares(eff, traffic, b)[:6]))
     g.append("| paper (CLIP ViT-B/32, 8 tasks) | TA | | | ≈44% | ≈79% | | |")
     r2 = ["| zoo | backbone | " + " | ".join(vit["tasks"]) + " | mean |", "|---|---|" + "---|" * (len(vit["tasks"]) + 1)]
     for name, r in (("ViT (D=64)", vit), ("EfficientNet-Lite0 (D=1280)", eff)):
