@@ -20,7 +20,9 @@
 #    result is also copied to tritonmodels/zoo-effnet/eval.json, which
 #    tests/test_zoo_effnet.py checks the served models against;
 # 5. writes the report (scripts/report.py) from the JSON results, and the
-#    figures (calibrate eval --plots) into figures/ beside it.
+#    figures (calibrate eval --plots) into figures/ beside it. The second
+#    zoo's "calibrated from traffic" rows are not measured here: report.py
+#    renders them from scripts/traffic-row.sh's record, docs/traffic-row.json.
 # Needs make build's bin/calibrate, the venv and the zoo data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
