@@ -3,7 +3,14 @@ scripts/report.sh (calibrate eval's JSON, the fits' times). Text outside the
 <!-- report:begin --> ... <!-- report:end --> markers is kept, so the
 hand-written reading of the numbers survives a regeneration.
 
-Usage: python scripts/report.py --results DIR --out docs/REPORT.md --seconds S
+The second zoo's "calibrated from traffic" rows come from the record
+scripts/traffic-row.sh writes (docs/traffic-row.json, or --traffic FILE),
+not from report.sh's run: they are rendered when the record exists, so a
+regeneration keeps them. --traffic-summary prints the record's rows beside
+its own oracle's, and nothing else (scripts/traffic-row.sh ends with it).
+
+Usage: python scripts/report.py --results DIR --out docs/REPORT.md --seconds S [--traffic FILE]
+       python scripts/report.py --traffic FILE --traffic-summary
 """
 import argparse
 import datetime
@@ -14,6 +21,7 @@ import platform
 
 BEGIN, END = "<!-- report:begin -->", "<!-- report:end -->"
 OWN = "one-hot, each task at its own"
+TRAFFIC = pathlib.Path(__file__).resolve().parents[1] / "docs" / "traffic-row.json"
 
 
 def load(res, name):
@@ -58,7 +66,70 @@ def line(name, setting, acc, ind):
     return f"| {name} | {setting} | " + " | ".join(pct(a) for a in acc) + f" | {pct(mean)} | {pct(norm)} |"
 
 
-def table1(r):
+def traffic_acc(rec, b, method, label):
+    """A traffic record's accuracies of backbone b ({task: accuracy}): the
+    corrected model's (method react) or its eval's own oracle's."""
+    t = rec["eval"]
+    row = rows(t, rec["backbones"][b]["label"], method, label) or rows(t, b, method, label)
+    return dict(zip(t["tasks"], row[0]["accuracy"]))
+
+
+def traffic_rows(r, rec, b):
+    """Table 1's rows of backbone b calibrated from traffic: the samples per
+    task, then the equal and own one-hot accuracies, in r's task order."""
+    tasks, ind = r["tasks"], r["individual"]
+    name = f"ReACT {b}, calibrated from traffic"
+    n = rec["backbones"][b]["samples"]
+    out = [f"| {name} | samples per task (the test inputs, sampled) | " + " | ".join(str(n[t]) for t in tasks) + f" | {sum(n.values())} in all | |"]
+    for setting, label in (("equal", "equal"), (OWN, OWN)):
+        acc = traffic_acc(rec, b, "react", label)
+        out.append(line(name, setting, [acc[t] for t in tasks], ind))
+    return out
+
+
+def traffic_shares(r, rec, b):
+    """Backbone b calibrated from traffic against r's oracle: r's merged
+    average and gap, the shares of the gap recovered at equal and own
+    one-hot by traffic and by the oracle, and the largest difference in
+    points between a task's accuracy from traffic and the oracle's."""
+    avg = lambda v: sum(v) / len(v)  # noqa: E731
+    tasks = r["tasks"]
+    merged = avg(rows(r, b, "merged")[0]["accuracy"])
+    gap = avg(r["individual"]) - merged
+    out, diff = [merged, gap], 0.0
+    accs = []
+    for label in ("equal", OWN):
+        got = traffic_acc(rec, b, "react", label)
+        oracle = (rows(r, b, "oracle", label) or rows(r, rec["backbones"][b]["label"], "oracle", label))[0]["accuracy"]
+        accs.append(((avg([got[t] for t in tasks]) - merged) / gap, (avg(oracle) - merged) / gap))
+        diff = max(diff, max(abs(got[t] - o) for t, o in zip(tasks, oracle)))
+    (e, oe), (o, oo) = accs
+    return merged, gap, e, o, oe, oo, 100 * diff
+
+
+def traffic_paragraph(r, rec):
+    """What the traffic rows are, how they were run and how they compare
+    with r's oracle rows."""
+    parts = []
+    for b in rec["backbones"]:
+        _, _, e, o, oe, oo, diff = traffic_shares(r, rec, b)
+        parts.append(f"{b}: {100 * e:.0f}% of the gap at equal (oracle {100 * oe:.0f}%), {100 * o:.0f}% at one-hot "
+                     f"(oracle {100 * oo:.0f}%); the largest difference from the oracle row in a task's accuracy, "
+                     f"both preferences, {diff:.2f} points")
+    secs = ", ".join(f"{b} {v['sampling_seconds']} s" for b, v in rec["backbones"].items())
+    return (f"The rows \"calibrated from traffic\" are not from this run: `scripts/traffic-row.sh` (issue 26), recorded in "
+            f"`docs/traffic-row.json`, which a regeneration keeps. A sidecar with no components file, passing every request "
+            f"through, sampled (live sampling, fraction 1) the test inputs sent with the official `tritonclient` (gRPC, "
+            f"{rec['chunk']} images a request, no labels) to each task's deployed classifier; `calibrate merge` turned its live file into "
+            f"a components file (β = 0.1, `sum`, as the fits above), evaluated as this table with `--oracle`. Run on "
+            f"{rec['date']}, commit {rec['commit']}, {rec['cores']} CPU cores ({rec['cpu']}), {rec['seconds']} s in all "
+            f"(Triton's start-up, sampling: {secs}, merge and evaluation). " + "; ".join(parts) + ".")
+
+
+def table1(r, traffic=None):
+    """Table 1's rows and the share-of-gap table; with a traffic record
+    (scripts/traffic-row.sh), its backbones' rows calibrated from traffic
+    after their 10% rows."""
     tasks, ind = r["tasks"], r["individual"]
     head = "| model | preference | " + " | ".join(tasks) + " | average | normalised |\n|---|---|" + "---|" * (len(tasks) + 2)
     out = [head, line("Individual", "expert_t → head_t", ind, ind)]
@@ -75,6 +146,8 @@ def table1(r):
         ten = f"{b} 10%"
         out.append(line(f"ReACT {b}, 10% calib", "equal", rows(r, ten, "react", "equal")[0]["accuracy"], ind))
         out.append(line(f"ReACT {b}, 10% calib", "one-hot, each at its own", rows(r, ten, "react", OWN)[0]["accuracy"], ind))
+        if traffic is not None and b in traffic["backbones"]:
+            out += traffic_rows(r, traffic, b)
         oe = rows(r, b, "oracle", "equal")[0]["accuracy"]
         oo = rows(r, b, "oracle", OWN)[0]["accuracy"]
         out.append(line(f"oracle {b}", "equal", oe, ind))
@@ -105,14 +178,22 @@ def gap_shares(r):
     return out
 
 
-def zoo_comparison(vit, eff):
+def share_row(zoo, backbone, merged, gap, e, o, oe, oo):
+    """A row of the zoos' share-of-gap table."""
+    return f"| {zoo} | {backbone} | {pct(merged)} | {100 * gap:.1f} | {100 * e:.0f}% | {100 * o:.0f}% | {100 * oe:.0f}% | {100 * oo:.0f}% |"
+
+
+def zoo_comparison(vit, eff, traffic=None):
     """Both zoos side by side: the share of the gap recovered, beside the
-    paper's, and the R² of the best linear map merged → expert."""
+    paper's, and the R² of the best linear map merged → expert; with a
+    traffic record, the second zoo's backbones calibrated from traffic."""
     g = ["| zoo | backbone | merged average | gap (points) | ReACT equal | ReACT one-hot | linear ceiling equal | linear ceiling one-hot |",
          "|---|---|---|---|---|---|---|---|"]
     for name, r in (("ViT (D=64)", vit), ("EfficientNet-Lite0 (D=1280)", eff)):
-        for b, (m, gap, e, o, oe, oo) in gap_shares(r).items():
-            g.append(f"| {name} | {b} | {pct(m)} | {100 * gap:.1f} | {100 * e:.0f}% | {100 * o:.0f}% | {100 * oe:.0f}% | {100 * oo:.0f}% |")
+        for b, shares in gap_shares(r).items():
+            g.append(share_row(name, b, *shares))
+    for b in (traffic["backbones"] if traffic else ()):
+        g.append(share_row("EfficientNet-Lite0 (D=1280)", f"{b}, calibrated from traffic", *traffic_shares(eff, traffic, b)[:6]))
     g.append("| paper (CLIP ViT-B/32, 8 tasks) | TA | | | ≈44% | ≈79% | | |")
     r2 = ["| zoo | backbone | " + " | ".join(vit["tasks"]) + " | mean |", "|---|---|" + "---|" * (len(vit["tasks"]) + 1)]
     for name, r in (("ViT (D=64)", vit), ("EfficientNet-Lite0 (D=1280)", eff)):
@@ -202,18 +283,52 @@ def label_free(r, res):
     return "\n".join(out), summary
 
 
+def traffic_summary(rec):
+    """The record's rows beside its own eval's oracle rows, and the shares of
+    the gap (what scripts/traffic-row.sh prints at the end)."""
+    r = rec["eval"]
+    tasks, ind = r["tasks"], r["individual"]
+    out = ["| model | preference | " + " | ".join(tasks) + " | average | normalised |", "|---|---|" + "---|" * (len(tasks) + 2)]
+    for b in rec["backbones"]:
+        out.append(line(f"Merged {b}", "none", rows(r, rec["backbones"][b]["label"], "merged")[0]["accuracy"], ind))
+        for setting, label in (("equal", "equal"), (OWN, OWN)):
+            got = traffic_acc(rec, b, "react", label)
+            oracle = traffic_acc(rec, b, "oracle", label)
+            out.append(line(f"ReACT {b}, calibrated from traffic", setting, [got[t] for t in tasks], ind))
+            out.append(line(f"oracle {b}", setting, [oracle[t] for t in tasks], ind))
+    out.append("")
+    for b, v in rec["backbones"].items():
+        view = dict(r, rows=[dict(x, backbone=b) if x.get("backbone") == v["label"] else x for x in r["rows"]])
+        _, gap, e, o, oe, oo, diff = traffic_shares(view, rec, b)
+        out.append(f"{b}: samples {v['samples']}; gap {100 * gap:.1f} points; from traffic {100 * e:.1f}% equal, {100 * o:.1f}% one-hot; "
+                   f"oracle {100 * oe:.1f}%, {100 * oo:.1f}%; largest task difference {diff:.2f} points")
+    return "\n".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--results", required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--seconds", type=int, required=True)
+    ap.add_argument("--results")
+    ap.add_argument("--out")
+    ap.add_argument("--seconds", type=int)
+    ap.add_argument("--traffic", default=str(TRAFFIC), help="scripts/traffic-row.sh's record (default docs/traffic-row.json; rendered if it exists)")
+    ap.add_argument("--traffic-summary", action="store_true", help="print the record's rows beside its oracle's, and stop")
     args = ap.parse_args()
+    traffic_path = pathlib.Path(args.traffic)
+    traffic = json.loads(traffic_path.read_text()) if traffic_path.exists() else None
+    if args.traffic_summary:
+        if traffic is None:
+            ap.error(f"--traffic-summary: no record {traffic_path}")
+        print(traffic_summary(traffic))
+        return
+    if args.results is None or args.out is None or args.seconds is None:
+        ap.error("--results, --out and --seconds are required")
     res = pathlib.Path(args.results)
     t1, s, b, f, sel, eff, eff_beta = (load(res, n) for n in ("table1", "simplex", "beta", "fraction", "select",
                                                               "effnet_table1", "effnet_beta"))
     auto = json.loads((res / "effnet_auto.beta.json").read_text())["chosen"]
-    eff_table, _ = table1(eff)
-    comparison, r2 = zoo_comparison(t1, eff)
+    eff_table, _ = table1(eff, traffic)
+    comparison, r2 = zoo_comparison(t1, eff, traffic)
+    traffic_text = "" if traffic is None else "\n\n" + traffic_paragraph(eff, traffic)
     eff_fits = [l.split() for l in (res / "effnet-fits.txt").read_text().splitlines()]
     eff_timing = ["| fit | seconds (Triton on the same machine) |", "|---|---|"]
     eff_timing += [f"| {name} | {float(secs):.1f} |" for name, _, secs in eff_fits]
@@ -313,7 +428,7 @@ and on a seeded random 10%, β = 0.1 with `sum`, and the oracle with the linear 
 
 ### Table 1 on the second zoo
 
-{eff_table}
+{eff_table}{traffic_text}
 
 ### Both zoos: the share of the gap recovered, beside the paper's
 

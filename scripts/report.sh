@@ -20,7 +20,9 @@
 #    result is also copied to tritonmodels/zoo-effnet/eval.json, which
 #    tests/test_zoo_effnet.py checks the served models against;
 # 5. writes the report (scripts/report.py) from the JSON results, and the
-#    figures (calibrate eval --plots) into figures/ beside it.
+#    figures (calibrate eval --plots) into figures/ beside it. The second
+#    zoo's "calibrated from traffic" rows are not measured here: report.py
+#    renders them from scripts/traffic-row.sh's record, docs/traffic-row.json.
 # Needs make build's bin/calibrate, the venv and the zoo data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,29 +52,16 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+# shellcheck source=lib/ports.sh
 . scripts/lib/ports.sh
-
-# serve REPO PIDFILE TASKS: starts a Triton on REPO loading only the merged
-# backbones, the experts and the heads, and prints its gRPC address.
-serve() {
-	local load=() m t attempt
-	for m in backbone_ta backbone_ties backbone_adamerging; do load+=(--load-model="$m"); done
-	for t in ${3//,/ }; do load+=(--load-model="expert_$t" --load-model="head_$t"); done
-	for attempt in 1 2 3; do
-		read -r grpc_port http_port metrics_port < <(free_ports)
-		if scripts/triton-up --repo "$1" --grpc-port "$grpc_port" --http-port "$http_port" \
-			--metrics-port "$metrics_port" --pid "$2" --log "${2%.pid}.log" --timeout 600 \
-			-- --model-control-mode=explicit "${load[@]}" >/dev/null; then
-			echo "127.0.0.1:$grpc_port"
-			return 0
-		fi
-		echo "report: Triton on $1 did not start (attempt $attempt)" >&2
-	done
-	return 1
-}
+# shellcheck source=lib/zoo-triton.sh
+. scripts/lib/zoo-triton.sh
 
 tasks=$("$PY" -c 'import json; print(",".join(json.load(open("tritonmodels/zoo/manifest.json"))["tasks"]))')
-[ -n "$addr" ] || addr=$(serve tritonmodels/repo "$pid_file" "$tasks")
+if [ -z "$addr" ]; then
+	addr=$(zoo_triton_up tritonmodels/repo "$pid_file" "$tasks")
+	addr=${addr% *}
+fi
 
 "$PY" tritonmodels/demo/export_calib.py --data "$DATA" --out "$work/calib" >/dev/null
 "$PY" tritonmodels/demo/export_calib.py --data "$DATA" --out "$work/test" --split test >/dev/null
@@ -132,7 +121,8 @@ scripts/triton-down --pid "$pid_file" >/dev/null 2>&1 || true
 
 # The second zoo, EfficientNet-Lite0 (D=1280), on a Triton of its own (its
 # models have the same names as the first zoo's). β = 0.1, sum, as Table 1.
-eff=$(serve tritonmodels/repo-effnet "$work/effnet.pid" "$tasks")
+eff=$(zoo_triton_up tritonmodels/repo-effnet "$work/effnet.pid" "$tasks")
+eff=${eff% *}
 for b in ta ties adamerging; do
 	for f in 1 0.1; do
 		extra=()
