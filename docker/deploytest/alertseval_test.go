@@ -75,7 +75,7 @@ type wantAlert struct {
 	name            string
 	labels          map[string]string
 	pending, firing time.Duration
-	value           float64 // the expression's value once firing, to 1e-9 relative
+	value           float64 // the expression's value while active, to 1e-9 relative (0: not checked)
 	summaryIncludes string
 }
 
@@ -98,7 +98,7 @@ const (
 // (1,100 > 1,000; 1,000 at 50 minutes does not), and for: 1h makes it fire
 // at 115 minutes.
 func TestAlertRulesEvaluate(t *testing.T) {
-	every := func(pods ...string) string { // both replicas checkpoint every 5 minutes
+	every := func(pods ...string) string { // samplers that checkpoint every 5 minutes
 		var out string
 		for _, p := range pods {
 			out += sampler(p, fmt.Sprintf("0+300x%d", steps))
@@ -119,8 +119,9 @@ func TestAlertRulesEvaluate(t *testing.T) {
 		// 12 rows every 5 minutes: 864 in 6 h.
 		{"drift, but fewer than 1,000 rows in 6 h: quiet",
 			staleness("fashion", "react-0", 4, 6) + staleness("fashion", "react-1", 4, 6), nil},
-		// (2.0 × 50 + 0.9 × 50) / 2,000 = 1.45 times the recorded error,
-		// pooled; one replica alone is at 2.0.
+		// Residual squares 100 and 45 a step against 1,000 and 1,000:
+		// 145 / 2,000 = 1.45 times the recorded error pooled, while one
+		// replica alone is at 2.0.
 		{"pooled over the replicas, 2.0 and 0.9 times: quiet",
 			staleness("fashion", "react-0", 2, 50) + staleness("fashion", "react-1", 0.9, 50), nil},
 		{"one task drifted, the other not: fires for the drifted one",
