@@ -7,8 +7,7 @@ Paths and the skip-or-fail rule live in testenv.py; the pytest settings
 
 import pytest
 
-from testenv import env
-from testenv import binary
+from testenv import binary, deploytest_command, env
 
 
 @pytest.fixture(scope="session")
@@ -22,6 +21,14 @@ def calibrate():
 def sidecar_bin():
     """bin/sidecar as the work tree builds it now (make build)."""
     return binary("sidecar")
+
+
+@pytest.fixture(scope="session")
+def alerteval(tmp_path_factory):
+    """docker/deploytest's alerteval, which evaluates Prometheus rule files
+    with Prometheus' own rule manager and PromQL engine, built once a
+    session."""
+    return deploytest_command("alerteval", tmp_path_factory.mktemp("deploytest-bin"))
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 ZOO = ROOT / "tritonmodels" / "zoo"
 ZOO_REPO = ROOT / "tritonmodels" / "repo"
 TEST_REPO = ROOT / "triton" / "testdata" / "repo"
+DEPLOYTEST = ROOT / "docker" / "deploytest"
 VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
 PERF_ANALYZER = ROOT / ".venv" / "bin" / "perf_analyzer"
 
@@ -131,3 +132,15 @@ def _build():
     run = subprocess.run(["make", "-s", "build"], cwd=ROOT, capture_output=True, text=True, timeout=900)
     if run.returncode != 0:
         pytest.fail(f"make build failed:\n{run.stderr[-2000:]}")
+
+
+def deploytest_command(name, out_dir):
+    """docker/deploytest's cmd/<name> (alerteval), built by go build into
+    out_dir: that module's own, so that Prometheus' packages stay out of the
+    main module. A build that fails fails the test."""
+    out = out_dir / name
+    run = subprocess.run(["go", "build", "-o", str(out), f"./cmd/{name}"], cwd=DEPLOYTEST, capture_output=True,
+                         text=True, timeout=900)
+    if run.returncode != 0:
+        pytest.fail(f"go build ./cmd/{name} in docker/deploytest failed:\n{run.stderr[-2000:]}")
+    return out

@@ -1,48 +1,35 @@
 package deploytest
 
 import (
+	"errors"
 	"path"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/common/model"
-	"sigs.k8s.io/yaml"
+	"github.com/prometheus/common/promslog"
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql/parser"
 )
-
-// ruleFile is Prometheus' rule file schema, the fields an alerting rule
-// may have (a recording rule's record is left out: the file has none).
-type ruleFile struct {
-	Groups []struct {
-		Name     string `json:"name"`
-		Interval string `json:"interval,omitempty"`
-		Rules    []struct {
-			Alert         string            `json:"alert"`
-			Expr          string            `json:"expr"`
-			For           string            `json:"for,omitempty"`
-			KeepFiringFor string            `json:"keep_firing_for,omitempty"`
-			Labels        map[string]string `json:"labels,omitempty"`
-			Annotations   map[string]string `json:"annotations,omitempty"`
-		} `json:"rules"`
-	} `json:"groups"`
-}
 
 // rulesFile is the shipped alerting rules, relative to the repository.
 const rulesFile = "docker/prometheus-rules.yml"
 
-// TestAlertRules: docker/prometheus-rules.yml decodes strictly as a
-// Prometheus rule file whose alerts each have an expression, a valid
-// for, a severity and a summary, and name only metrics the sidecar
-// exports (docs/contracts.md); compose's Prometheus loads it (rule_files,
-// and the file mounted where that names it); and docs/deploy.md shows its
-// groups verbatim, so that the rule the documentation gives is the one
-// shipped, which tests/test_sidecar_sampling.py evaluates against a
-// sidecar's /metrics.
+// TestAlertRules: docker/prometheus-rules.yml is a valid Prometheus rule
+// file (model/rulefmt: strict YAML, every expression and template parsed)
+// whose rules are all alerts, each with a for, a severity and a summary,
+// whose expressions select only metrics the sidecar exports
+// (docs/contracts.md); compose's Prometheus loads it (rule_files, and the
+// file mounted where that names it); and docs/deploy.md shows its groups
+// verbatim, so that the rules the documentation gives are the ones shipped,
+// which TestAlertRulesEvaluate and tests/test_sidecar_sampling.py evaluate.
 func TestAlertRules(t *testing.T) {
 	text := readFile(t, strings.Split(rulesFile, "/")...)
-	var rf ruleFile
-	if err := yaml.UnmarshalStrict([]byte(text), &rf); err != nil {
-		t.Fatalf("%s: %v", rulesFile, err)
+	promql := parser.NewParser(parser.Options{})
+	rf, errs := rulefmt.Parse([]byte(text), false, model.UTF8Validation, promql, promslog.NewNopLogger())
+	if len(errs) > 0 {
+		t.Fatalf("%s: %v", rulesFile, errors.Join(errs...))
 	}
 	contract := contractMetrics(t)
 	var alerts []string
@@ -52,18 +39,28 @@ func TestAlertRules(t *testing.T) {
 		}
 		for _, r := range g.Rules {
 			alerts = append(alerts, r.Alert)
-			if r.Alert == "" || strings.TrimSpace(r.Expr) == "" {
-				t.Errorf("%s: group %s: rule %q: want an alert name and an expression", rulesFile, g.Name, r.Alert)
+			if r.Alert == "" {
+				t.Errorf("%s: group %s: a rule that is not an alert: %q", rulesFile, g.Name, r.Record)
 			}
-			if _, err := model.ParseDuration(r.For); err != nil {
-				t.Errorf("%s: %s: for %q: %v", rulesFile, r.Alert, r.For, err)
+			if r.For <= 0 {
+				t.Errorf("%s: %s: want a for", rulesFile, r.Alert)
 			}
 			if r.Labels["severity"] == "" || r.Annotations["summary"] == "" {
 				t.Errorf("%s: %s: want a severity label and a summary", rulesFile, r.Alert)
 			}
-			names := metricName.FindAllString(r.Expr, -1)
+			expr, err := promql.ParseExpr(r.Expr)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", rulesFile, r.Alert, err) // rulefmt parsed it
+			}
+			var names []string
+			parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+				if vs, ok := n.(*parser.VectorSelector); ok {
+					names = append(names, vs.Name)
+				}
+				return nil
+			})
 			if len(names) == 0 {
-				t.Errorf("%s: %s: the expression names no react_ metric", rulesFile, r.Alert)
+				t.Errorf("%s: %s: the expression names no metric", rulesFile, r.Alert)
 			}
 			for _, m := range names {
 				if !contract[m] {
