@@ -412,7 +412,7 @@ func TestControllableReusesFeature(t *testing.T) {
 		}
 		want.add(x)
 	}
-	r.live.Wait(ctx)
+	r.waitDecided(t, 5)
 	if b, e := r.h.Fake.Calls("backbone"), r.h.Fake.Calls("expert_a"); b != 5 || e != 5 {
 		t.Fatalf("backbone calls %d, expert calls %d: want 5 each (the feature reused)", b, e)
 	}
@@ -459,7 +459,7 @@ func TestOptOut(t *testing.T) {
 			x := batch(rand.New(rand.NewPCG(1, 3)), 2)
 			ctx := metadata.AppendToOutgoingContext(context.Background(), "x-no-sample", "", "x-other", "kept")
 			r.infer(t, ctx, x)
-			r.live.Wait(context.Background())
+			r.waitDecided(t, 1)
 			if b, e := r.h.Fake.Calls("backbone"), r.h.Fake.Calls("expert_a"); b != 0 || e != 0 {
 				t.Fatalf("opted out, yet backbone calls %d, expert calls %d", b, e)
 			}
@@ -473,7 +473,7 @@ func TestOptOut(t *testing.T) {
 			}
 			// Without the header, the same request is sampled.
 			r.infer(t, context.Background(), x)
-			r.live.Wait(context.Background())
+			r.waitDecided(t, 2)
 			if b := r.h.Fake.Calls("backbone"); b != 1 {
 				t.Errorf("backbone calls %d after a request without the header, want 1", b)
 			}
@@ -715,7 +715,7 @@ func TestReloadKeepsOrRestarts(t *testing.T) {
 	x := batch(rng, 4)
 	r.infer(t, ctx, x)
 	first.add(x)
-	r.live.Wait(ctx)
+	r.waitDecided(t, 1)
 	path := r.live.Path()
 	if err := r.live.Configure(ctx, r.h.Models.Config()); err != nil {
 		t.Fatal(err)
@@ -726,7 +726,7 @@ func TestReloadKeepsOrRestarts(t *testing.T) {
 	x = batch(rng, 3)
 	r.infer(t, ctx, x)
 	first.add(x)
-	r.live.Wait(ctx)
+	r.waitDecided(t, 2) // the same sampler: its counts go on
 
 	cfg := sidecartest.LoadConfig(t, r.h.Dir, "changed.yaml", withSections(r.h.Config, samplingYAML(r.dir, true, "  holdout: 0.5\n")))
 	time.Sleep(time.Millisecond) // a new window starts later
@@ -741,6 +741,12 @@ func TestReloadKeepsOrRestarts(t *testing.T) {
 	x = batch(rng, 2)
 	r.infer(t, ctx, x)
 	second.add(x)
+	// The new sampler's first request: its expert call is the third.
+	for start := time.Now(); r.h.Fake.Calls("expert_a") < 3; time.Sleep(time.Millisecond) {
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("expert calls %d, want 3: the request after the reload was not sampled", r.h.Fake.Calls("expert_a"))
+		}
+	}
 	newPath := r.live.Path()
 	if err := r.live.Close(5 * time.Second); err != nil {
 		t.Fatal(err)
