@@ -150,15 +150,9 @@ func DecodeInferResponse(pb *tritonpb.ModelInferResponse) (*InferResponse, error
 		Parameters: FromParameters(pb.GetParameters()),
 	}
 	for i, o := range pb.GetOutputs() {
-		t := Tensor{Name: o.GetName(), Datatype: o.GetDatatype(), Shape: o.GetShape()}
-		switch {
-		case len(raw) != 0:
-			t.Raw = raw[i]
-		case o.GetContents() != nil:
-			var err error
-			if t, err = FromContents(o.GetName(), o.GetDatatype(), o.GetShape(), o.GetContents()); err != nil {
-				return nil, fmt.Errorf("output %q: %w", o.GetName(), err)
-			}
+		t, err := outputAt(pb, i)
+		if err != nil {
+			return nil, fmt.Errorf("output %q: %w", o.GetName(), err)
 		}
 		if KnownDatatype(t.Datatype) {
 			n, err := NumElements(t.Shape)
@@ -172,4 +166,48 @@ func DecodeInferResponse(pb *tritonpb.ModelInferResponse) (*InferResponse, error
 		r.Outputs[i] = t
 	}
 	return r, nil
+}
+
+// outputAt returns output i of a response with its data: the raw output
+// contents at the same index when the response has them, or else the
+// output's typed contents as raw bytes; no data when it has neither.
+func outputAt(pb *tritonpb.ModelInferResponse, i int) (Tensor, error) {
+	o := pb.GetOutputs()[i]
+	t := Tensor{Name: o.GetName(), Datatype: o.GetDatatype(), Shape: o.GetShape()}
+	switch raw := pb.GetRawOutputContents(); {
+	case len(raw) != 0:
+		t.Raw = raw[i]
+	case o.GetContents() != nil:
+		return FromContents(o.GetName(), o.GetDatatype(), o.GetShape(), o.GetContents())
+	}
+	return t, nil
+}
+
+// ResponseOutput returns the output called name of a response message,
+// its data as raw bytes whether it came raw or typed, checked against its
+// datatype and shape: the one output a caller needs, without decoding the
+// others (DecodeInferResponse decodes them all).
+func ResponseOutput(pb *tritonpb.ModelInferResponse, name string) (Tensor, error) {
+	raw := pb.GetRawOutputContents()
+	for i, o := range pb.GetOutputs() {
+		if o.GetName() != name {
+			continue
+		}
+		if len(raw) != len(pb.GetOutputs()) && (len(raw) != 0 || o.GetContents() == nil) {
+			return Tensor{}, fmt.Errorf("output %q has no data", name)
+		}
+		t, err := outputAt(pb, i)
+		if err != nil {
+			return t, err
+		}
+		n, err := NumElements(t.Shape)
+		if err != nil {
+			return t, fmt.Errorf("output %q: %w", name, err)
+		}
+		if err := CheckData(t.Datatype, t.Shape, n, t.Raw); err != nil {
+			return t, fmt.Errorf("output %q: %w", name, err)
+		}
+		return t, nil
+	}
+	return Tensor{}, fmt.Errorf("response has no output %q", name)
 }

@@ -1,6 +1,8 @@
 package triton
 
 import (
+	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -141,5 +143,51 @@ func TestDecodeInferResponseHugeShape(t *testing.T) {
 		if r, err := DecodeInferResponse(pb); err == nil {
 			t.Errorf("shape %v with no data: accepted %+v", shape, r.Outputs)
 		}
+	}
+}
+
+// TestResponseOutput: the one output asked for, raw or typed, checked
+// against its shape; an output without data, a missing one and data that
+// do not fill the shape are errors.
+func TestResponseOutput(t *testing.T) {
+	out := func(name string, contents *tritonpb.InferTensorContents) *tritonpb.ModelInferResponse_InferOutputTensor {
+		return &tritonpb.ModelInferResponse_InferOutputTensor{Name: name, Datatype: FP32, Shape: []int64{1, 2}, Contents: contents}
+	}
+	one, two := math.Float32bits(1), math.Float32bits(2)
+	rawY := []byte{byte(one), byte(one >> 8), byte(one >> 16), byte(one >> 24), byte(two), byte(two >> 8), byte(two >> 16), byte(two >> 24)}
+	for _, tc := range []struct {
+		name string
+		pb   *tritonpb.ModelInferResponse
+		want []float32
+		err  string
+	}{
+		{"raw", &tritonpb.ModelInferResponse{Outputs: []*tritonpb.ModelInferResponse_InferOutputTensor{out("X", nil), out("Y", nil)},
+			RawOutputContents: [][]byte{make([]byte, 8), rawY}}, []float32{1, 2}, ""},
+		{"typed", &tritonpb.ModelInferResponse{Outputs: []*tritonpb.ModelInferResponse_InferOutputTensor{out("Y", &tritonpb.InferTensorContents{Fp32Contents: []float32{1, 2}})}},
+			[]float32{1, 2}, ""},
+		{"no data", &tritonpb.ModelInferResponse{Outputs: []*tritonpb.ModelInferResponse_InferOutputTensor{out("Y", nil)}}, nil, `output "Y" has no data`},
+		{"raw for some outputs only", &tritonpb.ModelInferResponse{Outputs: []*tritonpb.ModelInferResponse_InferOutputTensor{out("X", nil), out("Y", nil)},
+			RawOutputContents: [][]byte{rawY}}, nil, `output "Y" has no data`},
+		{"missing", &tritonpb.ModelInferResponse{Outputs: []*tritonpb.ModelInferResponse_InferOutputTensor{out("X", nil)},
+			RawOutputContents: [][]byte{rawY}}, nil, `response has no output "Y"`},
+		{"short", &tritonpb.ModelInferResponse{Outputs: []*tritonpb.ModelInferResponse_InferOutputTensor{out("Y", nil)},
+			RawOutputContents: [][]byte{rawY[:4]}}, nil, `output "Y": `},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ResponseOutput(tc.pb, "Y")
+			if tc.err != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one starting %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := got.AsFloat32()
+			if err != nil || !slices.Equal(v, tc.want) || got.Name != "Y" {
+				t.Errorf("%s = %v (%v), want %v", got.Name, v, err, tc.want)
+			}
+		})
 	}
 }

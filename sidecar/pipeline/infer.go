@@ -318,7 +318,7 @@ func (m *Model) callBackbone(ctx context.Context, up *Upstream, in *tritonpb.Mod
 	if err != nil {
 		return feature{}, m.upstreamError(up, "backbone", m.backbone, err)
 	}
-	t, err := outputTensor(resp, m.feature)
+	t, err := triton.ResponseOutput(resp, m.feature)
 	if err != nil {
 		return feature{}, status.Errorf(codes.Internal, "model %q: backbone %s: %v", m.name, describe(m.backbone), err)
 	}
@@ -350,38 +350,6 @@ func (m *Model) backboneInputs(in []*tritonpb.ModelInferRequest_InferInputTensor
 		}
 	}
 	return out
-}
-
-// outputTensor finds a named output of a response, with its data as raw
-// bytes whether it came raw or typed.
-func outputTensor(resp *tritonpb.ModelInferResponse, name string) (triton.Tensor, error) {
-	raw := resp.GetRawOutputContents()
-	for i, o := range resp.GetOutputs() {
-		if o.GetName() != name {
-			continue
-		}
-		var t triton.Tensor
-		switch {
-		case len(raw) == len(resp.GetOutputs()):
-			t = triton.Tensor{Name: name, Datatype: o.GetDatatype(), Shape: o.GetShape(), Raw: raw[i]}
-		case len(raw) == 0 && o.GetContents() != nil:
-			var err error
-			if t, err = triton.FromContents(name, o.GetDatatype(), o.GetShape(), o.GetContents()); err != nil {
-				return t, err
-			}
-		default:
-			return t, fmt.Errorf("output %q has no data", name)
-		}
-		n, err := triton.NumElements(t.Shape)
-		if err != nil {
-			return t, fmt.Errorf("output %q: %v", name, err)
-		}
-		if err := triton.CheckData(t.Datatype, t.Shape, n, t.Raw); err != nil {
-			return t, fmt.Errorf("output %q: %v", name, err)
-		}
-		return t, nil
-	}
-	return triton.Tensor{}, fmt.Errorf("response has no output %q", name)
 }
 
 // buffers are the scratch memory of one request's correction, pooled so
@@ -536,7 +504,7 @@ func (m *Model) assemble(in *tritonpb.ModelInferRequest, c control.Choice, wante
 	setChoice(resp.Parameters, c)
 	for _, w := range wanted {
 		h := m.heads[w.head]
-		t, err := outputTensor(answers[w.head], w.name)
+		t, err := triton.ResponseOutput(answers[w.head], w.name)
 		if err != nil {
 			return nil, status.Errorf(codes.Internal, "model %q: head %s: %v", m.name, describe(h.ref), err)
 		}

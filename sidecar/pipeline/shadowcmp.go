@@ -116,7 +116,7 @@ func (m *Model) compareArms(ctx context.Context, up *Upstream, id, arm string, f
 			return nil, partial, err
 		}
 		for i, o := range outs {
-			t, err := outputTensor(answers[o.head], o.name)
+			t, err := triton.ResponseOutput(answers[o.head], o.name)
 			if err == nil {
 				logits, err = triton.DecodeFloat32(logits[:0], t.Datatype, t.Raw)
 			}

@@ -460,30 +460,15 @@ func (a *active) feature(t target, in *tritonpb.ModelInferRequest) ([]float32, e
 
 // outputFloat32 returns a response's output name as float32.
 func outputFloat32(resp *tritonpb.ModelInferResponse, name string) ([]float32, error) {
-	raw := resp.GetRawOutputContents()
-	for i, o := range resp.GetOutputs() {
-		if o.GetName() != name {
-			continue
+	t, err := triton.ResponseOutput(resp, name)
+	if err == nil {
+		var v []float32
+		if v, err = t.AsFloat32(); err == nil {
+			return v, nil
 		}
-		var t triton.Tensor
-		switch {
-		case len(raw) == len(resp.GetOutputs()):
-			t = triton.Tensor{Name: name, Datatype: o.GetDatatype(), Shape: o.GetShape(), Raw: raw[i]}
-		case len(raw) == 0 && o.GetContents() != nil:
-			var err error
-			if t, err = triton.FromContents(name, o.GetDatatype(), o.GetShape(), o.GetContents()); err != nil {
-				return nil, fmt.Errorf("sampling: output %q: %w", name, err)
-			}
-		default:
-			return nil, fmt.Errorf("sampling: output %q has no data", name)
-		}
-		v, err := t.AsFloat32()
-		if err != nil {
-			return nil, fmt.Errorf("sampling: output %q: %w", name, err)
-		}
-		return v, nil
+		err = fmt.Errorf("output %q: %w", name, err)
 	}
-	return nil, fmt.Errorf("sampling: the response has no output %q", name)
+	return nil, fmt.Errorf("sampling: %w", err)
 }
 
 // watch measures the staleness of the first components entry of cfg
