@@ -2,6 +2,7 @@ package controllable
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -281,9 +282,7 @@ func (ms *Models) httpServe(w http.ResponseWriter, r *http.Request, m *pipeline.
 		passthrough.WriteHTTPError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	st := ms.state.Load()
-	ctx := metadata.NewOutgoingContext(r.Context(), restapi.GRPCMetadata(r.Header, st.cfg.Triton.ForwardHeaders, st.private))
-	ctx = control.WithClientKey(ctx, ms.clientKey(m, r.Header.Get, r.RemoteAddr))
+	ctx := control.WithClientKey(ms.httpUpstreamContext(r), ms.clientKey(m, r.Header.Get, r.RemoteAddr))
 	ctx, sample := withPendingSample(ctx, headerMetadata(r.Header))
 	defer sample.run() // after the response is written
 	resp, err := ms.serve(ctx, m, up, req.Proto, hdr, "http", start, nil)
@@ -324,7 +323,7 @@ func (ms *Models) httpServe(w http.ResponseWriter, r *http.Request, m *pipeline.
 // the controllable models'.
 func (ms *Models) httpAllStatistics() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		resp, err := ms.rpc.ModelStatistics(r.Context(), &tritonpb.ModelStatisticsRequest{})
+		resp, err := ms.rpc.ModelStatistics(ms.httpUpstreamContext(r), &tritonpb.ModelStatisticsRequest{})
 		if err != nil {
 			writeStatusError(w, ms.upstreamError(err))
 			return
@@ -332,6 +331,15 @@ func (ms *Models) httpAllStatistics() http.Handler {
 		resp.ModelStats = ms.mergeStatistics(resp.GetModelStats())
 		restapi.WriteJSON(w, resp)
 	})
+}
+
+// httpUpstreamContext is the context of a call the sidecar makes to
+// Triton for HTTP request r: r's headers of triton.forward_headers as
+// gRPC metadata (restapi.GRPCMetadata), so that Triton's restricted
+// endpoints and its tracing see them as they would from the client.
+func (ms *Models) httpUpstreamContext(r *http.Request) context.Context {
+	st := ms.state.Load()
+	return metadata.NewOutgoingContext(r.Context(), restapi.GRPCMetadata(r.Header, st.cfg.Triton.ForwardHeaders, st.private))
 }
 
 // writeStatusError answers a gRPC status error in Triton's HTTP form; a

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	grpccodes "google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/mergectl/react-triton/sidecar/config"
@@ -568,11 +569,13 @@ func TestModelsHTTPTritonErrors(t *testing.T) {
 	}
 }
 
-// TestModelsHTTPHeadersReachTriton: an HTTP request to a controllable model
-// passes the headers of triton.forward_headers to the Triton calls as gRPC
-// metadata (by default an authorization header for Triton's restricted
-// endpoints, tracing), but no other (a 12 KB cookie would make Triton
-// refuse some calls at random), nor ReACT's own, nor the body's.
+// TestModelsHTTPHeadersReachTriton: an HTTP request to a controllable
+// model, and GET /v2/models/stats (which the sidecar answers from Triton's
+// ModelStatistics), pass the headers of triton.forward_headers to the
+// Triton calls as gRPC metadata (by default an authorization header for
+// Triton's restricted endpoints, tracing), but no other (a 12 KB cookie
+// would make Triton refuse some calls at random), nor ReACT's own, nor the
+// body's.
 func TestModelsHTTPHeadersReachTriton(t *testing.T) {
 	h := sidecartest.StartHarness(t, nil)
 	body, hdr := sidecartest.InferBody(t, sidecartest.CtlRequest("multi", "m", sidecartest.CtlBatch), true)
@@ -585,17 +588,27 @@ func TestModelsHTTPHeadersReachTriton(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("%d %s", resp.StatusCode, out)
 	}
-	for _, model := range []string{"backbone", "head_a"} {
-		md := h.Fake.LastMetadata(model)
+	calls := map[string]metadata.MD{"backbone": h.Fake.LastMetadata("backbone"), "head_a": h.Fake.LastMetadata("head_a")}
+	statsHdr := map[string]string{}
+	for k, v := range hdr {
+		if k != "Content-Type" && k != "Inference-Header-Content-Length" {
+			statsHdr[k] = v
+		}
+	}
+	if resp, out := sidecartest.HTTPDo(t, http.MethodGet, h.HTTPURL+"/v2/models/stats", nil, statsHdr); resp.StatusCode != http.StatusOK {
+		t.Fatalf("stats: %d %s", resp.StatusCode, out)
+	}
+	calls["statistics"] = h.Fake.StatisticsMetadata()
+	for call, md := range calls {
 		if got := md.Get("authorization"); len(got) != 1 || got[0] != "Bearer secret" {
-			t.Errorf("%s: authorization = %q", model, got)
+			t.Errorf("%s: authorization = %q", call, got)
 		}
 		if got := md.Get("traceparent"); len(got) != 1 {
-			t.Errorf("%s: traceparent = %q", model, got)
+			t.Errorf("%s: traceparent = %q", call, got)
 		}
 		for _, k := range []string{"react-preference", "inference-header-content-length", "content-length", "cookie", "x-other"} {
 			if got := md.Get(k); len(got) != 0 {
-				t.Errorf("%s: %s reached Triton: %q", model, k, got)
+				t.Errorf("%s: %s reached Triton: %q", call, k, got)
 			}
 		}
 	}
