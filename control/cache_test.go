@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mergectl/react-triton/internal/testutil"
 	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
 )
@@ -285,42 +284,6 @@ func TestNewPreferenceServedFactoredThenFormed(t *testing.T) {
 	}
 	if n := obs.solves.Load(); n != 1 {
 		t.Errorf("factorised %d times, want 1", n)
-	}
-}
-
-// TestFormationOnOneGoroutine: the background formation of W_p, at a D
-// where react's Form would split its row solves over goroutines, runs on
-// its own goroutine alone, the thread whose priority it lowered: no
-// goroutine at the process's priority takes part.
-func TestFormationOnOneGoroutine(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
-	comps := testComponents(t, 256, 600, tasks3...)
-	cache, _ := NewCache(4)
-	p := newTestProfile(t, ProfileSpec{Components: comps, Cache: cache})
-	c, err := p.Resolve(header("cars=2,svhn=1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache.forming <- struct{}{} // no formation yet: the matrix stays factored
-	m, err := p.Matrix(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-cache.forming
-	base := testutil.SettleGoroutines(runtime.NumGoroutine())
-	peak := testutil.PeakGoroutines(func() {
-		if _, err := p.Matrix(context.Background(), c); err != nil { // starts the formation
-			t.Error(err)
-		}
-		for deadline := time.Now().Add(10 * time.Second); !m.Formed() && time.Now().Before(deadline); {
-			time.Sleep(100 * time.Microsecond)
-		}
-	})
-	if !m.Formed() {
-		t.Fatal("not formed within 10 s")
-	}
-	if peak > base+2 {
-		t.Errorf("%d goroutines while forming, want at most %d (the formation's and the sampler)", peak, base+2)
 	}
 }
 

@@ -273,10 +273,7 @@ func (p *Profile) formLater(m *Matrix) {
 		defer func() { <-p.cache.forming }()
 		lowerPriority() // the thread goes with this goroutine
 		start := time.Now()
-		// On this thread alone: Form's parallel row solves would run on
-		// goroutines at the process's priority, taking every core from
-		// serving.
-		w, err := react.Float32Matrix(f.FormSerial())
+		w, err := react.Float32Matrix(f.Form())
 		p.obs.Formed(p.name, time.Since(start), err)
 		if err != nil {
 			return // the factored form keeps answering

@@ -61,17 +61,6 @@ func (f *Factored) Form() *mat.Dense {
 	return w
 }
 
-// FormSerial is Form on the calling goroutine alone: the triangular solves
-// are not split over goroutines, so that all of the work runs on the
-// caller's thread, at its scheduling priority (control forms W_p in the
-// background on a thread at a lower priority). The result is the same
-// as Form's, up to rounding.
-func (f *Factored) FormSerial() *mat.Dense {
-	w := mat.NewDense(f.d, f.d, append([]float64(nil), f.ap...))
-	linalg.CholSolveRight(f.triangular(), w.RawMatrix(), gemmSolve)
-	return w
-}
-
 // smallBatch is the most rows Factored.Correct solves one at a time.
 const smallBatch = 4
 

@@ -3,12 +3,9 @@ package react
 import (
 	"errors"
 	"math/rand/v2"
-	"runtime"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
-
-	"github.com/mergectl/react-triton/internal/testutil"
 )
 
 // TestFactoredMatchesReference: the factored form answers a batch with
@@ -43,7 +40,6 @@ func TestFactoredMatchesReference(t *testing.T) {
 				t.Fatal(err)
 			}
 			assertClose(t, string(norm)+" Form", f.Form(), ref, 1e-10)
-			assertClose(t, string(norm)+" FormSerial", f.FormSerial(), ref, 1e-10)
 			if full, err := s.Solve(p); err != nil || !mat.EqualApprox(full, f.Form(), 1e-12) {
 				t.Errorf("%s %v: Form differs from Solve (%v)", norm, w, err)
 			}
@@ -74,46 +70,6 @@ func TestFactoredMatchesReference(t *testing.T) {
 				}
 			}
 		}
-	}
-}
-
-// TestFormSerialOnCaller: at a D where Form splits its row solves over
-// goroutines (blocked, several workers), FormSerial gives the same W_p as
-// Form and Solve, without starting a goroutine: a sampler of the
-// goroutine count sees Form's workers, and none of FormSerial's.
-func TestFormSerialOnCaller(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
-	const d = 256 // two row blocks of linalg's minimum per worker, two column blocks
-	s := mustSolver(t, syntheticComponents(d, 3), Options{Beta: 0.1, Normalization: NormSum})
-	p := mustPref(t, "task0=0.2,task1=0.5,task2=0.3", s.Tasks())
-	f, err := s.Factor(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	full, err := s.Solve(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial := f.FormSerial()
-	assertClose(t, "FormSerial against Solve", serial, full, 1e-12)
-	assertClose(t, "FormSerial against Form", serial, f.Form(), 1e-12)
-
-	// Workers that have called Done may still be alive when Form
-	// returns: each count starts from base again.
-	base := runtime.NumGoroutine()
-	for try := 0; try < 5; try++ {
-		testutil.SettleGoroutines(base)
-		if peak := testutil.PeakGoroutines(func() { f.FormSerial() }); peak > base+1 {
-			t.Fatalf("FormSerial ran with %d goroutines, want at most %d (the caller's and the sampler)", peak, base+1)
-		}
-	}
-	seen := false
-	for try := 0; try < 20 && !seen; try++ {
-		testutil.SettleGoroutines(base)
-		seen = testutil.PeakGoroutines(func() { f.Form() }) > base+1
-	}
-	if !seen {
-		t.Fatal("the sampler never saw Form's workers: it cannot tell FormSerial's either")
 	}
 }
 

@@ -1,7 +1,6 @@
 // Package testutil holds what the repository's tests share and nothing
 // else imports: the one rule for a test that lacks what it needs (skip by
 // hand, fail under REACT_E2E=1 as in CI), the one golden-file helper
-// with its -update flag, an address nothing listens on (ClosedAddr), and
-// a sampler of the goroutine count (PeakGoroutines, SettleGoroutines).
+// with its -update flag, and an address nothing listens on (ClosedAddr).
 // docs/testing.md describes the test layers.
 package testutil

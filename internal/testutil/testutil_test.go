@@ -5,11 +5,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 )
 
 // recorder is a testing.TB that records how a helper ended the test.
@@ -100,34 +97,5 @@ func TestClosedAddr(t *testing.T) {
 	if c, err := net.Dial("tcp", addr); err == nil {
 		c.Close()
 		t.Errorf("ClosedAddr() = %s, which accepted a connection", addr)
-	}
-}
-
-// TestPeakGoroutines: three goroutines alive while f runs are seen, with
-// the sampler; none when f starts none.
-func TestPeakGoroutines(t *testing.T) {
-	base := SettleGoroutines(runtime.NumGoroutine())
-	if got := PeakGoroutines(func() {}); got != base+1 {
-		t.Errorf("nothing started: peak %d, want %d", got, base+1)
-	}
-	release := make(chan struct{})
-	var wg sync.WaitGroup
-	got := PeakGoroutines(func() {
-		for range 3 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-release
-			}()
-		}
-		time.Sleep(20 * time.Millisecond)
-		close(release)
-		wg.Wait()
-	})
-	if got != base+4 {
-		t.Errorf("three started: peak %d, want %d", got, base+4)
-	}
-	if n := SettleGoroutines(base); n != base {
-		t.Errorf("%d goroutines left, want %d", n, base)
 	}
 }
