@@ -22,6 +22,17 @@
 #              involved: what any background work costs the well-behaved
 #              client on this machine (the floor the probes are read
 #              against);
+#   membw      a process at nice 19 streaming over 64 MiB of float64 (more
+#              than the last-level cache), one core, no sidecar involved:
+#              what a memory-bound neighbour costs, the cache it evicts
+#              included;
+#   solves     a process at nice 10 (every thread) running the sidecar's
+#              solve code for new random preferences, one at a time, at
+#              most 20 a second (about the flood's rate), over the same
+#              components (bench/abuse solves: react's Solver.Factor, as
+#              the sidecar on a miss), no sidecar involved: what doing the
+#              flood's solves costs on this machine without any request
+#              handling;
 #   inputs     HTTP bodies of 50,000 inputs and 50,000 outputs (3.5 MB) to
 #              a pass-through model, and of 1,000 inputs and outputs (under
 #              the caps) to the controllable model: 2 clients each, each
@@ -33,6 +44,12 @@
 #              after 20 ms, while the sidecar checks them: 2 clients each,
 #              one body a second each;
 #   flood      new random preferences at D=768, 8 at a time, no key;
+#   flood-apart  the flood's two halves apart, as a reference: its request
+#              traffic (8 clients, each one request every 400 ms, about
+#              the flood's rate, over 8 preferences cached after their
+#              first solves) against the sidecar, and its solves in the
+#              separate process of the solves window; against the flood,
+#              what solving inside the sidecar adds;
 #   deadlines  new random preferences, 16 at a time, each with a 50 ms
 #              deadline;
 #   flood-keyrate  the flood again, after a reload that sets
@@ -50,8 +67,9 @@
 #
 # Recorded per window: the well-behaved client's requests, failures, p50
 # and p99; the probes' requests and answers; the sidecar's CPU seconds in
-# the window and in the quiet period after it, its peak RSS, and its
-# goroutines and solves left at the end of the quiet period. Every sample
+# the window and in the quiet period after it, its peak RSS, its solves
+# and formations of W_p, and its goroutines and solves left at the end of
+# the quiet period. Every sample
 # goes to --out (default bench/results/abuse-DATE.jsonl); the table goes to
 # standard output. Targets (issue 22): p99 within 2x the baseline's and no
 # failed well-behaved request in every window; peak RSS within the memory
@@ -115,11 +133,15 @@ run_probe() {
 
 window baseline
 window spin "spin"
+window membw "membw"
+window solves "solves -components $components -rate 20"
 window inputs "bodies -url $sidecar_http/affine_fp32/infer -inputs 50000 -outputs 50000 -concurrency 2 -interval 1s" \
 	"bodies -url $sidecar_http/synth/infer -inputs 1000 -outputs 1000 -concurrency 2 -interval 1s"
 window hangups "bodies -url $sidecar_http/affine_fp32/infer -inputs 50000 -concurrency 2 -interval 1s -hangup 1s" \
 	"bodies -url $sidecar_http/affine_fp32/infer -inputs 1 -elements 1000000 -concurrency 2 -interval 1s -hangup 20ms"
 window flood "flood -addr 127.0.0.1:$sc_grpc -model synth -input x:768 -concurrency 8"
+window flood-apart "flood -addr 127.0.0.1:$sc_grpc -model synth -input x:768 -concurrency 8 -prefs 8 -interval 400ms -seed 9" \
+	"solves -components $components -rate 20 -seed 6"
 window deadlines "flood -addr 127.0.0.1:$sc_grpc -model synth -input x:768 -concurrency 16 -deadline 50ms -seed 2"
 
 # The same flood with a per-key limit: the flood's clients send no key, so

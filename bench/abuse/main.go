@@ -7,6 +7,8 @@
 //	abuse bodies -url URL [-inputs 50000] [-elements 1] [-outputs 0] [-concurrency 2] [-interval 0] [-duration 20s] [-hangup 0]
 //	abuse watch  -pid PID [-metrics HOST:PORT] [-interval 200ms] -duration 30s
 //	abuse spin   [-duration 20s] [-nice 19]
+//	abuse membw  [-duration 20s] [-nice 19] [-mib 64]
+//	abuse solves -components FILE [-rate 20] [-form] [-duration 20s] [-nice 10] [-seed 5]
 //
 // flood sends ModelInfer requests to a controllable model, each with a new
 // random preference over tasks t0..t(N-1) in the react-preference
@@ -27,11 +29,28 @@
 // memory and no server: it shows what any background work costs the
 // well-behaved client on the machine, whatever the sidecar does.
 //
+// membw is spin's memory-bound twin: one core at nice 19 streaming over a
+// buffer of -mib MiB of float64, larger than the last-level cache, summing
+// it and writing one element in 64 per pass; it reports the read GB/s.
+//
+// solves runs the sidecar's own solve code for new preferences (react's
+// Solver.Factor on the components file, and Factored.Form with -form), one
+// at a time, at most -rate a second, random preferences as flood writes
+// them, with every thread of the process at -nice: the cost of a flood's
+// solves with no request handling. It reports the solves done, their rate
+// and mean times, and the nice levels its threads had at the end. It
+// links the linear algebra it is built with (go build -tags openblas, as
+// the sidecar is).
+//
 // watch samples, every -interval until -duration, the process's CPU time
 // (user + system, /proc/PID/stat) and resident memory (/proc/PID/status),
 // and when -metrics is set the sidecar's go_goroutines,
-// react_wp_solves_running, react_wp_solves_pending and
-// react_inflight_request_bytes; one JSON line per sample.
+// react_wp_solves_running, react_wp_solves_pending,
+// react_inflight_request_bytes and go_memstats_heap_inuse_bytes, and the
+// counts of its solves and formations of W_p so far
+// (react_wp_solve_duration_seconds_count and
+// react_wp_form_duration_seconds_count, summed over profiles); one JSON
+// line per sample.
 package main
 
 import (
@@ -49,11 +68,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -66,7 +84,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: abuse flood|bodies|watch [flags]")
+		fmt.Fprintln(os.Stderr, "usage: abuse flood|bodies|watch|spin|membw|solves [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -79,8 +97,12 @@ func main() {
 		err = watch(os.Args[2:])
 	case "spin":
 		err = spin(os.Args[2:])
+	case "membw":
+		err = membw(os.Args[2:])
+	case "solves":
+		err = solves(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown mode %q: want flood, bodies or watch", os.Args[1])
+		err = fmt.Errorf("unknown mode %q: want flood, bodies, watch, spin, membw or solves", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "abuse:", err)
@@ -121,6 +143,8 @@ func flood(args []string) error {
 	deadline := fs.Duration("deadline", 0, "each request's deadline; 0 for none")
 	keys := fs.Int("keys", 0, "distinct x-user-id values; 0 sends none")
 	seed := fs.Uint64("seed", 1, "random seed")
+	prefs := fs.Int("prefs", 0, "distinct preferences, each worker cycling through them; 0 for a new one every request")
+	interval := fs.Duration("interval", 0, "each worker starts a request at most this often; 0 at once after the last")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -150,10 +174,18 @@ func flood(args []string) error {
 		go func() {
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(*seed, uint64(w)+100))
-			for time.Now().Before(end) {
+			for i, next := w, time.Now(); time.Now().Before(end); i++ {
+				time.Sleep(time.Until(next))
+				next = time.Now().Add(*interval)
+				pr := r
+				if *prefs > 0 {
+					// The same few preferences for every worker: after
+					// their first solves, all of them cached.
+					pr = rand.New(rand.NewPCG(*seed, uint64(i%*prefs)))
+				}
 				weights := make([]string, *tasks)
 				for t := range weights {
-					weights[t] = fmt.Sprintf("t%d=%.3f", t, 0.001+r.Float64())
+					weights[t] = fmt.Sprintf("t%d=%.3f", t, 0.001+pr.Float64())
 				}
 				md := metadata.Pairs("react-preference", strings.Join(weights, ","))
 				if *keys > 0 {
@@ -177,6 +209,7 @@ func flood(args []string) error {
 	}
 	wg.Wait()
 	return emit(map[string]any{"mode": "flood", "requests": c.n, "codes": c.m, "concurrency": *conc,
+		"prefs": *prefs, "interval_ms": interval.Milliseconds(),
 		"deadline_ms": deadline.Milliseconds(), "duration_s": dur.Seconds()})
 }
 
@@ -287,26 +320,6 @@ func hangUp(u *url.URL, body []byte, d time.Duration) string {
 	return "hung_up"
 }
 
-// spin burns one core at a low priority.
-func spin(args []string) error {
-	fs := flag.NewFlagSet("spin", flag.ContinueOnError)
-	dur := fs.Duration("duration", 20*time.Second, "how long")
-	nice := fs.Int("nice", 19, "nice level")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	runtime.LockOSThread()
-	syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), *nice)
-	end := time.Now().Add(*dur)
-	n := 0
-	for time.Now().Before(end) {
-		for i := 0; i < 1<<16; i++ {
-			n += i
-		}
-	}
-	return emit(map[string]any{"mode": "spin", "requests": 0, "nice": *nice, "duration_s": dur.Seconds(), "sum": n})
-}
-
 // watch samples a process and the sidecar's metrics.
 func watch(args []string) error {
 	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
@@ -363,8 +376,13 @@ func procSample(pid int) (float64, int64, error) {
 	return utime + stime, rss, nil
 }
 
-// watched are the sidecar's metrics watch reads.
-var watched = []string{"go_goroutines", "react_wp_solves_running", "react_wp_solves_pending", "react_inflight_request_bytes", "go_memstats_heap_inuse_bytes"}
+// watched are the sidecar's metrics watch reads: gauges without labels,
+// and counters summed over their labels (every profile), the solves and
+// the formations of W_p done so far.
+var (
+	watched = []string{"go_goroutines", "react_wp_solves_running", "react_wp_solves_pending", "react_inflight_request_bytes", "go_memstats_heap_inuse_bytes"}
+	summed  = []string{"react_wp_solve_duration_seconds_count", "react_wp_form_duration_seconds_count"}
+)
 
 // scrapeGauges reads the watched metrics; missing ones are left out.
 func scrapeGauges(addr string) map[string]float64 {
@@ -378,14 +396,36 @@ func scrapeGauges(addr string) map[string]float64 {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		line := sc.Text()
-		for _, name := range watched {
-			if rest, ok := strings.CutPrefix(line, name+" "); ok {
-				if v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64); err == nil {
-					out[name] = v
-				}
-			}
+		name, v, ok := parseSample(sc.Text())
+		switch {
+		case !ok:
+		case slices.Contains(watched, name):
+			out[name] = v
+		case slices.Contains(summed, name):
+			out[name] += v
 		}
 	}
 	return out
+}
+
+// parseSample splits a line of the Prometheus text format into the
+// metric's name (without its labels) and value; ok is false for comments
+// and lines that are not a sample.
+func parseSample(line string) (name string, v float64, ok bool) {
+	if line == "" || line[0] == '#' {
+		return "", 0, false
+	}
+	i := strings.LastIndexByte(line, ' ')
+	if i < 0 {
+		return "", 0, false
+	}
+	v, err := strconv.ParseFloat(line[i+1:], 64)
+	if err != nil {
+		return "", 0, false
+	}
+	name = line[:i]
+	if j := strings.IndexByte(name, '{'); j >= 0 {
+		name = name[:j]
+	}
+	return name, v, true
 }

@@ -15,8 +15,10 @@
 #   abuse_build [PROGRAM...]
 #
 # After bench_run_dir: builds bin/ (make build), bench/loadgen and
-# bench/abuse, and each PROGRAM of bench/ given, into .cache/bench; sets
-# loadgen and abuse to the first two.
+# bench/abuse, and each PROGRAM of bench/ given, into .cache/bench, with
+# the build tags of make build (GOTAGS, default openblas: bench/abuse's
+# solves link the sidecar's linear algebra); sets loadgen and abuse to the
+# first two.
 #
 #   abuse_config COMMENT
 #
@@ -83,7 +85,7 @@ abuse_build() {
 	echo "$bench_tag: building" >&2
 	make -s build >"$run_dir/build.log" 2>&1 || { cat "$run_dir/build.log" >&2; exit 1; }
 	for p in loadgen abuse "$@"; do
-		go build -o ".cache/bench/$p" "./bench/$p"
+		go build -tags "${GOTAGS:-openblas}" -o ".cache/bench/$p" "./bench/$p"
 	done
 	loadgen=.cache/bench/loadgen abuse=.cache/bench/abuse
 }
@@ -149,7 +151,7 @@ window() {
 	{
 		printf '{"window":"%s","good":%s,"probes":[' "$name" "$(cat "$run_dir/good-$name.json")"
 		local first=1 f
-		for f in "$run_dir"/probe-"$name"-*.json; do
+		for f in "$run_dir"/probe-"$name"-[0-9]*.json; do
 			[ -e "$f" ] || continue
 			[ -n "$first" ] || printf ','
 			first=

@@ -195,7 +195,7 @@ var policy = map[string][]string{
 	// Examples and benchmark tools: clients of the module's public surface.
 	"examples/eval":       {"calibrate/embeddings", "internal/npyfile"},
 	"examples/gen":        {"internal/npyfile"},
-	"bench/abuse":         {"triton/tritonpb"},
+	"bench/abuse":         {"react", "react/componentsfile", "triton/tritonpb"},
 	"bench/abuse-surface": {"sidecar/config"},
 	"bench/loadgen":       {"triton/tritonpb"},
 }
