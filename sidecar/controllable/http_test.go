@@ -575,11 +575,25 @@ func TestModelsHTTPTritonErrors(t *testing.T) {
 // Triton calls as gRPC metadata (by default an authorization header for
 // Triton's restricted endpoints, tracing), but no other (a 12 KB cookie
 // would make Triton refuse some calls at random), nor ReACT's own, nor the
-// body's.
+// body's, nor the sampling opt-out header even when forward_headers
+// lists it (it stays between the client and the sidecar).
 func TestModelsHTTPHeadersReachTriton(t *testing.T) {
-	h := sidecartest.StartHarness(t, nil)
+	h := sidecartest.StartHarness(t, func(c *sidecartest.CtlConfig) {
+		c.ForwardHeaders = append(slices.Clone(config.DefaultForwardHeaders), "X-No-Sample")
+		c.Sections = fmt.Sprintf(`sampling:
+  enabled: true
+  fraction: 1
+  replica: r-0
+  opt_out_header: X-No-Sample
+  checkpoint: {dir: %s, interval: 1h, window: 24h}
+  backbone: {model: backbone, output: feature}
+  models: [{name: single, task: a}]
+  tasks: [{name: a, expert: {model: expert_a}}]
+`, t.TempDir())
+	})
 	body, hdr := sidecartest.InferBody(t, sidecartest.CtlRequest("multi", "m", sidecartest.CtlBatch), true)
 	hdr["Authorization"] = "Bearer secret"
+	hdr["X-No-Sample"] = "1"
 	hdr["Traceparent"] = "00-abc-def-01"
 	hdr["React-Preference"] = "a=1"
 	hdr["Cookie"] = strings.Repeat("c", 3000)
@@ -606,7 +620,7 @@ func TestModelsHTTPHeadersReachTriton(t *testing.T) {
 		if got := md.Get("traceparent"); len(got) != 1 {
 			t.Errorf("%s: traceparent = %q", call, got)
 		}
-		for _, k := range []string{"react-preference", "inference-header-content-length", "content-length", "cookie", "x-other"} {
+		for _, k := range []string{"react-preference", "inference-header-content-length", "content-length", "cookie", "x-other", "x-no-sample"} {
 			if got := md.Get(k); len(got) != 0 {
 				t.Errorf("%s: %s reached Triton: %q", call, k, got)
 			}
