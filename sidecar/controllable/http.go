@@ -339,7 +339,7 @@ func (ms *Models) httpAllStatistics() http.Handler {
 // endpoints and its tracing see them as they would from the client.
 func (ms *Models) httpUpstreamContext(r *http.Request) context.Context {
 	st := ms.state.Load()
-	return metadata.NewOutgoingContext(r.Context(), restapi.GRPCMetadata(r.Header, st.cfg.Triton.ForwardHeaders, st.private))
+	return metadata.NewOutgoingContext(r.Context(), restapi.GRPCMetadata(r.Header, st.cfg.Triton.ForwardHeaders, ms.PrivateKeys()))
 }
 
 // writeStatusError answers a gRPC status error in Triton's HTTP form; a

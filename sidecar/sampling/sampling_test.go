@@ -519,7 +519,7 @@ func TestOptOutFollowsReload(t *testing.T) {
 // metadata reaches Triton, and reports by path whether Triton saw it: gRPC
 // relayed, gRPC served by a controllable model, both on a stream, the
 // statistics and repository index the sidecar asks Triton for on a
-// client's behalf, and HTTP relayed and served. x is a batch of the
+// client's behalf (over both protocols), and HTTP relayed and served. x is a batch of the
 // models' input.
 func (r *rig) seenOptOut(t *testing.T, header string, x []float64) map[string]bool {
 	t.Helper()
@@ -573,6 +573,10 @@ func (r *rig) seenOptOut(t *testing.T, header string, x []float64) map[string]bo
 	}
 	_, got["HTTP relayed"] = r.h.Fake.LastHTTPHeader()[http.CanonicalHeaderKey(header)]
 	got["HTTP served"] = has(r.h.Fake.LastMetadata("backbone"))
+	if resp, out := sidecartest.HTTPDo(t, http.MethodGet, r.h.HTTPURL+"/v2/models/stats", nil, map[string]string{header: "1"}); resp.StatusCode != http.StatusOK {
+		t.Fatalf("HTTP statistics: %d %s", resp.StatusCode, out)
+	}
+	got["HTTP statistics"] = has(r.h.Fake.StatisticsMetadata())
 	r.live.Wait(context.Background())
 	return got
 }
