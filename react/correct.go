@@ -16,8 +16,8 @@ import (
 // (see Float32Matrix), and dst, of the same length as z, receives the
 // corrected rows, that is dst = z Wᵀ. dst must not overlap z. It is the hot
 // path of the sidecar: with the OpenBLAS backend a batch is one SGEMM
-// (one SGEMV per row for a batch of fewer than 5 rows when W is larger than
-// 1 MiB, D > 512: see gemmFor); with the pure-Go backend, one GEMV per row,
+// (one SGEMV per row for a batch of fewer than 8 rows when W is 1 MiB or
+// more, D ≥ 512: see gemmFor); with the pure-Go backend, one GEMV per row,
 // and nothing is allocated.
 func Correct(dst, z, w []float32, d int) error {
 	if d <= 0 {
@@ -52,27 +52,29 @@ func Correct(dst, z, w []float32, d int) error {
 	return nil
 }
 
-// A GEMM packs W into its blocked layout on every call. When W does not
-// stay in a core's L2 cache, that reads and writes it once more than the
+// A GEMM packs W into its blocked layout on every call, which for a W that
+// does not stay in a core's L2 cache reads and writes it once more than the
 // rows' GEMVs, which read it straight (the first from memory, the others
 // mostly from cache): below gemmMinRows rows, one GEMV per row is faster.
 // Measured with OpenBLAS 0.3.21 on AMD EPYC (Zen 4, 1 MiB of L2 per core),
-// D = 768, one core (bench/README.md, "The react step inside Triton,
-// profiled"): 2 rows 154 µs by GEMM against 68 µs by GEMV with W in cache,
-// 227 against 161 µs with W in memory; 3 rows 204/97 and 267/199 µs; 4 rows
-// 166/131 and 235/241 µs; 8 rows 211/248 and 303/452 µs. With W in L2
-// (D ≤ 512) the GEMM is as fast or faster from 2 rows.
+// one core, BenchmarkGemmOrGemv (bench/README.md, "The react step
+// inside Triton, profiled"), GEMM against GEMVs, W in cache / in memory:
+// D = 768, 2 rows 135/30 and 183/89 µs, 4 rows 167/69 and 246/160, 6 rows
+// 205/111 and 217/173, 8 rows 188/165 and 228/185, 16 rows 218/332 and
+// 237/327; D = 512, 4 rows 62/26 and 107/68. From 8 rows the two are within
+// ±20 % of each other from run to run, and the GEMM pulls ahead by 16; with
+// a smaller W (D < 512) the GEMM is as fast or faster from 2 rows.
 const (
-	gemmMinRows  = 5
+	gemmMinRows  = 8
 	gemvMinBytes = 1 << 20
 )
 
 // gemmFor reports whether Correct multiplies a batch of rows rows by a d×d
 // W with one GEMM, rather than one GEMV per row: with a backend whose GEMM
 // is tuned (gemmBatch), for more than one row, and for fewer than
-// gemmMinRows only while W (4·d² bytes) is at most gemvMinBytes.
+// gemmMinRows only while W (4·d² bytes) is under gemvMinBytes.
 func gemmFor(rows, d int) bool {
-	return gemmBatch && rows > 1 && (rows >= gemmMinRows || 4*d*d <= gemvMinBytes)
+	return gemmBatch && rows > 1 && (rows >= gemmMinRows || 4*d*d < gemvMinBytes)
 }
 
 // CheckBatch checks a batch to correct and its destination, as Correct

@@ -13,9 +13,9 @@ import (
 // TestCorrect compares Correct with a float64 matrix-vector product per row.
 func TestCorrect(t *testing.T) {
 	rng := rand.New(rand.NewPCG(50, 1))
-	// D = 520: W is over 1 MiB, so a batch of 4 rows is GEMVs and of 5 one
+	// D = 512: W is 1 MiB, so a batch of 7 rows is GEMVs and of 8 one
 	// GEMM with OpenBLAS (gemmFor).
-	for _, tc := range []struct{ b, d int }{{1, 1}, {1, 7}, {3, 7}, {64, 33}, {5, 128}, {4, 520}, {5, 520}} {
+	for _, tc := range []struct{ b, d int }{{1, 1}, {1, 7}, {3, 7}, {64, 33}, {5, 128}, {7, 512}, {8, 512}} {
 		w := mat.NewDense(tc.d, tc.d, nil)
 		for i := 0; i < tc.d; i++ {
 			for j := 0; j < tc.d; j++ {
@@ -53,7 +53,7 @@ func TestCorrect(t *testing.T) {
 
 // TestGemmFor checks when Correct multiplies a batch with one GEMM: never
 // with a backend whose GEMM is not tuned, never for one row, and for a W
-// larger than 1 MiB (D > 512) only from 5 rows.
+// of 1 MiB or more (D ≥ 512) only from 8 rows.
 func TestGemmFor(t *testing.T) {
 	defer func(old bool) { gemmBatch = old }(gemmBatch)
 	for _, tc := range []struct {
@@ -66,10 +66,11 @@ func TestGemmFor(t *testing.T) {
 		{true, 1, 64, false},
 		{true, 1, 768, false},
 		{true, 2, 64, true},
-		{true, 2, 512, true}, // W 1 MiB
-		{true, 2, 513, false},
-		{true, 4, 768, false},
-		{true, 5, 768, true},
+		{true, 7, 511, true},
+		{true, 2, 512, false}, // W 1 MiB
+		{true, 7, 768, false},
+		{true, 8, 512, true},
+		{true, 8, 768, true},
 		{true, 64, 1280, true},
 	} {
 		gemmBatch = tc.tuned
