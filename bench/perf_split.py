@@ -2,6 +2,7 @@
 """Where the CPU of one benchmark run went, per request, from a perf profile.
 
     perf_split.py --data PERF.DATA --pid TRITON_PID --requests N [--title T]
+                  [--script FILE]
 
 Reads a whole-machine profile with call graphs (perf record -a -g -e
 cpu-clock, as bench/sidecar-controllable.sh --perf takes it) through
@@ -25,6 +26,9 @@ sample's period summed, divided by N, the requests answered while it ran):
    the thread's time outside the backend (Triton's code around the
    execution and the C calls the backend makes, whose call chains stop at
    Triton's frames, which have no frame pointers).
+
+--script reads a saved `perf script -F comm,pid,tid,period,ip,sym,dso`
+output instead of running perf (tests/test_perf_split.py).
 
 The requests are the load generator's over its measured window; the profile
 covers the same seconds, started after the warmup, so the per-request numbers
@@ -127,7 +131,7 @@ def react_category(names):
     return "backend, other"
 
 
-def table(title, counts, period_sum, requests, total=None):
+def table(title, counts, requests, total=None):
     print(f"\n| {title} | µs per request | share |")
     print("|---|---:|---:|")
     total = total if total is not None else sum(counts.values())
@@ -185,13 +189,13 @@ def main():
         print(f"### {args.title}")
     seconds = total / 1e9
     print(f"\n{args.requests} requests; {seconds:.2f} CPU-seconds sampled (all CPUs, idle included).")
-    table("process", by_process, total, args.requests, total)
-    table("Triton's CPU by library", triton_libs, total, args.requests)
+    table("process", by_process, args.requests, total)
+    table("Triton's CPU by library", triton_libs, args.requests)
 
     roles = collections.Counter()
     for tid, ss in per_tid.items():
         roles[thread_role(ss)] += sum(period for period, _, _ in ss)
-    table("Triton's CPU by thread", roles, total, args.requests)
+    table("Triton's CPU by thread", roles, args.requests)
 
     if react_tid_hits:
         tid = react_tid_hits.most_common(1)[0][0]
@@ -211,7 +215,7 @@ def main():
                 cats["backend: " + react_category(names)] += period
             else:
                 cats["Triton's code on the instance thread (and the backend's C calls into it)"] += period
-        table(f"the react instance thread (tid {tid})", cats, total, args.requests)
+        table(f"the react instance thread (tid {tid})", cats, args.requests)
 
 
 if __name__ == "__main__":

@@ -108,7 +108,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
-pair=all rounds=3 seconds=10 warmup=2 concurrencies="1 8 32" ways="sidecar graph twocall ensemble react pystep pybls" skip_sidecar= pprof= perf_dir= blas_threads= results=
+pair=all rounds=3 seconds=10 warmup=2 concurrencies="1 8 32" ways="sidecar graph twocall ensemble react pystep pybls" skip_sidecar= pprof= perf_dir='' blas_threads='' results=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--pair) pair=$2; shift 2 ;;
@@ -446,7 +446,7 @@ measure() {
 	# Every model's statistics over the run (before and after, warmup
 	# included), and the step's own time as Triton counts it: react and the
 	# numpy step.
-	local step= before
+	local step='' before
 	case $way in
 	react | reactnone) step=${react_model[$p]} ;;
 	pystep) step=${pystep_model[$p]} ;;
@@ -454,7 +454,7 @@ measure() {
 	esac
 	before=$(curl -s --max-time 5 "http://127.0.0.1:$http_port/v2/models/stats" || true)
 	# The profile of the first round (--perf), from the end of the warmup.
-	local prof perf_pid=
+	local prof perf_pid=''
 	if [ -n "$perf_dir" ] && [ "$round" = 1 ]; then
 		prof=$perf_dir/data/$p-$way-c$c.data
 		(sleep "$warmup" && exec perf record -q -a -g -e cpu-clock -F 2000 -o "$prof" -- sleep "$seconds") \
@@ -514,7 +514,7 @@ print("bench:   %-8s %-8s c=%-3s %s" % (pair, way, c, msg), file=sys.stderr)
 ' "$line" "$p" "$way" "$c"
 }
 
-profiled= profiles=()
+profiled='' profiles=()
 for c in $concurrencies; do
 	for round in $(seq "$rounds"); do
 		echo "bench: concurrency $c, round $round/$rounds (load average $(cut -d' ' -f1 /proc/loadavg))" >&2
@@ -565,7 +565,7 @@ for prof in ${profiles[@]+"${profiles[@]}"}; do
 	read -r p way c <<<"$prof"
 	data=$perf_dir/data/$p-$way-c$c.data base=$perf_dir/$p-$way-c$c
 	tpid=$(cat "$run_dir/tritonserver.pid")
-	report=(perf report -i "$data" --stdio --no-children -g none --percentage relative -w 8,28,100)
+	report=(perf report -i "$data" --stdio --no-children -g none --percentage relative -w "8,28,100")
 	"${report[@]}" --sort comm,dso --percent-limit 0.5 >"$base-comm.txt" 2>/dev/null || true
 	"${report[@]}" --pid "$tpid" --sort dso,sym --percent-limit 0.3 >"$base-triton.txt" 2>/dev/null || true
 	requests=$(.venv/bin/python -c '

@@ -57,13 +57,13 @@ func Correct(dst, z, w []float32, d int) error {
 // rows' GEMVs, which read it straight (the first from memory, the others
 // mostly from cache): below gemmMinRows rows, one GEMV per row is faster.
 // Measured with OpenBLAS 0.3.21 on AMD EPYC (Zen 4, 1 MiB of L2 per core),
-// one core, BenchmarkGemmOrGemv (bench/README.md, "The react step
-// inside Triton, profiled"), GEMM against GEMVs, W in cache / in memory:
-// D = 768, 2 rows 135/30 and 183/89 µs, 4 rows 167/69 and 246/160, 6 rows
-// 205/111 and 217/173, 8 rows 188/165 and 228/185, 16 rows 218/332 and
-// 237/327; D = 512, 4 rows 62/26 and 107/68. From 8 rows the two are within
-// ±20 % of each other from run to run, and the GEMM pulls ahead by 16; with
-// a smaller W (D < 512) the GEMM is as fast or faster from 2 rows.
+// one core, BenchmarkGemmOrGemv (bench/README.md, "The react step inside
+// Triton, profiled"), GEMM against GEMVs, W in cache / in memory: D = 768,
+// 2 rows 157/36 and 193/77 µs, 4 rows 178/74 and 233/145, 6 rows 187/127
+// and 238/180, 16 rows 221/370 and 285/342; D = 512, 4 rows 72/30 and
+// 139/92. At 8 and 12 rows the GEMVs were ahead in that run and behind in
+// a noisier one; by 16 the GEMM wins everywhere. With a smaller W (D = 256)
+// the GEMM is as fast or faster from 2 rows.
 const (
 	gemmMinRows  = 8
 	gemvMinBytes = 1 << 20
