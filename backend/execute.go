@@ -34,8 +34,10 @@ func TRITONBACKEND_ModelInstanceExecute(inst *C.TRITONBACKEND_ModelInstance, req
 	is := v.(*instanceState)
 	ms := is.model
 	reqs := unsafe.Slice(requests, int(count))
-	responses := make([]*C.TRITONBACKEND_Response, len(reqs))
-	failed := make([]error, len(reqs))
+	is.responses = resize(is.responses, len(reqs))
+	is.failed = resize(is.failed, len(reqs))
+	is.rows = resize(is.rows, len(reqs))
+	responses, failed, rowsOf := is.responses, is.failed, is.rows
 	is.reqs = is.reqs[:0]
 	is.gather = is.gather[:0]
 	var onDevice map[int]model.Outcome // requests corrected in GPU memory
@@ -73,7 +75,6 @@ func TRITONBACKEND_ModelInstanceExecute(inst *C.TRITONBACKEND_ModelInstance, req
 	// check (even for a device request of zero rows, which would otherwise
 	// pass it and get a second output), and their own outcome is the one
 	// reported. Their rows count in the batch statistics all the same.
-	rowsOf := make([]int64, len(is.reqs))
 	for i := range is.reqs {
 		rowsOf[i] = is.reqs[i].Rows()
 		if _, dev := onDevice[i]; failed[i] != nil || dev {
@@ -123,6 +124,17 @@ func TRITONBACKEND_ModelInstanceExecute(inst *C.TRITONBACKEND_ModelInstance, req
 	return nil
 }
 
+// resize returns s with n elements, all zero, reusing its memory when it
+// can.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
 // read takes a request's input and preference keys. The input's bytes are
 // the server's when they arrive in one host buffer, else joined into the
 // instance's gather memory. An input in one buffer of GPU memory, on the
@@ -151,14 +163,14 @@ func (is *instanceState) readHost(r *C.TRITONBACKEND_Request, device *deviceInpu
 	}
 	cfg := is.model.model.Config()
 	var in *C.TRITONBACKEND_Input
-	if err := goError("input "+cfg.Input.Name, C.TRITONBACKEND_RequestInput(r, is.model.inputName, &in)); err != nil {
+	if err := goError(is.model.inputWhat, C.TRITONBACKEND_RequestInput(r, is.model.inputName, &in)); err != nil {
 		return out, &model.RequestError{Code: model.CodeInvalidArgument, Err: err}
 	}
 	var dt C.TRITONSERVER_DataType
 	var shape *C.int64_t
 	var dims, buffers C.uint32_t
 	var size C.uint64_t
-	if err := goError("input "+cfg.Input.Name, C.TRITONBACKEND_InputProperties(in, nil, &dt, &shape, &dims, &size, &buffers)); err != nil {
+	if err := goError(is.model.inputWhat, C.TRITONBACKEND_InputProperties(in, nil, &dt, &shape, &dims, &size, &buffers)); err != nil {
 		return out, err
 	}
 	if want := datatypes[cfg.Input.Datatype]; dt != want {
@@ -174,7 +186,7 @@ func (is *instanceState) readHost(r *C.TRITONBACKEND_Request, device *deviceInpu
 		var n C.uint64_t
 		mem := C.TRITONSERVER_MemoryType(C.TRITONSERVER_MEMORY_CPU)
 		var memID C.int64_t
-		if err := goError("input "+cfg.Input.Name, C.TRITONBACKEND_InputBuffer(in, b, &p, &n, &mem, &memID)); err != nil {
+		if err := goError(is.model.inputWhat, C.TRITONBACKEND_InputBuffer(in, b, &p, &n, &mem, &memID)); err != nil {
 			return out, err
 		}
 		if mem == C.TRITONSERVER_MEMORY_GPU && buffers == 1 && memID == 0 && is.model.model.OnDevice() {
@@ -255,7 +267,7 @@ func (ms *modelState) output(resp *C.TRITONBACKEND_Response, r model.Request) ([
 		shape[i] = C.int64_t(d)
 	}
 	var out *C.TRITONBACKEND_Output
-	if err := goError("output "+cfg.Output.Name, C.TRITONBACKEND_ResponseOutput(resp, &out, ms.outputName, datatypes[cfg.Output.Datatype], &shape[0], C.uint32_t(len(shape)))); err != nil {
+	if err := goError(ms.outputWhat, C.TRITONBACKEND_ResponseOutput(resp, &out, ms.outputName, datatypes[cfg.Output.Datatype], &shape[0], C.uint32_t(len(shape)))); err != nil {
 		return nil, err
 	}
 	n := len(r.Data)
@@ -265,11 +277,11 @@ func (ms *modelState) output(resp *C.TRITONBACKEND_Response, r model.Request) ([
 	var p unsafe.Pointer
 	mem := C.TRITONSERVER_MemoryType(C.TRITONSERVER_MEMORY_CPU)
 	var memID C.int64_t
-	if err := goError("output "+cfg.Output.Name, C.TRITONBACKEND_OutputBuffer(out, &p, C.uint64_t(n), &mem, &memID)); err != nil {
+	if err := goError(ms.outputWhat, C.TRITONBACKEND_OutputBuffer(out, &p, C.uint64_t(n), &mem, &memID)); err != nil {
 		return nil, err
 	}
 	if mem == C.TRITONSERVER_MEMORY_GPU {
-		return nil, errors.New("output " + cfg.Output.Name + ": the server gave GPU memory for the output of a CPU correction")
+		return nil, errors.New(ms.outputWhat + ": the server gave GPU memory for the output of a CPU correction")
 	}
 	return unsafe.Slice((*byte)(p), n), nil
 }
@@ -290,7 +302,7 @@ func (ms *modelState) outputDevice(resp *C.TRITONBACKEND_Response, shape []int64
 		n *= d
 	}
 	var out *C.TRITONBACKEND_Output
-	if err := goError("output "+cfg.Output.Name, C.TRITONBACKEND_ResponseOutput(resp, &out, ms.outputName, datatypes[cfg.Output.Datatype], &dims[0], C.uint32_t(len(dims)))); err != nil {
+	if err := goError(ms.outputWhat, C.TRITONBACKEND_ResponseOutput(resp, &out, ms.outputName, datatypes[cfg.Output.Datatype], &dims[0], C.uint32_t(len(dims)))); err != nil {
 		return model.DeviceOutput{}, err
 	}
 	if n == 0 {
@@ -299,7 +311,7 @@ func (ms *modelState) outputDevice(resp *C.TRITONBACKEND_Response, shape []int64
 	var p unsafe.Pointer
 	mem := C.TRITONSERVER_MemoryType(C.TRITONSERVER_MEMORY_GPU)
 	var memID C.int64_t
-	if err := goError("output "+cfg.Output.Name, C.TRITONBACKEND_OutputBuffer(out, &p, C.uint64_t(n), &mem, &memID)); err != nil {
+	if err := goError(ms.outputWhat, C.TRITONBACKEND_OutputBuffer(out, &p, C.uint64_t(n), &mem, &memID)); err != nil {
 		return model.DeviceOutput{}, err
 	}
 	switch {
@@ -331,9 +343,9 @@ func (is *instanceState) send(resp *C.TRITONBACKEND_Response, c control.Choice, 
 		terr = requestError(err)
 		defer C.TRITONSERVER_ErrorDelete(terr)
 	} else {
-		setStringParameter(resp, respPreference, c.Canonical())
+		is.setStringParameter(resp, respPreference, c.Canonical())
 		if c.Arm != "" {
-			setStringParameter(resp, respArm, c.Arm)
+			is.setStringParameter(resp, respArm, c.Arm)
 		}
 	}
 	if e := goError("sending the response", C.TRITONBACKEND_ResponseSend(resp, C.REACT_RESPONSE_COMPLETE_FINAL, terr)); e != nil {
@@ -342,11 +354,12 @@ func (is *instanceState) send(resp *C.TRITONBACKEND_Response, c control.Choice, 
 }
 
 // setStringParameter sets a string parameter of a response; a failure
-// loses the parameter, not the response.
-func setStringParameter(resp *C.TRITONBACKEND_Response, name cstring, value string) {
-	val := C.CString(value)
-	e := C.TRITONBACKEND_ResponseSetStringParameter(resp, name, val)
-	freeString(val)
+// loses the parameter, not the response. The value goes to the server from
+// the instance's buffer (the server copies it; a value holding a NUL is cut
+// there, as C.CString's would be read).
+func (is *instanceState) setStringParameter(resp *C.TRITONBACKEND_Response, name cstring, value string) {
+	is.param = append(append(is.param[:0], value...), 0)
+	e := C.TRITONBACKEND_ResponseSetStringParameter(resp, name, (*C.char)(unsafe.Pointer(&is.param[0])))
 	if e != nil {
 		C.TRITONSERVER_ErrorDelete(e)
 	}

@@ -165,7 +165,8 @@ func TRITONBACKEND_ModelInitialize(m *C.TRITONBACKEND_Model) *C.TRITONSERVER_Err
 	if err != nil {
 		return fail(err)
 	}
-	st := &modelState{model: mdl, inputName: C.CString(cfg.Input.Name), outputName: C.CString(cfg.Output.Name)}
+	st := &modelState{model: mdl, inputName: C.CString(cfg.Input.Name), outputName: C.CString(cfg.Output.Name),
+		inputWhat: "input " + cfg.Input.Name, outputWhat: "output " + cfg.Output.Name}
 	models.Store(key(unsafe.Pointer(m)), st)
 	p := mdl.Profile()
 	logf(logInfo, "react model %s version %d: %s, D=%d, tasks %s, default %s, presets [%s], %s",

@@ -2,6 +2,11 @@
 
 package main
 
+/*
+#include "triton.h"
+*/
+import "C"
+
 import (
 	"sync"
 	"unsafe"
@@ -22,8 +27,10 @@ var (
 type modelState struct {
 	model *model.Model
 	// inputName and outputName are the tensor names as C strings, freed
-	// at ModelFinalize.
+	// at ModelFinalize; inputWhat and outputWhat name them in errors
+	// ("input NAME"), made once rather than on every call.
 	inputName, outputName cstring
+	inputWhat, outputWhat string
 	// metrics are the counters of the model's experiment.
 	metrics modelMetrics
 }
@@ -36,6 +43,15 @@ type instanceState struct {
 	scratch model.Scratch
 	gather  []byte // an input that arrives in several buffers, joined
 	reqs    []model.Request
+	// The execution's per-request state, reused: each request's response
+	// (nil where none could be made), its failure before the batch ran,
+	// and its rows.
+	responses []*C.TRITONBACKEND_Response
+	failed    []error
+	rows      []int64
+	// param holds a response parameter's value with its NUL, handed to
+	// the server (which copies it) without a C allocation.
+	param []byte
 }
 
 // key is the map key of a server object: its address.

@@ -4,7 +4,7 @@
 #
 #   bench/sidecar-controllable.sh [--pair fashion|synth|effnet|all] [--rounds N] [-d SECONDS]
 #       [--warmup SECONDS] [--concurrency "1 8 32"] [--ways "sidecar graph ..."]
-#       [--skip-sidecar] [--pprof FILE] [--out FILE]
+#       [--skip-sidecar] [--pprof FILE] [--perf DIR] [--blas-threads N] [--out FILE]
 #
 # For two backbone/head pairs, fashion (the zoo: backbone_adamerging ->
 # head_fashion, ensemble fashion, image [1,28,28], D=64) and synth
@@ -38,6 +38,15 @@
 #             the head itself with BLS (pb_utils.InferenceRequest(...).exec())
 #             and corrects with numpy in between (fashion_pybls,
 #             synth_pybls), same preference parameter.
+# and two more, synth only and not in the default --ways, that take the
+# react step apart:
+#   reactnone the react ensemble with react-preference=none: the react step
+#             without its correction (its input copied to its output);
+#   identity  the ensemble with the thinnest step in place of react's
+#             (synth_identity: synth_backbone -> identity_synth -> synth_head,
+#             a C backend that copies its input, bench/identity/identity.c,
+#             built here with cc): what one more ensemble step costs in
+#             Triton itself, the floor under any backend's step.
 # The peers do not solve W_p: the W_p of the benchmark's preference is
 # written by `calibrate solve` into .cache/bench/<pair>/wp/ before Triton
 # starts and loaded at initialize. Before measuring them, bench/peer_check.py
@@ -74,11 +83,32 @@
 # --pprof FILE saves a CPU profile of the sidecar (pprof enabled on a
 # listener of its own, /debug/pprof/profile) taken during the first
 # concurrency-32 round of synth.
+# --perf DIR profiles the whole machine with Linux perf (cpu-clock, 2,000
+# Hz, call graphs) while each way runs in the first round of each
+# concurrency, after the warmup, for -d seconds, and writes per way and
+# concurrency DIR/PAIR-WAY-cC-split.md (bench/perf_split.py: the CPU per
+# request by process, Triton's by library, and the react instance thread's
+# by what it does), DIR/PAIR-WAY-cC-comm.txt (perf report by process and
+# library) and DIR/PAIR-WAY-cC-triton.txt (Triton's own functions, self
+# time); the perf.data files stay in DIR/data. The profiled round carries
+# perf's own cost (a few percent of the two cores): measure without it.
+# It needs perf (linux-perf) and the right to profile every CPU (root, or
+# kernel.perf_event_paranoid ≤ 0).
+# --blas-threads N starts Triton with OPENBLAS_NUM_THREADS=N, which its
+# Python backend stubs inherit: the numpy of the synthetic backbone and head
+# and of the numpy step then uses N threads (by default as many as the
+# machine has cores, whose idle workers wait for work spinning on
+# sched_yield; --perf shows it). The react backend sets its own
+# (linalg-threads, default 1) either way.
+# Every run also records each model's statistics over it, read from Triton
+# before and after (per request: queue, compute input, infer, output, and
+# requests per execution), as the "models" field of its results line; the
+# summary shows them for the ensemble, react and pystep ways.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
-pair=all rounds=3 seconds=10 warmup=2 concurrencies="1 8 32" ways="sidecar graph twocall ensemble react pystep pybls" skip_sidecar= pprof= results=
+pair=all rounds=3 seconds=10 warmup=2 concurrencies="1 8 32" ways="sidecar graph twocall ensemble react pystep pybls" skip_sidecar= pprof= perf_dir='' blas_threads='' results=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--pair) pair=$2; shift 2 ;;
@@ -89,6 +119,8 @@ while [ $# -gt 0 ]; do
 	--ways) ways=$2; shift 2 ;;
 	--skip-sidecar) skip_sidecar=1; shift ;;
 	--pprof) pprof=$2; shift 2 ;;
+	--perf) perf_dir=$2; shift 2 ;;
+	--blas-threads) blas_threads=$2; shift 2 ;;
 	--out) results=$2; shift 2 ;;
 	-h | --help) usage 0 ;;
 	*) echo "bench: unknown argument $1" >&2; usage ;;
@@ -99,16 +131,22 @@ all) pairs=(fashion synth) ;;
 fashion | synth | effnet) pairs=("$pair") ;;
 *) echo "bench: --pair $pair: want fashion, synth, effnet or all" >&2; exit 2 ;;
 esac
-for n in "$rounds" "$seconds" "$warmup" $concurrencies; do
+for n in "$rounds" "$seconds" "$warmup" $concurrencies $blas_threads; do
 	case $n in '' | *[!0-9]*) echo "bench: '$n' is not a whole number" >&2; exit 2 ;; esac
 done
 [ "$rounds" -ge 1 ] && [ "$seconds" -ge 1 ] || { echo "bench: --rounds and -d must be at least 1" >&2; exit 2; }
 [ -n "$concurrencies" ] || { echo "bench: --concurrency is empty" >&2; exit 2; }
 for w in $ways; do
-	case $w in sidecar | graph | twocall | ensemble | react | pystep | pybls) ;; *) echo "bench: --ways: unknown way $w" >&2; exit 2 ;; esac
+	case $w in sidecar | graph | twocall | ensemble | react | pystep | pybls | reactnone | identity) ;; *) echo "bench: --ways: unknown way $w" >&2; exit 2 ;; esac
 done
 [ -n "$ways" ] || { echo "bench: --ways is empty" >&2; exit 2; }
 [ -x .venv/bin/python ] || { echo "bench: no .venv: run make setup" >&2; exit 1; }
+if [ -n "$perf_dir" ]; then
+	command -v perf >/dev/null || { echo "bench: --perf: no perf on PATH (Debian: linux-perf)" >&2; exit 1; }
+	perf record -q -a -e cpu-clock -o /dev/null -- true 2>/dev/null ||
+		{ echo "bench: --perf: perf cannot profile every CPU here (run as root, or lower kernel.perf_event_paranoid)" >&2; exit 1; }
+	mkdir -p "$perf_dir/data"
+fi
 
 # The pairs: input, backbone, feature output, head, task, ensemble (also the
 # sidecar's model name), preference sent to the sidecar, components file.
@@ -123,6 +161,9 @@ declare -A react_model=([fashion]=react_adamerging [synth]=react_synth [effnet]=
 declare -A pystep_ensemble=([fashion]=fashion_pystep [synth]=synth_pystep)
 declare -A pystep_model=([fashion]=pystep_adamerging [synth]=pystep_synth)
 declare -A pybls_model=([fashion]=fashion_pybls [synth]=synth_pybls)
+# The identity step (bench/models; synth only).
+declare -A identity_ensemble=([synth]=synth_identity)
+declare -A identity_model=([synth]=identity_synth)
 declare -A preference=([fashion]=fashion=0.6,mnist=0.4 [synth]=t0=0.6,t1=0.4 [effnet]=fashion=0.6,mnist=0.4)
 declare -A components=([fashion]=$PWD/tritonmodels/zoo/components.safetensors [synth]=$PWD/.cache/bench/synth/components.safetensors
 	[effnet]=$PWD/tritonmodels/zoo-effnet/components.safetensors)
@@ -200,6 +241,19 @@ if ! make -s build >"$run_dir/build.log" 2>&1; then
 	react_ok=0
 fi
 
+# The identity backend, for the identity way.
+identity_ok=0
+if has_way identity; then
+	mkdir -p .cache/bench/identity
+	if cc -O2 -Wall -shared -fPIC -Ibackend -o .cache/bench/identity/libtriton_identity.so bench/identity/identity.c \
+		>"$run_dir/identity.log" 2>&1; then
+		identity_ok=1
+	else
+		cat "$run_dir/identity.log" >&2
+		echo "bench: IDENTITY NOT RUN: bench/identity/identity.c does not build" >&2
+	fi
+fi
+
 # The components files the sidecar needs.
 for p in fashion effnet; do
 	if [ "${sidecar_ok[$p]-0}" = 1 ] && [ ! -f "${components[$p]}" ]; then
@@ -240,12 +294,22 @@ for p in "${pairs[@]}"; do
 	if [ "$react_ok" = 1 ] && { [ "$p" != synth ] || [ "$synth_ok" = 1 ]; }; then
 		load+=(--load-model="${react_model[$p]}" --load-model="${react_ensemble[$p]}")
 	fi
+	if [ "$identity_ok" = 1 ] && [ -n "${identity_model[$p]-}" ]; then
+		load+=(--load-model="${identity_model[$p]}" --load-model="${identity_ensemble[$p]}")
+	fi
 	if [ "${peer_ok[$p]}" = 1 ]; then
 		! has_way pystep || load+=(--load-model="${pystep_model[$p]}" --load-model="${pystep_ensemble[$p]}")
 		! has_way pybls || load+=(--load-model="${pybls_model[$p]}")
 	fi
 done
-bench_triton --repo "$zoo_repo" --repo bench/models -- --model-control-mode=explicit "${load[@]}"
+more=()
+[ "$identity_ok" != 1 ] || more+=(--backend "identity=$PWD/.cache/bench/identity")
+if [ -n "$blas_threads" ]; then
+	OPENBLAS_NUM_THREADS=$blas_threads bench_triton --repo "$zoo_repo" --repo bench/models ${more[@]+"${more[@]}"} -- \
+		--model-control-mode=explicit "${load[@]}"
+else
+	bench_triton --repo "$zoo_repo" --repo bench/models ${more[@]+"${more[@]}"} -- --model-control-mode=explicit "${load[@]}"
+fi
 triton=127.0.0.1:$grpc_port
 
 # The peers checked against the react step and a float64 W_p z, once
@@ -341,9 +405,10 @@ fi
 
 results=${results:-$(bench_results_file "bench/results/sidecar-controllable-$(date +%F)${skip_sidecar:+-skip-sidecar}" jsonl)}
 mkdir -p "$(dirname "$results")"
-printf '{"run":{"date":"%s","nproc":%d,"loadavg":"%s","pairs":"%s","concurrency":"%s","ways":"%s","rounds":%d,"duration_s":%d,"warmup_s":%d,"skip_sidecar":%s,"go":"%s","commit":"%s"}}\n' \
+printf '{"run":{"date":"%s","nproc":%d,"loadavg":"%s","pairs":"%s","concurrency":"%s","ways":"%s","rounds":%d,"duration_s":%d,"warmup_s":%d,"skip_sidecar":%s,"blas_threads":"%s","react_backend":"%s","go":"%s","commit":"%s"}}\n' \
 	"$(date -Is)" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "${pairs[*]}" "$concurrencies" "$ways" "$rounds" \
-	"$seconds" "$warmup" "$([ -n "$skip_sidecar" ] && echo true || echo false)" "$(go env GOVERSION)" \
+	"$seconds" "$warmup" "$([ -n "$skip_sidecar" ] && echo true || echo false)" "${blas_threads:-default}" \
+	"${REACT_BACKEND_DIR:-bin/backends/react}" "$(go env GOVERSION)" \
 	"$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" >"$results"
 for pc in ${peer_checks[@]+"${peer_checks[@]}"}; do
 	.venv/bin/python -c '
@@ -373,41 +438,68 @@ measure() {
 	twocall) args+=(-addr "$triton" -mode twocall -backbone "${backbone[$p]}" -feature "$feature" -head "${head[$p]}") ;;
 	ensemble) args+=(-addr "$triton" -model "${ensemble[$p]}") ;;
 	react) args+=(-addr "$triton" -model "${react_ensemble[$p]}" -param "react-preference=${preference[$p]}") ;;
+	reactnone) args+=(-addr "$triton" -model "${react_ensemble[$p]}" -param "react-preference=none") ;;
+	identity) args+=(-addr "$triton" -model "${identity_ensemble[$p]}") ;;
 	pystep) args+=(-addr "$triton" -model "${pystep_ensemble[$p]}" -param "react-preference=${preference[$p]}") ;;
 	pybls) args+=(-addr "$triton" -model "${pybls_model[$p]}" -param "react-preference=${preference[$p]}") ;;
 	esac
-	# The step's own time as Triton counts it (its statistics before and
-	# after the run, warmup included): react and the numpy step.
-	local step= before=
+	# Every model's statistics over the run (before and after, warmup
+	# included), and the step's own time as Triton counts it: react and the
+	# numpy step.
+	local step='' before
 	case $way in
-	react) step=${react_model[$p]} ;;
+	react | reactnone) step=${react_model[$p]} ;;
 	pystep) step=${pystep_model[$p]} ;;
+	identity) step=${identity_model[$p]} ;;
 	esac
-	[ -z "$step" ] || before=$(curl -s --max-time 5 "http://127.0.0.1:$http_port/v2/models/$step/stats" || true)
+	before=$(curl -s --max-time 5 "http://127.0.0.1:$http_port/v2/models/stats" || true)
+	# The profile of the first round (--perf), from the end of the warmup.
+	local prof perf_pid=''
+	if [ -n "$perf_dir" ] && [ "$round" = 1 ]; then
+		prof=$perf_dir/data/$p-$way-c$c.data
+		(sleep "$warmup" && exec perf record -q -a -g -e cpu-clock -F 2000 -o "$prof" -- sleep "$seconds") \
+			>"$run_dir/perf.log" 2>&1 &
+		perf_pid=$!
+	fi
 	out=$run_dir/loadgen.out
 	if ! "$loadgen" "${args[@]}" >"$out" 2>"$run_dir/loadgen.err"; then
 		echo "bench:   $p $way c=$c: LOADGEN FAILED: $(tail -n 3 "$run_dir/loadgen.err")" >&2
+		[ -z "$perf_pid" ] || wait "$perf_pid" || true
 		return 0
 	fi
-	line=$(cat "$out")
-	if [ -n "$step" ]; then
-		line=$(.venv/bin/python -c '
-import json, sys
-line, model = json.loads(sys.argv[1]), sys.argv[2]
-try:
-    b, a = (json.loads(s)["model_stats"][0] for s in sys.argv[3:5])
-except (ValueError, KeyError, IndexError):
-    print(json.dumps(line)); sys.exit()
-d = lambda k: a["inference_stats"][k]["ns"] - b["inference_stats"][k]["ns"]
-n = a["inference_stats"]["success"]["count"] - b["inference_stats"]["success"]["count"]
-if n > 0:
-    line["step"] = {"model": model, "requests": n,
-                    "executions": a["execution_count"] - b["execution_count"],
-                    "queue_us": d("queue") / n / 1e3,
-                    "compute_us": (d("compute_input") + d("compute_infer") + d("compute_output")) / n / 1e3}
-print(json.dumps(line))
-' "$line" "$step" "$before" "$(curl -s --max-time 5 "http://127.0.0.1:$http_port/v2/models/$step/stats" || true)")
+	if [ -n "$perf_pid" ]; then
+		if wait "$perf_pid"; then
+			profiles+=("$p $way $c")
+		else
+			echo "bench:   $p $way c=$c: NO PROFILE: $(tail -n 3 "$run_dir/perf.log")" >&2
+		fi
 	fi
+	line=$(.venv/bin/python -c '
+import json, sys
+line, step = json.loads(sys.argv[1]), sys.argv[2]
+try:
+    b, a = ({m["name"]: m for m in json.loads(s)["model_stats"]} for s in sys.argv[3:5])
+except (ValueError, KeyError, TypeError):
+    print(json.dumps(line)); sys.exit()
+models = {}
+for name, m in a.items():
+    if name not in b:
+        continue
+    d = lambda k: m["inference_stats"][k]["ns"] - b[name]["inference_stats"][k]["ns"]
+    n = m["inference_stats"]["success"]["count"] - b[name]["inference_stats"]["success"]["count"]
+    if n <= 0:
+        continue
+    models[name] = {"requests": n, "executions": m["execution_count"] - b[name]["execution_count"],
+                    "queue_us": d("queue") / n / 1e3, "input_us": d("compute_input") / n / 1e3,
+                    "infer_us": d("compute_infer") / n / 1e3, "output_us": d("compute_output") / n / 1e3}
+if models:
+    line["models"] = models
+if step in models:
+    s = models[step]
+    line["step"] = {"model": step, "requests": s["requests"], "executions": s["executions"], "queue_us": s["queue_us"],
+                    "compute_us": s["input_us"] + s["infer_us"] + s["output_us"]}
+print(json.dumps(line))
+' "$(cat "$out")" "$step" "$before" "$(curl -s --max-time 5 "http://127.0.0.1:$http_port/v2/models/stats" || true)")
 	echo "$line" >>"$results"
 	.venv/bin/python -c '
 import json, sys
@@ -422,7 +514,7 @@ print("bench:   %-8s %-8s c=%-3s %s" % (pair, way, c, msg), file=sys.stderr)
 ' "$line" "$p" "$way" "$c"
 }
 
-profiled=
+profiled='' profiles=()
 for c in $concurrencies; do
 	for round in $(seq "$rounds"); do
 		echo "bench: concurrency $c, round $round/$rounds (load average $(cut -d' ' -f1 /proc/loadavg))" >&2
@@ -431,7 +523,11 @@ for c in $concurrencies; do
 				if { [ "$way" = sidecar ] || [ "$way" = graph ]; } && [ "${sidecar_ok[$p]}" != 1 ]; then
 					continue
 				fi
-				if [ "$way" = react ] && { [ "$react_ok" != 1 ] || { [ "$p" = synth ] && [ "$synth_ok" != 1 ]; }; }; then
+				if { [ "$way" = react ] || [ "$way" = reactnone ]; } &&
+					{ [ "$react_ok" != 1 ] || { [ "$p" = synth ] && [ "$synth_ok" != 1 ]; }; }; then
+					continue
+				fi
+				if [ "$way" = identity ] && { [ "$identity_ok" != 1 ] || [ -z "${identity_model[$p]-}" ]; }; then
 					continue
 				fi
 				if { [ "$way" = pystep ] || [ "$way" = pybls ]; } && [ "${peer_ok[$p]}" != 1 ]; then
@@ -464,6 +560,27 @@ if [ -n "$pprof" ] && [ -z "$profiled" ]; then
 	echo "bench: NO PROFILE: it is taken during the sidecar's synth round at concurrency 32, which did not run" >&2
 fi
 echo "bench: load average after $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+# The profiles' reports, once every run is over (perf report is heavy).
+for prof in ${profiles[@]+"${profiles[@]}"}; do
+	read -r p way c <<<"$prof"
+	data=$perf_dir/data/$p-$way-c$c.data base=$perf_dir/$p-$way-c$c
+	tpid=$(cat "$run_dir/tritonserver.pid")
+	report=(perf report -i "$data" --stdio --no-children -g none --percentage relative -w "8,28,100")
+	"${report[@]}" --sort comm,dso --percent-limit 0.5 >"$base-comm.txt" 2>/dev/null || true
+	"${report[@]}" --pid "$tpid" --sort dso,sym --percent-limit 0.3 >"$base-triton.txt" 2>/dev/null || true
+	requests=$(.venv/bin/python -c '
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("label") == sys.argv[2]:
+        print(r["requests"])
+' "$results" "$p/$way/c$c/r1")
+	if [ -n "$requests" ] && [ "$requests" -gt 0 ]; then
+		.venv/bin/python bench/perf_split.py --data "$data" --pid "$tpid" --requests "$requests" \
+			--title "$p $way, concurrency $c (round 1)" >"$base-split.md" 2>&1 || true
+	fi
+	echo "bench: profile of $p $way c=$c: $base-*.txt" >&2
+done
 printf '{"end":{"date":"%s","loadavg":"%s"}}\n' "$(date -Is)" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$results"
 
 why_lines= peer_why_lines=
@@ -503,7 +620,7 @@ notes = []
 for pair in pairs:
     for c in sorted(concs):
         base = runs.get((pair, c, "twocall"), {})
-        for way in ("sidecar", "graph", "twocall", "ensemble", "react", "pystep", "pybls"):
+        for way in ("sidecar", "graph", "twocall", "ensemble", "react", "pystep", "pybls", "reactnone", "identity"):
             rs = runs.get((pair, c, way), {})
             if not rs:
                 if way == "sidecar" and why.get(pair) and why[pair] != "not in --ways":
@@ -593,6 +710,50 @@ if peer_rows:
           "ensemble, divided by the median of the numpy step's; — where the numpy step added nothing measurable. "
           "react step µs, numpy step µs: the step model's compute time per request (input, execute, output) from "
           "Triton's statistics over the run, warmup included: its own work, without the queue and the client's noise)")
+steps = [w for w in ("ensemble", "identity", "reactnone", "react", "pystep") if any(k[2] == w for k in runs)]
+if "ensemble" in steps and len(steps) > 1:
+    # The step ways against the plain ensemble, with the step model's own
+    # time as Triton counts it (median per request over the rounds).
+    print("\n| pair | concurrency | way | p50 ms | p50 ÷ ensemble | Δp50 ms vs ensemble | step model "
+          "| queue µs | input µs | infer µs | output µs | requests per execution |")
+    print("|---|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|")
+    for pair in pairs:
+        for c in sorted(concs):
+            ens = runs.get((pair, c, "ensemble"), {})
+            for way in steps:
+                rs = runs.get((pair, c, way), {})
+                if not rs:
+                    continue
+                step = next((r["step"]["model"] for r in rs.values() if "step" in r), None)
+                def st(key):
+                    vals = [r["models"][step][key] for r in rs.values() if ok(r) and step in r.get("models", {})]
+                    return statistics.median(vals) if vals else None
+                per_exec = None
+                if step:
+                    vals = [r["models"][step]["requests"] / r["models"][step]["executions"]
+                            for r in rs.values() if ok(r) and step in r.get("models", {}) and r["models"][step]["executions"]]
+                    per_exec = statistics.median(vals) if vals else None
+                print(f"| {pair} | {c} | {way} | {fmt(med(rs.values(), 'p50_ms'), 3)} "
+                      f"| {fmt(paired(rs, ens, lambda r, e: r['p50_ms'] / e['p50_ms']), 3) if way != 'ensemble' else '(baseline)'} "
+                      f"| {fmt(paired(rs, ens, lambda r, e: r['p50_ms'] - e['p50_ms']), 3) if way != 'ensemble' else '(baseline)'} "
+                      f"| {step or '—'} | {fmt(st('queue_us'), 0) if step else '—'} | {fmt(st('input_us'), 0) if step else '—'} "
+                      f"| {fmt(st('infer_us'), 0) if step else '—'} | {fmt(st('output_us'), 0) if step else '—'} "
+                      f"| {fmt(per_exec) if step else '—'} |")
+    print("\n| pair | concurrency | way | model | queue µs | input µs | infer µs | output µs | requests per execution |")
+    print("|---|---:|---|---|---:|---:|---:|---:|---:|")
+    for pair in pairs:
+        for c in sorted(concs):
+            for way in steps:
+                rs = [r for r in runs.get((pair, c, way), {}).values() if ok(r) and "models" in r]
+                for model in sorted({m for r in rs for m in r["models"]}):
+                    ms = [r["models"][model] for r in rs if model in r["models"]]
+                    m = lambda k: statistics.median(x[k] for x in ms)
+                    pe = statistics.median(x["requests"] / x["executions"] for x in ms if x["executions"]) if any(x["executions"] for x in ms) else None
+                    print(f"| {pair} | {c} | {way} | {model} | {m('queue_us'):.0f} | {m('input_us'):.0f} | {m('infer_us'):.0f} "
+                          f"| {m('output_us'):.0f} | {fmt(pe)} |")
+    print("\n(each model's time per request from Triton's statistics over the run, warmup included, median over the "
+          "rounds: queue is the wait in its scheduler, input/infer/output what its backend reports; an ensemble's own "
+          "line covers its steps)")
 n = max((len(v) for v in runs.values()), default=0)
 print(f"\n(medians over {n} rounds; Δ and ÷ are medians of the per-round differences and ratios against "
       "two-call in the same round; a round with any error is left out)")

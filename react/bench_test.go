@@ -73,7 +73,7 @@ func BenchmarkSolve(b *testing.B) {
 // one SGEMM with OpenBLAS, one GEMV per row with gonum's pure Go.
 func BenchmarkCorrect(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, d := range []int{512, 768} {
+	for _, d := range []int{256, 512, 768} {
 		w := make([]float32, d*d)
 		for i := range w {
 			w[i] = float32(rng.NormFloat64())
@@ -97,6 +97,63 @@ func BenchmarkCorrect(b *testing.B) {
 	}
 }
 
+// BenchmarkGemmOrGemv compares, for batches of a few rows, the two ways
+// Correct can multiply them (gemmFor picks): one GEMM ("gemm") and one GEMV
+// per row ("gemv"), with W in cache ("hot": the same W again) and in memory
+// ("cold": 64 MiB written between calls, outside the timer, so run it with
+// a fixed count: -benchtime 300x). The GEMM is skipped with the pure-Go
+// backend, which multiplies every batch by GEMVs. bench/README.md, "The
+// react step inside Triton, profiled", records a run with OpenBLAS:
+//
+//	GOMAXPROCS=1 go test -tags openblas -run '^$' -bench GemmOrGemv -benchtime 300x -count 3 ./react/
+func BenchmarkGemmOrGemv(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	flush := make([]byte, 64<<20)
+	for _, d := range []int{256, 512, 768} {
+		w := make([]float32, d*d)
+		for i := range w {
+			w[i] = float32(rng.NormFloat64())
+		}
+		for _, cache := range []string{"hot", "cold"} {
+			for _, rows := range []int{2, 3, 4, 6, 8, 12, 16} {
+				for _, path := range []string{"gemm", "gemv"} {
+					b.Run(fmt.Sprintf("D=%d/%s/rows=%d/%s", d, cache, rows, path), func(b *testing.B) {
+						z, dst := make([]float32, rows*d), make([]float32, rows*d)
+						for i := range z {
+							z[i] = float32(rng.NormFloat64())
+						}
+						defer func(old bool) { gemmBatch = old }(gemmBatch)
+						if path == "gemv" {
+							gemmBatch = false
+						}
+						if path == "gemm" && !gemmFor(gemmMinRows, d) {
+							b.Skip("the backend multiplies a batch by GEMVs")
+						}
+						b.ResetTimer()
+						for i := 0; i < b.N; i++ {
+							if cache == "cold" {
+								b.StopTimer()
+								for j := 0; j < len(flush); j += 64 {
+									flush[j]++
+								}
+								b.StartTimer()
+							}
+							if path == "gemm" {
+								// Correct's GEMM, whatever gemmFor would pick.
+								blas32.Gemm(blas.NoTrans, blas.Trans, 1, blas32.General{Rows: rows, Cols: d, Stride: d, Data: z},
+									blas32.General{Rows: d, Cols: d, Stride: d, Data: w}, 0, blas32.General{Rows: rows, Cols: d, Stride: d, Data: dst})
+							} else if err := Correct(dst, z, w, d); err != nil {
+								b.Fatal(err)
+							}
+						}
+						b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N), "µs/batch")
+					})
+				}
+			}
+		}
+	}
+}
+
 // BenchmarkFirstRequest measures the latency of the first request (one
 // feature row) with a new preference, T=8 tasks: "factored" factorises C_p
 // and answers through the factorisation (what the sidecar does on a cache
@@ -104,7 +161,7 @@ func BenchmarkCorrect(b *testing.B) {
 // solver's condition bound proved (ProveConditionBound, as the serving
 // profiles do), which spares each solve Dpocon, "estimated" without.
 func BenchmarkFirstRequest(b *testing.B) {
-	for _, d := range []int{512, 768} {
+	for _, d := range []int{256, 512, 768} {
 		c := benchComponents(d, 8)
 		est, err := NewSolver(c, DefaultOptions(c))
 		if err != nil {
@@ -171,7 +228,7 @@ func firstRequest(b *testing.B, name string, s *Solver) {
 // 256 paired rows (S by GEMM, G by SYRK, in float64).
 func BenchmarkAccumulate(b *testing.B) {
 	const batch = 256
-	for _, d := range []int{512, 768} {
+	for _, d := range []int{256, 512, 768} {
 		b.Run(fmt.Sprintf("D=%d", d), func(b *testing.B) {
 			rng := rand.New(rand.NewPCG(3, 4))
 			mtl, ind := make([]float32, batch*d), make([]float32, batch*d)
@@ -234,7 +291,7 @@ func BenchmarkPeak(b *testing.B) {
 // the DGEMM.
 func BenchmarkSolveSteps(b *testing.B) {
 	SetBackendThreads(1)
-	for _, d := range []int{512, 768} {
+	for _, d := range []int{256, 512, 768} {
 		c := benchComponents(d, 8)
 		s, err := NewSolver(c, DefaultOptions(c))
 		if err != nil {
@@ -334,7 +391,7 @@ func BenchmarkSolveSteps(b *testing.B) {
 // at load, to skip each solve's condition estimate: T = 8 Cholesky
 // factorisations of order D.
 func BenchmarkProveConditionBound(b *testing.B) {
-	for _, d := range []int{512, 768} {
+	for _, d := range []int{256, 512, 768} {
 		c := benchComponents(d, 8)
 		b.Run(fmt.Sprintf("D=%d/T=8", d), func(b *testing.B) {
 			b.StopTimer()

@@ -15,8 +15,10 @@ import (
 // row-major B×d with one feature per row, w is the row-major d×d matrix W
 // (see Float32Matrix), and dst, of the same length as z, receives the
 // corrected rows, that is dst = z Wᵀ. dst must not overlap z. It is the hot
-// path of the sidecar: with the OpenBLAS backend a batch is one SGEMM; with
-// the pure-Go backend, one GEMV per row, and nothing is allocated.
+// path of the sidecar: with the OpenBLAS backend a batch is one SGEMM
+// (one SGEMV per row for a batch of fewer than 8 rows when W is 1 MiB or
+// more, D ≥ 512: see gemmFor); with the pure-Go backend, one GEMV per row,
+// and nothing is allocated.
 func Correct(dst, z, w []float32, d int) error {
 	if d <= 0 {
 		return fmt.Errorf("correct: invalid feature dimension %d", d)
@@ -29,17 +31,18 @@ func Correct(dst, z, w []float32, d int) error {
 		return err
 	}
 	wm := blas32.General{Rows: d, Cols: d, Stride: d, Data: w}
-	if gemmBatch && rows > 1 {
+	if gemmFor(rows, d) {
 		// One GEMM for the whole batch, dst = z Wᵀ, with a tuned BLAS
 		// (the backend in use, see UseBackend).
 		blas32.Gemm(blas.NoTrans, blas.Trans, 1, blas32.General{Rows: rows, Cols: d, Stride: d, Data: z}, wm, 0,
 			blas32.General{Rows: rows, Cols: d, Stride: d, Data: dst})
 		return nil
 	}
-	// One matrix-vector product per row. With gonum's pure-Go kernels this
-	// is faster than a single Sgemm over the batch on one core (about 35 µs
-	// against 53 µs per row at D = 512, gonum v0.17), and unlike Sgemm,
-	// which fans out to goroutines, it does not allocate. Parallelism comes
+	// One matrix-vector product per row: for the small batches gemmFor
+	// leaves to it, and always with gonum's pure-Go kernels, where this is
+	// faster than a single Sgemm over the batch on one core (about 35 µs
+	// against 53 µs per row at D = 512, gonum v0.17) and, unlike Sgemm,
+	// which fans out to goroutines, does not allocate. Parallelism comes
 	// from the sidecar serving requests concurrently.
 	for r := 0; r < rows; r++ {
 		x := blas32.Vector{N: d, Inc: 1, Data: z[r*d : r*d+d]}
@@ -47,6 +50,31 @@ func Correct(dst, z, w []float32, d int) error {
 		blas32.Gemv(blas.NoTrans, 1, wm, x, 0, y)
 	}
 	return nil
+}
+
+// A GEMM packs W into its blocked layout on every call, which for a W that
+// does not stay in a core's L2 cache reads and writes it once more than the
+// rows' GEMVs, which read it straight (the first from memory, the others
+// mostly from cache): below gemmMinRows rows, one GEMV per row is faster.
+// Measured with OpenBLAS 0.3.21 on AMD EPYC (Zen 4, 1 MiB of L2 per core),
+// one core, BenchmarkGemmOrGemv (bench/README.md, "The react step inside
+// Triton, profiled"), GEMM against GEMVs, W in cache / in memory: D = 768,
+// 2 rows 157/36 and 193/77 µs, 4 rows 178/74 and 233/145, 6 rows 187/127
+// and 238/180, 16 rows 221/370 and 285/342; D = 512, 4 rows 72/30 and
+// 139/92. At 8 and 12 rows the GEMVs were ahead in that run and behind in
+// a noisier one; by 16 the GEMM wins everywhere. With a smaller W (D = 256)
+// the GEMM is as fast or faster from 2 rows.
+const (
+	gemmMinRows  = 8
+	gemvMinBytes = 1 << 20
+)
+
+// gemmFor reports whether Correct multiplies a batch of rows rows by a d×d
+// W with one GEMM, rather than one GEMV per row: with a backend whose GEMM
+// is tuned (gemmBatch), for more than one row, and for fewer than
+// gemmMinRows only while W (4·d² bytes) is under gemvMinBytes.
+func gemmFor(rows, d int) bool {
+	return gemmBatch && rows > 1 && (rows >= gemmMinRows || 4*d*d < gemvMinBytes)
 }
 
 // CheckBatch checks a batch to correct and its destination, as Correct

@@ -4,16 +4,21 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/mat"
 )
 
 // TestCorrect compares Correct with a float64 matrix-vector product per row.
 func TestCorrect(t *testing.T) {
 	rng := rand.New(rand.NewPCG(50, 1))
-	for _, tc := range []struct{ b, d int }{{1, 1}, {1, 7}, {3, 7}, {64, 33}, {5, 128}} {
+	// D = 512: W is 1 MiB, so a batch of 7 rows is GEMVs and of 8 one
+	// GEMM with OpenBLAS (gemmFor).
+	for _, tc := range []struct{ b, d int }{{1, 1}, {1, 7}, {3, 7}, {64, 33}, {5, 128}, {7, 512}, {8, 512}} {
 		w := mat.NewDense(tc.d, tc.d, nil)
 		for i := 0; i < tc.d; i++ {
 			for j := 0; j < tc.d; j++ {
@@ -45,6 +50,76 @@ func TestCorrect(t *testing.T) {
 					t.Fatalf("B=%d D=%d row %d [%d]: got %v, want %v", tc.b, tc.d, r, i, got, want)
 				}
 			}
+		}
+	}
+}
+
+// TestGemmFor checks when Correct multiplies a batch with one GEMM: never
+// with a backend whose GEMM is not tuned, never for one row, and for a W
+// of 1 MiB or more (D ≥ 512) only from 8 rows.
+func TestGemmFor(t *testing.T) {
+	defer func(old bool) { gemmBatch = old }(gemmBatch)
+	for _, tc := range []struct {
+		tuned   bool
+		rows, d int
+		want    bool
+	}{
+		{false, 64, 768, false},
+		{false, 2, 64, false},
+		{true, 1, 64, false},
+		{true, 1, 768, false},
+		{true, 2, 64, true},
+		{true, 7, 511, true},
+		{true, 2, 512, false}, // W 1 MiB
+		{true, 7, 768, false},
+		{true, 8, 512, true},
+		{true, 8, 768, true},
+		{true, 64, 1280, true},
+	} {
+		gemmBatch = tc.tuned
+		if got := gemmFor(tc.rows, tc.d); got != tc.want {
+			t.Errorf("tuned GEMM %v, %d rows, D=%d: gemmFor = %v, want %v", tc.tuned, tc.rows, tc.d, got, tc.want)
+		}
+	}
+}
+
+// TestCorrectFollowsGemmFor: Correct multiplies a batch the way gemmFor
+// says, which shows in the bits: its rows equal, bit for bit, either one
+// GEMM over the batch or one GEMV per row, whose sums run in different
+// orders (with OpenBLAS; the pure-Go backend always takes the GEMVs).
+func TestCorrectFollowsGemmFor(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 2))
+	for _, tc := range []struct{ rows, d int }{{7, 512}, {8, 512}, {4, 256}, {3, 600}} {
+		w := make([]float32, tc.d*tc.d)
+		z := make([]float32, tc.rows*tc.d)
+		for i := range w {
+			w[i] = float32(rng.NormFloat64())
+		}
+		for i := range z {
+			z[i] = float32(rng.NormFloat64())
+		}
+		wm := blas32.General{Rows: tc.d, Cols: tc.d, Stride: tc.d, Data: w}
+		gemm := make([]float32, len(z))
+		blas32.Gemm(blas.NoTrans, blas.Trans, 1, blas32.General{Rows: tc.rows, Cols: tc.d, Stride: tc.d, Data: z}, wm, 0,
+			blas32.General{Rows: tc.rows, Cols: tc.d, Stride: tc.d, Data: gemm})
+		gemv := make([]float32, len(z))
+		for r := 0; r < tc.rows; r++ {
+			blas32.Gemv(blas.NoTrans, 1, wm, blas32.Vector{N: tc.d, Inc: 1, Data: z[r*tc.d : (r+1)*tc.d]}, 0,
+				blas32.Vector{N: tc.d, Inc: 1, Data: gemv[r*tc.d : (r+1)*tc.d]})
+		}
+		if slices.Equal(gemm, gemv) {
+			t.Fatalf("%d rows, D=%d: the GEMM and the GEMVs agree to the bit; the test cannot tell them apart", tc.rows, tc.d)
+		}
+		want, path := gemv, "GEMVs"
+		if gemmFor(tc.rows, tc.d) {
+			want, path = gemm, "one GEMM"
+		}
+		got := make([]float32, len(z))
+		if err := Correct(got, z, w, tc.d); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%d rows, D=%d: Correct's rows are not those of %s, which gemmFor picks", tc.rows, tc.d, path)
 		}
 	}
 }
