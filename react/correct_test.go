@@ -124,6 +124,79 @@ func TestCorrectFollowsGemmFor(t *testing.T) {
 	}
 }
 
+// TestCorrectPaths runs both of Correct's paths (one GEMM for the batch,
+// one GEMV per row) on the backend in use, for every batch of 1 to 9 rows
+// (gemmMinRows is 8), with W just under and just at gemvMinBytes
+// (D = 511, 512), and checks each
+// value against a float64 product of the same float32 inputs: within the
+// float32 error bound of a dot product of D terms, γ(D+1)·Σ|w z|, and the
+// relative row error within TestPrecision's documented 1e-6. z and dst are
+// windows of larger buffers: the values around z are NaN (a path that read
+// them would spread NaN), those around dst a sentinel that must stay, and
+// dst starts as NaN (a path that read it, beta ≠ 0, would keep NaN), as
+// the uninitialised output memory the server gives may hold.
+func TestCorrectPaths(t *testing.T) {
+	defer func(old bool) { gemmBatch = old }(gemmBatch)
+	const pad, sentinel = 7, float32(-12345.5)
+	nan := float32(math.NaN())
+	u := math.Ldexp(1, -24) // float32's unit roundoff
+	rng := rand.New(rand.NewPCG(51, 3))
+	for _, d := range []int{511, 512} {
+		w := make([]float32, d*d)
+		for i := range w {
+			w[i] = float32(rng.NormFloat64())
+		}
+		gamma := float64(d+1) * u / (1 - float64(d+1)*u)
+		for rows := 1; rows <= 9; rows++ {
+			n := rows * d
+			zbuf, dbuf := make([]float32, n+2*pad), make([]float32, n+2*pad)
+			for i := range zbuf {
+				zbuf[i], dbuf[i] = nan, sentinel
+			}
+			z, dst := zbuf[pad:pad+n], dbuf[pad:pad+n]
+			for i := range z {
+				z[i] = float32(rng.NormFloat64())
+			}
+			for _, tuned := range []bool{false, true} {
+				gemmBatch = tuned
+				path := map[bool]string{false: "GEMV per row", true: "GEMM"}[gemmFor(rows, d)]
+				for i := range dst {
+					dst[i] = nan
+				}
+				if err := Correct(dst, z, w, d); err != nil {
+					t.Fatal(err)
+				}
+				for i := range dbuf {
+					if (i < pad || i >= pad+n) && dbuf[i] != sentinel {
+						t.Fatalf("D=%d, %d rows, %s: wrote %v at %d outside dst", d, rows, path, dbuf[i], i-pad)
+					}
+				}
+				for r := 0; r < rows; r++ {
+					num, den := 0.0, 0.0
+					for i := 0; i < d; i++ {
+						want, scale := 0.0, 0.0
+						for j := 0; j < d; j++ {
+							x := float64(w[i*d+j]) * float64(z[r*d+j])
+							want += x
+							scale += math.Abs(x)
+						}
+						got := float64(dst[r*d+i])
+						if e := math.Abs(got - want); !(e <= gamma*scale) {
+							t.Fatalf("D=%d, %d rows, %s: row %d [%d] = %v, want %v (error %.3g over the bound %.3g)",
+								d, rows, path, r, i, got, want, e, gamma*scale)
+						}
+						num += (got - want) * (got - want)
+						den += want * want
+					}
+					if e := math.Sqrt(num / den); e > 1e-6 {
+						t.Errorf("D=%d, %d rows, %s: row %d relative error %.3g, want ≤ 1e-6", d, rows, path, r, e)
+					}
+				}
+			}
+		}
+	}
+}
+
 func TestCorrectErrors(t *testing.T) {
 	w := make([]float32, 9)
 	z := make([]float32, 6)
@@ -154,13 +227,15 @@ func TestCorrectErrors(t *testing.T) {
 	}
 }
 
+// TestCorrectAllocs: Correct allocates nothing, on either backend; with
+// the pure-Go one that takes keeping off gonum's Sgemm, which fans a batch
+// this large out to goroutines.
 func TestCorrectAllocs(t *testing.T) {
-	const d = 64
-	w := make([]float32, d*d)
-	for _, b := range []int{1, 8} {
-		z, dst := make([]float32, b*d), make([]float32, b*d)
-		if n := testing.AllocsPerRun(10, func() { _ = Correct(dst, z, w, d) }); n != 0 {
-			t.Errorf("B=%d: Correct allocates %v times per call", b, n)
+	for _, tc := range []struct{ b, d int }{{1, 64}, {8, 64}, {256, 256}} {
+		w := make([]float32, tc.d*tc.d)
+		z, dst := make([]float32, tc.b*tc.d), make([]float32, tc.b*tc.d)
+		if n := testing.AllocsPerRun(5, func() { _ = Correct(dst, z, w, tc.d) }); n != 0 {
+			t.Errorf("B=%d D=%d: Correct allocates %v times per call", tc.b, tc.d, n)
 		}
 	}
 }

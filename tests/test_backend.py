@@ -246,6 +246,64 @@ def test_mixed_batch_gives_each_request_its_own_answer(own):
     client.unload_model("react_batched")
 
 
+def test_batches_of_changing_size_leave_nothing_behind(own):
+    """The instance reuses its per-request state from one execution to the
+    next (backend/execute.go): batches of 6, 5, 2, 6, 1 and 6 requests, with
+    a request that fails as it is read (an integer react-preference) and one
+    that fails in the batch (an unknown task) at places good requests take
+    in the next batches, each give every request its own answer (checked
+    against W_p from calibrate solve, in float64), its own echoed
+    preference, and an error only where its own request is bad."""
+    server, client = own
+    client.load_model("react_resize", config=_react_config("react_resize", delay_us=500_000),
+                      files={"file:1/components.safetensors": COMPONENTS.read_bytes()})
+    good = [("fashion=1", "fashion=1"), ("digits=1,mnist=1", "mnist=0.5,digits=0.5"), (None, "none"),
+            ("greek=1", "greek=1"), ("letters=3,fashion=1", "fashion=0.25,letters=0.75"), ("mnist=1", "mnist=1")]
+    bad = ("fashion=2,bogus=1", 'unknown task "bogus"')
+    bad_read = (5, "must be a string")
+    rounds = [good, [good[0], good[1], good[2], bad_read, good[4]], [good[3], bad], good, [good[5]],
+              [good[3], good[4], good[5], good[0], good[1], bad]]
+    wps = {}
+    rng = np.random.default_rng(11)
+    for n, cases in enumerate(rounds):
+        zs = [rng.standard_normal((1, D)).astype(np.float32) for _ in cases]
+        results, done = [None] * len(cases), threading.Semaphore(0)
+
+        def callback(i, results=results, done=done):
+            def cb(result, error):
+                results[i] = (result, error)
+                done.release()
+            return cb
+
+        for i, ((pref, _), z) in enumerate(zip(cases, zs)):
+            inp = grpcclient.InferInput("feature", list(z.shape), "FP32")
+            inp.set_data_from_numpy(z)
+            client.async_infer("react_resize", [inp], callback(i),
+                               parameters={"react-preference": pref} if pref else None)
+        for _ in cases:
+            assert done.acquire(timeout=60)
+        for i, ((pref, text), z, (result, error)) in enumerate(zip(cases, zs, results)):
+            what = f"round {n} ({len(cases)} requests), request {i}, {pref}"
+            if (pref, text) in (bad, bad_read):
+                assert error is not None and "INVALID_ARGUMENT" in str(error.status()), what
+                assert text in error.message(), what
+                continue
+            assert error is None, f"{what}: {error}"
+            got = result.as_numpy("corrected")
+            if pref is None:
+                np.testing.assert_array_equal(got, z, err_msg=what)
+            else:
+                if pref not in wps:
+                    wps[pref] = solve_wp(str(COMPONENTS), pref).astype(np.float64)
+                assert_close(got, z.astype(np.float64) @ wps[pref].T, rel=1e-5, what=what)
+            assert result.get_response().parameters["react-preference"].string_param == text, what
+    stats = client.get_inference_statistics("react_resize", as_json=True)["model_stats"][0]
+    batches = {int(b["batch_size"]): int(b["compute_infer"]["count"]) for b in stats["batch_stats"]}
+    # The request that failed as it was read does not count in its batch.
+    assert batches == {6: 3, 4: 1, 2: 1, 1: 1}, f"the rounds were not executed as one batch each: {batches}"
+    client.unload_model("react_resize")
+
+
 def test_corrupt_components_fail_the_load_and_nothing_else(own):
     server, client = own
     good = COMPONENTS.read_bytes()
