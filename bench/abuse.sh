@@ -76,6 +76,12 @@
 # budget + 100 MB in the flood; at most 100 ms of CPU per request after its
 # client left (the quiet periods).
 set -euo pipefail
+# Triton's Python stand-ins (the synth backbone and head) multiply with
+# numpy, whose OpenBLAS threads spin on sched_yield when idle and took about
+# 70 % of both cores in every window of the runs before this default
+# (bench/README.md, "fifth stop, second run"): one thread each, unless the
+# caller says.
+export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 cd "$(dirname "$0")/.."
 
 usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
