@@ -207,21 +207,7 @@ def test_mixed_batch_gives_each_request_its_own_answer(own):
     cases = [("fashion=1", "fashion=1"), ("digits=1,mnist=1", "mnist=0.5,digits=0.5"), (None, "none"),
              ("fashion=2,bogus=1", 'unknown task "bogus"'), ("fashion=1", "fashion=1")]
     zs = [rng.standard_normal((i + 1, D)).astype(np.float32) for i in range(len(cases))]
-    results, done = [None] * len(cases), threading.Semaphore(0)
-
-    def callback(i):
-        def cb(result, error):
-            results[i] = (result, error)
-            done.release()
-        return cb
-
-    for i, ((pref, _), z) in enumerate(zip(cases, zs)):
-        inp = grpcclient.InferInput("feature", list(z.shape), "FP32")
-        inp.set_data_from_numpy(z)
-        client.async_infer("react_batched", [inp], callback(i),
-                           parameters={"react-preference": pref} if pref else None)
-    for _ in cases:
-        assert done.acquire(timeout=60)
+    results = _infer_async(client, "react_batched", [pref for pref, _ in cases], zs)
     for (pref, text), z, (result, error) in zip(cases, zs, results):
         if "bogus" in (pref or ""):
             assert error is not None and "INVALID_ARGUMENT" in str(error.status()), error
@@ -246,6 +232,28 @@ def test_mixed_batch_gives_each_request_its_own_answer(own):
     client.unload_model("react_batched")
 
 
+def _infer_async(client, model, prefs, zs):
+    """Sends one request per feature in zs to model at once, each with its
+    react-preference parameter (none when None), so that Triton can batch
+    them; returns each one's (result, error) in order."""
+    results, done = [None] * len(zs), threading.Semaphore(0)
+
+    def callback(i):
+        def cb(result, error):
+            results[i] = (result, error)
+            done.release()
+        return cb
+
+    for i, (pref, z) in enumerate(zip(prefs, zs)):
+        inp = grpcclient.InferInput("feature", list(z.shape), "FP32")
+        inp.set_data_from_numpy(z)
+        client.async_infer(model, [inp], callback(i),
+                           parameters={"react-preference": pref} if pref is not None else None)
+    for _ in zs:
+        assert done.acquire(timeout=60)
+    return results
+
+
 def test_batches_of_changing_size_leave_nothing_behind(own):
     """The instance reuses its per-request state from one execution to the
     next (backend/execute.go): batches of 6, 5, 2, 6, 1 and 6 requests, with
@@ -267,21 +275,7 @@ def test_batches_of_changing_size_leave_nothing_behind(own):
     rng = np.random.default_rng(11)
     for n, cases in enumerate(rounds):
         zs = [rng.standard_normal((1, D)).astype(np.float32) for _ in cases]
-        results, done = [None] * len(cases), threading.Semaphore(0)
-
-        def callback(i, results=results, done=done):
-            def cb(result, error):
-                results[i] = (result, error)
-                done.release()
-            return cb
-
-        for i, ((pref, _), z) in enumerate(zip(cases, zs)):
-            inp = grpcclient.InferInput("feature", list(z.shape), "FP32")
-            inp.set_data_from_numpy(z)
-            client.async_infer("react_resize", [inp], callback(i),
-                               parameters={"react-preference": pref} if pref else None)
-        for _ in cases:
-            assert done.acquire(timeout=60)
+        results = _infer_async(client, "react_resize", [pref for pref, _ in cases], zs)
         for i, ((pref, text), z, (result, error)) in enumerate(zip(cases, zs, results)):
             what = f"round {n} ({len(cases)} requests), request {i}, {pref}"
             if (pref, text) in (bad, bad_read):
