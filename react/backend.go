@@ -2,6 +2,7 @@ package react
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -55,6 +56,8 @@ type backend struct {
 	// setThreads bounds the threads the backend's routines may use; nil
 	// when the backend runs on the calling goroutine only.
 	setThreads func(n int)
+	// threads reports the threads one call may use now; nil for one.
+	threads func() int
 	// accelerator, for a device backend (its BLAS fields are nil, the
 	// best CPU backend's are used), opens the device: once per process,
 	// with an error that says why not.
@@ -69,6 +72,8 @@ var (
 	current   = BackendGo
 	gemmBatch = false
 	gemmSolve = false
+	// blasThreads is the CPU backend's threads, nil for one.
+	blasThreads func() int
 	// accel is the device in use (BackendCUDA), nil on the CPU; fallback
 	// says why BackendAuto did not pick the device it was built with.
 	accel    Accelerator
@@ -169,7 +174,7 @@ func UseBackend(name string) (string, error) {
 	blas32.Use(cpu.blas32)
 	blas64.Use(cpu.blas64)
 	lapack64.Use(cpu.lapack)
-	current, gemmBatch, gemmSolve, accel = name, cpu.gemmCorrect, cpu.gemmSolve, dev
+	current, gemmBatch, gemmSolve, blasThreads, accel = name, cpu.gemmCorrect, cpu.gemmSolve, cpu.threads, dev
 	return name, nil
 }
 
@@ -227,6 +232,17 @@ func SetBackendThreads(n int) {
 	if n > 0 && b.setThreads != nil {
 		b.setThreads(n)
 	}
+}
+
+// solveWorkers is how many goroutines the triangular solves of a W_p split
+// its rows over: GOMAXPROCS divided by the threads each backend call may
+// start (SetBackendThreads), so that together they never ask for more.
+func solveWorkers() int {
+	n := 1
+	if blasThreads != nil {
+		n = max(1, blasThreads())
+	}
+	return max(1, runtime.GOMAXPROCS(0)/n)
 }
 
 // ParseBackend checks a backend name given in a flag or a configuration:

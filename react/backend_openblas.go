@@ -4,6 +4,7 @@ package react
 
 // #cgo LDFLAGS: -lopenblas -llapacke
 // void openblas_set_num_threads(int num_threads);
+// int openblas_get_num_threads(void);
 import "C"
 
 import (
@@ -24,6 +25,7 @@ func init() {
 		gemmCorrect: true,
 		gemmSolve:   true,
 		setThreads:  func(n int) { C.openblas_set_num_threads(C.int(n)) },
+		threads:     func() int { return int(C.openblas_get_num_threads()) },
 	})
 }
 

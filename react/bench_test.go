@@ -283,12 +283,14 @@ func BenchmarkPeak(b *testing.B) {
 // BenchmarkSolveSteps times each step of W_p = A_p C_p⁻¹ at T = 8 tasks on
 // the backend in use with one thread, and the formulations of the last
 // step side by side, with a DGEMM of the same size as the peer: "sums" (A_p
-// and C_p from the tasks' statistics), "potrf", "pocon", then W_p from U
-// by two triangular solves ("trsm×2", what SolveInto does), by U⁻¹ and two
-// triangular products ("trtri+trmm×2"), or by C_p⁻¹ and a symmetric product
-// ("potri+symm"). Flop counts: D³/3 for potrf, 2D³ for trsm×2 and
-// trtri+trmm×2 (D³/3 more for trtri), 2D³/3 + 2D³ for potri+symm, 2D³ for
-// the DGEMM.
+// and C_p from the tasks' statistics), "potrf", "pocon", then W_p from U by
+// two triangular solves ("trsm×2"), blocked into GEMMs and solves with the
+// diagonal blocks ("blocked-trsm"), blocked into GEMMs and products with
+// the diagonal blocks' inverses ("blocked-inverted", what SolveInto does
+// with OpenBLAS), by U⁻¹ and two triangular products ("trtri+trmm×2"), or
+// by C_p⁻¹ and a symmetric product ("potri+symm"). Flop counts: D³/3 for
+// potrf, 2D³ for the triangular solves and trtri+trmm×2 (D³/3 more for
+// trtri), 2D³/3 + 2D³ for potri+symm, 2D³ for the DGEMM.
 func BenchmarkSolveSteps(b *testing.B) {
 	SetBackendThreads(1)
 	for _, d := range []int{256, 512, 768} {
@@ -353,6 +355,13 @@ func BenchmarkSolveSteps(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				copy(w.Data, ap.Data)
 				linalg.CholSolveRight(u, w, true)
+			}
+			flops(b, 2*fd*fd*fd)
+		})
+		b.Run(name("blocked-inverted"), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				copy(w.Data, ap.Data)
+				linalg.SolveRows(u, w, true, 1)
 			}
 			flops(b, 2*fd*fd*fd)
 		})

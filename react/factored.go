@@ -54,10 +54,10 @@ func (f *Factored) triangular() blas64.Triangular {
 
 // Form returns W_p = A_p C_p⁻¹ as a new D×D matrix: A_p copied, then the two
 // triangular solves of W_p UᵀU = A_p (in parallel over blocks of rows when
-// GOMAXPROCS allows), as SolveInto does.
+// GOMAXPROCS and the backend's threads allow), as SolveInto does.
 func (f *Factored) Form() *mat.Dense {
 	w := mat.NewDense(f.d, f.d, append([]float64(nil), f.ap...))
-	linalg.SolveRows(f.triangular(), w.RawMatrix(), gemmSolve)
+	linalg.SolveRows(f.triangular(), w.RawMatrix(), gemmSolve, solveWorkers())
 	return w
 }
 
@@ -102,7 +102,7 @@ func (f *Factored) Correct(dst, z []float32, sc *FactoredScratch) error {
 		}
 	} else {
 		m := blas64.General{Rows: rows, Cols: d, Stride: d, Data: sc.m}
-		linalg.SolveRows(f.triangular(), m, gemmSolve)
+		linalg.SolveRows(f.triangular(), m, gemmSolve, solveWorkers())
 		blas64.Gemm(blas.NoTrans, blas.Trans, 1, m, ap, 0, blas64.General{Rows: rows, Cols: d, Stride: d, Data: sc.out})
 	}
 	for i, v := range sc.out {

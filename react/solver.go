@@ -383,7 +383,7 @@ func (s *Solver) solveWeights(dst *mat.Dense, ws *workspace, p Preference, singl
 	if err != nil {
 		return st, err
 	}
-	linalg.SolveRows(u, out, gemmSolve)
+	linalg.SolveRows(u, out, gemmSolve, solveWorkers())
 	return st, nil
 }
 

@@ -4,4 +4,5 @@ package linalg
 const (
 	TrsmBlock        = trsmBlock
 	MinRowsPerWorker = minRowsPerWorker
+	InvertRows       = invertRows
 )

@@ -39,7 +39,9 @@ type Budget struct {
 	Cache int64
 	// Solves are the solves of new preferences at once
 	// (admission.max_concurrent_solves), 24·D² each (the factored form and
-	// the working copy of C_p), and one formation of W_p, 12·D².
+	// the working copy of C_p), and one formation of W_p, 12·D² and the
+	// inverses of its factor's diagonal blocks, 1 KiB·D (128 columns of
+	// float64).
 	Solves int64
 	// Bodies are the request bodies held at once: limits.max_inflight_bytes
 	// and the eighth kept for small requests, twice (a body as read, and
@@ -93,7 +95,7 @@ func BudgetOf(c *config.Config, shapes map[string]Shape, cores int) Budget {
 	}
 	m := Budget{Runtime: int64(RuntimeReserve), Bodies: 2 * (int64(c.Limits.MaxInflightBytes) + int64(c.Limits.MaxInflightBytes)/8)}
 	files := map[string]bool{}
-	var widest int64
+	var widest, widestD int64
 	for _, comp := range c.Components {
 		m.Cache += int64(c.Cache.MaxBytes)
 		s, ok := shapes[comp.Name]
@@ -101,14 +103,14 @@ func BudgetOf(c *config.Config, shapes map[string]Shape, cores int) Budget {
 			continue
 		}
 		d2 := int64(s.D) * int64(s.D)
-		widest = max(widest, d2)
+		widest, widestD = max(widest, d2), max(widestD, int64(s.D))
 		if !files[comp.Path] {
 			files[comp.Path] = true
 			m.Statistics += 32 * d2 * int64(s.Tasks)
 		}
 		m.Pinned += 4 * d2 * int64(pinnedCount(c, comp))
 	}
-	m.Solves = solvers*24*widest + 12*widest
+	m.Solves = solvers*24*widest + 12*widest + 1024*widestD
 	if c.Sampling.Enabled {
 		m.Sampling = 104 * widest * int64(len(c.Sampling.Tasks))
 	}

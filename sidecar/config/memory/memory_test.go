@@ -24,12 +24,12 @@ func TestBudgetOf(t *testing.T) {
 	const d = 1000
 	got := memory.BudgetOf(c, map[string]memory.Shape{"a": {D: d, Tasks: 5}, "b": {D: d, Tasks: 5}}, 8)
 	want := memory.Budget{
-		Statistics: 32 * d * d * 5,          // one file
-		Pinned:     4 * d * d * (1 + 1 + 2), // a: default, preset, two arms; b: none
-		Cache:      2 * 100 << 20,           // one per entry
-		Solves:     4*24*d*d + 12*d*d,       // half of 8 cores, and one formation
-		Bodies:     2 * (64<<20 + 64<<20/8), // as read and converted, with the eighth
-		Feedback:   400 * 100_000,           // the default window: an experiment is configured
+		Statistics: 32 * d * d * 5,             // one file
+		Pinned:     4 * d * d * (1 + 1 + 2),    // a: default, preset, two arms; b: none
+		Cache:      2 * 100 << 20,              // one per entry
+		Solves:     4*24*d*d + 12*d*d + 1024*d, // half of 8 cores, and one formation
+		Bodies:     2 * (64<<20 + 64<<20/8),    // as read and converted, with the eighth
+		Feedback:   400 * 100_000,              // the default window: an experiment is configured
 		Runtime:    int64(memory.RuntimeReserve),
 	}
 	if got != want {
@@ -39,7 +39,7 @@ func TestBudgetOf(t *testing.T) {
 		t.Errorf("Total %d", got.Total())
 	}
 	c.Admission.MaxConcurrentSolves = 2
-	if s := memory.BudgetOf(c, map[string]memory.Shape{"a": {D: d, Tasks: 5}}, 8).Solves; s != 2*24*d*d+12*d*d {
+	if s := memory.BudgetOf(c, map[string]memory.Shape{"a": {D: d, Tasks: 5}}, 8).Solves; s != 2*24*d*d+12*d*d+1024*d {
 		t.Errorf("Solves with max_concurrent_solves 2: %d", s)
 	}
 	// Sampling: nothing while off, 104·D² per sampled task when on.
