@@ -5,6 +5,8 @@
 #   react          BenchmarkSolve (D = 512, 768; T = 8), BenchmarkFirstRequest
 #   backend/model  BenchmarkExecute, BenchmarkExecuteManyPreferences (copied
 #                  into the old tree when it lacks it)
+# and the react benchmarks again on two cores (GOMAXPROCS=2), OpenBLAS at
+# one thread a call (solve-2x1-*.txt) and at two (solve-2x2-*.txt),
 # then the solve's steps and the two Cholesky factorisations, new only.
 #
 #   bench/cpu-before-after.sh OLDREV [OUTDIR]     (default .cache/bench/cpu)
@@ -45,6 +47,10 @@ for r in 1 2 3; do
 	for t in old new; do
 		(cd react && GOMAXPROCS=1 OPENBLAS_NUM_THREADS=1 "$out/react-$t.test" -test.run '^$' \
 			-test.bench 'BenchmarkSolve$/D=(512|768)/T=8|BenchmarkFirstRequest' -test.benchtime 10x) >>"$out/solve-$t.txt"
+		for ob in 1 2; do
+			(cd react && GOMAXPROCS=2 OPENBLAS_NUM_THREADS=$ob "$out/react-$t.test" -test.run '^$' \
+				-test.bench 'BenchmarkSolve$/D=(512|768)/T=8|BenchmarkFirstRequest/D=(512|768)/T=8/bounded' -test.benchtime 10x) >>"$out/solve-2x$ob-$t.txt"
+		done
 		(cd react && GOMAXPROCS=1 "$out/reactgo-$t.test" -test.run '^$' -test.bench 'BenchmarkSolve$/D=(512|768)/T=8' -test.benchtime 5x) >>"$out/solvego-$t.txt"
 		(cd backend/model && "$out/model-$t.test" -test.run '^$' -test.bench 'ExecuteManyPreferences|BenchmarkExecute$' -test.benchtime 2000x) >>"$out/model-$t.txt"
 	done
