@@ -72,7 +72,7 @@ func TestCacheSolveRate(t *testing.T) {
 			{0, "alice", "a", ""}, {0, "bob", "b", ""}, {0, "carol", "c", ShedSolveRate},
 			{0, "carol", "a", ""}, // cached
 			{1, "dave", "d", ""}, {1, "erin", "e", ShedSolveRate},
-			{3.5, "f", "f", ""}, {3.5, "g", "g", ""}, {3.5, "h", "h", ShedSolveRate},
+			{10, "f", "f", ""}, {10, "g", "g", ""}, {10, "h", "h", ShedSolveRate}, // 9 s: still 2
 		},
 		shed: map[string]int{ShedSolveRate: 3},
 	}, {
@@ -83,6 +83,13 @@ func TestCacheSolveRate(t *testing.T) {
 			{0.34, "d", "d", ""}, {0.34, "e", "e", ShedSolveRate},
 		},
 		shed: map[string]int{ShedSolveRate: 2},
+	}, {
+		name: "default burst: the rate's ceiling",
+		opt:  CacheOptions{SolveRate: 2.5},
+		script: []admission{
+			{0, "a", "a", ""}, {0, "b", "b", ""}, {0, "c", "c", ""}, {0, "d", "d", ShedSolveRate},
+		},
+		shed: map[string]int{ShedSolveRate: 1},
 	}, {
 		name: "default burst below one a second: one",
 		opt:  CacheOptions{SolveRate: 0.5},
