@@ -6,6 +6,8 @@
 #
 #   bench/abuse.sh [-d SECONDS] [--quiet SECONDS] [--out FILE]
 #
+# SOLVE_RATE (default 5: the rate that met issue 22's target in the sixth
+# stop, bench/README.md) is admission.solve_rate in flood-solverate.
 # Triton (tritonmodels' python backend) serves bench/models (synth_backbone
 # -> synth_head, D=768) and triton/testdata/repo's affine_fp32; the sidecar
 # serves the controllable model "synth" over the synthetic D=768 components
@@ -55,6 +57,10 @@
 #   flood-keyrate  the flood again, after a reload that sets
 #              admission.key_rate 5 (burst 10): the flood's clients share
 #              their peer's key, the well-behaved client has its own;
+#   flood-solverate  the flood again, after a reload that clears key_rate
+#              and sets admission.solve_rate $SOLVE_RATE (its default
+#              burst: one second's worth): one budget of new preferences
+#              for the whole sidecar, whatever the key;
 #   flood-presets  the flood again, after a reload that sets
 #              admission.presets_only: every new preference is refused
 #              (INVALID_ARGUMENT) before any solve, the well-behaved
@@ -82,6 +88,7 @@ set -euo pipefail
 # (bench/README.md, "fifth stop, second run"): one thread each, unless the
 # caller says.
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
+solve_rate=${SOLVE_RATE:-5}
 cd "$(dirname "$0")/.."
 
 usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit "${1:-2}"; }
@@ -123,7 +130,7 @@ budget_mib=$(sed -n 's/.*memory_budget="[^"]*total \([0-9]*\) MiB".*/\1/p' "$run
 [ -n "$budget_mib" ] || { echo "abuse: no memory budget in the sidecar's log" >&2; exit 1; }
 kill -TERM "$sidecar_pid"; wait "$sidecar_pid" || true
 abuse_start_sidecar GOMEMLIMIT="${budget_mib}MiB"
-echo "abuse: sidecar pid $sidecar_pid, memory budget $budget_mib MiB (GOMEMLIMIT), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+echo "abuse: sidecar pid $sidecar_pid, memory budget $budget_mib MiB (GOMEMLIMIT), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), admission.solve_rate $solve_rate in flood-solverate" >&2
 
 abuse_results
 
@@ -150,25 +157,34 @@ window flood-apart "flood -addr 127.0.0.1:$sc_grpc -model synth -input x:768 -co
 	"solves -components $components -rate 20 -seed 6"
 window deadlines "flood -addr 127.0.0.1:$sc_grpc -model synth -input x:768 -concurrency 16 -deadline 50ms -seed 2"
 
+# reload WHAT SED: edits the sidecar's configuration with the sed script
+# SED and reloads it (SIGHUP), as an operator would; WHAT names the change
+# when the reload does not happen.
+reloads() { curl -s "http://127.0.0.1:$sc_metrics/metrics" | sed -n 's/^react_config_reloads_total{result="success"} //p'; }
+reload() {
+	local before
+	before=$(reloads)
+	sed -i "$2" "$config"
+	kill -HUP "$sidecar_pid"
+	for _ in $(seq 100); do [ "$(reloads)" != "$before" ] && return 0; sleep 0.1; done
+	echo "abuse: the reload with $1 did not happen" >&2
+	exit 1
+}
+
 # The same flood with a per-key limit: the flood's clients send no key, so
 # they share their peer's (127.0.0.1), limited to 5 new preferences a
-# second; the well-behaved client has its own x-user-id. Applied by a
-# reload, as an operator would.
-reloads() { curl -s "http://127.0.0.1:$sc_metrics/metrics" | sed -n 's/^react_config_reloads_total{result="success"} //p'; }
-before=$(reloads)
-sed -i 's/^  key_header: x-user-id$/  key_header: x-user-id\n  key_rate: 5\n  key_burst: 10/' "$config"
-kill -HUP "$sidecar_pid"
-for _ in $(seq 100); do [ "$(reloads)" != "$before" ] && break; sleep 0.1; done
-[ "$(reloads)" != "$before" ] || { echo "abuse: the reload with admission.key_rate did not happen" >&2; exit 1; }
+# second; the well-behaved client has its own x-user-id.
+reload admission.key_rate 's/^  key_header: x-user-id$/  key_header: x-user-id\n  key_rate: 5\n  key_burst: 10/'
 window flood-keyrate "flood -addr 127.0.0.1:$sc_grpc -model synth -input x:768 -concurrency 8 -seed 3"
+
+# The same flood with one limit for the whole sidecar instead: key_rate
+# cleared, at most $solve_rate new preferences a second whatever their key.
+reload admission.solve_rate "/^  key_rate: /d; /^  key_burst: /d; s/^  key_header: x-user-id\$/  key_header: x-user-id\n  solve_rate: $solve_rate/"
+window flood-solverate "flood -addr 127.0.0.1:$sc_grpc -model synth -input x:768 -concurrency 8 -seed 5"
 
 # Presets only: what an operator turns on when new preferences must cost
 # nothing. The well-behaved client's preference equals the preset "good".
-before=$(reloads)
-sed -i 's/^  key_header: x-user-id$/  key_header: x-user-id\n  presets_only: true/' "$config"
-kill -HUP "$sidecar_pid"
-for _ in $(seq 100); do [ "$(reloads)" != "$before" ] && break; sleep 0.1; done
-[ "$(reloads)" != "$before" ] || { echo "abuse: the reload with admission.presets_only did not happen" >&2; exit 1; }
+reload admission.presets_only 's/^  key_header: x-user-id$/  key_header: x-user-id\n  presets_only: true/'
 window flood-presets "flood -addr 127.0.0.1:$sc_grpc -model synth -input x:768 -concurrency 8 -seed 4"
 
 abuse_check_servers

@@ -32,7 +32,7 @@ REFERENCES = {"spin": "a nice-19 spinner alone", "membw": "a nice-19 memory stre
               "solves": "the flood's solves alone at nice 10",
               "flood-apart": "its requests and solves apart"}
 FLOOD_ONLY = ("solves", "flood-apart")
-SOLVED = ("flood", "deadlines", "flood-keyrate")
+SOLVED = ("flood", "deadlines", "flood-keyrate", "flood-solverate")
 
 
 def counter(samples, name):

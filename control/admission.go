@@ -28,29 +28,64 @@ func ClientKey(ctx context.Context) string {
 // seen least recently is forgotten (and starts again with a full bucket).
 const maxTrackedKeys = 8192
 
-// keyLimiter is a token bucket per client key: each key may start rate
-// solves a second, in bursts of up to burst. It is guarded by Cache.mu.
-type keyLimiter struct {
+// rateLimit is a token bucket's refill: rate tokens a second, up to burst.
+type rateLimit struct {
 	rate  float64
 	burst float64
-	lru   *list.List // of *bucket, most recent first
-	keys  map[string]*list.Element
 }
 
-// bucket is one key's tokens at a time.
+// newRateLimit is rate a second with bursts of burst; burst 0 is one
+// second of the rate (at least one token: a rate below 1/s with burst 0
+// admits one solve, then one every 1/rate seconds).
+func newRateLimit(rate float64, burst int) rateLimit {
+	if burst <= 0 {
+		burst = max(1, int(math.Ceil(rate)))
+	}
+	return rateLimit{rate: rate, burst: float64(burst)}
+}
+
+// bucket is the tokens of one token bucket at a time; keyLimiter's buckets
+// carry their key.
 type bucket struct {
 	key    string
 	tokens float64
 	at     time.Time
 }
 
-func newKeyLimiter(rate float64, burst int) *keyLimiter {
-	return &keyLimiter{rate: rate, burst: float64(burst), lru: list.New(), keys: make(map[string]*list.Element)}
+// fill adds to b the tokens of the time since its last fill, up to the
+// burst.
+func (r rateLimit) fill(b *bucket, now time.Time) {
+	if dt := now.Sub(b.at).Seconds(); dt > 0 {
+		b.tokens = math.Min(r.burst, b.tokens+dt*r.rate)
+		b.at = now
+	}
 }
 
-// allow takes a token of key's bucket at now, and reports whether there
-// was one.
-func (l *keyLimiter) allow(key string, now time.Time) bool {
+// takeTokens takes one token of each bucket, nil ones skipped, once
+// admit has checked that every bucket has one.
+func takeTokens(bs ...*bucket) {
+	for _, b := range bs {
+		if b != nil {
+			b.tokens--
+		}
+	}
+}
+
+// keyLimiter is a token bucket per client key: each key may start rate
+// solves a second, in bursts of up to burst. It is guarded by Cache.mu.
+type keyLimiter struct {
+	rateLimit
+	lru  *list.List // of *bucket, most recent first
+	keys map[string]*list.Element
+}
+
+func newKeyLimiter(rate float64, burst int) *keyLimiter {
+	return &keyLimiter{rateLimit: newRateLimit(rate, burst), lru: list.New(), keys: make(map[string]*list.Element)}
+}
+
+// bucket returns key's bucket filled to now, a full one for a key not
+// seen (or forgotten).
+func (l *keyLimiter) bucket(key string, now time.Time) *bucket {
 	el, ok := l.keys[key]
 	if !ok {
 		if l.lru.Len() >= maxTrackedKeys {
@@ -63,13 +98,27 @@ func (l *keyLimiter) allow(key string, now time.Time) bool {
 	}
 	l.lru.MoveToFront(el)
 	b := el.Value.(*bucket)
-	if dt := now.Sub(b.at).Seconds(); dt > 0 {
-		b.tokens = math.Min(l.burst, b.tokens+dt*l.rate)
-		b.at = now
-	}
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
+	l.fill(b, now)
+	return b
+}
+
+// solveLimiter is the one token bucket of the whole cache
+// (CacheOptions.SolveRate): every key, every partition, starts at most
+// rate solves a second between them, in bursts of up to burst. It is
+// guarded by Cache.mu.
+type solveLimiter struct {
+	rateLimit
+	b bucket
+}
+
+// newSolveLimiter returns a full bucket at now.
+func newSolveLimiter(rate float64, burst int, now time.Time) *solveLimiter {
+	r := newRateLimit(rate, burst)
+	return &solveLimiter{rateLimit: r, b: bucket{tokens: r.burst, at: now}}
+}
+
+// bucket returns the bucket filled to now.
+func (l *solveLimiter) bucket(now time.Time) *bucket {
+	l.fill(&l.b, now)
+	return &l.b
 }

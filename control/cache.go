@@ -67,6 +67,7 @@ type Observer interface {
 const (
 	ShedQueueFull = "queue_full" // the solvers are busy and the queue is full
 	ShedKeyRate   = "key_rate"   // the request's key solved its share
+	ShedSolveRate = "solve_rate" // the process solved its share, whatever the key
 )
 
 // CacheObserver is told about the cache's admission and evictions, for
@@ -74,7 +75,7 @@ const (
 // be called with the cache's lock held, and must not call the cache.
 type CacheObserver interface {
 	// Shed reports a request refused a solve, by reason (ShedQueueFull,
-	// ShedKeyRate).
+	// ShedKeyRate, ShedSolveRate).
 	Shed(partition, reason string)
 	// Cancelled reports a solve dropped before it ran because every
 	// request waiting for it had gone.
@@ -86,11 +87,12 @@ type CacheObserver interface {
 
 // OverloadError reports a request whose preference needs a solve that the
 // cache refused to start: the solvers are busy and the queue of pending
-// solves is full, or the request's key has used its share. The request may
-// be tried again after RetryAfter. Servers answer it with HTTP 429 and
+// solves is full, or the request's key has used its share, or every key
+// together has (CacheOptions.SolveRate). The request may be tried again
+// after RetryAfter. Servers answer it with HTTP 429 and
 // gRPC RESOURCE_EXHAUSTED.
 type OverloadError struct {
-	// Reason is ShedQueueFull or ShedKeyRate.
+	// Reason is ShedQueueFull, ShedKeyRate or ShedSolveRate.
 	Reason     string
 	RetryAfter time.Duration
 }
@@ -100,6 +102,8 @@ func (e *OverloadError) Error() string {
 	switch e.Reason {
 	case ShedKeyRate:
 		return "too many new preferences from this client: try again later, or use a preset"
+	case ShedSolveRate:
+		return "too many new preferences from all clients: try again later, or use a preset"
 	}
 	return "too many new preferences are waiting to be solved: try again later, or use a preset"
 }
@@ -125,6 +129,12 @@ type CacheOptions struct {
 	// per second, with bursts of KeyBurst; 0 means no bound.
 	KeyRate  float64
 	KeyBurst int
+	// SolveRate bounds the solves the whole cache starts per second,
+	// whatever the key and the partition, with bursts of SolveBurst (0:
+	// one second's worth, at least 1); 0 means no bound. A request is
+	// charged to it only once its key's rate (KeyRate) admits it.
+	SolveRate  float64
+	SolveBurst int
 	// RetryAfter is what an *OverloadError advises.
 	RetryAfter time.Duration
 	// Observer is told about sheds, cancellations and evictions; nil
@@ -160,6 +170,9 @@ type Cache struct {
 	pending int // solves waiting for a solver
 	running int // solves running
 	keys    *keyLimiter
+	solves  *solveLimiter
+	// now is the clock of the rate limits (time.Now; tests set it).
+	now func() time.Time
 }
 
 // NewCache returns a cache of at most size entries per partition (at
@@ -182,6 +195,7 @@ func NewCacheWith(opt CacheOptions) *Cache {
 		solving: make(chan struct{}, opt.MaxConcurrentSolves),
 		forming: make(chan struct{}, 1),
 		parts:   make(map[partKey]weak.Pointer[partition]),
+		now:     time.Now,
 	}
 	if c.obs == nil {
 		c.obs = nopCacheObserver{}
@@ -189,13 +203,16 @@ func NewCacheWith(opt CacheOptions) *Cache {
 	if opt.KeyRate > 0 {
 		c.keys = newKeyLimiter(opt.KeyRate, max(1, opt.KeyBurst))
 	}
+	if opt.SolveRate > 0 {
+		c.solves = newSolveLimiter(opt.SolveRate, opt.SolveBurst, c.now())
+	}
 	return c
 }
 
 // Reconfigure applies new options, as a reload does: the budgets at once
 // (evicting what no longer fits), the concurrency to the solves that start
-// from now on, the per-key rate with fresh buckets when it changed. A nil
-// Observer keeps the one in use.
+// from now on, the per-key rate and the cache's solve rate with fresh
+// (full) buckets when they changed. A nil Observer keeps the one in use.
 func (c *Cache) Reconfigure(opt CacheOptions) {
 	if opt.MaxConcurrentSolves <= 0 {
 		opt.MaxConcurrentSolves = max(1, runtime.GOMAXPROCS(0))
@@ -216,6 +233,12 @@ func (c *Cache) Reconfigure(opt CacheOptions) {
 		c.keys = nil
 		if opt.KeyRate > 0 {
 			c.keys = newKeyLimiter(opt.KeyRate, max(1, opt.KeyBurst))
+		}
+	}
+	if opt.SolveRate != old.SolveRate || opt.SolveBurst != old.SolveBurst {
+		c.solves = nil
+		if opt.SolveRate > 0 {
+			c.solves = newSolveLimiter(opt.SolveRate, opt.SolveBurst, c.now())
 		}
 	}
 	for _, wp := range c.parts {
@@ -297,15 +320,6 @@ func (c *Cache) Get(ctx context.Context, key Key, solve func(context.Context) (*
 	return c.get(ctx, c.partition(key.part(), ""), key.Preference, solve)
 }
 
-// get returns the matrix of pref in partition p, calling solve on a miss.
-// Concurrent misses on one key share one call of solve. A miss that starts
-// a solve is admitted first: it fails with an *OverloadError when the
-// solvers and the queue are full, or when the request's client key
-// (WithClientKey) has used its share. If ctx ends first, get returns ctx's
-// error; once every request waiting for a solve has gone, the solve's
-// context is cancelled: a solve still queued never starts, one running
-// sees it, and a result that comes anyway is kept. hit reports whether the
-// matrix was already held.
 // cached returns the matrix of pref when p holds it (marking it the most
 // recently used), or nil: get's hit, without a solve function to build.
 func (c *Cache) cached(p *partition, pref string) *Matrix {
@@ -314,6 +328,16 @@ func (c *Cache) cached(p *partition, pref string) *Matrix {
 	return p.lookup(pref)
 }
 
+// get returns the matrix of pref in partition p, calling solve on a miss.
+// Concurrent misses on one key share one call of solve. A miss that starts
+// a solve is admitted first: it fails with an *OverloadError when the
+// solvers and the queue are full, when the request's client key
+// (WithClientKey) has used its share, or when the cache has started
+// SolveRate's share of solves. If ctx ends first, get returns ctx's
+// error; once every request waiting for a solve has gone, the solve's
+// context is cancelled: a solve still queued never starts, one running
+// sees it, and a result that comes anyway is kept. hit reports whether the
+// matrix was already held.
 func (c *Cache) get(ctx context.Context, p *partition, pref string, solve func(context.Context) (*Matrix, error)) (m *Matrix, hit bool, err error) {
 	c.mu.Lock()
 	if m := p.lookup(pref); m != nil {
@@ -348,17 +372,35 @@ func (c *Cache) get(ctx context.Context, p *partition, pref string, solve func(c
 	}
 }
 
-// admit decides whether a new solve may start, with c.mu held.
+// admit decides whether a new solve may start, with c.mu held: the queue,
+// then the key's bucket, then the cache's. A solve admitted takes a token
+// of both buckets; one refused takes none, so that a key over its own
+// rate spends nothing of the rate every key shares.
 func (c *Cache) admit(ctx context.Context, p *partition) error {
 	if c.opt.MaxPendingSolves >= 0 && c.pending+c.running >= c.opt.MaxConcurrentSolves+c.opt.MaxPendingSolves {
-		c.obs.Shed(p.name, ShedQueueFull)
-		return &OverloadError{Reason: ShedQueueFull, RetryAfter: c.opt.RetryAfter}
+		return c.shed(p, ShedQueueFull)
 	}
-	if c.keys != nil && !c.keys.allow(ClientKey(ctx), time.Now()) {
-		c.obs.Shed(p.name, ShedKeyRate)
-		return &OverloadError{Reason: ShedKeyRate, RetryAfter: c.opt.RetryAfter}
+	var key, all *bucket
+	now := c.now()
+	if c.keys != nil {
+		if key = c.keys.bucket(ClientKey(ctx), now); key.tokens < 1 {
+			return c.shed(p, ShedKeyRate)
+		}
 	}
+	if c.solves != nil {
+		if all = c.solves.bucket(now); all.tokens < 1 {
+			return c.shed(p, ShedSolveRate)
+		}
+	}
+	takeTokens(key, all)
 	return nil
+}
+
+// shed reports a refusal of partition p's solve for reason, and returns
+// its error.
+func (c *Cache) shed(p *partition, reason string) error {
+	c.obs.Shed(p.name, reason)
+	return &OverloadError{Reason: reason, RetryAfter: c.opt.RetryAfter}
 }
 
 // run waits for a solver, solves, keeps the result and wakes the waiters.

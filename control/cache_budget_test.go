@@ -381,27 +381,27 @@ func TestKeyLimiterRefills(t *testing.T) {
 	l := newKeyLimiter(2, 3)
 	t0 := time.Unix(1000, 0)
 	for i := range 3 {
-		if !l.allow("k", t0) {
+		if !allow(l, "k", t0) {
 			t.Fatalf("token %d of the burst refused", i)
 		}
 	}
-	if l.allow("k", t0) {
+	if allow(l, "k", t0) {
 		t.Fatal("a fourth token at once")
 	}
-	if !l.allow("k", t0.Add(500*time.Millisecond)) || l.allow("k", t0.Add(500*time.Millisecond)) {
+	if !allow(l, "k", t0.Add(500*time.Millisecond)) || allow(l, "k", t0.Add(500*time.Millisecond)) {
 		t.Error("half a second at 2/s should give exactly one token")
 	}
 	long := t0.Add(time.Hour)
 	for i := range 3 {
-		if !l.allow("k", long) {
+		if !allow(l, "k", long) {
 			t.Fatalf("after an hour, token %d refused", i)
 		}
 	}
-	if l.allow("k", long) {
+	if allow(l, "k", long) {
 		t.Error("the bucket grew past its burst")
 	}
 	for i := range maxTrackedKeys {
-		l.allow(fmt.Sprint("other", i), long)
+		allow(l, fmt.Sprint("other", i), long)
 	}
 	if len(l.keys) != maxTrackedKeys || l.lru.Len() != maxTrackedKeys {
 		t.Errorf("%d keys tracked, want %d", len(l.keys), maxTrackedKeys)

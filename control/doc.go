@@ -28,8 +28,8 @@
 // pinned; any other preference goes through the Cache. The Cache keeps one
 // LRU per components file (with its β and normalisation), bounded in bytes,
 // so that a flood of new preferences on one model never evicts another's;
-// it admits new solves (a bounded queue, a rate per client key:
-// OverloadError beyond them), solves concurrent requests for one new
+// it admits new solves (a bounded queue, a rate per client key, a rate
+// for every key together: OverloadError beyond them), solves concurrent requests for one new
 // preference once, and cancels a solve once every request waiting for it
 // has gone. A profile may also serve presets only, or round request
 // preferences to a grid so that nearby ones share a W_p.

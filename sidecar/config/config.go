@@ -144,7 +144,7 @@ type Cache struct {
 }
 
 // Admission controls the solving of new preferences: a bounded queue, a
-// limit per client key, and the option to accept only preferences that
+// limit per client key, a limit for the whole process, and the option to accept only preferences that
 // need no solve, or to round them to a grid so that clients share W_p.
 type Admission struct {
 	// MaxPendingSolves bounds the new preferences waiting for a solver;
@@ -168,6 +168,14 @@ type Admission struct {
 	// second, with bursts of KeyBurst; 0 means no bound. Default 0.
 	KeyRate  float64 `yaml:"key_rate"`
 	KeyBurst int     `yaml:"key_burst"`
+	// SolveRate bounds the new preferences the process has solved, per
+	// second, whatever their key and model, with bursts of SolveBurst; 0
+	// means no bound. A request is charged to it only once its key's rate
+	// admits it. Default 0.
+	SolveRate float64 `yaml:"solve_rate"`
+	// SolveBurst is SolveRate's burst; 0 means one second of SolveRate
+	// (its ceiling), at least 1. Default 0.
+	SolveBurst int `yaml:"solve_burst"`
 	// PresetsOnly refuses preferences that would need a solve: only
 	// presets, experiment arms, the default, "none" and preferences equal
 	// to one of those are served. Default false.

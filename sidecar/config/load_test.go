@@ -92,7 +92,7 @@ func TestLoadGood(t *testing.T) {
 						MaxBatchSize: 32, MaxPreferenceLength: 256},
 					Cache: Cache{MaxBytes: 64 * MiB, Size: 7},
 					Admission: Admission{MaxPendingSolves: 5, MaxConcurrentSolves: 2, RetryAfter: 3 * time.Second, KeyHeader: "x-user-id",
-						KeyRate: 2.5, KeyBurst: 4, PresetsOnly: true, PreferenceGrid: 20},
+						KeyRate: 2.5, KeyBurst: 4, SolveRate: 7.5, SolveBurst: 9, PresetsOnly: true, PreferenceGrid: 20},
 					LinAlg: LinAlg{Backend: DefaultLinAlgBackend, Threads: DefaultLinAlgThreads},
 					Log:    Log{Level: "debug", Format: "json"},
 					Components: []Components{
@@ -486,6 +486,8 @@ func TestEnvEveryKey(t *testing.T) {
 		"admission.key_header":                        {"x-env", "x-env"},
 		"admission.key_rate":                          {"0.25", 0.25},
 		"admission.key_burst":                         {"15", 15},
+		"admission.solve_rate":                        {"12.5", 12.5},
+		"admission.solve_burst":                       {"17", 17},
 		"admission.presets_only":                      {"true", true},
 		"admission.preference_grid":                   {"16", 16},
 		"linalg.backend":                              {"go", "go"},
@@ -579,6 +581,8 @@ admission:
   key_header: x-file
   key_rate: 1
   key_burst: 1
+  solve_rate: 1
+  solve_burst: 1
   presets_only: false
   preference_grid: 1
 linalg:

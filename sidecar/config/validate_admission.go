@@ -33,6 +33,12 @@ func (c *Config) validateAdmission(p *problem.List) {
 	if a.KeyBurst < 1 {
 		p.Add("admission.key_burst", "must be at least 1, got %d", a.KeyBurst)
 	}
+	if a.SolveRate < 0 || math.IsNaN(a.SolveRate) || math.IsInf(a.SolveRate, 0) {
+		p.Add("admission.solve_rate", "must be 0 (no bound) or a positive number of new preferences per second, got %v", a.SolveRate)
+	}
+	if a.SolveBurst < 0 {
+		p.Add("admission.solve_burst", "must be 0 (one second of solve_rate) or positive, got %d", a.SolveBurst)
+	}
 	if a.PreferenceGrid < 0 || a.PreferenceGrid > MaxPreferenceGrid {
 		p.Add("admission.preference_grid", "must be 0 (off) or from 1 to %d, got %d", MaxPreferenceGrid, a.PreferenceGrid)
 	}

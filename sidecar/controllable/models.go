@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -104,7 +103,7 @@ func NewModels(cfg *config.Config, conn *grpc.ClientConn, m *metrics.Metrics, lo
 	if m != nil {
 		obs = m
 	}
-	cache := control.NewCacheWith(cacheOptions(cfg, obs))
+	cache := control.NewCacheWith(cfg.CacheOptions(obs))
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -143,25 +142,6 @@ func shapes(set *pipeline.Set) map[string]memory.Shape {
 		}
 	}
 	return out
-}
-
-// cacheOptions are the W_p cache's budgets and admission of cfg.
-// admission.max_concurrent_solves 0 is half the cores, at least one.
-func cacheOptions(cfg *config.Config, obs control.CacheObserver) control.CacheOptions {
-	solvers := cfg.Admission.MaxConcurrentSolves
-	if solvers == 0 {
-		solvers = max(1, runtime.GOMAXPROCS(0)/2)
-	}
-	return control.CacheOptions{
-		MaxBytes:            int64(cfg.Cache.MaxBytes),
-		MaxEntries:          cfg.Cache.Size,
-		MaxConcurrentSolves: solvers,
-		MaxPendingSolves:    cfg.Admission.MaxPendingSolves,
-		KeyRate:             cfg.Admission.KeyRate,
-		KeyBurst:            cfg.Admission.KeyBurst,
-		RetryAfter:          cfg.Admission.RetryAfter,
-		Observer:            obs,
-	}
 }
 
 // newState returns the state of cfg with set (nil while pending).
@@ -258,7 +238,7 @@ func (ms *Models) Reload(ctx context.Context, cfg *config.Config) error {
 	}
 	next.set = set
 	ms.log.Info("memory budget", "memory_budget", memory.BudgetOf(cfg, shapes(set), 0).String())
-	ms.cache.Reconfigure(cacheOptions(cfg, nil))
+	ms.cache.Reconfigure(cfg.CacheOptions(nil))
 	ms.budget.SetLimit(int64(cfg.Limits.MaxInflightBytes))
 	prev := ms.state.Swap(next)
 	ms.readers.forget()

@@ -89,10 +89,7 @@ func BudgetOf(c *config.Config, shapes map[string]Shape, cores int) Budget {
 	if cores <= 0 {
 		cores = runtime.GOMAXPROCS(0)
 	}
-	solvers := int64(c.Admission.MaxConcurrentSolves)
-	if solvers == 0 {
-		solvers = int64(max(1, cores/2))
-	}
+	solvers := int64(c.Admission.Solvers(cores))
 	m := Budget{Runtime: int64(RuntimeReserve), Bodies: 2 * (int64(c.Limits.MaxInflightBytes) + int64(c.Limits.MaxInflightBytes)/8)}
 	files := map[string]bool{}
 	var widest, widestD int64

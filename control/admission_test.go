@@ -1,0 +1,195 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"testing"
+	"time"
+)
+
+// allow takes a token of key's bucket at now, and reports whether there
+// was one: a keyLimiter alone, as admit uses it.
+func allow(l *keyLimiter, key string, now time.Time) bool {
+	b := l.bucket(key, now)
+	if b.tokens < 1 {
+		return false
+	}
+	takeTokens(b)
+	return true
+}
+
+// admission is one request of a scripted sequence: at seconds after the
+// start, client key asks for preference pref; want is "" (served) or the
+// reason it is shed.
+type admission struct {
+	at   float64
+	key  string
+	pref string
+	want string
+}
+
+// runAdmissions sends each request of script to cache on a clock that
+// reads the start plus its at, and checks the result. The start is read
+// after the cache was made, so that buckets made then are not in the
+// future of the script.
+func runAdmissions(t *testing.T, cache *Cache, script []admission) {
+	t.Helper()
+	start := time.Now()
+	solve := func(context.Context) (*Matrix, error) { return &Matrix{Key: "k", D: 1}, nil }
+	for i, a := range script {
+		at := start.Add(time.Duration(a.at * float64(time.Second)))
+		cache.mu.Lock()
+		cache.now = func() time.Time { return at }
+		cache.mu.Unlock()
+		_, _, err := cache.Get(WithClientKey(context.Background(), a.key), Key{Preference: a.pref}, solve)
+		var oe *OverloadError
+		switch {
+		case a.want == "" && err != nil:
+			t.Errorf("request %d (%+v): %v, want it served", i, a, err)
+		case a.want != "" && (!errors.As(err, &oe) || oe.Reason != a.want):
+			t.Errorf("request %d (%+v): %v, want shed for %s", i, a, err, a.want)
+		}
+	}
+}
+
+// TestCacheSolveRate: SolveRate is one bucket for every key: a key never
+// seen is refused once the others have used it; it refills at the rate up
+// to the burst (one second's worth by default); cached preferences cost
+// nothing; a request refused by its key's rate costs the shared bucket
+// nothing, and one refused by the shared bucket costs its key nothing.
+func TestCacheSolveRate(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		opt    CacheOptions
+		script []admission
+		shed   map[string]int
+	}{{
+		name: "shared across keys, refilled up to the burst",
+		opt:  CacheOptions{SolveRate: 1, SolveBurst: 2},
+		script: []admission{
+			{0, "alice", "a", ""}, {0, "bob", "b", ""}, {0, "carol", "c", ShedSolveRate},
+			{0, "carol", "a", ""}, // cached
+			{1, "dave", "d", ""}, {1, "erin", "e", ShedSolveRate},
+			{10, "f", "f", ""}, {10, "g", "g", ""}, {10, "h", "h", ShedSolveRate}, // 9 s: still 2
+		},
+		shed: map[string]int{ShedSolveRate: 3},
+	}, {
+		name: "default burst: one second of the rate",
+		opt:  CacheOptions{SolveRate: 3},
+		script: []admission{
+			{0, "a", "a", ""}, {0, "b", "b", ""}, {0, "c", "c", ""}, {0, "d", "d", ShedSolveRate},
+			{0.34, "d", "d", ""}, {0.34, "e", "e", ShedSolveRate},
+		},
+		shed: map[string]int{ShedSolveRate: 2},
+	}, {
+		name: "default burst: the rate's ceiling",
+		opt:  CacheOptions{SolveRate: 2.5},
+		script: []admission{
+			{0, "a", "a", ""}, {0, "b", "b", ""}, {0, "c", "c", ""}, {0, "d", "d", ShedSolveRate},
+		},
+		shed: map[string]int{ShedSolveRate: 1},
+	}, {
+		name: "default burst below one a second: one",
+		opt:  CacheOptions{SolveRate: 0.5},
+		script: []admission{
+			{0, "a", "a", ""}, {0, "b", "b", ShedSolveRate},
+			{1.9, "b", "b", ShedSolveRate}, {2, "b", "b", ""},
+		},
+		shed: map[string]int{ShedSolveRate: 2},
+	}, {
+		name: "with a key rate, a refusal costs the other bucket nothing",
+		opt:  CacheOptions{KeyRate: 0.001, KeyBurst: 1, SolveRate: 1, SolveBurst: 2},
+		script: []admission{
+			{0, "alice", "a", ""}, {0, "alice", "b", ShedKeyRate},
+			{0, "bob", "c", ""}, {0, "carol", "d", ShedSolveRate},
+			{1, "carol", "d", ""}, {1, "alice", "e", ShedKeyRate},
+		},
+		shed: map[string]int{ShedKeyRate: 2, ShedSolveRate: 1},
+	}, {
+		name:   "no bound",
+		opt:    CacheOptions{},
+		script: []admission{{0, "a", "a", ""}, {0, "a", "b", ""}, {0, "a", "c", ""}, {0, "a", "d", ""}},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := &recordingCacheObserver{}
+			tc.opt.MaxPendingSolves, tc.opt.Observer = -1, obs
+			cache := NewCacheWith(tc.opt)
+			runAdmissions(t, cache, tc.script)
+			if shed, _, _ := obs.counts(); !maps.Equal(shed, tc.shed) {
+				t.Errorf("sheds %v, want %v", shed, tc.shed)
+			}
+		})
+	}
+}
+
+// TestCacheSolveRateSharedConcurrently: many keys at once, each with a
+// bucket of its own far from empty, start exactly the shared burst of
+// solves between them.
+func TestCacheSolveRateSharedConcurrently(t *testing.T) {
+	const burst, keys = 5, 40
+	cache := NewCacheWith(CacheOptions{MaxPendingSolves: -1, KeyRate: 100, KeyBurst: 100, SolveRate: 0.001, SolveBurst: burst})
+	solve := func(context.Context) (*Matrix, error) { return &Matrix{Key: "k", D: 1}, nil }
+	errs := make(chan error, keys)
+	for i := range keys {
+		go func() {
+			ctx := WithClientKey(context.Background(), fmt.Sprint("key", i))
+			_, _, err := cache.Get(ctx, Key{Preference: fmt.Sprint("p", i)}, solve)
+			errs <- err
+		}()
+	}
+	served := 0
+	for range keys {
+		if err := <-errs; err == nil {
+			served++
+		} else if oe := (*OverloadError)(nil); !errors.As(err, &oe) || oe.Reason != ShedSolveRate {
+			t.Errorf("%v, want served or shed for solve_rate", err)
+		}
+	}
+	if served != burst {
+		t.Errorf("%d of %d keys served, want the shared burst %d", served, keys, burst)
+	}
+}
+
+// TestCacheReconfigureSolveRate: a reload that changes the rate or the
+// burst starts a full bucket of the new one; one that keeps them keeps
+// the bucket as it is; 0 lifts the bound.
+func TestCacheReconfigureSolveRate(t *testing.T) {
+	opt := CacheOptions{MaxPendingSolves: -1, SolveRate: 0.001, SolveBurst: 1}
+	cache := NewCacheWith(opt)
+	runAdmissions(t, cache, []admission{{0, "a", "a", ""}, {0, "b", "b", ShedSolveRate}})
+	cache.Reconfigure(opt)
+	runAdmissions(t, cache, []admission{{0, "b", "b", ShedSolveRate}})
+	opt.SolveBurst = 2
+	cache.Reconfigure(opt)
+	runAdmissions(t, cache, []admission{{0, "b", "b", ""}, {0, "c", "c", ""}, {0, "d", "d", ShedSolveRate}})
+	opt.SolveRate, opt.SolveBurst = 1000, 0
+	cache.Reconfigure(opt)
+	runAdmissions(t, cache, []admission{{0, "d", "d", ""}})
+	cache.mu.Lock()
+	if b := cache.solves.burst; b != 1000 {
+		t.Errorf("burst %v after a reload to 1000/s with burst 0, want 1000", b)
+	}
+	cache.mu.Unlock()
+	opt.SolveRate = 0
+	cache.Reconfigure(opt)
+	var script []admission
+	for i := range 2000 {
+		script = append(script, admission{0, "a", fmt.Sprint("x", i), ""})
+	}
+	runAdmissions(t, cache, script)
+}
+
+// TestOverloadErrorMessages: each reason says whose share was used.
+func TestOverloadErrorMessages(t *testing.T) {
+	for reason, want := range map[string]string{
+		ShedQueueFull: "too many new preferences are waiting to be solved: try again later, or use a preset",
+		ShedKeyRate:   "too many new preferences from this client: try again later, or use a preset",
+		ShedSolveRate: "too many new preferences from all clients: try again later, or use a preset",
+	} {
+		if got := (&OverloadError{Reason: reason}).Error(); got != want {
+			t.Errorf("%s: %q, want %q", reason, got, want)
+		}
+	}
+}
