@@ -4,7 +4,9 @@
 //
 // GRPCProxy relays every gRPC method (unary or streaming, known or not,
 // grpc.health.v1 included) frame by frame over one shared
-// *grpc.ClientConn, with a codec that never decodes a message it relays
+// *grpc.ClientConn (a unary method of Triton's service, once its request
+// is read, as one unary call; any other as a stream copied both ways),
+// with a codec that never decodes a message it relays
 // (Codec, Frame; it encodes the protobuf messages of a service registered
 // beside the proxy, such as the sidecar's react.Feedback); NewHTTPProxy relays every HTTP request with an
 // httputil.ReverseProxy. Metadata, headers, trailers, status codes,

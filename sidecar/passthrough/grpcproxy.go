@@ -28,7 +28,9 @@ const MethodStreamInfer = Service + "ModelStreamInfer"
 // Before anything else it runs Check, the front door's checks of the call
 // (the metadata's size, the guard of Triton's management API), and waits
 // a bounded time for the first message of a unary call of Triton's
-// service. Set its fields before NewServer.
+// service, which it then relays as one unary call (forwardUnary); other
+// calls are streams copied both ways (forward). Set its fields before
+// NewServer.
 type GRPCProxy struct {
 	// Check, when not nil, is consulted first with the call's full method
 	// name and metadata: an error ends the call with it. It may edit md
@@ -114,12 +116,13 @@ func (p *GRPCProxy) serve(method string, ss grpc.ServerStream) error {
 	// The check may have consumed the call's token: what follows sees the
 	// metadata as it left it.
 	ss = &contextStream{ServerStream: ss, ctx: metadata.NewIncomingContext(ss.Context(), md)}
-	if p.ReadTimeout > 0 && strings.HasPrefix(method, Service) && method != MethodStreamInfer {
+	if strings.HasPrefix(method, Service) && method != MethodStreamInfer {
 		// A unary call of Triton's service sends its request with its
 		// headers; a call that sends none holds a goroutine, and Triton a
 		// stream, for nothing. (A ModelStreamInfer stream is a session:
 		// its requests come when they come; other services' calls pass as
-		// they are, whoever speaks first.)
+		// they are, whoever speaks first.) Read, it goes to Triton as one
+		// unary call, unless intercepted.
 		first, err := recvFirst(ss, p.ReadTimeout)
 		switch {
 		case errors.Is(err, io.EOF):
@@ -127,15 +130,26 @@ func (p *GRPCProxy) serve(method string, ss grpc.ServerStream) error {
 		case err != nil:
 			return err
 		default:
-			ss = &firstReplayed{ServerStream: ss, first: first}
+			if h := p.intercepted(method); h != nil {
+				ss = &firstReplayed{ServerStream: ss, first: first}
+				return serveIntercepted(h, ss, method, func(first *Frame) error { return p.forward(ss, method, first) })
+			}
+			return p.forwardUnary(ss, method, first)
 		}
 	}
-	if p.intercept != nil {
-		if h := p.intercept(method); h != nil {
-			return serveIntercepted(h, ss, method, func(first *Frame) error { return p.forward(ss, method, first) })
-		}
+	if h := p.intercepted(method); h != nil {
+		return serveIntercepted(h, ss, method, func(first *Frame) error { return p.forward(ss, method, first) })
 	}
 	return p.forward(ss, method, nil)
+}
+
+// intercepted returns the interceptor's handler of method, nil when the
+// method passes through.
+func (p *GRPCProxy) intercepted(method string) GRPCHandler {
+	if p.intercept == nil {
+		return nil
+	}
+	return p.intercept(method)
 }
 
 // serveIntercepted runs an interceptor's handler and turns a panic in it
@@ -198,6 +212,39 @@ func (p *GRPCProxy) forward(ss grpc.ServerStream, method string, first *Frame) e
 			return err
 		}
 	}
+}
+
+// forwardUnary relays a unary call of Triton's service whose request, req,
+// was read: one upstream call, then its headers, answer and trailers to
+// the client, as forward relays them, without forward's two goroutines
+// that copy each direction of a stream while the other runs (the bulk of
+// the proxy's calls are these). Whatever more the client sends is not
+// read: a unary call has one request.
+func (p *GRPCProxy) forwardUnary(ss grpc.ServerStream, method string, req *Frame) error {
+	var private *PrivateKeys
+	if p.Private != nil {
+		private = p.Private()
+	}
+	var header, trailer metadata.MD
+	opts := append(make([]grpc.CallOption, 0, len(upstreamCallOptions)+2), upstreamCallOptions...)
+	opts = append(opts, grpc.Header(&header), grpc.Trailer(&trailer))
+	resp := new(Frame)
+	err := p.conn.Invoke(UpstreamContext(ss.Context(), private), method, req, resp, opts...)
+	if header != nil {
+		if err := ss.SendHeader(header); err != nil {
+			return err
+		}
+	}
+	ss.SetTrailer(trailer)
+	switch {
+	case err != nil && header == nil && trailer == nil:
+		// No answer from Triton at all: the call never reached it.
+		return UpstreamError(err)
+	case err != nil:
+		// Triton's own status, unchanged.
+		return err
+	}
+	return ss.SendMsg(resp)
 }
 
 // toUpstream copies the client's messages to the upstream call, first

@@ -41,39 +41,51 @@ func startRawWith(t *testing.T, cfg server.Config) (*server.Server, *sidecartest
 	return sidecartest.StartSidecar(t, cfg), u
 }
 
-func TestGRPCUnaryUnknownServiceWithMetadata(t *testing.T) {
+// unaryServices are the two ways the proxy relays a unary call: a method
+// it knows nothing of, as a stream copied both ways, and a method of
+// Triton's service, whose request it reads first (server.read_timeout) and
+// relays as one unary call upstream. The tests of unary calls run both.
+var unaryServices = []struct{ name, prefix string }{
+	{"unknown", "/x.Unknown/"},
+	{"triton", passthrough.Service},
+}
+
+func TestGRPCUnaryWithMetadata(t *testing.T) {
 	s, _ := startRaw(t)
 	conn := sidecartest.Dial(t, s.GRPCAddr().String())
-	// Not a protobuf message at all: the proxy must not care.
-	payload := []byte{0xff, 0x00, 0x01, 0xfe, 'a', 'b'}
-	ctx := metadata.AppendToOutgoingContext(context.Background(),
-		"x-user", "alice", "x-multi", "one", "x-multi", "two", "trace-bin", string([]byte{0, 1, 2, 0xff}))
-	var hdr, tlr metadata.MD
-	var out passthrough.Frame
-	err := conn.Invoke(ctx, "/x.Unknown/Echo", &passthrough.Frame{Payload: payload}, &out,
-		grpc.ForceCodecV2(passthrough.Codec{}), grpc.Header(&hdr), grpc.Trailer(&tlr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []byte{'b', 'a', 0xfe, 0x01, 0x00, 0xff}; !bytes.Equal(out.Payload, want) {
-		t.Errorf("response %v, want %v", out.Payload, want)
-	}
-	for k, want := range map[string][]string{
-		"method":         {"/x.Unknown/Echo"},
-		"seen-x-user":    {"alice"},
-		"seen-x-multi":   {"one", "two"},
-		"seen-trace-bin": {string([]byte{0, 1, 2, 0xff})},
-	} {
-		if got := hdr.Get(k); !slices.Equal(got, want) {
-			t.Errorf("header %s = %q, want %q", k, got, want)
+	for _, svc := range unaryServices {
+		method := svc.prefix + "Echo"
+		// Not a protobuf message at all: the proxy must not care.
+		payload := []byte{0xff, 0x00, 0x01, 0xfe, 'a', 'b'}
+		ctx := metadata.AppendToOutgoingContext(context.Background(),
+			"x-user", "alice", "x-multi", "one", "x-multi", "two", "trace-bin", string([]byte{0, 1, 2, 0xff}))
+		var hdr, tlr metadata.MD
+		var out passthrough.Frame
+		err := conn.Invoke(ctx, method, &passthrough.Frame{Payload: payload}, &out,
+			grpc.ForceCodecV2(passthrough.Codec{}), grpc.Header(&hdr), grpc.Trailer(&tlr))
+		if err != nil {
+			t.Fatalf("%s: %v", svc.name, err)
 		}
-	}
-	if got := hdr.Get("seen-user-agent"); len(got) != 1 {
-		// grpc-go sets its own user agent upstream; the client's is not duplicated.
-		t.Errorf("upstream saw user-agent %q, want exactly one", got)
-	}
-	if got := tlr.Get("t"); !slices.Equal(got, []string{"done"}) {
-		t.Errorf("trailer t = %q, want [done]", got)
+		if want := []byte{'b', 'a', 0xfe, 0x01, 0x00, 0xff}; !bytes.Equal(out.Payload, want) {
+			t.Errorf("%s: response %v, want %v", svc.name, out.Payload, want)
+		}
+		for k, want := range map[string][]string{
+			"method":         {method},
+			"seen-x-user":    {"alice"},
+			"seen-x-multi":   {"one", "two"},
+			"seen-trace-bin": {string([]byte{0, 1, 2, 0xff})},
+		} {
+			if got := hdr.Get(k); !slices.Equal(got, want) {
+				t.Errorf("%s: header %s = %q, want %q", svc.name, k, got, want)
+			}
+		}
+		if got := hdr.Get("seen-user-agent"); len(got) != 1 {
+			// grpc-go sets its own user agent upstream; the client's is not duplicated.
+			t.Errorf("%s: upstream saw user-agent %q, want exactly one", svc.name, got)
+		}
+		if got := tlr.Get("t"); !slices.Equal(got, []string{"done"}) {
+			t.Errorf("%s: trailer t = %q, want [done]", svc.name, got)
+		}
 	}
 }
 
@@ -83,16 +95,18 @@ func TestGRPCPrivateKeys(t *testing.T) {
 	var private atomic.Pointer[passthrough.PrivateKeys]
 	s, _ := startRawWith(t, server.Config{Private: private.Load})
 	conn := sidecartest.Dial(t, s.GRPCAddr().String())
-	for _, keys := range []*passthrough.PrivateKeys{nil, passthrough.NewPrivateKeys("X-No-Sample"), nil} {
-		private.Store(keys)
-		ctx := metadata.AppendToOutgoingContext(context.Background(), "x-no-sample", "1", "x-user", "alice")
-		var hdr metadata.MD
-		if err := conn.Invoke(ctx, "/x.Unknown/Echo", &passthrough.Frame{Payload: []byte{1}}, &passthrough.Frame{},
-			grpc.ForceCodecV2(passthrough.Codec{}), grpc.Header(&hdr)); err != nil {
-			t.Fatal(err)
-		}
-		if got := hdr.Get("seen-x-no-sample"); (len(got) == 1) != (keys == nil) || !slices.Equal(hdr.Get("seen-x-user"), []string{"alice"}) {
-			t.Errorf("private keys %v: Triton saw x-no-sample %q, x-user %q", keys, got, hdr.Get("seen-x-user"))
+	for _, svc := range unaryServices {
+		for _, keys := range []*passthrough.PrivateKeys{nil, passthrough.NewPrivateKeys("X-No-Sample"), nil} {
+			private.Store(keys)
+			ctx := metadata.AppendToOutgoingContext(context.Background(), "x-no-sample", "1", "x-user", "alice")
+			var hdr metadata.MD
+			if err := conn.Invoke(ctx, svc.prefix+"Echo", &passthrough.Frame{Payload: []byte{1}}, &passthrough.Frame{},
+				grpc.ForceCodecV2(passthrough.Codec{}), grpc.Header(&hdr)); err != nil {
+				t.Fatal(err)
+			}
+			if got := hdr.Get("seen-x-no-sample"); (len(got) == 1) != (keys == nil) || !slices.Equal(hdr.Get("seen-x-user"), []string{"alice"}) {
+				t.Errorf("%s, private keys %v: Triton saw x-no-sample %q, x-user %q", svc.name, keys, got, hdr.Get("seen-x-user"))
+			}
 		}
 	}
 }
@@ -131,32 +145,55 @@ func TestGRPCBidiStreamAndLargeMessages(t *testing.T) {
 	}
 }
 
+// TestGRPCStatusPropagation: the upstream's status, message and trailers
+// reach the client unchanged, UNAVAILABLE from the upstream itself too
+// (only the proxy's own failure to reach it is reworded).
 func TestGRPCStatusPropagation(t *testing.T) {
 	s, _ := startRaw(t)
 	conn := sidecartest.Dial(t, s.GRPCAddr().String())
-	var tlr metadata.MD
-	err := conn.Invoke(context.Background(), "/x.Unknown/Fail", &passthrough.Frame{}, &passthrough.Frame{}, grpc.ForceCodecV2(passthrough.Codec{}), grpc.Trailer(&tlr))
-	st := status.Convert(err)
-	if st.Code() != codes.FailedPrecondition || st.Message() != "model  \"m\" is not ready: ünïcode & spaces" {
-		t.Errorf("status %v %q", st.Code(), st.Message())
-	}
-	if got := tlr.Get("why"); !slices.Equal(got, []string{"because"}) {
-		t.Errorf("trailer why = %q", got)
-	}
-	// A method the upstream does not know: its UNIMPLEMENTED, not the proxy's.
-	err = conn.Invoke(context.Background(), "/x.Unknown/Nothing", &passthrough.Frame{}, &passthrough.Frame{}, grpc.ForceCodecV2(passthrough.Codec{}))
-	if st := status.Convert(err); st.Code() != codes.Unimplemented || st.Message() != "no method /x.Unknown/Nothing" {
-		t.Errorf("status %v %q", st.Code(), st.Message())
+	for _, svc := range unaryServices {
+		for _, tc := range []struct {
+			method, msg, why string
+			code             codes.Code
+		}{
+			{"Fail", "model  \"m\" is not ready: ünïcode & spaces", "because", codes.FailedPrecondition},
+			{"Busy", "model \"m\" is busy", "busy", codes.Unavailable},
+			{"BusyBare", "model \"m\" is busy", "", codes.Unavailable},
+		} {
+			var tlr metadata.MD
+			err := conn.Invoke(context.Background(), svc.prefix+tc.method, &passthrough.Frame{}, &passthrough.Frame{}, grpc.ForceCodecV2(passthrough.Codec{}), grpc.Trailer(&tlr))
+			st := status.Convert(err)
+			if st.Code() != tc.code || st.Message() != tc.msg {
+				t.Errorf("%s %s: status %v %q, want %v %q", svc.name, tc.method, st.Code(), st.Message(), tc.code, tc.msg)
+			}
+			if got := tlr.Get("why"); tc.why != "" && !slices.Equal(got, []string{tc.why}) || tc.why == "" && got != nil {
+				t.Errorf("%s %s: trailer why = %q", svc.name, tc.method, got)
+			}
+		}
+		// A method the upstream does not know: its UNIMPLEMENTED, not the proxy's.
+		method := svc.prefix + "Nothing"
+		err := conn.Invoke(context.Background(), method, &passthrough.Frame{}, &passthrough.Frame{}, grpc.ForceCodecV2(passthrough.Codec{}))
+		if st := status.Convert(err); st.Code() != codes.Unimplemented || st.Message() != "no method "+method {
+			t.Errorf("%s: status %v %q", svc.name, st.Code(), st.Message())
+		}
 	}
 }
 
 func TestGRPCDeadlinePropagation(t *testing.T) {
 	s, _ := startRaw(t)
 	conn := sidecartest.Dial(t, s.GRPCAddr().String())
+	for _, svc := range unaryServices {
+		t.Run(svc.name, func(t *testing.T) { testDeadline(t, conn, svc.prefix+"Deadline") })
+	}
+}
+
+// testDeadline checks that the deadline of a call of method reaches the
+// upstream, and that no deadline reaches it as none.
+func testDeadline(t *testing.T, conn *grpc.ClientConn, method string) {
 	call := func(ctx context.Context) string {
 		t.Helper()
 		var out passthrough.Frame
-		if err := conn.Invoke(ctx, "/x.Unknown/Deadline", &passthrough.Frame{}, &out, grpc.ForceCodecV2(passthrough.Codec{})); err != nil {
+		if err := conn.Invoke(ctx, method, &passthrough.Frame{}, &out, grpc.ForceCodecV2(passthrough.Codec{})); err != nil {
 			t.Fatal(err)
 		}
 		return string(out.Payload)
@@ -195,6 +232,26 @@ func TestGRPCCancellationReachesUpstream(t *testing.T) {
 	case <-u.Cancelled:
 	case <-time.After(time.Minute):
 		t.Fatal("the upstream call was not cancelled")
+	}
+}
+
+// TestGRPCUnaryCancellationReachesUpstream: a client that gives up on a
+// unary call of Triton's service cancels the upstream call too.
+func TestGRPCUnaryCancellationReachesUpstream(t *testing.T) {
+	s, u := startRaw(t)
+	conn := sidecartest.Dial(t, s.GRPCAddr().String())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sidecartest.InvokeRaw(ctx, conn, passthrough.Service+"Hang") }()
+	time.Sleep(50 * time.Millisecond) // the call reaches the upstream, or cancels before
+	cancel()
+	select {
+	case <-u.Cancelled:
+	case <-time.After(time.Minute):
+		t.Fatal("the upstream call was not cancelled")
+	}
+	if err := <-done; status.Code(err) != codes.Canceled {
+		t.Errorf("client's call ended with %v, want CANCELED", err)
 	}
 }
 

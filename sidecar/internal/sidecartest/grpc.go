@@ -39,6 +39,11 @@ func NewRawStream(ctx context.Context, conn *grpc.ClientConn, method string, opt
 //	/x.Unknown/Fail      fails with FAILED_PRECONDITION and a trailer
 //	/x.Unknown/Deadline  answers the deadline it sees (RFC 3339, or "none")
 //	/x.Unknown/Hang      waits for its context to end, then signals cancelled
+//	/x.Unknown/Busy      fails with UNAVAILABLE (as Triton may) and a trailer
+//	/x.Unknown/BusyBare  the same without the trailer
+//
+// and the same under Triton's service name (passthrough.Service + "Echo",
+// ...), which the proxy relays as unary calls of Triton's service.
 type RawUpstream struct {
 	Cancelled chan struct{}
 }
@@ -47,7 +52,11 @@ type RawUpstream struct {
 func (u *RawUpstream) Handle(_ any, ss grpc.ServerStream) error {
 	method, _ := grpc.MethodFromServerStream(ss)
 	ctx := ss.Context()
-	switch method {
+	name := method
+	if m, ok := strings.CutPrefix(method, passthrough.Service); ok {
+		name = "/x.Unknown/" + m
+	}
+	switch name {
 	case "/x.Unknown/Echo", "/x.Unknown/Mine":
 		in, _ := metadata.FromIncomingContext(ctx)
 		hdr := metadata.Pairs("method", method)
@@ -83,6 +92,11 @@ func (u *RawUpstream) Handle(_ any, ss grpc.ServerStream) error {
 	case "/x.Unknown/Fail":
 		ss.SetTrailer(metadata.Pairs("why", "because"))
 		return status.Error(codes.FailedPrecondition, "model  \"m\" is not ready: ünïcode & spaces")
+	case "/x.Unknown/Busy":
+		ss.SetTrailer(metadata.Pairs("why", "busy"))
+		return status.Error(codes.Unavailable, "model \"m\" is busy")
+	case "/x.Unknown/BusyBare":
+		return status.Error(codes.Unavailable, "model \"m\" is busy")
 	case "/x.Unknown/Deadline":
 		var f passthrough.Frame
 		if err := ss.RecvMsg(&f); err != nil {
