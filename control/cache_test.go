@@ -238,6 +238,44 @@ func TestIsOwnKey(t *testing.T) {
 	}
 }
 
+// TestSolveRateFormsOnSecondUse: with a solve rate set, a new preference
+// is answered through its factorisation and not formed until it is used
+// again; without one, it is formed at once.
+func TestSolveRateFormsOnSecondUse(t *testing.T) {
+	comps := testComponents(t, 6, 40, tasks3...)
+	for _, rate := range []float64{0, 100} {
+		obs := &countingObserver{}
+		cache := NewCacheWith(CacheOptions{MaxEntries: 4, MaxPendingSolves: -1, SolveRate: rate})
+		p := newTestProfile(t, ProfileSpec{Components: comps, Cache: cache, Observer: obs})
+		c, err := p.Resolve(header("cars=1,svhn=3"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := p.Matrix(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// formLater takes the formation's token before it returns.
+		started := len(cache.forming) == 1 || m.Formed()
+		if started != (rate == 0) {
+			t.Fatalf("solve rate %g: formation started at the first use: %v", rate, started)
+		}
+		if rate > 0 {
+			checkApply(t, "factored", m, referenceW(t, comps, comps.Beta, map[string]float64{"cars": 0.25, "svhn": 0.75}))
+			if _, err := p.Matrix(context.Background(), c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for !m.Formed() && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if !m.Formed() || obs.formed.Load() != 1 {
+			t.Errorf("solve rate %g: formed %v, %d formations, want one", rate, m.Formed(), obs.formed.Load())
+		}
+	}
+}
+
 // TestNewPreferenceServedFactoredThenFormed: while no formation can run, a
 // new preference is answered through its factorisation; once one can, a
 // later lookup starts it, the same matrix switches to the formed W_p, and
