@@ -238,14 +238,24 @@ func TestIsOwnKey(t *testing.T) {
 	}
 }
 
-// TestSolveRateFormsOnSecondUse: with a solve rate set, a new preference
-// is answered through its factorisation and not formed until it is used
-// again; without one, it is formed at once.
-func TestSolveRateFormsOnSecondUse(t *testing.T) {
+// TestRationedSolvesFormOnSecondUse: with a rate of solves set, per key
+// or for the whole cache, a new preference is answered through its
+// factorisation and not formed until it is used again; without one, it is
+// formed at once.
+func TestRationedSolvesFormOnSecondUse(t *testing.T) {
 	comps := testComponents(t, 6, 40, tasks3...)
-	for _, rate := range []float64{0, 100} {
+	for _, tc := range []struct {
+		name    string
+		opt     CacheOptions
+		atFirst bool
+	}{
+		{"no rate", CacheOptions{}, true},
+		{"solve rate", CacheOptions{SolveRate: 100}, false},
+		{"key rate", CacheOptions{KeyRate: 100, KeyBurst: 10}, false},
+	} {
 		obs := &countingObserver{}
-		cache := NewCacheWith(CacheOptions{MaxEntries: 4, MaxPendingSolves: -1, SolveRate: rate})
+		tc.opt.MaxEntries, tc.opt.MaxPendingSolves = 4, -1
+		cache := NewCacheWith(tc.opt)
 		p := newTestProfile(t, ProfileSpec{Components: comps, Cache: cache, Observer: obs})
 		c, err := p.Resolve(header("cars=1,svhn=3"))
 		if err != nil {
@@ -256,11 +266,10 @@ func TestSolveRateFormsOnSecondUse(t *testing.T) {
 			t.Fatal(err)
 		}
 		// formLater takes the formation's token before it returns.
-		started := len(cache.forming) == 1 || m.Formed()
-		if started != (rate == 0) {
-			t.Fatalf("solve rate %g: formation started at the first use: %v", rate, started)
+		if started := len(cache.forming) == 1 || m.Formed(); started != tc.atFirst {
+			t.Fatalf("%s: formation started at the first use: %v", tc.name, started)
 		}
-		if rate > 0 {
+		if !tc.atFirst {
 			checkApply(t, "factored", m, referenceW(t, comps, comps.Beta, map[string]float64{"cars": 0.25, "svhn": 0.75}))
 			if _, err := p.Matrix(context.Background(), c); err != nil {
 				t.Fatal(err)
@@ -271,7 +280,7 @@ func TestSolveRateFormsOnSecondUse(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 		if !m.Formed() || obs.formed.Load() != 1 {
-			t.Errorf("solve rate %g: formed %v, %d formations, want one", rate, m.Formed(), obs.formed.Load())
+			t.Errorf("%s: formed %v, %d formations, want one", tc.name, m.Formed(), obs.formed.Load())
 		}
 	}
 }

@@ -198,7 +198,7 @@ func (p *Profile) Presets() []string { return append([]string(nil), p.presetName
 // (about 2D³ more) is formed in the
 // background, one at a time, and the matrix switches to it, dropping the
 // factorisation: at once when no other new preference waits for a solve
-// and no solve rate is set (Cache.idle), otherwise when the preference is
+// and no rate of solves is set (Cache.idle), otherwise when the preference is
 // used again. So a preference used once
 // in a flood of new ones costs one factorisation and no formation. A preference whose C_p cannot
 // be factorised reliably gives a *react.SolveError; a solve the cache will
