@@ -65,7 +65,11 @@
 #   flood-presets  the flood again, after a reload that sets
 #              admission.presets_only: every new preference is refused
 #              (INVALID_ARGUMENT) before any solve, the well-behaved
-#              client's preference, equal to the preset "good", served.
+#              client's preference, equal to the preset "good", served;
+#   flood-template, deadlines-template  the flood and the deadlines' flood
+#              again, after a reload to the admission of the production
+#              template (docker/k8s/base/sidecar.yaml: its key_rate,
+#              key_burst and solve_rate, read from it).
 # The well-behaved client is bench/loadgen at concurrency 1 on "synth",
 # with a fixed preference (cached after its warm-up) and its own
 # x-user-id. After each window the suite waits --quiet seconds (default 5)
@@ -187,6 +191,18 @@ window flood-solverate "flood -addr 127.0.0.1:$sc_grpc -model synth -input x:768
 # nothing. The well-behaved client's preference equals the preset "good".
 reload admission.presets_only 's/^  key_header: x-user-id$/  key_header: x-user-id\n  presets_only: true/'
 window flood-presets "flood -addr 127.0.0.1:$sc_grpc -model synth -input x:768 -concurrency 8 -seed 4"
+
+# The production template's admission (docker/k8s/base/sidecar.yaml, read
+# from it): its per-user rate and its rate for the whole sidecar together,
+# against the flood and against the flood with deadlines.
+template=docker/k8s/base/sidecar.yaml
+tpl() { sed -n "s/^  $1: \([0-9.]*\).*/\1/p" "$template"; }
+tpl_key_rate=$(tpl key_rate) tpl_key_burst=$(tpl key_burst) tpl_solve_rate=$(tpl solve_rate)
+[ -n "$tpl_key_rate" ] && [ -n "$tpl_key_burst" ] && [ -n "$tpl_solve_rate" ] ||
+	{ echo "abuse: no key_rate, key_burst and solve_rate in $template" >&2; exit 1; }
+reload "the template's admission" "/^  presets_only: /d; /^  solve_rate: /d; s/^  key_header: x-user-id\$/  key_header: x-user-id\n  key_rate: $tpl_key_rate\n  key_burst: $tpl_key_burst\n  solve_rate: $tpl_solve_rate/"
+window flood-template "flood -addr 127.0.0.1:$sc_grpc -model synth -input x:768 -concurrency 8 -seed 7"
+window deadlines-template "flood -addr 127.0.0.1:$sc_grpc -model synth -input x:768 -concurrency 16 -deadline 50ms -seed 8"
 
 abuse_check_servers
 printf '{"end":{"date":"%s","loadavg":"%s"}}\n' "$(date -Is)" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$results"
