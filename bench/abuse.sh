@@ -69,7 +69,7 @@
 #   flood-template, deadlines-template  the flood and the deadlines' flood
 #              again, after a reload to the admission of the production
 #              template (docker/k8s/base/sidecar.yaml: its key_rate,
-#              key_burst and solve_rate, read from it).
+#              key_burst, solve_rate and shed_delay, read from it).
 # The well-behaved client is bench/loadgen at concurrency 1 on "synth",
 # with a fixed preference (cached after its warm-up) and its own
 # x-user-id. After each window the suite waits --quiet seconds (default 5)
@@ -198,9 +198,10 @@ window flood-presets "flood -addr 127.0.0.1:$sc_grpc -model synth -input x:768 -
 template=docker/k8s/base/sidecar.yaml
 tpl() { sed -n "s/^  $1: \([0-9.]*\).*/\1/p" "$template"; }
 tpl_key_rate=$(tpl key_rate) tpl_key_burst=$(tpl key_burst) tpl_solve_rate=$(tpl solve_rate)
-[ -n "$tpl_key_rate" ] && [ -n "$tpl_key_burst" ] && [ -n "$tpl_solve_rate" ] ||
-	{ echo "abuse: no key_rate, key_burst and solve_rate in $template" >&2; exit 1; }
-reload "the template's admission" "/^  presets_only: /d; /^  solve_rate: /d; s/^  key_header: x-user-id\$/  key_header: x-user-id\n  key_rate: $tpl_key_rate\n  key_burst: $tpl_key_burst\n  solve_rate: $tpl_solve_rate/"
+tpl_shed_delay=$(sed -n 's/^  shed_delay: \([0-9a-z.]*\).*/\1/p' "$template")
+[ -n "$tpl_key_rate" ] && [ -n "$tpl_key_burst" ] && [ -n "$tpl_solve_rate" ] && [ -n "$tpl_shed_delay" ] ||
+	{ echo "abuse: no key_rate, key_burst, solve_rate and shed_delay in $template" >&2; exit 1; }
+reload "the template's admission" "/^  presets_only: /d; /^  solve_rate: /d; s/^  key_header: x-user-id\$/  key_header: x-user-id\n  key_rate: $tpl_key_rate\n  key_burst: $tpl_key_burst\n  solve_rate: $tpl_solve_rate\n  shed_delay: $tpl_shed_delay/"
 window flood-template "flood -addr 127.0.0.1:$sc_grpc -model synth -input x:768 -concurrency 8 -seed 7"
 window deadlines-template "flood -addr 127.0.0.1:$sc_grpc -model synth -input x:768 -concurrency 16 -deadline 50ms -seed 8"
 

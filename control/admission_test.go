@@ -193,3 +193,84 @@ func TestOverloadErrorMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestShedDelay: a refused request is answered after ShedDelay, or a
+// margin before its deadline when that comes first, or when its client
+// goes; with no delay at once; and a served one is never held.
+func TestShedDelay(t *testing.T) {
+	const delay = 120 * time.Millisecond
+	solve := func(context.Context) (*Matrix, error) { return &Matrix{Key: "k", D: 1}, nil }
+	for _, tc := range []struct {
+		name     string
+		delay    time.Duration
+		deadline time.Duration // 0: none
+		cancel   time.Duration // 0: never
+		min, max time.Duration
+		wantErr  bool
+	}{
+		{"held", delay, 0, 0, delay, delay + 100*time.Millisecond, true},
+		{"not held", 0, 0, 0, 0, 30 * time.Millisecond, true},
+		{"until just before the deadline", delay, 60 * time.Millisecond, 0, 60*time.Millisecond - shedMargin - 5*time.Millisecond, 60*time.Millisecond + 30*time.Millisecond, true},
+		{"deadline nearer than the margin", delay, shedMargin / 2, 0, 0, 30 * time.Millisecond, true},
+		{"client gone", delay, 0, 20 * time.Millisecond, 20 * time.Millisecond, 20*time.Millisecond + 60*time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cache := NewCacheWith(CacheOptions{MaxEntries: 4, MaxPendingSolves: -1, SolveRate: 1, SolveBurst: 1, ShedDelay: tc.delay})
+			if _, _, err := cache.Get(context.Background(), Key{Preference: "first"}, solve); err != nil {
+				t.Fatalf("the first solve: %v", err) // served at once: the burst's one token
+			}
+			ctx := context.Background()
+			if tc.deadline > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.deadline)
+				defer cancel()
+			}
+			if tc.cancel > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				time.AfterFunc(tc.cancel, cancel)
+			}
+			start := time.Now()
+			_, _, err := cache.Get(ctx, Key{Preference: "second"}, solve)
+			took := time.Since(start)
+			var oe *OverloadError
+			if !errors.As(err, &oe) || oe.Reason != ShedSolveRate {
+				t.Fatalf("err %v, want shed for %s", err, ShedSolveRate)
+			}
+			if took < tc.min || took > tc.max {
+				t.Errorf("answered after %v, want %v to %v", took, tc.min, tc.max)
+			}
+			// A preference already held is served at once, whatever the delay.
+			start = time.Now()
+			if _, hit, err := cache.Get(context.Background(), Key{Preference: "first"}, solve); err != nil || !hit || time.Since(start) > 30*time.Millisecond {
+				t.Errorf("a held preference: hit %v, %v, after %v", hit, err, time.Since(start))
+			}
+		})
+	}
+}
+
+// TestShedHold: the hold is the delay, but ends shedMargin before the
+// request's deadline, and is nothing when that is already past.
+func TestShedHold(t *testing.T) {
+	now := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name     string
+		deadline time.Duration // from now; 0: none
+		want     time.Duration
+	}{
+		{"no deadline", 0, 100 * time.Millisecond},
+		{"a far deadline", time.Second, 100 * time.Millisecond},
+		{"a near deadline", 50 * time.Millisecond, 50*time.Millisecond - shedMargin},
+		{"within the margin", shedMargin / 2, -shedMargin / 2},
+	} {
+		ctx := context.Background()
+		if tc.deadline > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, now.Add(tc.deadline))
+			defer cancel()
+		}
+		if got := shedHold(ctx, 100*time.Millisecond, now); got != tc.want {
+			t.Errorf("%s: hold %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -137,6 +137,10 @@ type CacheOptions struct {
 	SolveBurst int
 	// RetryAfter is what an *OverloadError advises.
 	RetryAfter time.Duration
+	// ShedDelay holds a refused request that long before its
+	// *OverloadError, less a margin before its deadline (holdShed); 0
+	// answers at once.
+	ShedDelay time.Duration
 	// Observer is told about sheds, cancellations and evictions; nil
 	// observes nothing.
 	Observer CacheObserver
@@ -348,7 +352,9 @@ func (c *Cache) get(ctx context.Context, p *partition, pref string, solve func(c
 	if f == nil || f.ctx.Err() != nil {
 		// No solve, or one whose requests have all gone: start one.
 		if err := c.admit(ctx, p); err != nil {
+			hold := c.opt.ShedDelay
 			c.mu.Unlock()
+			holdShed(ctx, hold)
 			return nil, false, err
 		}
 		f = newFlight()

@@ -30,6 +30,7 @@ func (c *Config) CacheOptions(obs control.CacheObserver) control.CacheOptions {
 		SolveRate:           c.Admission.SolveRate,
 		SolveBurst:          c.Admission.SolveBurst,
 		RetryAfter:          c.Admission.RetryAfter,
+		ShedDelay:           c.Admission.ShedDelay,
 		Observer:            obs,
 	}
 }

@@ -176,6 +176,12 @@ type Admission struct {
 	// SolveBurst is SolveRate's burst; 0 means one second of SolveRate
 	// (its ceiling), at least 1. Default 0.
 	SolveBurst int `yaml:"solve_burst"`
+	// ShedDelay holds a request shed by the queue, KeyRate or SolveRate
+	// that long before its answer (less a margin before its deadline), so
+	// that a client ignoring RetryAfter asks again at most once per
+	// ShedDelay for each request it has in flight; at most RetryAfter.
+	// Default 0: answered at once.
+	ShedDelay time.Duration `yaml:"shed_delay"`
 	// PresetsOnly refuses preferences that would need a solve: only
 	// presets, experiment arms, the default, "none" and preferences equal
 	// to one of those are served. Default false.

@@ -488,6 +488,7 @@ func TestEnvEveryKey(t *testing.T) {
 		"admission.key_burst":                         {"15", 15},
 		"admission.solve_rate":                        {"12.5", 12.5},
 		"admission.solve_burst":                       {"17", 17},
+		"admission.shed_delay":                        {"18ms", 18 * time.Millisecond},
 		"admission.presets_only":                      {"true", true},
 		"admission.preference_grid":                   {"16", 16},
 		"linalg.backend":                              {"go", "go"},
@@ -583,6 +584,7 @@ admission:
   key_burst: 1
   solve_rate: 1
   solve_burst: 1
+  shed_delay: 0s
   presets_only: false
   preference_grid: 1
 linalg:
