@@ -11,6 +11,7 @@ import (
 	"time"
 	"weak"
 
+	"github.com/mergectl/react-triton/internal/threadprio"
 	"github.com/mergectl/react-triton/react"
 )
 
@@ -409,6 +410,11 @@ func (c *Cache) shed(p *partition, reason string) error {
 	return &OverloadError{Reason: reason, RetryAfter: c.opt.RetryAfter}
 }
 
+// solveNiceness is how much lower than the rest of the process a solve or
+// a formation runs, in nice levels (threadprio.Lower): a flood of new
+// preferences gets the CPU that serving leaves, not the other way round.
+const solveNiceness = 10
+
 // run waits for a solver, solves, keeps the result and wakes the waiters.
 func (c *Cache) run(p *partition, pref string, f *flight, solve func(context.Context) (*Matrix, error)) {
 	var (
@@ -427,7 +433,7 @@ func (c *Cache) run(p *partition, pref string, f *flight, solve func(context.Con
 		if err = f.ctx.Err(); err == nil {
 			// On a thread of its own at a lower priority, which this
 			// goroutine's end discards.
-			lowerPriority()
+			threadprio.Lower(solveNiceness)
 			m, err = solve(f.ctx)
 		} else {
 			c.obs.Cancelled(p.name)

@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/mergectl/react-triton/internal/threadprio"
 	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
 )
@@ -272,7 +273,7 @@ func (p *Profile) formLater(m *Matrix) {
 	}
 	go func() {
 		defer func() { <-p.cache.forming }()
-		lowerPriority() // the thread goes with this goroutine
+		threadprio.Lower(solveNiceness) // the thread goes with this goroutine
 		start := time.Now()
 		w, err := react.Float32Matrix(f.Form())
 		p.obs.Formed(p.name, time.Since(start), err)

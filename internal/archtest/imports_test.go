@@ -29,6 +29,8 @@ var policy = map[string][]string{
 	"internal/npyfile":   {"internal/atomicfile"},
 	"internal/bytesize":  nil,
 	"internal/filecheck": nil,
+	// internal/threadprio: one OS thread's priority, for background work.
+	"internal/threadprio": nil,
 	// problem: how every configuration surface reports a problem.
 	"problem": nil,
 	// internal/samples reads .npy/.npz inputs into Triton's datatypes.
@@ -81,7 +83,7 @@ var policy = map[string][]string{
 	"experiment/feedback": {"problem", "triton/tritonpb"},
 
 	// What both serving modes share: no server, no configuration file.
-	"control": {"react", "react/componentsfile", "experiment", "problem", "internal/bytesize", "internal/filecheck"},
+	"control": {"react", "react/componentsfile", "experiment", "problem", "internal/bytesize", "internal/filecheck", "internal/threadprio"},
 	// config/layer: the one layering engine of every configuration.
 	"config/layer": {"problem", "internal/bytesize"},
 	// config: calibrate's configurations (fit's file, the flag commands).
