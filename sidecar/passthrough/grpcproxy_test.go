@@ -600,8 +600,10 @@ func (l *dropListener) drop() {
 // TestGRPCUpstreamDropsCall: an upstream whose connection closes in the
 // middle of a call, before its answer (Drop) or after its headers
 // (SentThenDrop), ends the client's call at once with UNAVAILABLE, without
-// the upstream's address, both ways the proxy relays it; the next call,
-// on a new connection, is served.
+// the upstream's address, both ways the proxy relays it; before any answer
+// it says that Triton is unavailable, as when it cannot be reached (after
+// its headers the status may be Triton's own, and is left as it is); the
+// next call, on a new connection, is served.
 func TestGRPCUpstreamDropsCall(t *testing.T) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -643,6 +645,9 @@ func TestGRPCUpstreamDropsCall(t *testing.T) {
 			t.Logf("%s %s: %v %q", svc.name, method, st.Code(), st.Message())
 			if st.Code() != codes.Unavailable || strings.Contains(st.Message(), addr) || strings.Contains(st.Message(), host+":") {
 				t.Errorf("%s %s: status %v %q, want UNAVAILABLE without the upstream's address", svc.name, method, st.Code(), st.Message())
+			}
+			if unanswered := method == "Drop"; strings.HasPrefix(st.Message(), "sidecar: upstream Triton: ") != unanswered {
+				t.Errorf("%s %s: %q; want it to say that Triton is unavailable exactly when it never answered (%v)", svc.name, method, st.Message(), unanswered)
 			}
 			var out passthrough.Frame
 			if err := conn.Invoke(context.Background(), svc.prefix+"Echo", &passthrough.Frame{Payload: []byte("ab")}, &out,
