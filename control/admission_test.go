@@ -274,3 +274,69 @@ func TestShedHold(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheSolveRateQueueAndJoined: the queue is checked before the
+// buckets, and requests that join a solve in flight start none: with one
+// solver, no queue and a solve rate of burst 2, while a solve holds the
+// solver, eight more requests for its preference join it (none shed,
+// none charged) and three for another preference are shed queue_full
+// (charged nothing); once it is done, one more new preference is admitted
+// (the burst's second token) and the next is shed solve_rate.
+func TestCacheSolveRateQueueAndJoined(t *testing.T) {
+	const joiners = 8
+	obs := &recordingCacheObserver{}
+	cache := NewCacheWith(CacheOptions{MaxConcurrentSolves: 1, MaxPendingSolves: 0, SolveRate: 0.001, SolveBurst: 2, Observer: obs})
+	entered, release := make(chan struct{}), make(chan struct{})
+	blocking := func(context.Context) (*Matrix, error) {
+		close(entered)
+		<-release
+		return &Matrix{Key: "a", D: 1}, nil
+	}
+	quick := func(context.Context) (*Matrix, error) { return &Matrix{Key: "k", D: 1}, nil }
+	get := func(pref string, solve func(context.Context) (*Matrix, error)) error {
+		_, _, err := cache.Get(context.Background(), Key{Preference: pref}, solve)
+		return err
+	}
+	errs := make(chan error, joiners+1)
+	go func() { errs <- get("a", blocking) }()
+	<-entered
+	for range joiners {
+		go func() { errs <- get("a", quick) }()
+	}
+	p := cache.partition(Key{}.part(), "")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		cache.mu.Lock()
+		waiting := 0
+		if f := p.flights["a"]; f != nil {
+			waiting = f.waiters
+		}
+		cache.mu.Unlock()
+		if waiting == joiners+1 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for range 3 {
+		var oe *OverloadError
+		if err := get("b", quick); !errors.As(err, &oe) || oe.Reason != ShedQueueFull {
+			t.Errorf("a new preference while the solver is busy: %v, want shed queue_full", err)
+		}
+	}
+	close(release)
+	for range joiners + 1 {
+		if err := <-errs; err != nil {
+			t.Errorf("a request for the preference being solved: %v, want it served by that solve", err)
+		}
+	}
+	if err := get("c", quick); err != nil {
+		t.Errorf("the burst's second new preference: %v, want it admitted", err)
+	}
+	var oe *OverloadError
+	if err := get("d", quick); !errors.As(err, &oe) || oe.Reason != ShedSolveRate {
+		t.Errorf("a third new preference: %v, want shed solve_rate", err)
+	}
+	if shed, _, _ := obs.counts(); !maps.Equal(shed, map[string]int{ShedQueueFull: 3, ShedSolveRate: 1}) {
+		t.Errorf("sheds %v, want 3 queue_full and 1 solve_rate", shed)
+	}
+}

@@ -26,28 +26,30 @@ func TestOpenBLASInUse(t *testing.T) {
 }
 
 // TestSolveWorkers: the goroutines of a solve times the threads each
-// OpenBLAS call may start never exceed GOMAXPROCS, and with one thread a
-// call every core gets a goroutine.
+// OpenBLAS call may start never exceed GOMAXPROCS: the most that fit, and
+// one, never none, when a call's threads alone exceed it; with one thread
+// a call every core gets a goroutine.
 func TestSolveWorkers(t *testing.T) {
 	if CurrentBackend() != BackendOpenBLAS {
 		t.Skip("OpenBLAS not in use")
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	defer SetBackendThreads(blasThreads())
-	for _, n := range []int{1, 2, 3, 4} {
-		SetBackendThreads(n)
-		threads, workers := blasThreads(), solveWorkers()
-		if threads < 1 || threads > n {
-			t.Fatalf("SetBackendThreads(%d): OpenBLAS reports %d threads", n, threads)
-		}
-		if workers < 1 || workers*threads > 4 {
-			t.Errorf("%d threads a call, GOMAXPROCS 4: %d workers", threads, workers)
-		}
-		if threads == 1 && workers != 4 {
-			t.Errorf("one thread a call, GOMAXPROCS 4: %d workers, want 4", workers)
-		}
-		if threads == 2 && workers != 2 {
-			t.Errorf("two threads a call, GOMAXPROCS 4: %d workers, want 2", workers)
+	for _, procs := range []int{1, 2, 4} {
+		runtime.GOMAXPROCS(procs)
+		for _, n := range []int{1, 2, 3, 4} {
+			SetBackendThreads(n)
+			threads, workers := blasThreads(), solveWorkers()
+			if threads < 1 || threads > n {
+				t.Fatalf("SetBackendThreads(%d): OpenBLAS reports %d threads", n, threads)
+			}
+			want := 1
+			for want*threads < procs && (want+1)*threads <= procs {
+				want++
+			}
+			if workers != want {
+				t.Errorf("%d threads a call, GOMAXPROCS %d: %d workers, want %d", threads, procs, workers, want)
+			}
 		}
 	}
 }

@@ -3,6 +3,7 @@ package react
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -70,6 +71,9 @@ func TestUseBackend(t *testing.T) {
 	}
 	if got, err := UseBackend(BackendGo); err != nil || got != BackendGo || gemmBatch {
 		t.Errorf("UseBackend(go) = %q, %v (GEMM batches %v); want go, pure-Go GEMV per row", got, err, gemmBatch)
+	}
+	if got := solveWorkers(); got != runtime.GOMAXPROCS(0) {
+		t.Errorf("go backend after %s: %d solve workers, want GOMAXPROCS (%d): its calls run on one thread", auto, got, runtime.GOMAXPROCS(0))
 	}
 	if _, err := UseBackend("mkl"); err == nil || !strings.Contains(err.Error(), `"mkl" is not in this binary`) {
 		t.Errorf("UseBackend(mkl) = %v, want an error listing the backends", err)

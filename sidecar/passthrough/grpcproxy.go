@@ -237,8 +237,10 @@ func (p *GRPCProxy) forwardUnary(ss grpc.ServerStream, method string, req *Frame
 	}
 	ss.SetTrailer(trailer)
 	switch {
-	case err != nil && header == nil && trailer == nil:
-		// No answer from Triton at all: the call never reached it.
+	case err != nil && header == nil && len(trailer) == 0:
+		// No answer from Triton at all (an answer has headers, or
+		// trailers with at least their content type): the call never
+		// reached it, or the connection went before it answered.
 		return UpstreamError(err)
 	case err != nil:
 		// Triton's own status, unchanged.
@@ -273,7 +275,8 @@ func toUpstream(ss grpc.ServerStream, cs grpc.ClientStream, first *Frame) error 
 
 // toClient copies the upstream's headers, then its messages, to the client.
 // It returns io.EOF when the upstream call ended with OK, and otherwise the
-// upstream's status as an error.
+// upstream's status as an error (UpstreamError's when the upstream never
+// answered: no headers, no trailers).
 func (p *GRPCProxy) toClient(cs grpc.ClientStream, ss grpc.ServerStream) error {
 	md, err := cs.Header()
 	if err != nil {
@@ -289,6 +292,10 @@ func (p *GRPCProxy) toClient(cs grpc.ClientStream, ss grpc.ServerStream) error {
 	for {
 		f := new(Frame)
 		if err := cs.RecvMsg(f); err != nil {
+			if md == nil && !errors.Is(err, io.EOF) && len(cs.Trailer()) == 0 {
+				// No answer at all, as in forwardUnary.
+				return UpstreamError(err)
+			}
 			return err
 		}
 		if err := ss.SendMsg(f); err != nil {

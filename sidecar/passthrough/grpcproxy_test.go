@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mergectl/react-triton/internal/testutil"
+	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/internal/sidecartest"
 	"github.com/mergectl/react-triton/sidecar/passthrough"
 	"github.com/mergectl/react-triton/sidecar/server"
@@ -404,24 +406,27 @@ func TestGRPCInterceptorSeam(t *testing.T) {
 }
 
 // TestGRPCCompressedRequests checks that clients that compress their
-// messages, as tritonclient can with gzip or deflate, pass through: the
-// proxy must decode each message to relay it.
+// messages, as tritonclient can with gzip or deflate, pass through, both
+// ways the proxy relays a unary call: the proxy must decode each message
+// to relay it.
 func TestGRPCCompressedRequests(t *testing.T) {
 	s, _ := startRaw(t)
 	conn := sidecartest.Dial(t, s.GRPCAddr().String())
 	payload := bytes.Repeat([]byte("tensor bytes "), 1000)
 	want := slices.Clone(payload)
 	slices.Reverse(want)
-	for _, name := range []string{"gzip", "deflate"} {
-		var out passthrough.Frame
-		err := conn.Invoke(context.Background(), "/x.Unknown/Echo", &passthrough.Frame{Payload: payload}, &out,
-			grpc.ForceCodecV2(passthrough.Codec{}), grpc.UseCompressor(name))
-		if err != nil {
-			t.Errorf("%s: %v", name, err)
-			continue
-		}
-		if !bytes.Equal(out.Payload, want) {
-			t.Errorf("%s: response of %d bytes, want the %d request bytes reversed", name, len(out.Payload), len(payload))
+	for _, svc := range unaryServices {
+		for _, name := range []string{"gzip", "deflate"} {
+			var out passthrough.Frame
+			err := conn.Invoke(context.Background(), svc.prefix+"Echo", &passthrough.Frame{Payload: payload}, &out,
+				grpc.ForceCodecV2(passthrough.Codec{}), grpc.UseCompressor(name))
+			if err != nil {
+				t.Errorf("%s, %s: %v", svc.name, name, err)
+				continue
+			}
+			if !bytes.Equal(out.Payload, want) {
+				t.Errorf("%s, %s: response of %d bytes, want the %d request bytes reversed", svc.name, name, len(out.Payload), len(payload))
+			}
 		}
 	}
 }
@@ -491,5 +496,164 @@ func TestUpstreamError(t *testing.T) {
 	}
 	if err := passthrough.UpstreamError(notFound); err != notFound {
 		t.Errorf("Triton's status became %v, want it as it is", err)
+	}
+}
+
+// TestGRPCHeadersThenError: an upstream that sends its headers, then
+// fails (UNAVAILABLE, its own: a model busy), gets both to the client as
+// it sent them: the headers, its status and message unchanged, its
+// trailers.
+func TestGRPCHeadersThenError(t *testing.T) {
+	s, _ := startRaw(t)
+	conn := sidecartest.Dial(t, s.GRPCAddr().String())
+	for _, svc := range unaryServices {
+		var hdr, tlr metadata.MD
+		err := conn.Invoke(context.Background(), svc.prefix+"SentThenBusy", &passthrough.Frame{Payload: []byte{1}}, &passthrough.Frame{},
+			grpc.ForceCodecV2(passthrough.Codec{}), grpc.Header(&hdr), grpc.Trailer(&tlr))
+		if st := status.Convert(err); st.Code() != codes.Unavailable || st.Message() != "model \"m\" is busy" {
+			t.Errorf("%s: status %v %q, want the upstream's UNAVAILABLE as it is", svc.name, st.Code(), st.Message())
+		}
+		if got := hdr.Get("stage"); !slices.Equal(got, []string{"sent"}) {
+			t.Errorf("%s: header stage = %q, want [sent]", svc.name, got)
+		}
+		if got := tlr.Get("why"); !slices.Equal(got, []string{"busy"}) {
+			t.Errorf("%s: trailer why = %q, want [busy]", svc.name, got)
+		}
+	}
+}
+
+// TestGRPCUnaryLargeMessages: a unary call's request and answer may each
+// be over grpc's 4 MiB default, as Triton allows, both ways the proxy
+// relays it.
+func TestGRPCUnaryLargeMessages(t *testing.T) {
+	s, _ := startRaw(t)
+	conn := sidecartest.Dial(t, s.GRPCAddr().String())
+	big := bytes.Repeat([]byte{0xab, 0xcd, 0x00}, 3<<20) // 9 MiB
+	want := slices.Clone(big)
+	slices.Reverse(want)
+	for _, svc := range unaryServices {
+		var out passthrough.Frame
+		err := conn.Invoke(context.Background(), svc.prefix+"Echo", &passthrough.Frame{Payload: big}, &out,
+			grpc.ForceCodecV2(passthrough.Codec{}), grpc.MaxCallRecvMsgSize(1<<30), grpc.MaxCallSendMsgSize(1<<30))
+		if err != nil {
+			t.Errorf("%s: %v", svc.name, err)
+			continue
+		}
+		if !bytes.Equal(out.Payload, want) {
+			t.Errorf("%s: answer of %d bytes, want the %d request bytes reversed", svc.name, len(out.Payload), len(big))
+		}
+	}
+}
+
+// TestGRPCUnaryReadTimeoutOff: with server.read_timeout 0 (no bound on
+// the request's wait), a unary call of Triton's service is relayed as
+// with one: its answer, its headers (the client's metadata as Triton saw
+// it) and trailers.
+func TestGRPCUnaryReadTimeoutOff(t *testing.T) {
+	lim := config.Default().Server
+	lim.ReadTimeout = 0
+	s, _ := startRawWith(t, server.Config{Server: lim})
+	conn := sidecartest.Dial(t, s.GRPCAddr().String())
+	for _, svc := range unaryServices {
+		ctx := metadata.AppendToOutgoingContext(context.Background(), "x-user", "alice")
+		var hdr, tlr metadata.MD
+		var out passthrough.Frame
+		if err := conn.Invoke(ctx, svc.prefix+"Echo", &passthrough.Frame{Payload: []byte("ab")}, &out,
+			grpc.ForceCodecV2(passthrough.Codec{}), grpc.Header(&hdr), grpc.Trailer(&tlr)); err != nil {
+			t.Fatalf("%s: %v", svc.name, err)
+		}
+		if string(out.Payload) != "ba" || !slices.Equal(hdr.Get("seen-x-user"), []string{"alice"}) || !slices.Equal(tlr.Get("t"), []string{"done"}) {
+			t.Errorf("%s: answer %q, header seen-x-user %q, trailer t %q", svc.name, out.Payload, hdr.Get("seen-x-user"), tlr.Get("t"))
+		}
+	}
+}
+
+// dropListener is a listener whose accepted connections drop closes: an
+// upstream whose connection goes in the middle of a call.
+type dropListener struct {
+	net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+// Accept implements net.Listener.
+func (l *dropListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.mu.Lock()
+		l.conns = append(l.conns, c)
+		l.mu.Unlock()
+	}
+	return c, err
+}
+
+// drop closes every connection accepted so far.
+func (l *dropListener) drop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.conns {
+		c.Close()
+	}
+	l.conns = nil
+}
+
+// TestGRPCUpstreamDropsCall: an upstream whose connection closes in the
+// middle of a call, before its answer (Drop) or after its headers
+// (SentThenDrop), ends the client's call at once with UNAVAILABLE, without
+// the upstream's address, both ways the proxy relays it; before any answer
+// it says that Triton is unavailable, as when it cannot be reached (after
+// its headers the status may be Triton's own, and is left as it is); the
+// next call, on a new connection, is served.
+func TestGRPCUpstreamDropsCall(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dl := &dropListener{Listener: lis}
+	raw := &sidecartest.RawUpstream{Cancelled: make(chan struct{})}
+	up := grpc.NewServer(grpc.ForceServerCodecV2(passthrough.Codec{}), grpc.UnknownServiceHandler(func(srv any, ss grpc.ServerStream) error {
+		method, _ := grpc.MethodFromServerStream(ss)
+		switch {
+		case strings.HasSuffix(method, "/Drop"), strings.HasSuffix(method, "/SentThenDrop"):
+			if err := ss.RecvMsg(&passthrough.Frame{}); err != nil {
+				return err
+			}
+			if strings.HasSuffix(method, "/SentThenDrop") {
+				if err := ss.SendHeader(metadata.Pairs("stage", "sent")); err != nil {
+					return err
+				}
+				time.Sleep(50 * time.Millisecond) // the headers on the wire first
+			}
+			dl.drop()
+			<-ss.Context().Done()
+			return ss.Context().Err()
+		}
+		return raw.Handle(srv, ss)
+	}))
+	go up.Serve(dl)
+	t.Cleanup(up.Stop)
+	addr := lis.Addr().String()
+	host, _, _ := net.SplitHostPort(addr)
+	s := sidecartest.StartSidecar(t, server.Config{TritonGRPC: addr})
+	conn := sidecartest.Dial(t, s.GRPCAddr().String())
+	for _, svc := range unaryServices {
+		for _, method := range []string{"Drop", "SentThenDrop"} {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			err := conn.Invoke(ctx, svc.prefix+method, &passthrough.Frame{Payload: []byte{1}}, &passthrough.Frame{}, grpc.ForceCodecV2(passthrough.Codec{}))
+			cancel()
+			st := status.Convert(err)
+			t.Logf("%s %s: %v %q", svc.name, method, st.Code(), st.Message())
+			if st.Code() != codes.Unavailable || strings.Contains(st.Message(), addr) || strings.Contains(st.Message(), host+":") {
+				t.Errorf("%s %s: status %v %q, want UNAVAILABLE without the upstream's address", svc.name, method, st.Code(), st.Message())
+			}
+			if unanswered := method == "Drop"; strings.HasPrefix(st.Message(), "sidecar: upstream Triton: ") != unanswered {
+				t.Errorf("%s %s: %q; want it to say that Triton is unavailable exactly when it never answered (%v)", svc.name, method, st.Message(), unanswered)
+			}
+			var out passthrough.Frame
+			if err := conn.Invoke(context.Background(), svc.prefix+"Echo", &passthrough.Frame{Payload: []byte("ab")}, &out,
+				grpc.ForceCodecV2(passthrough.Codec{}), grpc.WaitForReady(true)); err != nil || string(out.Payload) != "ba" {
+				t.Errorf("%s: the call after %s: %q, %v", svc.name, method, out.Payload, err)
+			}
+		}
 	}
 }

@@ -41,6 +41,8 @@ func NewRawStream(ctx context.Context, conn *grpc.ClientConn, method string, opt
 //	/x.Unknown/Hang      waits for its context to end, then signals cancelled
 //	/x.Unknown/Busy      fails with UNAVAILABLE (as Triton may) and a trailer
 //	/x.Unknown/BusyBare  the same without the trailer
+//	/x.Unknown/SentThenBusy  reads the request, sends its headers
+//	                     ("stage: sent"), then fails as Busy does
 //
 // and the same under Triton's service name (passthrough.Service + "Echo",
 // ...), which the proxy relays as unary calls of Triton's service.
@@ -96,6 +98,15 @@ func (u *RawUpstream) Handle(_ any, ss grpc.ServerStream) error {
 		ss.SetTrailer(metadata.Pairs("why", "busy"))
 		return status.Error(codes.Unavailable, "model \"m\" is busy")
 	case "/x.Unknown/BusyBare":
+		return status.Error(codes.Unavailable, "model \"m\" is busy")
+	case "/x.Unknown/SentThenBusy":
+		if err := ss.RecvMsg(&passthrough.Frame{}); err != nil {
+			return err
+		}
+		if err := ss.SendHeader(metadata.Pairs("stage", "sent")); err != nil {
+			return err
+		}
+		ss.SetTrailer(metadata.Pairs("why", "busy"))
 		return status.Error(codes.Unavailable, "model \"m\" is busy")
 	case "/x.Unknown/Deadline":
 		var f passthrough.Frame
