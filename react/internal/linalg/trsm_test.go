@@ -8,7 +8,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/mergectl/react-triton/react/internal/linalg"
-	"github.com/mergectl/react-triton/react/internal/mattest"
 )
 
 // TestCholSolveRight: blocked (across several blocks and a partial last
@@ -105,33 +104,8 @@ func TestSolveRowsInverted(t *testing.T) {
 	rows := linalg.InvertRows + 19
 	for _, cond := range []float64{1e2, 1e5, 1e8} {
 		rng := rand.New(rand.NewPCG(uint64(cond), 5))
-		q := mattest.RandomOrthogonal(rng, d)
-		lambda := mat.NewDiagDense(d, nil)
-		for i := range d {
-			lambda.SetDiag(i, math.Pow(cond, -float64(i)/float64(d-1)))
-		}
-		c := mat.NewSymDense(d, nil)
-		var qd mat.Dense
-		qd.Mul(q, lambda)
-		var full mat.Dense
-		full.Mul(&qd, q.T())
-		for i := range d {
-			for j := i; j < d; j++ {
-				c.SetSym(i, j, (full.At(i, j)+full.At(j, i))/2)
-			}
-		}
-		var chol mat.Cholesky
-		if !chol.Factorize(c) {
-			t.Fatalf("κ=%g: not positive definite", cond)
-		}
-		var u mat.TriDense
-		chol.UTo(&u)
-		a := mat.NewDense(rows, d, nil)
-		for i := range rows {
-			for j := range d {
-				a.Set(i, j, rng.NormFloat64())
-			}
-		}
+		c, u := spdFactor(t, rng, d, cond)
+		a := normalRows(rng, rows, d)
 		ref := mat.DenseCopyOf(a)
 		linalg.CholSolveRight(u.RawTriangular(), ref.RawMatrix(), false)
 		blocks := mat.DenseCopyOf(a)
@@ -139,10 +113,7 @@ func TestSolveRowsInverted(t *testing.T) {
 		for _, workers := range []int{1, 2} {
 			w := mat.DenseCopyOf(a)
 			linalg.SolveRows(u.RawTriangular(), w.RawMatrix(), true, workers)
-			var res mat.Dense
-			res.Mul(w, c)
-			res.Sub(&res, a)
-			backward := mat.Norm(&res, 2) / (mat.Norm(w, 2) * mat.Norm(c, 2))
+			backward := backwardError(w, c, a)
 			forward := relErr(w, ref)
 			t.Logf("κ=%.0e workers=%d: backward error %.2e, from the DTRSMs %.2e", cond, workers, backward, forward)
 			if backward > 10*eps {
@@ -182,6 +153,15 @@ func spdFactor(t *testing.T, rng *rand.Rand, d int, cond float64) (*mat.SymDense
 	var u mat.TriDense
 	chol.UTo(&u)
 	return c, &u
+}
+
+// backwardError is ‖W C − A‖₂/(‖W‖₂‖C‖₂): how far a solution W of W C = A
+// is from solving it, relative to rounding of the product.
+func backwardError(w *mat.Dense, c *mat.SymDense, a *mat.Dense) float64 {
+	var res mat.Dense
+	res.Mul(w, c)
+	res.Sub(&res, a)
+	return mat.Norm(&res, 2) / (mat.Norm(w, 2) * mat.Norm(c, 2))
 }
 
 // normalRows returns a rows×D matrix of standard normal entries.
@@ -229,10 +209,7 @@ func TestSolveRowsBlockEdges(t *testing.T) {
 			for _, workers := range []int{1, 3} {
 				w := mat.DenseCopyOf(a)
 				linalg.SolveRows(u.RawTriangular(), w.RawMatrix(), true, workers)
-				var res mat.Dense
-				res.Mul(w, c)
-				res.Sub(&res, a)
-				if be := mat.Norm(&res, 2) / (mat.Norm(w, 2) * mat.Norm(c, 2)); be > 10*eps {
+				if be := backwardError(w, c, a); be > 10*eps {
 					t.Errorf("D=%d, %d rows, %d workers: backward error %.3g > 10ε", d, rows, workers, be)
 				}
 				if workers > 1 {
