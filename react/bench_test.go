@@ -224,6 +224,28 @@ func firstRequest(b *testing.B, name string, s *Solver) {
 	}
 }
 
+// BenchmarkFactorTemplate measures what one new preference costs the
+// sidecar at the production template's D = 1280, T = 8 (the weighted sums
+// and the factorisation, condition bound proved): docker/k8s/base's
+// admission.solve_rate is sized by it.
+func BenchmarkFactorTemplate(b *testing.B) {
+	c := benchComponents(1280, 8)
+	s, err := NewSolver(c, DefaultOptions(c))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !s.ProveConditionBound() {
+		b.Fatal("condition bound not proved")
+	}
+	p := Uniform(s.Tasks())
+	for b.Loop() {
+		if _, err := s.Factor(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/solve")
+}
+
 // BenchmarkAccumulate measures streaming accumulation of float32 batches of
 // 256 paired rows (S by GEMM, G by SYRK, in float64).
 func BenchmarkAccumulate(b *testing.B) {
