@@ -123,6 +123,41 @@ func (l *solveLimiter) bucket(now time.Time) *bucket {
 	return &l.b
 }
 
+// solveBudget is the solver time new preferences may take
+// (CacheOptions.SolveShare): a bucket of seconds, filled at share ×
+// solvers seconds a second up to burst, from which each solve and each
+// background formation of W_p pays the time it took once it ends. A solve
+// is admitted while the bucket holds any time, so the one that empties it
+// runs and leaves it in debt, which later fills pay off: over any long
+// stretch the solvers spend at most the share of their time on new
+// preferences, whatever D, the backend and the CPU make a solve cost. It is
+// guarded by Cache.mu.
+type solveBudget struct {
+	rateLimit // seconds a second, up to burst seconds
+	b         bucket
+}
+
+// newSolveBudget returns a full budget at now for a share of solvers'
+// time, with bursts of burst (0: one second's worth).
+func newSolveBudget(share float64, solvers int, burst time.Duration, now time.Time) *solveBudget {
+	r := rateLimit{rate: share * float64(solvers), burst: burst.Seconds()}
+	if burst <= 0 {
+		r.burst = r.rate
+	}
+	return &solveBudget{rateLimit: r, b: bucket{tokens: r.burst, at: now}}
+}
+
+// bucket returns the bucket filled to now.
+func (l *solveBudget) bucket(now time.Time) *bucket {
+	l.fill(&l.b, now)
+	return &l.b
+}
+
+// pay takes took from the budget at now, into debt if need be.
+func (l *solveBudget) pay(took time.Duration, now time.Time) {
+	l.bucket(now).tokens -= took.Seconds()
+}
+
 // shedMargin is how long before a request's deadline holdShed lets its
 // refusal go, so that the client reads RESOURCE_EXHAUSTED (or 429), not
 // its own deadline.

@@ -184,9 +184,10 @@ func TestCacheReconfigureSolveRate(t *testing.T) {
 // TestOverloadErrorMessages: each reason says whose share was used.
 func TestOverloadErrorMessages(t *testing.T) {
 	for reason, want := range map[string]string{
-		ShedQueueFull: "too many new preferences are waiting to be solved: try again later, or use a preset",
-		ShedKeyRate:   "too many new preferences from this client: try again later, or use a preset",
-		ShedSolveRate: "too many new preferences from all clients: try again later, or use a preset",
+		ShedQueueFull:  "too many new preferences are waiting to be solved: try again later, or use a preset",
+		ShedKeyRate:    "too many new preferences from this client: try again later, or use a preset",
+		ShedSolveRate:  "too many new preferences from all clients: try again later, or use a preset",
+		ShedSolveShare: "too many new preferences from all clients: try again later, or use a preset",
 	} {
 		if got := (&OverloadError{Reason: reason}).Error(); got != want {
 			t.Errorf("%s: %q, want %q", reason, got, want)

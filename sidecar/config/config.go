@@ -176,8 +176,21 @@ type Admission struct {
 	// SolveBurst is SolveRate's burst; 0 means one second of SolveRate
 	// (its ceiling), at least 1. Default 0.
 	SolveBurst int `yaml:"solve_burst"`
-	// ShedDelay holds a request shed by the queue, KeyRate or SolveRate
-	// that long before its answer (less a margin before its deadline), so
+	// SolveShare bounds the share of the solvers' time (Solvers of them)
+	// that new preferences may take on average, from 0 to 1: each solve,
+	// and each background formation of a W_p, pays the time it took, and
+	// while that time is spent every request that needs a solve is shed
+	// (reason solve_share). It adapts to what a solve costs here (D, the
+	// CPU, the load around it), where SolveRate counts solves whatever
+	// they cost. Charged after KeyRate and SolveRate admit a request; 0
+	// means no bound. Default 0.1.
+	SolveShare float64 `yaml:"solve_share"`
+	// SolveShareBurst is the solver time new preferences may take at once
+	// beyond SolveShare; 0 means one second's worth (SolveShare × Solvers
+	// seconds). Default 0.
+	SolveShareBurst time.Duration `yaml:"solve_share_burst"`
+	// ShedDelay holds a request shed by the queue, KeyRate, SolveRate or
+	// SolveShare that long before its answer (less a margin before its deadline), so
 	// that a client ignoring RetryAfter asks again at most once per
 	// ShedDelay for each request it has in flight; at most RetryAfter.
 	// Default 0: answered at once.

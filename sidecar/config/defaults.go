@@ -28,6 +28,7 @@ const (
 	DefaultMaxPendingSolves    = 32
 	DefaultRetryAfter          = time.Second
 	DefaultKeyBurst            = 10
+	DefaultSolveShare          = 0.1
 	DefaultLinAlgBackend       = "auto"
 	DefaultLinAlgThreads       = 1
 	DefaultLogLevel            = "info"
@@ -104,6 +105,7 @@ func Default() *Config {
 			MaxPendingSolves: DefaultMaxPendingSolves,
 			RetryAfter:       DefaultRetryAfter,
 			KeyBurst:         DefaultKeyBurst,
+			SolveShare:       DefaultSolveShare,
 		},
 		LinAlg:   LinAlg{Backend: DefaultLinAlgBackend, Threads: DefaultLinAlgThreads},
 		Log:      Log{Level: DefaultLogLevel, Format: DefaultLogFormat},
