@@ -44,13 +44,20 @@ func runAdmissions(t *testing.T, cache *Cache, script []admission) {
 		cache.now = func() time.Time { return at }
 		cache.mu.Unlock()
 		_, _, err := cache.Get(WithClientKey(context.Background(), a.key), Key{Preference: a.pref}, solve)
-		var oe *OverloadError
-		switch {
-		case a.want == "" && err != nil:
-			t.Errorf("request %d (%+v): %v, want it served", i, a, err)
-		case a.want != "" && (!errors.As(err, &oe) || oe.Reason != a.want):
-			t.Errorf("request %d (%+v): %v, want shed for %s", i, a, err, a.want)
-		}
+		checkAdmitted(t, fmt.Sprintf("request %d (%+v)", i, a), err, a.want)
+	}
+}
+
+// checkAdmitted reports an error of the request what unless want says
+// it: "" for served, else the reason it was shed for.
+func checkAdmitted(t *testing.T, what string, err error, want string) {
+	t.Helper()
+	var oe *OverloadError
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("%s: %v, want it served", what, err)
+	case want != "" && (!errors.As(err, &oe) || oe.Reason != want):
+		t.Errorf("%s: %v, want shed for %s", what, err, want)
 	}
 }
 

@@ -137,14 +137,7 @@ func TestCacheSolveShare(t *testing.T) {
 			cache, clock := newBudgetCache(tc.opt)
 			errs, _ := runCostly(cache, clock, tc.script)
 			for i, err := range errs {
-				r := tc.script[i]
-				var oe *OverloadError
-				switch {
-				case r.want == "" && err != nil:
-					t.Errorf("request %d (%+v): %v, want it served", i, r, err)
-				case r.want != "" && (!errors.As(err, &oe) || oe.Reason != r.want):
-					t.Errorf("request %d (%+v): %v, want shed for %s", i, r, err, r.want)
-				}
+				checkAdmitted(t, fmt.Sprintf("request %d (%+v)", i, tc.script[i]), err, tc.script[i].want)
 			}
 		})
 	}
