@@ -190,10 +190,10 @@ type Admission struct {
 	// seconds). Default 0.
 	SolveShareBurst time.Duration `yaml:"solve_share_burst"`
 	// ShedDelay holds a request shed by the queue, KeyRate, SolveRate or
-	// SolveShare that long before its answer (less a margin before its deadline), so
-	// that a client ignoring RetryAfter asks again at most once per
-	// ShedDelay for each request it has in flight; at most RetryAfter.
-	// Default 0: answered at once.
+	// SolveShare that long before its answer (less a margin before its
+	// deadline), so that a client ignoring RetryAfter asks again at most
+	// once per ShedDelay for each request it has in flight; at most
+	// RetryAfter; 0 answers at once. Default 100ms.
 	ShedDelay time.Duration `yaml:"shed_delay"`
 	// PresetsOnly refuses preferences that would need a solve: only
 	// presets, experiment arms, the default, "none" and preferences equal

@@ -29,6 +29,7 @@ const (
 	DefaultRetryAfter          = time.Second
 	DefaultKeyBurst            = 10
 	DefaultSolveShare          = 0.1
+	DefaultShedDelay           = 100 * time.Millisecond
 	DefaultLinAlgBackend       = "auto"
 	DefaultLinAlgThreads       = 1
 	DefaultLogLevel            = "info"
@@ -106,6 +107,7 @@ func Default() *Config {
 			RetryAfter:       DefaultRetryAfter,
 			KeyBurst:         DefaultKeyBurst,
 			SolveShare:       DefaultSolveShare,
+			ShedDelay:        DefaultShedDelay,
 		},
 		LinAlg:   LinAlg{Backend: DefaultLinAlgBackend, Threads: DefaultLinAlgThreads},
 		Log:      Log{Level: DefaultLogLevel, Format: DefaultLogFormat},

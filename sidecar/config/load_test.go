@@ -92,7 +92,7 @@ func TestLoadGood(t *testing.T) {
 						MaxBatchSize: 32, MaxPreferenceLength: 256},
 					Cache: Cache{MaxBytes: 64 * MiB, Size: 7},
 					Admission: Admission{MaxPendingSolves: 5, MaxConcurrentSolves: 2, RetryAfter: 3 * time.Second, KeyHeader: "x-user-id",
-						KeyRate: 2.5, KeyBurst: 4, SolveRate: 7.5, SolveBurst: 9, SolveShare: 0.3, SolveShareBurst: 2 * time.Second, PresetsOnly: true, PreferenceGrid: 20},
+						KeyRate: 2.5, KeyBurst: 4, SolveRate: 7.5, SolveBurst: 9, SolveShare: 0.3, SolveShareBurst: 2 * time.Second, ShedDelay: 250 * time.Millisecond, PresetsOnly: true, PreferenceGrid: 20},
 					LinAlg: LinAlg{Backend: DefaultLinAlgBackend, Threads: DefaultLinAlgThreads},
 					Log:    Log{Level: "debug", Format: "json"},
 					Components: []Components{
