@@ -11,6 +11,7 @@ import (
 	"time"
 	"weak"
 
+	"github.com/mergectl/react-triton/control/internal/admit"
 	"github.com/mergectl/react-triton/internal/threadprio"
 	"github.com/mergectl/react-triton/react"
 )
@@ -153,7 +154,7 @@ type CacheOptions struct {
 	// RetryAfter is what an *OverloadError advises.
 	RetryAfter time.Duration
 	// ShedDelay holds a refused request that long before its
-	// *OverloadError, less a margin before its deadline (holdShed); 0
+	// *OverloadError, less a margin before its deadline (admit.Hold); 0
 	// answers at once.
 	ShedDelay time.Duration
 	// Observer is told about sheds, cancellations and evictions; nil
@@ -188,9 +189,9 @@ type Cache struct {
 	parts   map[partKey]weak.Pointer[partition]
 	pending int // solves waiting for a solver
 	running int // solves running
-	keys    *keyLimiter
-	solves  *solveLimiter
-	budget  *solveBudget
+	keys    *admit.Keyed
+	solves  *admit.Shared
+	budget  *admit.Budget
 	// now is the clock of the rate limits (time.Now; tests set it).
 	now func() time.Time
 }
@@ -221,13 +222,13 @@ func NewCacheWith(opt CacheOptions) *Cache {
 		c.obs = nopCacheObserver{}
 	}
 	if opt.KeyRate > 0 {
-		c.keys = newKeyLimiter(opt.KeyRate, max(1, opt.KeyBurst))
+		c.keys = admit.NewKeyed(opt.KeyRate, max(1, opt.KeyBurst))
 	}
 	if opt.SolveRate > 0 {
-		c.solves = newSolveLimiter(opt.SolveRate, opt.SolveBurst, c.now())
+		c.solves = admit.NewShared(opt.SolveRate, opt.SolveBurst, c.now())
 	}
 	if opt.SolveShare > 0 {
-		c.budget = newSolveBudget(opt.SolveShare, opt.MaxConcurrentSolves, opt.SolveShareBurst, c.now())
+		c.budget = admit.NewBudget(opt.SolveShare, opt.MaxConcurrentSolves, opt.SolveShareBurst, c.now())
 	}
 	return c
 }
@@ -255,19 +256,19 @@ func (c *Cache) Reconfigure(opt CacheOptions) {
 	if opt.KeyRate != old.KeyRate || opt.KeyBurst != old.KeyBurst {
 		c.keys = nil
 		if opt.KeyRate > 0 {
-			c.keys = newKeyLimiter(opt.KeyRate, max(1, opt.KeyBurst))
+			c.keys = admit.NewKeyed(opt.KeyRate, max(1, opt.KeyBurst))
 		}
 	}
 	if opt.SolveRate != old.SolveRate || opt.SolveBurst != old.SolveBurst {
 		c.solves = nil
 		if opt.SolveRate > 0 {
-			c.solves = newSolveLimiter(opt.SolveRate, opt.SolveBurst, c.now())
+			c.solves = admit.NewShared(opt.SolveRate, opt.SolveBurst, c.now())
 		}
 	}
 	if opt.SolveShare != old.SolveShare || opt.SolveShareBurst != old.SolveShareBurst || opt.MaxConcurrentSolves != old.MaxConcurrentSolves {
 		c.budget = nil
 		if opt.SolveShare > 0 {
-			c.budget = newSolveBudget(opt.SolveShare, opt.MaxConcurrentSolves, opt.SolveShareBurst, c.now())
+			c.budget = admit.NewBudget(opt.SolveShare, opt.MaxConcurrentSolves, opt.SolveShareBurst, c.now())
 		}
 	}
 	for _, wp := range c.parts {
@@ -341,7 +342,7 @@ func (c *Cache) Stats() CacheStats {
 	defer c.mu.Unlock()
 	st := CacheStats{Pending: c.pending, Running: c.running}
 	if c.budget != nil {
-		st.SolveTime, st.HasSolveShare = c.budget.bucket(c.now()).tokens, true
+		st.SolveTime, st.HasSolveShare = c.budget.Bucket(c.now()).Tokens, true
 	}
 	for _, wp := range c.parts {
 		if p := wp.Value(); p != nil {
@@ -389,7 +390,7 @@ func (c *Cache) get(ctx context.Context, p *partition, pref string, solve func(c
 		if err := c.admit(ctx, p); err != nil {
 			hold := c.opt.ShedDelay
 			c.mu.Unlock()
-			holdShed(ctx, hold)
+			admit.Hold(ctx, hold)
 			return nil, false, err
 		}
 		f = newFlight()
@@ -422,22 +423,22 @@ func (c *Cache) admit(ctx context.Context, p *partition) error {
 	if c.opt.MaxPendingSolves >= 0 && c.pending+c.running >= c.opt.MaxConcurrentSolves+c.opt.MaxPendingSolves {
 		return c.shed(p, ShedQueueFull)
 	}
-	var key, all *bucket
+	var key, all *admit.Bucket
 	now := c.now()
 	if c.keys != nil {
-		if key = c.keys.bucket(ClientKey(ctx), now); key.tokens < 1 {
+		if key = c.keys.Bucket(ClientKey(ctx), now); key.Tokens < 1 {
 			return c.shed(p, ShedKeyRate)
 		}
 	}
 	if c.solves != nil {
-		if all = c.solves.bucket(now); all.tokens < 1 {
+		if all = c.solves.Bucket(now); all.Tokens < 1 {
 			return c.shed(p, ShedSolveRate)
 		}
 	}
-	if c.budget != nil && c.budget.bucket(now).tokens <= 0 {
+	if c.budget != nil && c.budget.Bucket(now).Tokens <= 0 {
 		return c.shed(p, ShedSolveShare)
 	}
-	takeTokens(key, all)
+	admit.Take(key, all)
 	return nil
 }
 
@@ -484,7 +485,7 @@ func (c *Cache) run(p *partition, pref string, f *flight, solve func(context.Con
 		c.mu.Lock()
 		c.running--
 		if c.budget != nil {
-			c.budget.pay(took, c.now())
+			c.budget.Pay(took, c.now())
 		}
 	case <-f.ctx.Done():
 		c.mu.Lock()
@@ -522,7 +523,7 @@ func (c *Cache) idle() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.pending == 0 && c.solves == nil && c.keys == nil &&
-		(c.budget == nil || c.budget.bucket(c.now()).tokens > 0)
+		(c.budget == nil || c.budget.Bucket(c.now()).Tokens > 0)
 }
 
 // clock returns the clock of the rates and of the solvers' time (time.Now;
@@ -539,7 +540,7 @@ func (c *Cache) paid(took time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.budget != nil {
-		c.budget.pay(took, c.now())
+		c.budget.Pay(took, c.now())
 	}
 }
 

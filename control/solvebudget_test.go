@@ -219,7 +219,7 @@ func TestCacheSolveShareFormationPays(t *testing.T) {
 		}
 		// Time left for one solve, whose millisecond spends it again.
 		cache.mu.Lock()
-		cache.budget.b.tokens = 1e-9
+		cache.budget.Bucket(cache.now()).Tokens = 1e-9
 		cache.mu.Unlock()
 		m := get(t, p, "cars=1,svhn=3")
 		// formLater takes the formation's token before it returns.

@@ -176,18 +176,12 @@ type Admission struct {
 	// SolveBurst is SolveRate's burst; 0 means one second of SolveRate
 	// (its ceiling), at least 1. Default 0.
 	SolveBurst int `yaml:"solve_burst"`
-	// SolveShare bounds the share of the solvers' time (Solvers of them)
-	// that new preferences may take on average, from 0 to 1: each solve,
-	// and each background formation of a W_p, pays the time it took, and
-	// while that time is spent every request that needs a solve is shed
-	// (reason solve_share). It adapts to what a solve costs here (D, the
-	// CPU, the load around it), where SolveRate counts solves whatever
-	// they cost. Charged after KeyRate and SolveRate admit a request; 0
-	// means no bound. Default 0.1.
-	SolveShare float64 `yaml:"solve_share"`
-	// SolveShareBurst is the solver time new preferences may take at once
-	// beyond SolveShare; 0 means one second's worth (SolveShare × Solvers
-	// seconds). Default 0.
+	// SolveShare bounds the share of the solvers' time that new
+	// preferences may take on average, from 0 to 1, with bursts of
+	// SolveShareBurst of solver time (0: one second's worth); beyond it
+	// requests that need a solve are shed (reason solve_share); 0 means no
+	// bound (control.CacheOptions.SolveShare). Default 0.1 and 0.
+	SolveShare      float64       `yaml:"solve_share"`
 	SolveShareBurst time.Duration `yaml:"solve_share_burst"`
 	// ShedDelay holds a request shed by the queue, KeyRate, SolveRate or
 	// SolveShare that long before its answer (less a margin before its
