@@ -14,7 +14,9 @@
 # serves the controllable model "synth" over the synthetic D=768 components
 # of bench/synth-components.py (8 tasks, made and reused as
 # bench/sidecar-controllable.sh makes them), with the default limits,
-# cache and admission (but admission.key_header x-user-id), and GOMEMLIMIT
+# cache and admission (but admission.key_header x-user-id; the defaults
+# include solve_share 0.1 and shed_delay 100ms since the seventh stop of
+# 2026-11-27, so the windows without a reload measure them), and GOMEMLIMIT
 # set as docs/deploy.md sets it in the manifests: to the memory budget the
 # sidecar computes for its configuration (its start-up log line), which the
 # suite reads from a first start.
@@ -46,7 +48,8 @@
 #              one input of 1,000,000 JSON numbers whose clients hang up
 #              after 20 ms, while the sidecar checks them: 2 clients each,
 #              one body a second each;
-#   flood      new random preferences at D=768, 8 at a time, no key;
+#   flood      new random preferences at D=768, 8 at a time, no key (held
+#              by the default admission.solve_share);
 #   flood-apart  the flood's two halves apart, as a reference: its request
 #              traffic (8 clients, each one request every 400 ms, about
 #              the flood's rate, over 8 preferences cached after their

@@ -7,18 +7,9 @@ import (
 	"maps"
 	"testing"
 	"time"
-)
 
-// allow takes a token of key's bucket at now, and reports whether there
-// was one: a keyLimiter alone, as admit uses it.
-func allow(l *keyLimiter, key string, now time.Time) bool {
-	b := l.bucket(key, now)
-	if b.tokens < 1 {
-		return false
-	}
-	takeTokens(b)
-	return true
-}
+	"github.com/mergectl/react-triton/control/internal/admit"
+)
 
 // admission is one request of a scripted sequence: at seconds after the
 // start, client key asks for preference pref; want is "" (served) or the
@@ -44,13 +35,20 @@ func runAdmissions(t *testing.T, cache *Cache, script []admission) {
 		cache.now = func() time.Time { return at }
 		cache.mu.Unlock()
 		_, _, err := cache.Get(WithClientKey(context.Background(), a.key), Key{Preference: a.pref}, solve)
-		var oe *OverloadError
-		switch {
-		case a.want == "" && err != nil:
-			t.Errorf("request %d (%+v): %v, want it served", i, a, err)
-		case a.want != "" && (!errors.As(err, &oe) || oe.Reason != a.want):
-			t.Errorf("request %d (%+v): %v, want shed for %s", i, a, err, a.want)
-		}
+		checkAdmitted(t, fmt.Sprintf("request %d (%+v)", i, a), err, a.want)
+	}
+}
+
+// checkAdmitted reports an error of the request what unless want says
+// it: "" for served, else the reason it was shed for.
+func checkAdmitted(t *testing.T, what string, err error, want string) {
+	t.Helper()
+	var oe *OverloadError
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("%s: %v, want it served", what, err)
+	case want != "" && (!errors.As(err, &oe) || oe.Reason != want):
+		t.Errorf("%s: %v, want shed for %s", what, err, want)
 	}
 }
 
@@ -168,7 +166,7 @@ func TestCacheReconfigureSolveRate(t *testing.T) {
 	cache.Reconfigure(opt)
 	runAdmissions(t, cache, []admission{{0, "d", "d", ""}})
 	cache.mu.Lock()
-	if b := cache.solves.burst; b != 1000 {
+	if b := cache.solves.Burst; b != 1000 {
 		t.Errorf("burst %v after a reload to 1000/s with burst 0, want 1000", b)
 	}
 	cache.mu.Unlock()
@@ -184,9 +182,10 @@ func TestCacheReconfigureSolveRate(t *testing.T) {
 // TestOverloadErrorMessages: each reason says whose share was used.
 func TestOverloadErrorMessages(t *testing.T) {
 	for reason, want := range map[string]string{
-		ShedQueueFull: "too many new preferences are waiting to be solved: try again later, or use a preset",
-		ShedKeyRate:   "too many new preferences from this client: try again later, or use a preset",
-		ShedSolveRate: "too many new preferences from all clients: try again later, or use a preset",
+		ShedQueueFull:  "too many new preferences are waiting to be solved: try again later, or use a preset",
+		ShedKeyRate:    "too many new preferences from this client: try again later, or use a preset",
+		ShedSolveRate:  "too many new preferences from all clients: try again later, or use a preset",
+		ShedSolveShare: "too many new preferences from all clients: try again later, or use a preset",
 	} {
 		if got := (&OverloadError{Reason: reason}).Error(); got != want {
 			t.Errorf("%s: %q, want %q", reason, got, want)
@@ -210,8 +209,8 @@ func TestShedDelay(t *testing.T) {
 	}{
 		{"held", delay, 0, 0, delay, delay + 100*time.Millisecond, true},
 		{"not held", 0, 0, 0, 0, 30 * time.Millisecond, true},
-		{"until just before the deadline", delay, 60 * time.Millisecond, 0, 60*time.Millisecond - shedMargin - 5*time.Millisecond, 60*time.Millisecond + 30*time.Millisecond, true},
-		{"deadline nearer than the margin", delay, shedMargin / 2, 0, 0, 30 * time.Millisecond, true},
+		{"until just before the deadline", delay, 60 * time.Millisecond, 0, 60*time.Millisecond - admit.ShedMargin - 5*time.Millisecond, 60*time.Millisecond + 30*time.Millisecond, true},
+		{"deadline nearer than the margin", delay, admit.ShedMargin / 2, 0, 0, 30 * time.Millisecond, true},
 		{"client gone", delay, 0, 20 * time.Millisecond, 20 * time.Millisecond, 20*time.Millisecond + 60*time.Millisecond, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -246,32 +245,6 @@ func TestShedDelay(t *testing.T) {
 				t.Errorf("a held preference: hit %v, %v, after %v", hit, err, time.Since(start))
 			}
 		})
-	}
-}
-
-// TestShedHold: the hold is the delay, but ends shedMargin before the
-// request's deadline, and is nothing when that is already past.
-func TestShedHold(t *testing.T) {
-	now := time.Unix(1000, 0)
-	for _, tc := range []struct {
-		name     string
-		deadline time.Duration // from now; 0: none
-		want     time.Duration
-	}{
-		{"no deadline", 0, 100 * time.Millisecond},
-		{"a far deadline", time.Second, 100 * time.Millisecond},
-		{"a near deadline", 50 * time.Millisecond, 50*time.Millisecond - shedMargin},
-		{"within the margin", shedMargin / 2, -shedMargin / 2},
-	} {
-		ctx := context.Background()
-		if tc.deadline > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithDeadline(ctx, now.Add(tc.deadline))
-			defer cancel()
-		}
-		if got := shedHold(ctx, 100*time.Millisecond, now); got != tc.want {
-			t.Errorf("%s: hold %v, want %v", tc.name, got, tc.want)
-		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 	"weak"
 
+	"github.com/mergectl/react-triton/control/internal/admit"
 	"github.com/mergectl/react-triton/internal/threadprio"
 	"github.com/mergectl/react-triton/react"
 )
@@ -69,6 +70,9 @@ const (
 	ShedQueueFull = "queue_full" // the solvers are busy and the queue is full
 	ShedKeyRate   = "key_rate"   // the request's key solved its share
 	ShedSolveRate = "solve_rate" // the process solved its share, whatever the key
+	// ShedSolveShare: the solvers spent their share of time on new
+	// preferences (CacheOptions.SolveShare).
+	ShedSolveShare = "solve_share"
 )
 
 // CacheObserver is told about the cache's admission and evictions, for
@@ -76,7 +80,7 @@ const (
 // be called with the cache's lock held, and must not call the cache.
 type CacheObserver interface {
 	// Shed reports a request refused a solve, by reason (ShedQueueFull,
-	// ShedKeyRate, ShedSolveRate).
+	// ShedKeyRate, ShedSolveRate, ShedSolveShare).
 	Shed(partition, reason string)
 	// Cancelled reports a solve dropped before it ran because every
 	// request waiting for it had gone.
@@ -89,11 +93,13 @@ type CacheObserver interface {
 // OverloadError reports a request whose preference needs a solve that the
 // cache refused to start: the solvers are busy and the queue of pending
 // solves is full, or the request's key has used its share, or every key
-// together has (CacheOptions.SolveRate). The request may be tried again
+// together has (CacheOptions.SolveRate), or the solvers have spent their
+// share of time (CacheOptions.SolveShare). The request may be tried again
 // after RetryAfter. Servers answer it with HTTP 429 and
 // gRPC RESOURCE_EXHAUSTED.
 type OverloadError struct {
-	// Reason is ShedQueueFull, ShedKeyRate or ShedSolveRate.
+	// Reason is ShedQueueFull, ShedKeyRate, ShedSolveRate or
+	// ShedSolveShare.
 	Reason     string
 	RetryAfter time.Duration
 }
@@ -103,7 +109,7 @@ func (e *OverloadError) Error() string {
 	switch e.Reason {
 	case ShedKeyRate:
 		return "too many new preferences from this client: try again later, or use a preset"
-	case ShedSolveRate:
+	case ShedSolveRate, ShedSolveShare:
 		return "too many new preferences from all clients: try again later, or use a preset"
 	}
 	return "too many new preferences are waiting to be solved: try again later, or use a preset"
@@ -136,10 +142,19 @@ type CacheOptions struct {
 	// charged to it only once its key's rate (KeyRate) admits it.
 	SolveRate  float64
 	SolveBurst int
+	// SolveShare bounds the share of the solvers' time (MaxConcurrentSolves
+	// of them) that solves and formations of new preferences may take on
+	// average, from 0 to 1, each paying its duration once it ends, with
+	// bursts of SolveShareBurst of solver time (0: one second's worth); 0
+	// means no bound. Unlike SolveRate it adapts to what a solve costs:
+	// larger D, a slower CPU or solves slowed by the serving around them
+	// admit fewer. A request is charged to it only once the rates admit it.
+	SolveShare      float64
+	SolveShareBurst time.Duration
 	// RetryAfter is what an *OverloadError advises.
 	RetryAfter time.Duration
 	// ShedDelay holds a refused request that long before its
-	// *OverloadError, less a margin before its deadline (holdShed); 0
+	// *OverloadError, less a margin before its deadline (admit.Hold); 0
 	// answers at once.
 	ShedDelay time.Duration
 	// Observer is told about sheds, cancellations and evictions; nil
@@ -174,8 +189,9 @@ type Cache struct {
 	parts   map[partKey]weak.Pointer[partition]
 	pending int // solves waiting for a solver
 	running int // solves running
-	keys    *keyLimiter
-	solves  *solveLimiter
+	keys    *admit.Keyed
+	solves  *admit.Shared
+	budget  *admit.Budget
 	// now is the clock of the rate limits (time.Now; tests set it).
 	now func() time.Time
 }
@@ -206,18 +222,21 @@ func NewCacheWith(opt CacheOptions) *Cache {
 		c.obs = nopCacheObserver{}
 	}
 	if opt.KeyRate > 0 {
-		c.keys = newKeyLimiter(opt.KeyRate, max(1, opt.KeyBurst))
+		c.keys = admit.NewKeyed(opt.KeyRate, max(1, opt.KeyBurst))
 	}
 	if opt.SolveRate > 0 {
-		c.solves = newSolveLimiter(opt.SolveRate, opt.SolveBurst, c.now())
+		c.solves = admit.NewShared(opt.SolveRate, opt.SolveBurst, c.now())
+	}
+	if opt.SolveShare > 0 {
+		c.budget = admit.NewBudget(opt.SolveShare, opt.MaxConcurrentSolves, opt.SolveShareBurst, c.now())
 	}
 	return c
 }
 
 // Reconfigure applies new options, as a reload does: the budgets at once
 // (evicting what no longer fits), the concurrency to the solves that start
-// from now on, the per-key rate and the cache's solve rate with fresh
-// (full) buckets when they changed. A nil Observer keeps the one in use.
+// from now on, the per-key rate, the cache's solve rate and its share of
+// solver time with fresh (full) buckets when they changed. A nil Observer keeps the one in use.
 func (c *Cache) Reconfigure(opt CacheOptions) {
 	if opt.MaxConcurrentSolves <= 0 {
 		opt.MaxConcurrentSolves = max(1, runtime.GOMAXPROCS(0))
@@ -237,13 +256,19 @@ func (c *Cache) Reconfigure(opt CacheOptions) {
 	if opt.KeyRate != old.KeyRate || opt.KeyBurst != old.KeyBurst {
 		c.keys = nil
 		if opt.KeyRate > 0 {
-			c.keys = newKeyLimiter(opt.KeyRate, max(1, opt.KeyBurst))
+			c.keys = admit.NewKeyed(opt.KeyRate, max(1, opt.KeyBurst))
 		}
 	}
 	if opt.SolveRate != old.SolveRate || opt.SolveBurst != old.SolveBurst {
 		c.solves = nil
 		if opt.SolveRate > 0 {
-			c.solves = newSolveLimiter(opt.SolveRate, opt.SolveBurst, c.now())
+			c.solves = admit.NewShared(opt.SolveRate, opt.SolveBurst, c.now())
+		}
+	}
+	if opt.SolveShare != old.SolveShare || opt.SolveShareBurst != old.SolveShareBurst || opt.MaxConcurrentSolves != old.MaxConcurrentSolves {
+		c.budget = nil
+		if opt.SolveShare > 0 {
+			c.budget = admit.NewBudget(opt.SolveShare, opt.MaxConcurrentSolves, opt.SolveShareBurst, c.now())
 		}
 	}
 	for _, wp := range c.parts {
@@ -302,7 +327,13 @@ type PartitionStats struct {
 type CacheStats struct {
 	// Pending solves wait for a solver; Running ones are being solved.
 	Pending, Running int
-	Partitions       []PartitionStats
+	// SolveTime is the solvers' time left for new preferences, in
+	// seconds (CacheOptions.SolveShare), negative while later solves pay
+	// off a debt; HasSolveShare is false, and SolveTime 0, without a
+	// share.
+	SolveTime     float64
+	HasSolveShare bool
+	Partitions    []PartitionStats
 }
 
 // Stats returns a snapshot of the cache.
@@ -310,6 +341,9 @@ func (c *Cache) Stats() CacheStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := CacheStats{Pending: c.pending, Running: c.running}
+	if c.budget != nil {
+		st.SolveTime, st.HasSolveShare = c.budget.Bucket(c.now()).Tokens, true
+	}
 	for _, wp := range c.parts {
 		if p := wp.Value(); p != nil {
 			st.Partitions = append(st.Partitions, PartitionStats{Name: p.name, Entries: p.lru.Len(), Bytes: p.bytes})
@@ -337,8 +371,9 @@ func (c *Cache) cached(p *partition, pref string) *Matrix {
 // Concurrent misses on one key share one call of solve. A miss that starts
 // a solve is admitted first: it fails with an *OverloadError when the
 // solvers and the queue are full, when the request's client key
-// (WithClientKey) has used its share, or when the cache has started
-// SolveRate's share of solves. If ctx ends first, get returns ctx's
+// (WithClientKey) has used its share, when the cache has started
+// SolveRate's share of solves, or when the solvers have spent SolveShare's
+// share of their time. If ctx ends first, get returns ctx's
 // error; once every request waiting for a solve has gone, the solve's
 // context is cancelled: a solve still queued never starts, one running
 // sees it, and a result that comes anyway is kept. hit reports whether the
@@ -355,7 +390,7 @@ func (c *Cache) get(ctx context.Context, p *partition, pref string, solve func(c
 		if err := c.admit(ctx, p); err != nil {
 			hold := c.opt.ShedDelay
 			c.mu.Unlock()
-			holdShed(ctx, hold)
+			admit.Hold(ctx, hold)
 			return nil, false, err
 		}
 		f = newFlight()
@@ -380,26 +415,30 @@ func (c *Cache) get(ctx context.Context, p *partition, pref string, solve func(c
 }
 
 // admit decides whether a new solve may start, with c.mu held: the queue,
-// then the key's bucket, then the cache's. A solve admitted takes a token
-// of both buckets; one refused takes none, so that a key over its own
-// rate spends nothing of the rate every key shares.
+// then the key's bucket, then the cache's, then the solvers' time. A solve
+// admitted takes a token of both buckets (and pays its time when it
+// ends); one refused takes none, so that a key over its own rate spends
+// nothing of the rate every key shares.
 func (c *Cache) admit(ctx context.Context, p *partition) error {
 	if c.opt.MaxPendingSolves >= 0 && c.pending+c.running >= c.opt.MaxConcurrentSolves+c.opt.MaxPendingSolves {
 		return c.shed(p, ShedQueueFull)
 	}
-	var key, all *bucket
+	var key, all *admit.Bucket
 	now := c.now()
 	if c.keys != nil {
-		if key = c.keys.bucket(ClientKey(ctx), now); key.tokens < 1 {
+		if key = c.keys.Bucket(ClientKey(ctx), now); key.Tokens < 1 {
 			return c.shed(p, ShedKeyRate)
 		}
 	}
 	if c.solves != nil {
-		if all = c.solves.bucket(now); all.tokens < 1 {
+		if all = c.solves.Bucket(now); all.Tokens < 1 {
 			return c.shed(p, ShedSolveRate)
 		}
 	}
-	takeTokens(key, all)
+	if c.budget != nil && c.budget.Bucket(now).Tokens <= 0 {
+		return c.shed(p, ShedSolveShare)
+	}
+	admit.Take(key, all)
 	return nil
 }
 
@@ -418,11 +457,13 @@ const solveNiceness = 10
 // run waits for a solver, solves, keeps the result and wakes the waiters.
 func (c *Cache) run(p *partition, pref string, f *flight, solve func(context.Context) (*Matrix, error)) {
 	var (
-		m   *Matrix
-		err error
+		m    *Matrix
+		err  error
+		took time.Duration // the solve's, paid from SolveShare's budget
 	)
 	c.mu.Lock()
 	sem := c.solving // Reconfigure may replace it
+	clock := c.now
 	c.mu.Unlock()
 	select {
 	case sem <- struct{}{}:
@@ -434,13 +475,18 @@ func (c *Cache) run(p *partition, pref string, f *flight, solve func(context.Con
 			// On a thread of its own at a lower priority, which this
 			// goroutine's end discards.
 			threadprio.Lower(solveNiceness)
+			start := clock()
 			m, err = solve(f.ctx)
+			took = clock().Sub(start)
 		} else {
 			c.obs.Cancelled(p.name)
 		}
 		<-sem
 		c.mu.Lock()
 		c.running--
+		if c.budget != nil {
+			c.budget.Pay(took, c.now())
+		}
 	case <-f.ctx.Done():
 		c.mu.Lock()
 		c.pending--
@@ -466,8 +512,8 @@ func (c *Cache) run(p *partition, pref string, f *flight, solve func(context.Con
 
 // idle reports whether a new preference's W_p may be formed at once: no
 // solve waits for a solver, so the formation takes no time from new
-// preferences, and no rate of solves is set (CacheOptions.KeyRate,
-// SolveRate). Where the operator rations solves, a formation, which costs
+// preferences, no rate of solves is set (CacheOptions.KeyRate,
+// SolveRate), and the solvers' time (SolveShare) is not spent. Where the operator rations solves, a formation, which costs
 // about two factorisations, waits for the preference to be used again: a
 // flood of preferences used once, held to the rate, then costs one
 // factorisation each (the abuse suite's flood held to 5 solves a second
@@ -476,7 +522,26 @@ func (c *Cache) run(p *partition, pref string, f *flight, solve func(context.Con
 func (c *Cache) idle() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.pending == 0 && c.solves == nil && c.keys == nil
+	return c.pending == 0 && c.solves == nil && c.keys == nil &&
+		(c.budget == nil || c.budget.Bucket(c.now()).Tokens > 0)
+}
+
+// clock returns the clock of the rates and of the solvers' time (time.Now;
+// tests set it).
+func (c *Cache) clock() func() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// paid takes the time a formation of W_p took from the solvers' time
+// (CacheOptions.SolveShare).
+func (c *Cache) paid(took time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.budget != nil {
+		c.budget.Pay(took, c.now())
+	}
 }
 
 // resized accounts for a matrix of partition p whose size changed (formed

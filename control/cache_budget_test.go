@@ -375,42 +375,6 @@ func TestCacheKeyRate(t *testing.T) {
 	}
 }
 
-// TestKeyLimiterRefills: a bucket refills at the rate, up to the burst,
-// and forgets the least recently seen key beyond maxTrackedKeys.
-func TestKeyLimiterRefills(t *testing.T) {
-	l := newKeyLimiter(2, 3)
-	t0 := time.Unix(1000, 0)
-	for i := range 3 {
-		if !allow(l, "k", t0) {
-			t.Fatalf("token %d of the burst refused", i)
-		}
-	}
-	if allow(l, "k", t0) {
-		t.Fatal("a fourth token at once")
-	}
-	if !allow(l, "k", t0.Add(500*time.Millisecond)) || allow(l, "k", t0.Add(500*time.Millisecond)) {
-		t.Error("half a second at 2/s should give exactly one token")
-	}
-	long := t0.Add(time.Hour)
-	for i := range 3 {
-		if !allow(l, "k", long) {
-			t.Fatalf("after an hour, token %d refused", i)
-		}
-	}
-	if allow(l, "k", long) {
-		t.Error("the bucket grew past its burst")
-	}
-	for i := range maxTrackedKeys {
-		allow(l, fmt.Sprint("other", i), long)
-	}
-	if len(l.keys) != maxTrackedKeys || l.lru.Len() != maxTrackedKeys {
-		t.Errorf("%d keys tracked, want %d", len(l.keys), maxTrackedKeys)
-	}
-	if _, ok := l.keys["k"]; ok {
-		t.Error("the least recently seen key was not forgotten")
-	}
-}
-
 // TestProfileGrid: with a grid of 20, nearby slider positions round to one
 // preference (steps of 0.05) and share one solve; the echo is the rounded
 // preference; a pinned preference is kept as it is.

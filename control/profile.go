@@ -198,9 +198,9 @@ func (p *Profile) Presets() []string { return append([]string(nil), p.presetName
 // which answers the request at once through the factored form; W_p itself
 // (about 2D³ more) is formed in the
 // background, one at a time, and the matrix switches to it, dropping the
-// factorisation: at once when no other new preference waits for a solve
-// and no rate of solves is set (Cache.idle), otherwise when the preference is
-// used again. So a preference used once
+// factorisation: at once when no other new preference waits for a solve,
+// no rate of solves is set and the solvers' share of time is not spent
+// (Cache.idle), otherwise when the preference is used again. So a preference used once
 // in a flood of new ones costs one factorisation and no formation. A preference whose C_p cannot
 // be factorised reliably gives a *react.SolveError; a solve the cache will
 // not start now, an *OverloadError. See Cache.Get for ctx: when every
@@ -274,9 +274,12 @@ func (p *Profile) formLater(m *Matrix) {
 	go func() {
 		defer func() { <-p.cache.forming }()
 		threadprio.Lower(solveNiceness) // the thread goes with this goroutine
-		start := time.Now()
+		clock := p.cache.clock()
+		start := clock()
 		w, err := react.Float32Matrix(f.Form())
-		p.obs.Formed(p.name, time.Since(start), err)
+		took := clock().Sub(start)
+		p.cache.paid(took)
+		p.obs.Formed(p.name, took, err)
 		if err != nil {
 			return // the factored form keeps answering
 		}

@@ -29,6 +29,8 @@ func (c *Config) CacheOptions(obs control.CacheObserver) control.CacheOptions {
 		KeyBurst:            c.Admission.KeyBurst,
 		SolveRate:           c.Admission.SolveRate,
 		SolveBurst:          c.Admission.SolveBurst,
+		SolveShare:          c.Admission.SolveShare,
+		SolveShareBurst:     c.Admission.SolveShareBurst,
 		RetryAfter:          c.Admission.RetryAfter,
 		ShedDelay:           c.Admission.ShedDelay,
 		Observer:            obs,

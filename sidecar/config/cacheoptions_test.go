@@ -27,10 +27,10 @@ func TestCacheOptions(t *testing.T) {
 	c := Default()
 	c.Cache = Cache{MaxBytes: 3 * MiB, Size: 4}
 	c.Admission = Admission{MaxPendingSolves: 5, MaxConcurrentSolves: 6, RetryAfter: 7 * time.Second,
-		KeyRate: 8.5, KeyBurst: 9, SolveRate: 10.5, SolveBurst: 11, ShedDelay: 12 * time.Millisecond}
+		KeyRate: 8.5, KeyBurst: 9, SolveRate: 10.5, SolveBurst: 11, SolveShare: 0.25, SolveShareBurst: 13 * time.Millisecond, ShedDelay: 12 * time.Millisecond}
 	obs := nopObserver{}
 	want := control.CacheOptions{MaxBytes: 3 << 20, MaxEntries: 4, MaxPendingSolves: 5, MaxConcurrentSolves: 6,
-		RetryAfter: 7 * time.Second, KeyRate: 8.5, KeyBurst: 9, SolveRate: 10.5, SolveBurst: 11, ShedDelay: 12 * time.Millisecond, Observer: obs}
+		RetryAfter: 7 * time.Second, KeyRate: 8.5, KeyBurst: 9, SolveRate: 10.5, SolveBurst: 11, SolveShare: 0.25, SolveShareBurst: 13 * time.Millisecond, ShedDelay: 12 * time.Millisecond, Observer: obs}
 	if got := c.CacheOptions(obs); got != want {
 		t.Errorf("CacheOptions:\n got %+v\nwant %+v", got, want)
 	}

@@ -176,11 +176,18 @@ type Admission struct {
 	// SolveBurst is SolveRate's burst; 0 means one second of SolveRate
 	// (its ceiling), at least 1. Default 0.
 	SolveBurst int `yaml:"solve_burst"`
-	// ShedDelay holds a request shed by the queue, KeyRate or SolveRate
-	// that long before its answer (less a margin before its deadline), so
-	// that a client ignoring RetryAfter asks again at most once per
-	// ShedDelay for each request it has in flight; at most RetryAfter.
-	// Default 0: answered at once.
+	// SolveShare bounds the share of the solvers' time that new
+	// preferences may take on average, from 0 to 1, with bursts of
+	// SolveShareBurst of solver time (0: one second's worth); beyond it
+	// requests that need a solve are shed (reason solve_share); 0 means no
+	// bound (control.CacheOptions.SolveShare). Default 0.1 and 0.
+	SolveShare      float64       `yaml:"solve_share"`
+	SolveShareBurst time.Duration `yaml:"solve_share_burst"`
+	// ShedDelay holds a request shed by the queue, KeyRate, SolveRate or
+	// SolveShare that long before its answer (less a margin before its
+	// deadline), so that a client ignoring RetryAfter asks again at most
+	// once per ShedDelay for each request it has in flight; at most
+	// RetryAfter; 0 answers at once. Default 100ms.
 	ShedDelay time.Duration `yaml:"shed_delay"`
 	// PresetsOnly refuses preferences that would need a solve: only
 	// presets, experiment arms, the default, "none" and preferences equal

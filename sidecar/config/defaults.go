@@ -28,6 +28,8 @@ const (
 	DefaultMaxPendingSolves    = 32
 	DefaultRetryAfter          = time.Second
 	DefaultKeyBurst            = 10
+	DefaultSolveShare          = 0.1
+	DefaultShedDelay           = 100 * time.Millisecond
 	DefaultLinAlgBackend       = "auto"
 	DefaultLinAlgThreads       = 1
 	DefaultLogLevel            = "info"
@@ -104,6 +106,8 @@ func Default() *Config {
 			MaxPendingSolves: DefaultMaxPendingSolves,
 			RetryAfter:       DefaultRetryAfter,
 			KeyBurst:         DefaultKeyBurst,
+			SolveShare:       DefaultSolveShare,
+			ShedDelay:        DefaultShedDelay,
 		},
 		LinAlg:   LinAlg{Backend: DefaultLinAlgBackend, Threads: DefaultLinAlgThreads},
 		Log:      Log{Level: DefaultLogLevel, Format: DefaultLogFormat},

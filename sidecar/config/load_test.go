@@ -92,7 +92,7 @@ func TestLoadGood(t *testing.T) {
 						MaxBatchSize: 32, MaxPreferenceLength: 256},
 					Cache: Cache{MaxBytes: 64 * MiB, Size: 7},
 					Admission: Admission{MaxPendingSolves: 5, MaxConcurrentSolves: 2, RetryAfter: 3 * time.Second, KeyHeader: "x-user-id",
-						KeyRate: 2.5, KeyBurst: 4, SolveRate: 7.5, SolveBurst: 9, PresetsOnly: true, PreferenceGrid: 20},
+						KeyRate: 2.5, KeyBurst: 4, SolveRate: 7.5, SolveBurst: 9, SolveShare: 0.3, SolveShareBurst: 2 * time.Second, ShedDelay: 250 * time.Millisecond, PresetsOnly: true, PreferenceGrid: 20},
 					LinAlg: LinAlg{Backend: DefaultLinAlgBackend, Threads: DefaultLinAlgThreads},
 					Log:    Log{Level: "debug", Format: "json"},
 					Components: []Components{
@@ -488,6 +488,8 @@ func TestEnvEveryKey(t *testing.T) {
 		"admission.key_burst":                         {"15", 15},
 		"admission.solve_rate":                        {"12.5", 12.5},
 		"admission.solve_burst":                       {"17", 17},
+		"admission.solve_share":                       {"0.35", 0.35},
+		"admission.solve_share_burst":                 {"19ms", 19 * time.Millisecond},
 		"admission.shed_delay":                        {"18ms", 18 * time.Millisecond},
 		"admission.presets_only":                      {"true", true},
 		"admission.preference_grid":                   {"16", 16},
@@ -584,6 +586,8 @@ admission:
   key_burst: 1
   solve_rate: 1
   solve_burst: 1
+  solve_share: 1
+  solve_share_burst: 1s
   shed_delay: 0s
   presets_only: false
   preference_grid: 1

@@ -42,6 +42,12 @@ func (c *Config) validateAdmission(p *problem.List) {
 	if a.SolveBurst < 0 {
 		p.Add("admission.solve_burst", "must be 0 (one second of solve_rate) or positive, got %d", a.SolveBurst)
 	}
+	if !(a.SolveShare >= 0 && a.SolveShare <= 1) {
+		p.Add("admission.solve_share", "must be from 0 (no bound) to 1 (all of the solvers' time), got %v", a.SolveShare)
+	}
+	if a.SolveShareBurst < 0 {
+		p.Add("admission.solve_share_burst", "must be 0 (one second of solve_share) or positive, got %v", a.SolveShareBurst)
+	}
 	if a.PreferenceGrid < 0 || a.PreferenceGrid > MaxPreferenceGrid {
 		p.Add("admission.preference_grid", "must be 0 (off) or from 1 to %d, got %d", MaxPreferenceGrid, a.PreferenceGrid)
 	}

@@ -161,7 +161,7 @@ func TestValidate(t *testing.T) {
 			c.Cache = Cache{MaxBytes: 1, Size: 0}
 		}, nil},
 		{"admission", func(c *Config, dir string) {
-			c.Admission = Admission{MaxPendingSolves: -1, MaxConcurrentSolves: -1, RetryAfter: 0, KeyHeader: "x user", KeyRate: -1, KeyBurst: 0, SolveRate: -2, SolveBurst: -1, ShedDelay: -time.Millisecond, PreferenceGrid: MaxPreferenceGrid + 1}
+			c.Admission = Admission{MaxPendingSolves: -1, MaxConcurrentSolves: -1, RetryAfter: 0, KeyHeader: "x user", KeyRate: -1, KeyBurst: 0, SolveRate: -2, SolveBurst: -1, SolveShare: math.NaN(), SolveShareBurst: -time.Second, ShedDelay: -time.Millisecond, PreferenceGrid: MaxPreferenceGrid + 1}
 		}, []string{
 			"admission.max_pending_solves: must be 0 (no queue) or positive, got -1",
 			"admission.max_concurrent_solves: must be 0 (half the cores) or positive, got -1",
@@ -172,6 +172,8 @@ func TestValidate(t *testing.T) {
 			"admission.solve_rate: must be 0 (no bound) or a positive number of new preferences per second, got -2",
 			"admission.shed_delay: must be from 0 (answer at once) to retry_after (0s), got -1ms",
 			"admission.solve_burst: must be 0 (one second of solve_rate) or positive, got -1",
+			"admission.solve_share: must be from 0 (no bound) to 1 (all of the solvers' time), got NaN",
+			"admission.solve_share_burst: must be 0 (one second of solve_share) or positive, got -1s",
 			"admission.preference_grid: must be 0 (off) or from 1 to 1000000, got 1000001",
 		}},
 		{"admission key header is ReACT's", func(c *Config, dir string) { c.Admission.KeyHeader = "React-Preference" },
@@ -186,7 +188,7 @@ func TestValidate(t *testing.T) {
 			c.Admission.RetryAfter, c.Admission.ShedDelay = time.Second, time.Second+time.Millisecond
 		}, []string{"admission.shed_delay: must be from 0 (answer at once) to retry_after (1s), got 1.001s"}},
 		{"admission at its bounds", func(c *Config, dir string) {
-			c.Admission = Admission{MaxPendingSolves: 0, MaxConcurrentSolves: 0, RetryAfter: time.Nanosecond, KeyHeader: "x-user-id", KeyRate: 0.5, KeyBurst: 1, SolveRate: 0.01, SolveBurst: 0, ShedDelay: time.Nanosecond, PresetsOnly: true, PreferenceGrid: MaxPreferenceGrid}
+			c.Admission = Admission{MaxPendingSolves: 0, MaxConcurrentSolves: 0, RetryAfter: time.Nanosecond, KeyHeader: "x-user-id", KeyRate: 0.5, KeyBurst: 1, SolveRate: 0.01, SolveBurst: 0, SolveShare: 1, SolveShareBurst: 0, ShedDelay: time.Nanosecond, PresetsOnly: true, PreferenceGrid: MaxPreferenceGrid}
 		}, nil},
 		{"request bytes too large", func(c *Config, dir string) { c.Limits.MaxRequestBytes = 2 * GiB },
 			[]string{"limits.max_request_bytes: must be between 1 and 2147483647 (2GiB-1), got 2147483648"}},

@@ -53,6 +53,27 @@ func (c solveRateCall) send(t *testing.T, h *sidecartest.Harness) (code int, ret
 	return resp.StatusCode, resp.Header.Get("Retry-After"), string(out)
 }
 
+const ok, shed, exhausted = http.StatusOK, http.StatusTooManyRequests, int(grpccodes.ResourceExhausted)
+
+// sendSteps sends each call to h and checks its status against want (ok,
+// shed or exhausted), and that a refusal says retry after 3 s and that
+// every client's share was spent.
+func sendSteps(t *testing.T, h *sidecartest.Harness, calls []solveRateCall, want []int) {
+	t.Helper()
+	for i, c := range calls {
+		code, retry, msg := c.send(t, h)
+		if c.protocol == "grpc" && code == int(grpccodes.OK) {
+			code = ok
+		}
+		switch {
+		case code != want[i]:
+			t.Errorf("%+v: status %d (%s), want %d", c, code, msg, want[i])
+		case code != ok && (retry != "3" || !strings.Contains(msg, "too many new preferences from all clients")):
+			t.Errorf("%+v: retry-after %q, %q; want 3 and the shared rate's message", c, retry, msg)
+		}
+	}
+}
+
 // TestAdmissionSolveRate: admission.solve_rate is one budget for every
 // client key: once two keys have used its burst, a third key's new
 // preference is shed on both protocols (RESOURCE_EXHAUSTED with a
@@ -64,24 +85,12 @@ func TestAdmissionSolveRate(t *testing.T) {
 	h := sidecartest.StartHarness(t, func(c *sidecartest.CtlConfig) {
 		c.Admission = "  key_header: x-user\n  solve_rate: 0.001\n  solve_burst: 2\n  retry_after: 3s\n"
 	})
-	const ok, shed, exhausted = http.StatusOK, http.StatusTooManyRequests, int(grpccodes.ResourceExhausted)
 	pref := func(protocol, user, p string) solveRateCall {
 		return solveRateCall{protocol, user, "react-preference", p}
 	}
 	steps := func(t *testing.T, calls []solveRateCall, want []int) {
 		t.Helper()
-		for i, c := range calls {
-			code, retry, msg := c.send(t, h)
-			if c.protocol == "grpc" && code == int(grpccodes.OK) {
-				code = ok
-			}
-			switch {
-			case code != want[i]:
-				t.Errorf("%+v: status %d (%s), want %d", c, code, msg, want[i])
-			case code != ok && (retry != "3" || !strings.Contains(msg, "too many new preferences from all clients")):
-				t.Errorf("%+v: retry-after %q, %q; want 3 and the shared rate's message", c, retry, msg)
-			}
-		}
+		sendSteps(t, h, calls, want)
 	}
 	steps(t, []solveRateCall{
 		pref("grpc", "alice", "a=1,b=1"),
@@ -123,4 +132,50 @@ func TestAdmissionSolveRate(t *testing.T) {
 		pref("grpc", "dave", "a=1,b=9"),
 		pref("http", "erin", "a=1,b=10"),
 	}, []int{ok, exhausted, shed})
+}
+
+// TestAdmissionSolveShare: admission.solve_share, once its burst is
+// spent, sheds every client's new preference on both protocols
+// (RESOURCE_EXHAUSTED with a retry-after trailer, 429 with Retry-After),
+// counted by reason solve_share, with the debt on the time-left gauge,
+// while cached preferences, the default and presets are served; a reload
+// to 0 lifts it.
+func TestAdmissionSolveShare(t *testing.T) {
+	// A share so small that the debt of the first solve is never paid off
+	// within the test, and a burst of a nanosecond, which that solve spends.
+	h := sidecartest.StartHarness(t, func(c *sidecartest.CtlConfig) {
+		c.Admission = "  solve_share: 0.000001\n  solve_share_burst: 1ns\n  retry_after: 3s\n"
+	})
+	pref := func(protocol, user, p string) solveRateCall {
+		return solveRateCall{protocol, user, "react-preference", p}
+	}
+	sendSteps(t, h, []solveRateCall{
+		pref("grpc", "alice", "a=1,b=1"),
+		pref("grpc", "bob", "a=1,c=1"),
+		pref("http", "carol", "b=1,c=1"),
+		pref("http", "carol", "a=1,b=1"), // cached
+		{"grpc", "erin", "react-preset", "b_first"},
+		{"http", "erin", "react-preset", "b_first"},
+		{"http", "erin", "", ""}, // the default
+	}, []int{ok, exhausted, shed, ok, ok, ok, ok})
+	metrics := sidecartest.Scrape(t, h.Metrics.Handler())
+	if v, _ := sidecartest.MetricValue(metrics, "react_wp_solves_shed_total", map[string]string{"components": "zoo", "reason": "solve_share"}); v != 2 {
+		t.Errorf("react_wp_solves_shed_total{solve_share} = %v, want 2", v)
+	}
+	if v, ok := sidecartest.MetricValue(metrics, "react_wp_solve_time_left_seconds", nil); !ok || v >= 0 {
+		t.Errorf("react_wp_solve_time_left_seconds = %v (present %v), want a debt", v, ok)
+	}
+
+	cfg, err := config.Load(h.ConfigPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Admission.SolveShare = 0
+	if err := h.Models.Reload(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	sendSteps(t, h, []solveRateCall{pref("grpc", "bob", "a=1,c=1"), pref("http", "carol", "b=1,c=1")}, []int{ok, ok})
+	if _, ok := sidecartest.MetricValue(sidecartest.Scrape(t, h.Metrics.Handler()), "react_wp_solve_time_left_seconds", nil); ok {
+		t.Error("react_wp_solve_time_left_seconds after a reload to solve_share 0, want none")
+	}
 }

@@ -21,7 +21,7 @@ func newAdmissionMetrics() *admissionMetrics {
 	return &admissionMetrics{
 		shed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "react_wp_solves_shed_total",
-			Help: "Requests whose new preference was not solved, answered 429 / RESOURCE_EXHAUSTED, by components entry and reason: queue_full (admission.max_pending_solves), key_rate (admission.key_rate) or solve_rate (admission.solve_rate).",
+			Help: "Requests whose new preference was not solved, answered 429 / RESOURCE_EXHAUSTED, by components entry and reason: queue_full (admission.max_pending_solves), key_rate (admission.key_rate) solve_rate (admission.solve_rate) or solve_share (admission.solve_share).",
 		}, []string{"components", "reason"}),
 		cancelled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "react_wp_solves_cancelled_total",
@@ -91,6 +91,8 @@ var (
 		"Solves of new preferences waiting for a solver (at most admission.max_pending_solves).", nil, nil)
 	solvesRunningDesc = prometheus.NewDesc("react_wp_solves_running",
 		"Solves of new preferences running (at most admission.max_concurrent_solves).", nil, nil)
+	solveTimeDesc = prometheus.NewDesc("react_wp_solve_time_left_seconds",
+		"Solver time left for new preferences under admission.solve_share, in seconds (at most its burst); negative while the solves and formations that overdrew it are paid off, when requests that need a solve are shed (reason solve_share). Absent without a share.", nil, nil)
 )
 
 func (c *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -98,6 +100,7 @@ func (c *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- cacheBytesDesc
 	ch <- solvesPendingDesc
 	ch <- solvesRunningDesc
+	ch <- solveTimeDesc
 }
 
 func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
@@ -114,4 +117,7 @@ func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(solvesPendingDesc, prometheus.GaugeValue, float64(st.Pending))
 	ch <- prometheus.MustNewConstMetric(solvesRunningDesc, prometheus.GaugeValue, float64(st.Running))
+	if st.HasSolveShare {
+		ch <- prometheus.MustNewConstMetric(solveTimeDesc, prometheus.GaugeValue, st.SolveTime)
+	}
 }

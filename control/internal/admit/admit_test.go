@@ -1,0 +1,97 @@
+package admit
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// allow takes a token of key's bucket at now, and reports whether there
+// was one: a Keyed alone, as the cache's admission uses it.
+func allow(l *Keyed, key string, now time.Time) bool {
+	b := l.Bucket(key, now)
+	if b.Tokens < 1 {
+		return false
+	}
+	Take(b)
+	return true
+}
+
+// TestKeyedRefills: a bucket refills at the rate, up to the burst,
+// and forgets the least recently seen key beyond MaxTrackedKeys.
+func TestKeyedRefills(t *testing.T) {
+	l := NewKeyed(2, 3)
+	t0 := time.Unix(1000, 0)
+	for i := range 3 {
+		if !allow(l, "k", t0) {
+			t.Fatalf("token %d of the burst refused", i)
+		}
+	}
+	if allow(l, "k", t0) {
+		t.Fatal("a fourth token at once")
+	}
+	if !allow(l, "k", t0.Add(500*time.Millisecond)) || allow(l, "k", t0.Add(500*time.Millisecond)) {
+		t.Error("half a second at 2/s should give exactly one token")
+	}
+	long := t0.Add(time.Hour)
+	for i := range 3 {
+		if !allow(l, "k", long) {
+			t.Fatalf("after an hour, token %d refused", i)
+		}
+	}
+	if allow(l, "k", long) {
+		t.Error("the bucket grew past its burst")
+	}
+	for i := range MaxTrackedKeys {
+		allow(l, fmt.Sprint("other", i), long)
+	}
+	if len(l.keys) != MaxTrackedKeys || l.lru.Len() != MaxTrackedKeys {
+		t.Errorf("%d keys tracked, want %d", len(l.keys), MaxTrackedKeys)
+	}
+	if _, ok := l.keys["k"]; ok {
+		t.Error("the least recently seen key was not forgotten")
+	}
+}
+
+// TestHoldFor: the hold is the delay, but ends ShedMargin before the
+// request's deadline, and is nothing when that is already past.
+func TestHoldFor(t *testing.T) {
+	now := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name     string
+		deadline time.Duration // from now; 0: none
+		want     time.Duration
+	}{
+		{"no deadline", 0, 100 * time.Millisecond},
+		{"a far deadline", time.Second, 100 * time.Millisecond},
+		{"a near deadline", 50 * time.Millisecond, 50*time.Millisecond - ShedMargin},
+		{"within the margin", ShedMargin / 2, -ShedMargin / 2},
+	} {
+		ctx := context.Background()
+		if tc.deadline > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, now.Add(tc.deadline))
+			defer cancel()
+		}
+		if got := HoldFor(ctx, 100*time.Millisecond, now); got != tc.want {
+			t.Errorf("%s: hold %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A budget of a tenth of one solver's time: 0.1 s a second, and one
+// second's worth, 0.1 s, at once. A solve of 0.3 s starts (time is left)
+// and overdraws it; new solves wait until the fills have paid the debt.
+func ExampleBudget() {
+	t0 := time.Unix(0, 0)
+	b := NewBudget(0.1, 1, 0, t0)
+	fmt.Printf("left %.2f s\n", b.Bucket(t0).Tokens)
+	b.Pay(300*time.Millisecond, t0.Add(300*time.Millisecond))
+	fmt.Printf("after the solve %.2f s\n", b.Bucket(t0.Add(300*time.Millisecond)).Tokens)
+	fmt.Printf("2.5 s later %.2f s\n", b.Bucket(t0.Add(2800*time.Millisecond)).Tokens)
+	// Output:
+	// left 0.10 s
+	// after the solve -0.20 s
+	// 2.5 s later 0.05 s
+}
