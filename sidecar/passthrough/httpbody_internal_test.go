@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+
+	"github.com/mergectl/react-triton/internal/testutil"
 )
 
 // countingConn counts the writes made on a connection into n.
@@ -154,6 +156,9 @@ func TestHTTPProxyWrites(t *testing.T) {
 // copies a response through when it has no pool (about 16 KiB in all with
 // the pool, 49 KiB without).
 func TestHTTPProxyPoolsCopyBuffers(t *testing.T) {
+	if testutil.RaceEnabled {
+		t.Skip("allocations are not counted under the race detector")
+	}
 	r := newWriteRig(t)
 	body := []byte("0123456789abcdef")
 	r.post(t, "/stream", body) // connections opened
