@@ -21,11 +21,16 @@
 #                            (its nv_inference_request_success metric) and
 #                            each process's CPU per request; the sidecar's
 #                            read and write system calls and its threads'
-#                            context switches per request.
+#                            context switches per request, and its
+#                            connections to Triton's HTTP port at the start
+#                            and the end of the window (the same ones:
+#                            reused).
 # -d sends perf_analyzer to Triton directly instead, the sidecar idle beside
 # it: cpu-share.txt only, what Triton and perf_analyzer take per request
-# without the sidecar. OUTDIR defaults to .cache/bench/profile. Serialise with other Triton runs:
-# flock /work/bench.lock bench/sidecar-passthrough-profile.sh.
+# without the sidecar. OUTDIR defaults to .cache/bench/profile. Serialise
+# with other Triton runs: flock /work/bench.lock
+# bench/sidecar-passthrough-profile.sh. Results: bench/README.md, "seventh
+# stop: the HTTP pass-through profiled".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 protocol=http concurrency=8 seconds=10 direct=
@@ -87,6 +92,9 @@ ticks() {
 io() {
 	echo "$(awk '/^sysc[rw]:/{printf "%s ", $2}' "/proc/$1/io")$(cat /proc/"$1"/task/*/status | awk '/ctxt_switches/{n += $2} END{print n}')"
 }
+# conns PORT: the local ports of the established connections to PORT
+# (Triton's), one a line, sorted.
+conns() { ss -Htn state established "dst 127.0.0.1:$1" | awk '{n = split($3, a, ":"); print a[n]}' | sort; }
 machine() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $5+$6}' /proc/stat; } # busy, idle (+iowait)
 answered() {
 	curl -s "http://127.0.0.1:$metrics_port/metrics" |
@@ -104,6 +112,7 @@ stubs=$(pgrep -P "$triton_pid" | tr '\n' ' ')
 read -r s0 t0 p0 n0 < <(echo "$(ticks "$sidecar_pid") $(ticks "$triton_pid" $stubs) $(ticks "$pa_pid") $(answered)")
 read -r busy0 idle0 < <(machine)
 read -r r0 w0 cs0 < <(io "$sidecar_pid")
+conns "$http_port" >"$run_dir/conns0"
 if [ -n "$direct" ]; then
 	sleep "$seconds"
 else
@@ -115,6 +124,8 @@ fi
 read -r s1 t1 p1 n1 < <(echo "$(ticks "$sidecar_pid") $(ticks "$triton_pid" $stubs) $(ticks "$pa_pid") $(answered)")
 read -r busy1 idle1 < <(machine)
 read -r r1 w1 cs1 < <(io "$sidecar_pid")
+conns "$http_port" >"$run_dir/conns1"
+kept=$(comm -12 "$run_dir/conns0" "$run_dir/conns1" | wc -l)
 [ -n "$direct" ] || wait "$alloc_pid"
 kill "$pa_pid" 2>/dev/null || true
 wait "$pa_pid" 2>/dev/null || true
@@ -126,9 +137,10 @@ if [ -z "$direct" ]; then
 	go tool pprof -top -sample_index=alloc_objects -nodecount=40 "$run_dir/sidecar" "$out/allocs.pprof" >"$out/allocs-top.txt" 2>/dev/null
 fi
 python3 - "$((s1 - s0))" "$((t1 - t0))" "$((p1 - p0))" "$((busy1 - busy0))" "$((idle1 - idle0))" "$((n1 - n0))" "$seconds" "$(nproc)" \
-	"$((r1 - r0))" "$((w1 - w0))" "$((cs1 - cs0))" >"$out/cpu-share.txt" <<'PY'
+	"$((r1 - r0))" "$((w1 - w0))" "$((cs1 - cs0))" "$(wc -l <"$run_dir/conns0")" "$(wc -l <"$run_dir/conns1")" "$kept" \
+	>"$out/cpu-share.txt" <<'PY'
 import sys
-side, triton, pa, busy, idle, n, secs, cores, reads, writes, switches = map(int, sys.argv[1:])
+side, triton, pa, busy, idle, n, secs, cores, reads, writes, switches, c0, c1, kept = map(int, sys.argv[1:])
 total = busy + idle
 print(f"window {secs} s, {cores} cores, {total} ticks of CPU (1/100 s); {n} requests answered by Triton ({n / secs:.0f}/s)")
 print("| process | ticks | share of the machine | CPU per request (µs) |")
@@ -139,6 +151,8 @@ for name, t in (("sidecar", side), ("Triton (server + Python stubs)", triton), (
 n = max(n, 1)
 print(f"\nthe sidecar, per request: {reads / n:.2f} reads and {writes / n:.2f} writes (system calls, /proc/PID/io), "
       f"{switches / n:.2f} context switches of its threads")
+print(f"connections to Triton's HTTP port: {c0} at the start of the window, {c1} at its end, {kept} of them the same")
+print("(process times and the machine's are counted apart, by the kernel: \"the rest\" can come out a few per cent below 0)")
 PY
 cat "$out/cpu-share.txt" >&2
 [ -n "$direct" ] || head -n 20 "$out/cpu-top.txt" >&2
