@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -132,13 +131,11 @@ func (ms *Models) httpInfer(w http.ResponseWriter, r *http.Request, rt restapi.R
 			writeStatusError(w, err)
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(raw))
-		r.ContentLength = int64(len(raw))
-		r.TransferEncoding = nil
+		passthrough.SetBody(r, raw)
 		aw := &answered{ResponseWriter: w}
 		pass.ServeHTTP(aw, r)
-		// The response is sent: the sample, if any, runs after it.
-		ms.sampleRelayedHTTP(r.Header, rt.Model, req, aw.status)
+		// The sample, if any, runs once the response is sent.
+		ms.sampleRelayedHTTP(w, r.Header, rt.Model, req, aw.status)
 		return
 	}
 	if lerr != nil {

@@ -39,14 +39,17 @@ func (ms *Models) sampleRelayed(md metadata.MD, payload []byte) {
 }
 
 // sampleRelayedHTTP offers a relayed HTTP inference request to model,
-// answered and sent with status, to the sampler: only one Triton answered
-// with 200 is considered, and a raw binary request (its one input's name
-// and shape are Triton's to deduce) is not.
-func (ms *Models) sampleRelayedHTTP(h http.Header, model string, req *tritonhttp.Request, status int) {
+// answered with status, to the sampler: only one Triton answered with 200
+// is considered, and a raw binary request (its one input's name and shape
+// are Triton's to deduce) is not. With sampling on, the response is sent
+// (w flushed) first; with it off, nothing is done, the headers not even
+// converted.
+func (ms *Models) sampleRelayedHTTP(w http.ResponseWriter, h http.Header, model string, req *tritonhttp.Request, status int) {
 	s := ms.sampler.Load()
-	if s == nil || status != http.StatusOK || req.Raw {
+	if !s.Sampling() || status != http.StatusOK || req.Raw {
 		return
 	}
+	http.NewResponseController(w).Flush()
 	s.RelayedDecoded(model, headerMetadata(h), req.Proto, ms.saturated())
 }
 

@@ -19,8 +19,8 @@
 // Before a call is relayed, the proxy consults a seam: GRPCInterceptor by
 // full method name, HTTPInterceptor by request. A handler it returns
 // serves the call instead, and may pass it on after all with what it
-// already read (a Frame, a body). What the sidecar's own handlers share
-// with the proxy is here too: reading a unary call's request
+// already read (a Frame, a body: SetBody). What the sidecar's own
+// handlers share with the proxy is here too: reading a unary call's request
 // (RecvRequest), the context and the stream of an upstream call made on a
 // client's behalf (UpstreamContext, OpenStream), and Triton's HTTP error
 // answer (WriteHTTPError).

@@ -4,12 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"log"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"sync"
 	"time"
 )
 
@@ -63,6 +61,12 @@ func NewHTTPProxy(target string, tlsCfg *tls.Config, intercept HTTPInterceptor, 
 	if err != nil || u.Host == "" || u.Path != "" {
 		return nil, fmt.Errorf("http proxy: bad upstream address %q: want host:port", target)
 	}
+	return newHTTPProxy(u, upstreamTransport(tlsCfg), intercept, private, errLog), nil
+}
+
+// newHTTPProxy is NewHTTPProxy's handler, relaying to the upstream at u
+// through transport.
+func newHTTPProxy(u *url.URL, transport http.RoundTripper, intercept HTTPInterceptor, private func() *PrivateKeys, errLog *log.Logger) http.Handler {
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(u)
@@ -93,11 +97,14 @@ func NewHTTPProxy(target string, tlsCfg *tls.Config, intercept HTTPInterceptor, 
 				}
 			}
 		},
-		Transport: upstreamTransport(tlsCfg),
-		// Flush every write: Triton's generate_stream answers with
-		// server-sent events.
-		FlushInterval: -1,
-		ErrorLog:      errLog,
+		Transport: inMemoryBodies{transport},
+		// FlushInterval is left at 0: ReverseProxy flushes every write of
+		// a response of server-sent events (Triton's generate_stream) and
+		// of one of unknown length (chunked) by itself. -1 flushed the
+		// others too, from a timer's goroutine started for each response,
+		// which also sent the headers in a write of their own.
+		BufferPool: copyBuffers{},
+		ErrorLog:   errLog,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if IsReadTimeout(err) || (r.Context().Err() != nil && bodyTimedOut(r)) {
 				// The client's body stopped coming before
@@ -112,7 +119,7 @@ func NewHTTPProxy(target string, tlsCfg *tls.Config, intercept HTTPInterceptor, 
 				return
 			}
 			if errLog != nil {
-				errLog.Printf("sidecar: http %s %s: upstream Triton %s: %v", r.Method, r.URL.Path, target, err)
+				errLog.Printf("sidecar: http %s %s: upstream Triton %s: %v", r.Method, r.URL.Path, u.Host, err)
 			}
 			WriteHTTPError(w, http.StatusBadGateway, "sidecar: upstream Triton is unavailable")
 		},
@@ -120,8 +127,9 @@ func NewHTTPProxy(target string, tlsCfg *tls.Config, intercept HTTPInterceptor, 
 	// The body is watched for the server's read timeout: when it strikes,
 	// the request's context is cancelled too, and the proxy's error may
 	// say only that.
+	// A body already in memory (SetBody) is not: it was read.
 	pass := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body != nil && r.Body != http.NoBody {
+		if r.Body != nil && r.Body != http.NoBody && r.GetBody == nil {
 			b := &watchedBody{ReadCloser: r.Body, timedOut: make(chan struct{})}
 			r = r.WithContext(context.WithValue(r.Context(), watchedBodyKey{}, b))
 			r.Body = b
@@ -129,7 +137,7 @@ func NewHTTPProxy(target string, tlsCfg *tls.Config, intercept HTTPInterceptor, 
 		rp.ServeHTTP(w, r)
 	})
 	if intercept == nil {
-		return pass, nil
+		return pass
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h := intercept(r, pass); h != nil {
@@ -137,43 +145,5 @@ func NewHTTPProxy(target string, tlsCfg *tls.Config, intercept HTTPInterceptor, 
 			return
 		}
 		pass.ServeHTTP(w, r)
-	}), nil
-}
-
-// watchedBody is a request body that tells when a read of it failed past
-// the connection's read deadline (server.read_timeout).
-type watchedBody struct {
-	io.ReadCloser
-	once     sync.Once
-	timedOut chan struct{} // closed on the first such read
-}
-
-// watchedBodyKey keys a request's *watchedBody in its context.
-type watchedBodyKey struct{}
-
-// Read implements io.Reader.
-func (b *watchedBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil && IsReadTimeout(err) {
-		b.once.Do(func() { close(b.timedOut) })
-	}
-	return n, err
-}
-
-// bodyTimedOut reports whether the body of r stopped at the read deadline.
-// The deadline also cancels the request's context, and the proxy may learn
-// of that first: the body's own read is given a moment to report.
-func bodyTimedOut(r *http.Request) bool {
-	b, ok := r.Context().Value(watchedBodyKey{}).(*watchedBody)
-	if !ok {
-		return false
-	}
-	t := time.NewTimer(100 * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-b.timedOut:
-		return true
-	case <-t.C:
-		return false
-	}
+	})
 }

@@ -82,37 +82,44 @@ func TestHTTPProxyByteForByte(t *testing.T) {
 	}
 }
 
+// TestHTTPProxyStreamsResponses: a response of server-sent events
+// (Triton's generate_stream), or of unknown length (chunked), reaches the
+// client as it is written, each part before the next is.
 func TestHTTPProxyStreamsResponses(t *testing.T) {
-	next := make(chan struct{})
-	up := sidecartest.StartUpstreamHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Read the request first, as Triton does. With the body left unread
-		// the proxy's read of the stream failed now and then ("use of closed
-		// network connection" on its upstream connection; about 1 run in 75
-		// under -race, and once in CI): Go's server may close the
-		// connection's read side when a handler answers before reading.
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, "data: one\n\n")
-		w.(http.Flusher).Flush()
-		<-next // the client must see "one" before "two" is written
-		io.WriteString(w, "data: two\n\n")
-	}))
-	s := sidecartest.StartSidecar(t, server.Config{TritonHTTP: up})
-	resp, err := http.Post(fmt.Sprintf("http://%s/v2/models/m/generate_stream", s.HTTPAddr()), "application/json", strings.NewReader("{}"))
-	if err != nil {
-		close(next)
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	r := bufio.NewReader(resp.Body)
-	line, err := r.ReadString('\n')
-	close(next)
-	if err != nil || line != "data: one\n" {
-		t.Fatalf("first event %q, %v", line, err)
-	}
-	rest, err := io.ReadAll(r)
-	if err != nil || string(rest) != "\ndata: two\n\n" {
-		t.Errorf("rest %q, %v", rest, err)
+	for _, contentType := range []string{"text/event-stream", "application/octet-stream"} {
+		t.Run(contentType, func(t *testing.T) {
+			next := make(chan struct{})
+			up := sidecartest.StartUpstreamHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				// Read the request first, as Triton does. With the body left unread
+				// the proxy's read of the stream failed now and then ("use of closed
+				// network connection" on its upstream connection; about 1 run in 75
+				// under -race, and once in CI): Go's server may close the
+				// connection's read side when a handler answers before reading.
+				io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", contentType)
+				io.WriteString(w, "data: one\n\n")
+				w.(http.Flusher).Flush() // no Content-Length: chunked
+				<-next                   // the client must see "one" before "two" is written
+				io.WriteString(w, "data: two\n\n")
+			}))
+			s := sidecartest.StartSidecar(t, server.Config{TritonHTTP: up})
+			resp, err := http.Post(fmt.Sprintf("http://%s/v2/models/m/generate_stream", s.HTTPAddr()), "application/json", strings.NewReader("{}"))
+			if err != nil {
+				close(next)
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			r := bufio.NewReader(resp.Body)
+			line, err := r.ReadString('\n')
+			close(next)
+			if err != nil || line != "data: one\n" {
+				t.Fatalf("first event %q, %v", line, err)
+			}
+			rest, err := io.ReadAll(r)
+			if err != nil || string(rest) != "\ndata: two\n\n" {
+				t.Errorf("rest %q, %v", rest, err)
+			}
+		})
 	}
 }
 

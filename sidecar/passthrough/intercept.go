@@ -26,6 +26,6 @@ type GRPCInterceptor func(method string) GRPCHandler
 // once per request before it is proxied; a nil result passes the request
 // through to Triton, a non-nil handler serves it instead. pass is the proxy
 // to Triton, for a handler that serves only some requests: it may replace
-// the request's body (after reading it) before passing it on. A nil
+// the request's body (after reading it: SetBody) before passing it on. A nil
 // HTTPInterceptor intercepts nothing.
 type HTTPInterceptor func(r *http.Request, pass http.Handler) http.Handler

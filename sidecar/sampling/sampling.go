@@ -265,6 +265,13 @@ func (s *Sampler) Register(reg prometheus.Registerer) error {
 	return nil
 }
 
+// Sampling reports whether a sampler is in service (false when s is nil):
+// when it is not, no request is sampled, and a caller need not prepare
+// what Relayed and RelayedDecoded take.
+func (s *Sampler) Sampling() bool {
+	return s != nil && s.cur.Load() != nil
+}
+
 // Path returns the file the sampler in service writes, "" when sampling
 // is off.
 func (s *Sampler) Path() string {

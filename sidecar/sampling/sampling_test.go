@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -705,6 +706,40 @@ func TestHTTPResponseUnchanged(t *testing.T) {
 	r.waitDecided(t, 1)
 	if b := r.h.Fake.Calls("backbone"); b != 1 {
 		t.Errorf("backbone calls %d: the request through the sidecar should be sampled once", b)
+	}
+}
+
+// TestHTTPSentBeforeSampled: with sampling on, a relayed HTTP answer is
+// flushed to the client before its request is offered to the sampler (the
+// proxy leaves a response of known length to be written when the handler
+// returns); with sampling off, nothing is flushed, nor sampled.
+func TestHTTPSentBeforeSampled(t *testing.T) {
+	body, hdr := sidecartest.InferBody(t, sidecartest.CtlRequest("classify", "id-1", batch(rand.New(rand.NewPCG(1, 7)), 3), "logits"), true)
+	for _, on := range []bool{true, false} {
+		r := newRig(t, on, "")
+		if r.live.Sampling() != on {
+			t.Fatalf("sampling on %v: Sampling() = %v", on, !on)
+		}
+		req := httptest.NewRequest(http.MethodPost, "/v2/models/classify/infer", bytes.NewReader(body))
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		r.h.HTTP.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK || rec.Flushed != on {
+			t.Errorf("sampling on %v: status %d, flushed %v; want 200, flushed %v", on, rec.Code, rec.Flushed, on)
+		}
+		if on {
+			r.waitDecided(t, 1)
+		}
+		r.wait(t)
+		if b, want := r.h.Fake.Calls("backbone"), map[bool]int{true: 1, false: 0}[on]; b != want {
+			t.Errorf("sampling on %v: backbone calls %d, want %d", on, b, want)
+		}
+	}
+	var none *sampling.Sampler
+	if none.Sampling() {
+		t.Error("a nil sampler is sampling")
 	}
 }
 

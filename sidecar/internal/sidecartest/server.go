@@ -69,7 +69,7 @@ func Dial(t testing.TB, addr string) *grpc.ClientConn {
 
 // StartUpstreamHTTP serves h on a loopback port for the test's duration and
 // returns its address (host:port).
-func StartUpstreamHTTP(t *testing.T, h http.Handler) string {
+func StartUpstreamHTTP(t testing.TB, h http.Handler) string {
 	t.Helper()
 	s := httptest.NewServer(h)
 	t.Cleanup(s.Close)
