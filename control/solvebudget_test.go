@@ -331,6 +331,16 @@ func TestCacheSolveSharePays(t *testing.T) {
 		})
 	}
 
+	t.Run("clock stepped back: nothing", func(t *testing.T) {
+		cache, clock := newBudgetCache(CacheOptions{SolveShare: 0.5, SolveShareBurst: time.Second, MaxConcurrentSolves: 1})
+		if _, _, err := cache.Get(context.Background(), Key{Preference: "a"}, costing(clock, -time.Minute, nil)); err != nil {
+			t.Fatal(err)
+		}
+		if st := cache.Stats(); st.SolveTime != 1 {
+			t.Errorf("%v s left after a solve that took -1m, want 1 (the burst, full)", st.SolveTime)
+		}
+	})
+
 	// blocked starts a solve of a that holds the one solver until release
 	// is closed, then costs a second; it returns the request's error.
 	blocked := func(t *testing.T, cache *Cache, clock *fakeClock) (release chan struct{}, done chan error) {

@@ -143,9 +143,11 @@ func (l *Budget) Bucket(now time.Time) *Bucket {
 	return &l.b
 }
 
-// Pay takes took from the budget at now, into debt if need be.
+// Pay takes took from the budget at now, into debt if need be. A took
+// below zero (a clock without monotonic readings stepped back while the
+// solve ran) pays nothing: it must not lift the budget past its burst.
 func (l *Budget) Pay(took time.Duration, now time.Time) {
-	l.Bucket(now).Tokens -= took.Seconds()
+	l.Bucket(now).Tokens -= max(took, 0).Seconds()
 }
 
 // ShedMargin is how long before a request's deadline Hold lets its

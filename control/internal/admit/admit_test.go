@@ -153,6 +153,23 @@ func TestBucketsClockBackwards(t *testing.T) {
 	}
 }
 
+// TestBudgetPayNegative: a duration below zero, a clock stepped back while
+// a solve ran, pays nothing: it neither lifts the budget past its burst
+// nor pays off a debt.
+func TestBudgetPayNegative(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b := NewBudget(0.5, 1, time.Second, t0)
+	b.Pay(-time.Hour, t0)
+	if got := b.Bucket(t0).Tokens; got != 1 {
+		t.Errorf("full, paid -1h: %v s left, want 1 (the burst)", got)
+	}
+	b.Pay(3*time.Second, t0)
+	b.Pay(-time.Second, t0)
+	if got := b.Bucket(t0).Tokens; got != -2 {
+		t.Errorf("in debt, paid -1s: %v s left, want -2", got)
+	}
+}
+
 // TestNewBudgetBurst: the budget's rate is share × solvers seconds a
 // second, and a burst of 0 is one second of that rate, solvers included;
 // the budget starts full.
