@@ -204,6 +204,28 @@ func TestCacheSolveShareFormationPays(t *testing.T) {
 			t.Errorf("Stats: %+v: solvers' time spent %.9f s, want 2 (the solve's second and the formation's)", st, time.Hour.Seconds()-st.SolveTime)
 		}
 	})
+	t.Run("failed formation paid", func(t *testing.T) {
+		// dtd's cross-covariance 10⁴⁰ times the others': its W_p is beyond
+		// float32's range, so its formation fails (a second on this clock), and
+		// the factored form keeps answering.
+		comps := testComponents(t, 6, 40, tasks3...)
+		dtd, _ := comps.Task("dtd")
+		dtd.S.Scale(1e40, dtd.S)
+		cache, clock := newBudgetCache(CacheOptions{SolveShare: 1e-12, SolveShareBurst: time.Hour, MaxEntries: 4})
+		clock.step = time.Second
+		obs := &countingObserver{}
+		p := newTestProfile(t, ProfileSpec{Components: comps, Cache: cache, Default: "cars=1", Observer: obs})
+		m := get(t, p, "dtd=1")
+		for deadline := time.Now().Add(10 * time.Second); obs.formed.Load() == 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		if n := obs.formed.Load(); n != 1 || m.Formed() {
+			t.Fatalf("%d formations observed, formed %v; want one, failed", n, m.Formed())
+		}
+		if spent := spentTime(cache); math.Abs(spent-2) > 1e-6 {
+			t.Errorf("solvers' time spent %.9f s, want 2 (the solve's second and the failed formation's)", spent)
+		}
+	})
 	t.Run("spent: formed at the second use", func(t *testing.T) {
 		cache, clock := newBudgetCache(CacheOptions{SolveShare: 1e-12, SolveShareBurst: time.Nanosecond, MaxEntries: 4})
 		clock.step = time.Millisecond
