@@ -466,7 +466,8 @@ func TestCacheSolveSharePays(t *testing.T) {
 		}
 		for i := range 50 {
 			pref := fmt.Sprint("p", i)
-			if _, _, err := cache.Get(gone, Key{Preference: pref}, solve); !errors.Is(err, context.Canceled) {
+			// Canceled, or served where the solve ran and ended first.
+			if _, _, err := cache.Get(gone, Key{Preference: pref}, solve); err != nil && !errors.Is(err, context.Canceled) {
 				t.Fatalf("%s: %v, want context.Canceled", pref, err)
 			}
 			// Wait for its run to end, without reading the clock.
