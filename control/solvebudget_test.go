@@ -292,26 +292,29 @@ func TestCacheReconfigureSolveShare(t *testing.T) {
 
 // TestCacheReconfigureSolveShareStats: the time left is reported only
 // with a share, and a reload from none to a share starts it full (the
-// burst), so that the gauge appears after such a reload.
+// burst), so that the gauge appears after such a reload; a burst of 0 is
+// one second of the share of the solvers the reload sets.
 func TestCacheReconfigureSolveShareStats(t *testing.T) {
 	opt := CacheOptions{MaxConcurrentSolves: 2}
 	cache, _ := newBudgetCache(opt)
 	for _, s := range []struct {
 		share, burst float64 // the new options, in seconds
+		solvers      int
 		has          bool
 		left         float64
 	}{
-		{0, 0, false, 0},
-		{0.25, 3, true, 3},
-		{0.25, 0, true, 0.5}, // one second of 0.25 × 2 solvers
-		{0, 0, false, 0},
-		{0.5, 0, true, 1},
+		{0, 0, 2, false, 0},
+		{0.25, 3, 2, true, 3},
+		{0.25, 0, 2, true, 0.5}, // one second of 0.25 × 2 solvers
+		{0, 0, 2, false, 0},
+		{0.5, 0, 2, true, 1},
+		{0.5, 0, 4, true, 2}, // the new solvers' second
 	} {
-		opt.SolveShare, opt.SolveShareBurst = s.share, seconds(s.burst)
+		opt.SolveShare, opt.SolveShareBurst, opt.MaxConcurrentSolves = s.share, seconds(s.burst), s.solvers
 		cache.Reconfigure(opt)
 		if st := cache.Stats(); st.HasSolveShare != s.has || st.SolveTime != s.left {
-			t.Errorf("after a reload to share %v, burst %v s: HasSolveShare %v, SolveTime %v; want %v, %v",
-				s.share, s.burst, st.HasSolveShare, st.SolveTime, s.has, s.left)
+			t.Errorf("after a reload to share %v, burst %v s, %d solvers: HasSolveShare %v, SolveTime %v; want %v, %v",
+				s.share, s.burst, s.solvers, st.HasSolveShare, st.SolveTime, s.has, s.left)
 		}
 	}
 }
