@@ -313,3 +313,72 @@ func TestCacheSolveRateQueueAndJoined(t *testing.T) {
 		t.Errorf("sheds %v, want 3 queue_full and 1 solve_rate", shed)
 	}
 }
+
+// TestCacheAdmitOrder: admission checks the queue, then the key's rate,
+// then the cache's rate, then the solvers' time, and sheds for the first
+// of them that is exhausted, taking no token of either rate's bucket and
+// no time; a solve admitted takes one token of each bucket and no time
+// (it pays when it ends). Every combination of the four, on a clock that
+// stands still.
+func TestCacheAdmitOrder(t *testing.T) {
+	reasons := []string{ShedQueueFull, ShedKeyRate, ShedSolveRate, ShedSolveShare}
+	const keyTokens, allTokens, timeLeft = 3.0, 5.0, 0.5
+	for mask := range 1 << len(reasons) {
+		exhausted := func(i int) bool { return mask&(1<<i) != 0 }
+		want, name := "", ""
+		for i, r := range reasons {
+			if exhausted(i) {
+				name += r + "+"
+				if want == "" {
+					want = r
+				}
+			}
+		}
+		if name == "" {
+			name = "none+"
+		}
+		t.Run(name[:len(name)-1], func(t *testing.T) {
+			obs := &recordingCacheObserver{}
+			cache := NewCacheWith(CacheOptions{MaxConcurrentSolves: 1, MaxPendingSolves: 0, Observer: obs,
+				KeyRate: 0.001, KeyBurst: 10, SolveRate: 0.001, SolveBurst: 10, SolveShare: 0.001, SolveShareBurst: time.Second})
+			clock := newFakeClock()
+			ctx := WithClientKey(context.Background(), "alice")
+			p := cache.partition(Key{}.part(), "test")
+			cache.mu.Lock()
+			defer cache.mu.Unlock()
+			cache.now = clock.now
+			now := clock.now()
+			key, all, budget := cache.keys.Bucket("alice", now), cache.solves.Bucket(now), cache.budget.Bucket(now)
+			key.Tokens, all.Tokens, budget.Tokens = keyTokens, allTokens, timeLeft
+			if exhausted(0) {
+				cache.running = 1 // the one solver busy, no queue
+			}
+			if exhausted(1) {
+				key.Tokens = 0.99
+			}
+			if exhausted(2) {
+				all.Tokens = 0.99
+			}
+			if exhausted(3) {
+				budget.Tokens = 0
+			}
+			wantKey, wantAll, wantTime := key.Tokens, all.Tokens, budget.Tokens
+			if want == "" {
+				wantKey, wantAll = wantKey-1, wantAll-1
+			}
+			err := cache.admit(ctx, p)
+			checkAdmitted(t, "admit", err, want)
+			if key.Tokens != wantKey || all.Tokens != wantAll || budget.Tokens != wantTime {
+				t.Errorf("after admit: key %v, shared %v tokens, %v s left; want %v, %v, %v",
+					key.Tokens, all.Tokens, budget.Tokens, wantKey, wantAll, wantTime)
+			}
+			wantShed := map[string]int{}
+			if want != "" {
+				wantShed[want] = 1
+			}
+			if shed, _, _ := obs.counts(); !maps.Equal(shed, wantShed) {
+				t.Errorf("sheds %v, want %v", shed, wantShed)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -25,21 +26,7 @@ import (
 // the device is required: a GPU backend that cannot be used fails the test
 // instead of letting it pass on the CPU.
 func TestProfileOnDevice(t *testing.T) {
-	required := os.Getenv("REACT_TEST_BACKEND") == react.BackendCUDA
-	if prev := react.CurrentBackend(); prev != react.BackendCUDA {
-		if _, err := react.UseBackend(react.BackendCUDA); err != nil {
-			if required {
-				t.Fatalf("REACT_TEST_BACKEND=cuda, but the cuda backend cannot be used: %v", err)
-			}
-			t.Logf("no device: %v", err) // and nothing switched
-		} else {
-			defer react.UseBackend(prev)
-		}
-	}
-	if required && react.CurrentAccelerator() == nil {
-		t.Fatalf("REACT_TEST_BACKEND=cuda, but no device is in use (backend %s)", react.CurrentBackend())
-	}
-
+	onDevice := useCUDA(t)
 	comps := testComponents(t, 12, 60, tasks3...)
 	cache, _ := NewCache(4)
 	obs := &countingObserver{}
@@ -48,7 +35,6 @@ func TestProfileOnDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	onDevice := react.CurrentAccelerator() != nil
 	for _, spec := range []string{"cars=1", "cars=2,svhn=1"} {
 		c, err := p.Resolve(header(spec))
 		if err != nil {
@@ -107,6 +93,62 @@ func TestProfileOnDevice(t *testing.T) {
 	// the cache: two solves, on the device as on the CPU.
 	if n := obs.solves.Load(); n != 2 {
 		t.Errorf("%d solves observed, want 2", n)
+	}
+}
+
+// useCUDA puts the process on the cuda backend for the rest of the test
+// where that backend can be used, and reports whether a device is in use.
+// With REACT_TEST_BACKEND=cuda (bench/gpu.sh, and CI under the emulator)
+// the device is required: a GPU backend that cannot be used fails the test
+// instead of letting it pass on the CPU.
+func useCUDA(t *testing.T) bool {
+	t.Helper()
+	required := os.Getenv("REACT_TEST_BACKEND") == react.BackendCUDA
+	if prev := react.CurrentBackend(); prev != react.BackendCUDA {
+		if _, err := react.UseBackend(react.BackendCUDA); err != nil {
+			if required {
+				t.Fatalf("REACT_TEST_BACKEND=cuda, but the cuda backend cannot be used: %v", err)
+			}
+			t.Logf("no device: %v", err) // and nothing switched
+		} else {
+			t.Cleanup(func() { react.UseBackend(prev) })
+		}
+	}
+	if required && react.CurrentAccelerator() == nil {
+		t.Fatalf("REACT_TEST_BACKEND=cuda, but no device is in use (backend %s)", react.CurrentBackend())
+	}
+	return react.CurrentAccelerator() != nil
+}
+
+// TestProfileOnDeviceSolveShare: on the device a new preference's solve
+// (formed at once) goes through the cache's admission and pays its time
+// as one on the CPU does: served while time is left, paying the solve's
+// time and no formation, and shed for solve_share once it is spent.
+// Without a device it is skipped (CI runs it under the emulator).
+func TestProfileOnDeviceSolveShare(t *testing.T) {
+	if !useCUDA(t) {
+		t.Skip("no device")
+	}
+	cache, clock := newBudgetCache(CacheOptions{SolveShare: 1e-12, SolveShareBurst: time.Hour, MaxEntries: 4})
+	p := newTestProfile(t, ProfileSpec{Components: testComponents(t, 6, 40, tasks3...), Cache: cache})
+	// A clock that moves a second at every reading: the solve's start and
+	// end, one second apart.
+	clock.step = time.Second
+	m := get(t, p, "cars=1,svhn=3")
+	if !m.OnDevice() || !m.Formed() {
+		t.Fatalf("on the device %v, formed %v; want both", m.OnDevice(), m.Formed())
+	}
+	if spent := spentTime(cache); math.Abs(spent-1) > 1e-6 {
+		t.Errorf("solvers' time spent %.9f s, want 1 (the solve's, no formation)", spent)
+	}
+	cache.paid(2 * time.Hour)
+	c, err := p.Resolve(header("cars=2,svhn=1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var oe *OverloadError
+	if _, err := p.Matrix(context.Background(), c); !errors.As(err, &oe) || oe.Reason != ShedSolveShare {
+		t.Errorf("a new preference on the device with the solvers' time spent: %v, want shed for solve_share", err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -203,6 +204,28 @@ func TestCacheSolveShareFormationPays(t *testing.T) {
 			t.Errorf("Stats: %+v: solvers' time spent %.9f s, want 2 (the solve's second and the formation's)", st, time.Hour.Seconds()-st.SolveTime)
 		}
 	})
+	t.Run("failed formation paid", func(t *testing.T) {
+		// dtd's cross-covariance 10⁴⁰ times the others': its W_p is beyond
+		// float32's range, so its formation fails (a second on this clock), and
+		// the factored form keeps answering.
+		comps := testComponents(t, 6, 40, tasks3...)
+		dtd, _ := comps.Task("dtd")
+		dtd.S.Scale(1e40, dtd.S)
+		cache, clock := newBudgetCache(CacheOptions{SolveShare: 1e-12, SolveShareBurst: time.Hour, MaxEntries: 4})
+		clock.step = time.Second
+		obs := &countingObserver{}
+		p := newTestProfile(t, ProfileSpec{Components: comps, Cache: cache, Default: "cars=1", Observer: obs})
+		m := get(t, p, "dtd=1")
+		for deadline := time.Now().Add(10 * time.Second); obs.formed.Load() == 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		if n := obs.formed.Load(); n != 1 || m.Formed() {
+			t.Fatalf("%d formations observed, formed %v; want one, failed", n, m.Formed())
+		}
+		if spent := spentTime(cache); math.Abs(spent-2) > 1e-6 {
+			t.Errorf("solvers' time spent %.9f s, want 2 (the solve's second and the failed formation's)", spent)
+		}
+	})
 	t.Run("spent: formed at the second use", func(t *testing.T) {
 		cache, clock := newBudgetCache(CacheOptions{SolveShare: 1e-12, SolveShareBurst: time.Nanosecond, MaxEntries: 4})
 		clock.step = time.Millisecond
@@ -265,4 +288,287 @@ func TestCacheReconfigureSolveShare(t *testing.T) {
 			t.Errorf("step %d (%+v): served %v, want %v", i, opt, got, s.want)
 		}
 	}
+}
+
+// TestCacheReconfigureSolveShareStats: the time left is reported only
+// with a share, and a reload from none to a share starts it full (the
+// burst), so that the gauge appears after such a reload; a burst of 0 is
+// one second of the share of the solvers the reload sets.
+func TestCacheReconfigureSolveShareStats(t *testing.T) {
+	opt := CacheOptions{MaxConcurrentSolves: 2}
+	cache, _ := newBudgetCache(opt)
+	for _, s := range []struct {
+		share, burst float64 // the new options, in seconds
+		solvers      int
+		has          bool
+		left         float64
+	}{
+		{0, 0, 2, false, 0},
+		{0.25, 3, 2, true, 3},
+		{0.25, 0, 2, true, 0.5}, // one second of 0.25 × 2 solvers
+		{0, 0, 2, false, 0},
+		{0.5, 0, 2, true, 1},
+		{0.5, 0, 4, true, 2}, // the new solvers' second
+	} {
+		opt.SolveShare, opt.SolveShareBurst, opt.MaxConcurrentSolves = s.share, seconds(s.burst), s.solvers
+		cache.Reconfigure(opt)
+		if st := cache.Stats(); st.HasSolveShare != s.has || st.SolveTime != s.left {
+			t.Errorf("after a reload to share %v, burst %v s, %d solvers: HasSolveShare %v, SolveTime %v; want %v, %v",
+				s.share, s.burst, s.solvers, st.HasSolveShare, st.SolveTime, s.has, s.left)
+		}
+	}
+}
+
+// spentTime is the solvers' time a cache on a fake clock has been paid
+// since its budget of an hour was full (its share, 10⁻¹², fills nothing
+// measurable).
+func spentTime(cache *Cache) float64 {
+	return time.Hour.Seconds() - cache.Stats().SolveTime
+}
+
+// TestCacheSolveSharePays: a solve pays the time it ran, whether it served
+// or failed, and only that: not the time it waited for a solver, and
+// nothing when its requests all went before it ran.
+func TestCacheSolveSharePays(t *testing.T) {
+	opt := CacheOptions{SolveShare: 1e-12, SolveShareBurst: time.Hour, MaxConcurrentSolves: 1}
+	costing := func(clock *fakeClock, cost time.Duration, err error) func(context.Context) (*Matrix, error) {
+		return func(context.Context) (*Matrix, error) {
+			clock.advance(cost)
+			if err != nil {
+				return nil, err
+			}
+			return &Matrix{Key: "k", D: 1}, nil
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{{"served", nil}, {"failed", errors.New("no factorisation")}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cache, clock := newBudgetCache(opt)
+			_, _, err := cache.Get(context.Background(), Key{Preference: "a"}, costing(clock, 1500*time.Millisecond, tc.err))
+			if err != tc.err {
+				t.Fatalf("Get: %v, want %v", err, tc.err)
+			}
+			if spent := spentTime(cache); math.Abs(spent-1.5) > 1e-6 {
+				t.Errorf("solvers' time spent %.9f s, want 1.5 (the solve's)", spent)
+			}
+		})
+	}
+
+	t.Run("clock stepped back: nothing", func(t *testing.T) {
+		cache, clock := newBudgetCache(CacheOptions{SolveShare: 0.5, SolveShareBurst: time.Second, MaxConcurrentSolves: 1})
+		if _, _, err := cache.Get(context.Background(), Key{Preference: "a"}, costing(clock, -time.Minute, nil)); err != nil {
+			t.Fatal(err)
+		}
+		if st := cache.Stats(); st.SolveTime != 1 {
+			t.Errorf("%v s left after a solve that took -1m, want 1 (the burst, full)", st.SolveTime)
+		}
+	})
+
+	// blocked starts a solve of a that holds the one solver until release
+	// is closed, then costs a second; it returns the request's error.
+	blocked := func(t *testing.T, cache *Cache, clock *fakeClock) (release chan struct{}, done chan error) {
+		t.Helper()
+		entered, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+		go func() {
+			_, _, err := cache.Get(context.Background(), Key{Preference: "a"}, func(context.Context) (*Matrix, error) {
+				close(entered)
+				<-release
+				clock.advance(time.Second)
+				return &Matrix{Key: "a", D: 1}, nil
+			})
+			done <- err
+		}()
+		<-entered
+		return release, done
+	}
+	// waitPending waits until n solves wait for the solver, without
+	// reading the clock.
+	waitPending := func(t *testing.T, cache *Cache, n int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			cache.mu.Lock()
+			pending := cache.pending
+			cache.mu.Unlock()
+			if pending == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d solves pending, want %d", pending, n)
+			}
+		}
+	}
+
+	t.Run("queued: the wait not paid", func(t *testing.T) {
+		cache, clock := newBudgetCache(opt)
+		release, first := blocked(t, cache, clock)
+		second := make(chan error, 1)
+		go func() {
+			_, _, err := cache.Get(context.Background(), Key{Preference: "b"}, costing(clock, 250*time.Millisecond, nil))
+			second <- err
+		}()
+		waitPending(t, cache, 1)
+		time.Sleep(20 * time.Millisecond) // its solve parked, waiting for the solver
+		close(release)
+		if err := errors.Join(<-first, <-second); err != nil {
+			t.Fatal(err)
+		}
+		if spent := spentTime(cache); math.Abs(spent-1.25) > 1e-6 {
+			t.Errorf("solvers' time spent %.9f s, want 1.25 (1 + 0.25, not the second's wait for the first)", spent)
+		}
+	})
+
+	t.Run("cancelled while queued: nothing", func(t *testing.T) {
+		cache, clock := newBudgetCache(opt)
+		release, first := blocked(t, cache, clock)
+		ctx, cancel := context.WithCancel(context.Background())
+		second := make(chan error, 1)
+		ran := make(chan struct{}, 1)
+		go func() {
+			_, _, err := cache.Get(ctx, Key{Preference: "b"}, func(context.Context) (*Matrix, error) {
+				ran <- struct{}{}
+				clock.advance(time.Hour)
+				return &Matrix{Key: "b", D: 1}, nil
+			})
+			second <- err
+		}()
+		waitPending(t, cache, 1)
+		clock.advance(10 * time.Second) // the second's wait: the first's run
+		cancel()
+		if err := <-second; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the cancelled request: %v, want context.Canceled", err)
+		}
+		waitPending(t, cache, 0)
+		close(release)
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		if len(ran) != 0 {
+			t.Fatal("the cancelled solve ran")
+		}
+		if spent := spentTime(cache); math.Abs(spent-11) > 1e-6 {
+			t.Errorf("solvers' time spent %.9f s, want 11 (the first solve's run, during which the second waited)", spent)
+		}
+	})
+
+	t.Run("cancelled before it ran: nothing", func(t *testing.T) {
+		// Requests gone before their solve starts: each solve is dropped,
+		// whether it had the solver already or not, and pays nothing; on
+		// a clock that moves a second at every reading, a solve that ran
+		// pays exactly one (its start and end).
+		cache, clock := newBudgetCache(opt)
+		clock.step = time.Second
+		p := cache.partition(Key{}.part(), "")
+		gone, cancel := context.WithCancel(context.Background())
+		cancel()
+		var ran atomic.Int64
+		solve := func(context.Context) (*Matrix, error) {
+			ran.Add(1)
+			return &Matrix{Key: "k", D: 1}, nil
+		}
+		for i := range 50 {
+			pref := fmt.Sprint("p", i)
+			// Canceled, or served where the solve ran and ended first.
+			if _, _, err := cache.Get(gone, Key{Preference: pref}, solve); err != nil && !errors.Is(err, context.Canceled) {
+				t.Fatalf("%s: %v, want context.Canceled", pref, err)
+			}
+			// Wait for its run to end, without reading the clock.
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Microsecond) {
+				cache.mu.Lock()
+				_, flying := p.flights[pref]
+				cache.mu.Unlock()
+				if !flying {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: its solve never ended", pref)
+				}
+			}
+		}
+		// 10⁻¹² a second fills nothing measurable even over these steps.
+		if spent, want := spentTime(cache), float64(ran.Load()); math.Abs(spent-want) > 1e-6 {
+			t.Errorf("solvers' time spent %.9f s, want %v (one second for each of the %d solves that ran)", spent, want, ran.Load())
+		}
+	})
+}
+
+// TestCacheSolveShareAtZero: a new solve needs time left, more than none:
+// at 0 or in debt it is shed, and a new preference's W_p is not formed at
+// once (Cache.idle); any time left admits it. idle also needs no solve
+// waiting for a solver.
+func TestCacheSolveShareAtZero(t *testing.T) {
+	for _, tc := range []struct {
+		left     float64
+		pending  int
+		admitted bool
+		idle     bool
+	}{
+		{-1, 0, false, false},
+		{0, 0, false, false},
+		{1e-9, 0, true, true},
+		{1, 0, true, true},
+		{1, 1, true, false},
+	} {
+		cache, clock := newBudgetCache(CacheOptions{SolveShare: 0.001, MaxConcurrentSolves: 1, SolveShareBurst: time.Second})
+		p := cache.partition(Key{}.part(), "")
+		cache.mu.Lock()
+		cache.budget.Bucket(clock.now()).Tokens = tc.left
+		cache.pending = tc.pending
+		err := cache.admit(context.Background(), p)
+		cache.mu.Unlock()
+		want := ShedSolveShare
+		if tc.admitted {
+			want = ""
+		}
+		checkAdmitted(t, fmt.Sprintf("%v s left, %d pending", tc.left, tc.pending), err, want)
+		if got := cache.idle(); got != tc.idle {
+			t.Errorf("%v s left, %d pending: idle %v, want %v", tc.left, tc.pending, got, tc.idle)
+		}
+	}
+}
+
+// TestCacheSolveShareAdmittedInFlight: a solve pays when it ends, so the
+// solves admitted while time is left, before any of them ends, all run:
+// with one solver and three waiting, four new preferences at once are
+// admitted on a budget that one of them overdraws, the fifth is shed for
+// the queue, and once they have paid the next is shed for the debt. The
+// overdraft is at most max_concurrent_solves + max_pending_solves solves.
+func TestCacheSolveShareAdmittedInFlight(t *testing.T) {
+	cache, clock := newBudgetCache(CacheOptions{SolveShare: 1e-12, SolveShareBurst: 100 * time.Millisecond, MaxConcurrentSolves: 1})
+	cache.Reconfigure(CacheOptions{SolveShare: 1e-12, SolveShareBurst: 100 * time.Millisecond, MaxConcurrentSolves: 1, MaxPendingSolves: 3})
+	release := make(chan struct{})
+	solve := func(context.Context) (*Matrix, error) {
+		<-release
+		clock.advance(time.Second)
+		return &Matrix{Key: "k", D: 1}, nil
+	}
+	errs := make(chan error, 4)
+	for i := range 4 {
+		go func() {
+			_, _, err := cache.Get(context.Background(), Key{Preference: fmt.Sprint("p", i)}, solve)
+			errs <- err
+		}()
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if st := cache.Stats(); st.Pending+st.Running == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("four solves not admitted")
+		}
+	}
+	_, _, err := cache.Get(context.Background(), Key{Preference: "fifth"}, solve)
+	checkAdmitted(t, "a fifth new preference with four in flight", err, ShedQueueFull)
+	close(release)
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Errorf("a solve admitted while time was left: %v", err)
+		}
+	}
+	if left := cache.Stats().SolveTime; math.Abs(left-(0.1-4)) > 1e-6 {
+		t.Errorf("%.9f s left, want 0.1 - 4 (four solves of a second each)", left)
+	}
+	_, _, err = cache.Get(context.Background(), Key{Preference: "sixth"}, solve)
+	checkAdmitted(t, "a new preference in debt", err, ShedSolveShare)
 }

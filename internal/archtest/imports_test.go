@@ -84,7 +84,7 @@ var policy = map[string][]string{
 
 	// What both serving modes share: no server, no configuration file.
 	"control/internal/admit": nil,
-	"control": {"react", "react/componentsfile", "experiment", "problem", "internal/bytesize", "internal/filecheck", "internal/threadprio", "control/internal/admit"},
+	"control":                {"react", "react/componentsfile", "experiment", "problem", "internal/bytesize", "internal/filecheck", "internal/threadprio", "control/internal/admit"},
 	// config/layer: the one layering engine of every configuration.
 	"config/layer": {"problem", "internal/bytesize"},
 	// config: calibrate's configurations (fit's file, the flag commands).

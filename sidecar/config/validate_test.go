@@ -187,6 +187,11 @@ func TestValidate(t *testing.T) {
 		{"admission shed delay beyond retry_after", func(c *Config, dir string) {
 			c.Admission.RetryAfter, c.Admission.ShedDelay = time.Second, time.Second+time.Millisecond
 		}, []string{"admission.shed_delay: must be from 0 (answer at once) to retry_after (1s), got 1.001s"}},
+		{"admission solve share off", func(c *Config, dir string) { c.Admission.SolveShare, c.Admission.SolveShareBurst = 0, 0 }, nil},
+		{"admission solve share out of range", func(c *Config, dir string) { c.Admission.SolveShare = -0.5 },
+			[]string{"admission.solve_share: must be from 0 (no bound) to 1 (all of the solvers' time), got -0.5"}},
+		{"admission solve share infinite", func(c *Config, dir string) { c.Admission.SolveShare = math.Inf(1) },
+			[]string{"admission.solve_share: must be from 0 (no bound) to 1 (all of the solvers' time), got +Inf"}},
 		{"admission at its bounds", func(c *Config, dir string) {
 			c.Admission = Admission{MaxPendingSolves: 0, MaxConcurrentSolves: 0, RetryAfter: time.Nanosecond, KeyHeader: "x-user-id", KeyRate: 0.5, KeyBurst: 1, SolveRate: 0.01, SolveBurst: 0, SolveShare: 1, SolveShareBurst: 0, ShedDelay: time.Nanosecond, PresetsOnly: true, PreferenceGrid: MaxPreferenceGrid}
 		}, nil},

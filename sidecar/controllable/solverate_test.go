@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	grpccodes "google.golang.org/grpc/codes"
@@ -139,7 +140,8 @@ func TestAdmissionSolveRate(t *testing.T) {
 // (RESOURCE_EXHAUSTED with a retry-after trailer, 429 with Retry-After),
 // counted by reason solve_share, with the debt on the time-left gauge,
 // while cached preferences, the default and presets are served; a reload
-// to 0 lifts it.
+// to 0 lifts it and removes the gauge, and one back to a share restores
+// it, full.
 func TestAdmissionSolveShare(t *testing.T) {
 	// A share so small that the debt of the first solve is never paid off
 	// within the test, and a burst of a nanosecond, which that solve spends.
@@ -177,5 +179,14 @@ func TestAdmissionSolveShare(t *testing.T) {
 	sendSteps(t, h, []solveRateCall{pref("grpc", "bob", "a=1,c=1"), pref("http", "carol", "b=1,c=1")}, []int{ok, ok})
 	if _, ok := sidecartest.MetricValue(sidecartest.Scrape(t, h.Metrics.Handler()), "react_wp_solve_time_left_seconds", nil); ok {
 		t.Error("react_wp_solve_time_left_seconds after a reload to solve_share 0, want none")
+	}
+
+	// Back to a share: the gauge is there again, full (its burst).
+	cfg.Admission.SolveShare, cfg.Admission.SolveShareBurst = 0.5, 2*time.Second
+	if err := h.Models.Reload(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := sidecartest.MetricValue(sidecartest.Scrape(t, h.Metrics.Handler()), "react_wp_solve_time_left_seconds", nil); !ok || v != 2 {
+		t.Errorf("react_wp_solve_time_left_seconds after a reload to solve_share 0.5, burst 2s = %v (present %v), want 2", v, ok)
 	}
 }

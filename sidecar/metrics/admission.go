@@ -21,7 +21,7 @@ func newAdmissionMetrics() *admissionMetrics {
 	return &admissionMetrics{
 		shed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "react_wp_solves_shed_total",
-			Help: "Requests whose new preference was not solved, answered 429 / RESOURCE_EXHAUSTED, by components entry and reason: queue_full (admission.max_pending_solves), key_rate (admission.key_rate) solve_rate (admission.solve_rate) or solve_share (admission.solve_share).",
+			Help: "Requests whose new preference was not solved, answered 429 / RESOURCE_EXHAUSTED, by components entry and reason: queue_full (admission.max_pending_solves), key_rate (admission.key_rate), solve_rate (admission.solve_rate) or solve_share (admission.solve_share).",
 		}, []string{"components", "reason"}),
 		cancelled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "react_wp_solves_cancelled_total",

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/mergectl/react-triton/control"
 )
 
@@ -49,6 +51,13 @@ func TestCacheGauges(t *testing.T) {
 				if strings.Contains(body, n) {
 					t.Errorf("/metrics has %s, want none", n)
 				}
+			}
+			// Every metric collected is described: a pedantic registry
+			// refuses one that is not.
+			reg := prometheus.NewPedanticRegistry()
+			reg.MustRegister(&cacheCollector{stats: func() control.CacheStats { return tc.st }})
+			if _, err := reg.Gather(); err != nil {
+				t.Errorf("a pedantic registry: %v", err)
 			}
 		})
 	}

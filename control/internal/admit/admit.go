@@ -120,7 +120,9 @@ func (l *Shared) Bucket(now time.Time) *Bucket {
 // (Tokens > 0), so the one that empties it runs and leaves it in debt,
 // which later fills pay off: over any long stretch the solvers spend at
 // most the share of their time on new preferences, whatever D, the
-// backend and the CPU make a solve cost.
+// backend and the CPU make a solve cost. Since a solve pays only when it
+// ends, every solve admitted before then runs too: the overdraft is up to
+// the solves a cache lets run and wait at once (its solvers and queue).
 type Budget struct {
 	Rate // seconds a second, up to Burst seconds
 	b    Bucket
@@ -143,9 +145,11 @@ func (l *Budget) Bucket(now time.Time) *Bucket {
 	return &l.b
 }
 
-// Pay takes took from the budget at now, into debt if need be.
+// Pay takes took from the budget at now, into debt if need be. A took
+// below zero (a clock without monotonic readings stepped back while the
+// solve ran) pays nothing: it must not lift the budget past its burst.
 func (l *Budget) Pay(took time.Duration, now time.Time) {
-	l.Bucket(now).Tokens -= took.Seconds()
+	l.Bucket(now).Tokens -= max(took, 0).Seconds()
 }
 
 // ShedMargin is how long before a request's deadline Hold lets its
