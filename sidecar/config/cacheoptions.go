@@ -32,7 +32,7 @@ func (c *Config) CacheOptions(obs control.CacheObserver) control.CacheOptions {
 		SolveShare:          c.Admission.SolveShare,
 		SolveShareBurst:     c.Admission.SolveShareBurst,
 		RetryAfter:          c.Admission.RetryAfter,
-		ShedDelay:           c.Admission.ShedDelay,
+		ShedDelay:           min(c.Admission.ShedDelay, c.Admission.RetryAfter),
 		Observer:            obs,
 	}
 }

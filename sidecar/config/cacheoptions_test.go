@@ -22,7 +22,7 @@ func TestAdmissionSolvers(t *testing.T) {
 }
 
 // TestCacheOptions: every cache and admission key reaches the cache's
-// options, each its own value.
+// options, each its own value, and a refusal is held at most retry_after.
 func TestCacheOptions(t *testing.T) {
 	c := Default()
 	c.Cache = Cache{MaxBytes: 3 * MiB, Size: 4}
@@ -33,6 +33,10 @@ func TestCacheOptions(t *testing.T) {
 		RetryAfter: 7 * time.Second, KeyRate: 8.5, KeyBurst: 9, SolveRate: 10.5, SolveBurst: 11, SolveShare: 0.25, SolveShareBurst: 13 * time.Millisecond, ShedDelay: 12 * time.Millisecond, Observer: obs}
 	if got := c.CacheOptions(obs); got != want {
 		t.Errorf("CacheOptions:\n got %+v\nwant %+v", got, want)
+	}
+	c.Admission.ShedDelay, c.Admission.RetryAfter = 100*time.Millisecond, 50*time.Millisecond
+	if got := c.CacheOptions(nil).ShedDelay; got != 50*time.Millisecond {
+		t.Errorf("shed_delay 100ms, retry_after 50ms: a refusal held %v, want retry_after", got)
 	}
 	c.Admission.MaxConcurrentSolves = 0
 	if got, want := c.CacheOptions(nil).MaxConcurrentSolves, max(1, runtime.GOMAXPROCS(0)/2); got != want {

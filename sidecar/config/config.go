@@ -186,8 +186,10 @@ type Admission struct {
 	// ShedDelay holds a request shed by the queue, KeyRate, SolveRate or
 	// SolveShare that long before its answer (less a margin before its
 	// deadline), so that a client ignoring RetryAfter asks again at most
-	// once per ShedDelay for each request it has in flight; at most
-	// RetryAfter; 0 answers at once. Default 100ms.
+	// once per ShedDelay for each request it has in flight; 0 answers at
+	// once. A refusal is held at most RetryAfter (Config.CacheOptions), so
+	// that a short RetryAfter needs no ShedDelay of its own. Default
+	// 100ms.
 	ShedDelay time.Duration `yaml:"shed_delay"`
 	// PresetsOnly refuses preferences that would need a solve: only
 	// presets, experiment arms, the default, "none" and preferences equal

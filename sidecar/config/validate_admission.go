@@ -36,8 +36,8 @@ func (c *Config) validateAdmission(p *problem.List) {
 	if a.SolveRate < 0 || math.IsNaN(a.SolveRate) || math.IsInf(a.SolveRate, 0) {
 		p.Add("admission.solve_rate", "must be 0 (no bound) or a positive number of new preferences per second, got %v", a.SolveRate)
 	}
-	if a.ShedDelay < 0 || a.ShedDelay > a.RetryAfter && a.RetryAfter > 0 {
-		p.Add("admission.shed_delay", "must be from 0 (answer at once) to retry_after (%v), got %v", a.RetryAfter, a.ShedDelay)
+	if a.ShedDelay < 0 {
+		p.Add("admission.shed_delay", "must be 0 (answer at once) or positive, got %v", a.ShedDelay)
 	}
 	if a.SolveBurst < 0 {
 		p.Add("admission.solve_burst", "must be 0 (one second of solve_rate) or positive, got %d", a.SolveBurst)
