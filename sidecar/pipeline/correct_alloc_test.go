@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/internal/testutil"
 	"github.com/mergectl/react-triton/triton"
 )
 
@@ -31,7 +32,7 @@ func correctionCase(d, rows int, featureType, headType string) (*Model, feature,
 // correction of a request's batch (decoding the feature, applying W_p,
 // encoding it for the head) allocates nothing, in every datatype pair.
 func TestCorrectionDoesNotAllocate(t *testing.T) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("the race detector makes sync.Pool drop items at random")
 	}
 	for _, dts := range [][2]string{{triton.FP32, triton.FP32}, {triton.FP16, triton.FP32}, {triton.BF16, triton.FP16}} {
