@@ -33,14 +33,7 @@ cat >"$run_dir/sidecar.yaml" <<'YAML'
 management:
   allow: [SystemSharedMemoryStatus, SystemSharedMemoryRegister, SystemSharedMemoryUnregister]
 YAML
-"$run_dir/sidecar" --config "$run_dir/sidecar.yaml" --triton-grpc "127.0.0.1:$grpc_port" --triton-http "127.0.0.1:$http_port" \
-	--grpc-listen "127.0.0.1:$sidecar_grpc" --http-listen "127.0.0.1:$sidecar_http" >"$run_dir/sidecar.log" 2>&1 &
-sidecar_pid=$!
-for _ in $(seq 300); do
-	[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$sidecar_http/v2/health/ready" || true)" = 200 ] && break
-	kill -0 "$sidecar_pid" 2>/dev/null || { cat "$run_dir/sidecar.log" >&2; exit 1; }
-	sleep 0.1
-done
+bench_sidecar "$sidecar_grpc" "$sidecar_http"
 
 declare -A addr=(
 	[grpc-direct]=127.0.0.1:$grpc_port [grpc-sidecar]=127.0.0.1:$sidecar_grpc

@@ -23,6 +23,14 @@
 # tritonserver's). Sets grpc_port, http_port and metrics_port; exits 1
 # when Triton does not start.
 #
+#   bench_sidecar GRPC-PORT HTTP-PORT
+#
+# Starts $run_dir/sidecar with $run_dir/sidecar.yaml in front of the
+# Triton of bench_triton, listening on 127.0.0.1:GRPC-PORT and
+# 127.0.0.1:HTTP-PORT (free ports of the caller's), logging to $run_dir/sidecar.log, and waits up
+# to about 30 s for its /v2/health/ready to answer 200. Sets sidecar_pid;
+# exits 1 with the sidecar's log when it stops first.
+#
 #   results=${results:-$(bench_results_file BASE EXT)}
 #
 # Prints BASE.EXT, or BASE-2.EXT, BASE-3.EXT... when it exists already, so
@@ -60,6 +68,17 @@ bench_triton() {
 			--log "$run_dir/tritonserver.log" --pid "$run_dir/tritonserver.pid" --timeout 300 "$@" >&2 && return 0
 		[ "$attempt" -lt 3 ] || { echo "$bench_tag: Triton did not start" >&2; exit 1; }
 		echo "$bench_tag: retrying Triton on other ports" >&2
+	done
+}
+
+bench_sidecar() {
+	"$run_dir/sidecar" --config "$run_dir/sidecar.yaml" --triton-grpc "127.0.0.1:$grpc_port" --triton-http "127.0.0.1:$http_port" \
+		--grpc-listen "127.0.0.1:$1" --http-listen "127.0.0.1:$2" >"$run_dir/sidecar.log" 2>&1 &
+	sidecar_pid=$!
+	for _ in $(seq 300); do
+		[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$2/v2/health/ready" || true)" = 200 ] && return 0
+		kill -0 "$sidecar_pid" 2>/dev/null || { cat "$run_dir/sidecar.log" >&2; exit 1; }
+		sleep 0.1
 	done
 }
 
