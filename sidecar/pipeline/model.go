@@ -104,6 +104,12 @@ func (m *Model) Profile() *control.Profile { return m.profile }
 // form, the ensemble's version for the graph form.
 func (m *Model) Version() string { return m.version }
 
+// OwnVersion reports whether a request's version (empty: none) is the
+// one the model serves, whose statistics are the sidecar's. A graph-form
+// model relays a request for another version of its ensemble that gets no
+// correction to Triton, which answers and counts it.
+func (m *Model) OwnVersion(version string) bool { return version == "" || version == m.version }
+
 // Ensemble returns the name of the Triton ensemble whose graph the model
 // runs (graph form), "" for the explicit form. Triton itself answers
 // metadata, configuration and readiness for such a model.
