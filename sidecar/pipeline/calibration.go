@@ -13,11 +13,15 @@ import (
 // re-export) is accepted when the configuration names the recorded model
 // with variant_of; its output may then be named otherwise too. A file
 // that records no backbone (fitted from .npy embeddings without
-// --backbone-model) is not checked.
+// --backbone-model) is not checked. When the file records the version too,
+// served, the version of r that answers (r's own, or the one Triton
+// chooses; "" when unknown), must be it: a new version of the backbone
+// added to the repository would otherwise be corrected with the
+// statistics of the old one.
 //
 // path is the configuration key of the corrected model, model the path of
 // the configured model ("models[2]").
-func (b *builder) checkCalibration(path, model string, mc config.Model, prof *control.Profile, r ref, output string) {
+func (b *builder) checkCalibration(path, model string, mc config.Model, prof *control.Profile, r ref, output, served string) {
 	cal := prof.Backbone()
 	switch {
 	case cal.Name == "":
@@ -30,5 +34,9 @@ func (b *builder) checkCalibration(path, model string, mc config.Model, prof *co
 		b.problem(path, false, "%s output %q would be corrected with the components of %q, calibrated on model %q output %q: "+
 			"calibrate components on this model, or, if it is a variant of %q (an FP16 copy, a re-export), say so with variant_of: %s",
 			describe(r), output, prof.Name(), cal.Name, cal.Output, cal.Name, cal.Name)
+	case cal.Version != "" && served != "" && served != cal.Version:
+		b.problem(path, false, "%s output %q: version %s answers, but the components of %q were calibrated on version %s: "+
+			"pin version %s (the ensemble step's model_version, or the backbone's version), or calibrate components on version %s",
+			describe(r), output, served, prof.Name(), cal.Version, cal.Version, served)
 	}
 }
