@@ -28,8 +28,10 @@ type Ensemble struct {
 	version string
 	graph   *ensemble.Graph
 	site    ensemble.Site
-	// outputs are the ensemble's outputs, in the order of its metadata.
+	// outputs are the ensemble's outputs, in the order of its metadata,
+	// and bytes those of datatype BYTES.
 	outputs []string
+	bytes   map[string]bool
 }
 
 // Read reads the step graph of the ensemble ens (Triton's metadata and
@@ -62,6 +64,12 @@ func Read(ens triton.ModelInfo, correct string) (*Ensemble, problem.List) {
 	e := &Ensemble{name: ens.Name, version: latestVersion(ens.Metadata.GetVersions()), graph: g, site: site}
 	for _, out := range ens.Metadata.GetOutputs() {
 		e.outputs = append(e.outputs, out.GetName())
+		if out.GetDatatype() == "BYTES" {
+			if e.bytes == nil {
+				e.bytes = make(map[string]bool)
+			}
+			e.bytes[out.GetName()] = true
+		}
 	}
 	return e, nil
 }
@@ -122,11 +130,8 @@ type Form struct {
 // latestVersion returns the highest of the versions a model's metadata
 // lists, "1" when it lists none.
 func latestVersion(versions []string) string {
-	best, bestN := "1", int64(-1)
-	for _, v := range versions {
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > bestN {
-			best, bestN = v, n
-		}
+	if v := triton.HighestVersion(versions); v != "" {
+		return v
 	}
-	return best
+	return "1"
 }
