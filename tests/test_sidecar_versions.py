@@ -17,8 +17,11 @@ writes from docs/sidecar.md; it lets the repository index through.
   keeps serving (asked of the step, it crashed Triton 2.51).
 - Start-up refuses the ensemble whose encoder step runs version 2 with
   components calibrated on version 1 (it used to correct it silently).
+- A pass-through model whose name has a dot, sent FP16 data as JSON,
+  gets Triton's answer byte for byte (was the sidecar's own message).
 """
 
+import json
 import subprocess
 import types
 
@@ -30,7 +33,7 @@ from tritonclient.utils import InferenceServerException
 
 import graph_math as gm  # tests/graph_models/graph_math.py
 import graph_repo
-from sidecar_helpers import Sidecar, Triton, config_text, http_ready, sidecar_config
+from sidecar_helpers import Sidecar, Triton, config_text, http_ready, http_request, sidecar_config
 from test_sidecar_graph import PROTOCOLS, RTOL, client_infer
 from testenv import ROOT, binary, missing
 
@@ -190,3 +193,16 @@ def test_startup_refuses_another_version_of_the_calibrated_backbone(deployment, 
     assert run.returncode == 1, run.stderr[-3000:]
     assert ('models[0].correct: model "enc-v" output "embeddings": version 2 answers, but the components of "pets" '
             'were calibrated on version 1') in run.stderr, run.stderr[-3000:]
+
+
+@pytest.mark.parametrize("datatype", ["FP16", "FP32"])
+def test_pass_through_json_data_is_answered_as_triton(deployment, datatype):
+    """cls.a takes FP16: JSON data in FP16 is refused by Triton itself (no
+    JSON form), in FP32 for its datatype; the sidecar answers the same."""
+    body = json.dumps({"inputs": [{"name": "emb_in", "shape": [1, gm.D], "datatype": datatype,
+                                   "data": [0.5] * gm.D}]}).encode()
+    answers = [http_request(server.http, "POST", "/v2/models/cls.a/infer", body, {"Content-Type": "application/json"})
+               for server in (deployment.triton, deployment.side)]
+    (t_status, t_headers, t_body), (s_status, s_headers, s_body) = answers
+    assert t_status == 400, answers[0]
+    assert (s_status, s_headers.get("content-type"), s_body) == (t_status, t_headers.get("content-type"), t_body), answers
