@@ -506,4 +506,28 @@ func TestBuildCalibration(t *testing.T) {
 			checkProblems(t, err, tt.want)
 		})
 	}
+	// A backbone with versions 1 and 2, the file calibrated on 1: pinned
+	// to 1 it builds; left to Triton's choice (2) it does not.
+	v12 := sc.BackboneModel("backbone_v12", "FP32")
+	v12.Versions = []string{"1", "2"}
+	e.fake.Put(v12)
+	c.Backbone = react.ModelRef{Name: "backbone_v12", Version: "1", Output: recorded.Output}
+	onV1 := filepath.Join(t.TempDir(), "v12.safetensors")
+	if err := componentsfile.Save(onV1, c); err != nil {
+		t.Fatal(err)
+	}
+	for _, pin := range []string{"1", ""} {
+		cfg := e.config()
+		cfg.Components[0].Path = onV1
+		cfg.Models = cfg.Models[:1]
+		cfg.Models[0].Backbone.Model, cfg.Models[0].Backbone.Version = "backbone_v12", pin
+		_, err := e.build(cfg)
+		if pin == "1" && err != nil {
+			t.Errorf("version 1 pinned: %v", err)
+		}
+		if pin == "" {
+			checkProblems(t, err, []wantProblem{{path: "models[0].backbone.model",
+				msg: `model "backbone_v12" output "feature": version 2 answers, but the components of "zoo" were calibrated on version 1`}})
+		}
+	}
 }
