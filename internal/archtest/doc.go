@@ -5,5 +5,6 @@
 // to remove the import or to add the arrow here and to the document, in the
 // same change. It also holds the document's table of packages to the code:
 // every package described, and each row's imports of ours exactly what its
-// packages import. The package has no code of its own.
+// packages import; and docs/contracts.md's table of metrics to the react_
+// names the code defines, both ways. The package has no code of its own.
 package archtest
