@@ -6,10 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mergectl/react-triton/triton"
-	"github.com/mergectl/react-triton/triton/internal/tritontest"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/mergectl/react-triton/triton"
+	"github.com/mergectl/react-triton/triton/internal/tritontest"
 )
 
 func TestBatchOptions(t *testing.T) {
