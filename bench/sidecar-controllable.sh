@@ -375,16 +375,8 @@ if any_sidecar; then
 	bin/sidecar --config "$config" --grpc-listen "127.0.0.1:$sc_grpc" --http-listen "127.0.0.1:$sc_http" \
 		--metrics-listen "127.0.0.1:$sc_metrics" >"$run_dir/sidecar.log" 2>&1 &
 	sidecar_pid=$!
-	ready= deadline=$((SECONDS + 120))
-	while [ "$SECONDS" -lt "$deadline" ]; do
-		if [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$sc_http/v2/health/ready" || true)" = 200 ]; then
-			ready=1
-			break
-		fi
-		kill -0 "$sidecar_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if [ -z "$ready" ]; then
+	# Not ready: the rows of the sidecar's ways are left out, said why.
+	if ! bench_sidecar_wait "$sidecar_pid" "127.0.0.1:$sc_http" "$run_dir/sidecar.log" 120; then
 		if kill -0 "$sidecar_pid" 2>/dev/null; then
 			kill -TERM "$sidecar_pid" 2>/dev/null || true
 			why="not ready after 120 s"
@@ -393,8 +385,7 @@ if any_sidecar; then
 		fi
 		wait "$sidecar_pid" 2>/dev/null && rc=0 || rc=$?
 		sidecar_pid=
-		echo "bench: the sidecar $why (status $rc); config $config; last lines of its log:" >&2
-		tail -n 15 "$run_dir/sidecar.log" | sed 's/^/    /' >&2
+		echo "bench: the sidecar $why (status $rc); config $config" >&2
 		running=()
 		for p in "${pairs[@]}"; do [ "${sidecar_ok[$p]}" = 0 ] || running+=("$p"); done
 		no_sidecar "the sidecar $why (status $rc)" "${running[@]}"

@@ -52,13 +52,7 @@ bench_cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done;
 for f in "${fractions[@]}"; do
 	want='msg="sampling on"'
 	[ "$f" != 0 ] || want='msg="sidecar listening"'
-	for _ in $(seq 600); do
-		grep -q "$want" "$run_dir/sidecar-$f.log" &&
-			[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://${http_addr[$f]}/v2/health/ready" || true)" = 200 ] && break
-		kill -0 "${pids[$f]}" 2>/dev/null || { cat "$run_dir/sidecar-$f.log" >&2; exit 1; }
-		sleep 0.2
-	done
-	grep -q "$want" "$run_dir/sidecar-$f.log" || { echo "bench: sidecar $f: not started ($want)" >&2; tail "$run_dir/sidecar-$f.log" >&2; exit 1; }
+	bench_sidecar_wait "${pids[$f]}" "${http_addr[$f]}" "$run_dir/sidecar-$f.log" 120 "$want" || exit 1
 done
 
 echo "bench: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $rounds rounds" >&2

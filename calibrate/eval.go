@@ -22,6 +22,7 @@ import (
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/react/componentsfile"
 	"github.com/mergectl/react-triton/triton"
+	"github.com/mergectl/react-triton/triton/modelinfo"
 )
 
 type evalOptions struct {
@@ -133,8 +134,8 @@ by more than --sidecar-tolerance times the largest logit.`,
 	f.StringVar(&o.json, "json", "", "also write every number as JSON to FILE")
 	f.StringVar(&o.plots, "plots", "", "also draw the figures the result supports as PNG files in DIR (docs/evaluate.md)")
 	config.BindProgressFlags(f)
-	f.IntVar(&o.batch, "batch", triton.DefaultBatch, "samples per request (the models' max_batch_size caps it)")
-	f.IntVar(&o.inFlight, "in-flight", triton.DefaultInFlight, "requests in flight at once")
+	f.IntVar(&o.batch, "batch", modelinfo.DefaultBatch, "samples per request (the models' max_batch_size caps it)")
+	f.IntVar(&o.inFlight, "in-flight", modelinfo.DefaultInFlight, "requests in flight at once")
 	f.DurationVar(&o.timeout, "timeout", time.Minute, "timeout of one request")
 	f.StringVar(&o.sidecar, "sidecar", "", "also evaluate end to end through the sidecar at this gRPC HOST:PORT, and compare")
 	f.StringArrayVar(&o.sidecarModels, "sidecar-model", nil, "[LABEL=]PATTERN: each task's controllable model on the sidecar that serves the --components LABEL (default the first); {task} is replaced by the task (repeatable; default {task})")

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mergectl/react-triton/triton"
+	"github.com/mergectl/react-triton/triton/modelinfo"
 )
 
 // Calibrate is the configuration of calibrate fit: where the features come
@@ -234,7 +234,7 @@ func DefaultCalibrate() *Calibrate {
 		Images:     CalibrateImages{Layout: "auto", Channels: "auto", Resize: "bilinear", OnError: OnErrorFail, Decode: DecodeGo},
 		Beta:       DefaultCalibrateBeta,
 		Normalize:  DefaultCalibrateNormalize,
-		InFlight:   triton.DefaultInFlight,
+		InFlight:   modelinfo.DefaultInFlight,
 		Checkpoint: Checkpoint{Every: DefaultCheckpointEvery},
 		Progress:   DefaultProgress,
 		BetaSelect: BetaSelect{Holdout: DefaultHoldout},

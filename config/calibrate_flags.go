@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mergectl/react-triton/config/layer"
-	"github.com/mergectl/react-triton/triton"
+	"github.com/mergectl/react-triton/triton/modelinfo"
 )
 
 // calibrateFlagKeys maps each flag of calibrate fit that sets one key to
@@ -151,7 +151,7 @@ func BindCalibrateFlags(fs *pflag.FlagSet) {
 	fs.String("backbone-output", "", "the merged backbone's output `TENSOR` holding the features (key backbone.output; default with --triton: its only output)")
 	fs.StringArray(flagExpert, nil, "a task's expert as `task=model[:version[:output]]`, replacing the file's (key experts; repeatable; with --triton, one per task)")
 	fs.Int("chunk", 0, "send this many `SAMPLES` per request to Triton, or read this many rows at a time from --embeddings (key chunk; default 256 with --triton, capped by max_batch_size; 4096 otherwise)")
-	fs.Int("in-flight", triton.DefaultInFlight, "`CHUNKS` of a task in flight on Triton at once (key in_flight)")
+	fs.Int("in-flight", modelinfo.DefaultInFlight, "`CHUNKS` of a task in flight on Triton at once (key in_flight)")
 	fs.String("checkpoint-dir", "", "`DIR` of the checkpoints (key checkpoint.dir; default: --out followed by .ckpt)")
 	fs.Int("checkpoint-every", DefaultCheckpointEvery, "save a task's partial statistics every `N` chunks (key checkpoint.every)")
 	fs.Float64("fraction", 0, "fit a seeded random `F` of each task's samples, 0 < F ≤ 1 (key sample.fraction; default all)")

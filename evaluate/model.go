@@ -8,6 +8,7 @@ import (
 	"github.com/mergectl/react-triton/internal/samples"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/triton"
+	"github.com/mergectl/react-triton/triton/modelinfo"
 )
 
 // Models runs served models on batches of inputs: the backbones and experts
@@ -18,13 +19,13 @@ type Models interface {
 	Run(ctx context.Context, model react.ModelRef, in Samples) (out []float32, cols int, err error)
 }
 
-// Triton runs models on a Triton server with triton's batched runner
-// (Client.RunBatched): requests of at most Batch samples (and the model's
+// Triton runs models on a Triton server with the batched runner
+// (modelinfo.RunBatched): requests of at most Batch samples (and the model's
 // max_batch_size), InFlight of them at once.
 type Triton struct {
 	Client   *triton.Client
-	Batch    int // 0: triton.DefaultBatch
-	InFlight int // 0: triton.DefaultInFlight
+	Batch    int // 0: modelinfo.DefaultBatch
+	InFlight int // 0: modelinfo.DefaultInFlight
 
 	mu     sync.Mutex
 	models map[react.ModelRef]*servedModel
@@ -32,7 +33,7 @@ type Triton struct {
 
 // servedModel is what a request to a model needs.
 type servedModel struct {
-	info   *triton.ModelInfo
+	info   *modelinfo.Info
 	inputs []samples.Input
 	output string
 }
@@ -40,7 +41,7 @@ type servedModel struct {
 // describeRef names a model for messages.
 func describeRef(m react.ModelRef) string { return triton.DescribeModel(m.Name, m.Version) }
 
-// resolve checks a model once (triton.ModelInfo's rules): ready, batched
+// resolve checks a model once (modelinfo.Info's rules): ready, batched
 // inputs (what they take is checked against the samples by samples.Bind),
 // and the output ref.Output or else its only output.
 func (t *Triton) resolve(ctx context.Context, ref react.ModelRef) (*servedModel, error) {
@@ -50,7 +51,7 @@ func (t *Triton) resolve(ctx context.Context, ref react.ModelRef) (*servedModel,
 	if ok {
 		return m, nil
 	}
-	info, err := t.Client.ResolveModel(ctx, ref.Name, ref.Version)
+	info, err := modelinfo.Resolve(ctx, t.Client, ref.Name, ref.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -94,8 +95,8 @@ func (t *Triton) run(ctx context.Context, m *servedModel, in Samples) ([]float32
 	if err != nil {
 		return nil, 0, err
 	}
-	opt := triton.BatchOptions{Batch: t.Batch, InFlight: t.InFlight}
-	return t.Client.RunBatched(ctx, m.info, m.output, in.Rows(), opt, func(lo, hi int) ([]triton.Tensor, error) {
+	opt := modelinfo.BatchOptions{Batch: t.Batch, InFlight: t.InFlight}
+	return modelinfo.RunBatched(ctx, t.Client, m.info, m.output, in.Rows(), opt, func(lo, hi int) ([]triton.Tensor, error) {
 		raw, err := in.Read(span(lo, hi))
 		if err != nil {
 			return nil, err

@@ -5,194 +5,23 @@ import (
 	"errors"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
-	"google.golang.org/protobuf/proto"
 
+	"github.com/mergectl/react-triton/triton/internal/tritontest"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
-// fakeTriton implements our generated service in process: the affine
-// models compute 2x+1, "slow" never answers, and failures can be injected.
-type fakeTriton struct {
-	tritonpb.UnimplementedGRPCInferenceServiceServer
-
-	mu             sync.Mutex
-	calls          map[string]int // RPC name -> calls
-	metaFailures   int            // ModelMetadata calls to fail with UNAVAILABLE
-	inferErr       error          // error every ModelInfer returns
-	typedOutputs   bool           // answer with typed contents instead of raw
-	lastInfer      *tritonpb.ModelInferRequest
-	responseParams map[string]*tritonpb.InferParameter
-}
-
-func (f *fakeTriton) count(rpc string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.calls[rpc]
-}
-
-func (f *fakeTriton) called(rpc string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.calls == nil {
-		f.calls = map[string]int{}
-	}
-	f.calls[rpc]++
-}
-
-func (f *fakeTriton) ServerLive(context.Context, *tritonpb.ServerLiveRequest) (*tritonpb.ServerLiveResponse, error) {
-	f.called("ServerLive")
-	return &tritonpb.ServerLiveResponse{Live: true}, nil
-}
-
-func (f *fakeTriton) ServerReady(context.Context, *tritonpb.ServerReadyRequest) (*tritonpb.ServerReadyResponse, error) {
-	f.called("ServerReady")
-	return &tritonpb.ServerReadyResponse{Ready: true}, nil
-}
-
-func (f *fakeTriton) ModelReady(_ context.Context, r *tritonpb.ModelReadyRequest) (*tritonpb.ModelReadyResponse, error) {
-	f.called("ModelReady")
-	return &tritonpb.ModelReadyResponse{Ready: f.meta(r.GetName()) != nil}, nil
-}
-
-func (f *fakeTriton) ServerMetadata(context.Context, *tritonpb.ServerMetadataRequest) (*tritonpb.ServerMetadataResponse, error) {
-	f.called("ServerMetadata")
-	return &tritonpb.ServerMetadataResponse{Name: "fake", Version: "0", Extensions: []string{"statistics"}}, nil
-}
-
-func (f *fakeTriton) meta(model string) *tritonpb.ModelMetadataResponse {
-	switch model {
-	case "affine_fp32", "slow":
-		m := affineMeta(FP32)
-		m.Name = model
-		return m
-	case "affine_fp16":
-		return affineMeta(FP16)
-	case "masked":
-		return &tritonpb.ModelMetadataResponse{Name: model, Inputs: []*tritonpb.ModelMetadataResponse_TensorMetadata{
-			{Name: "A", Datatype: FP32, Shape: []int64{2}},
-			{Name: "MASK", Datatype: BOOL, Shape: []int64{2}},
-		}, Outputs: []*tritonpb.ModelMetadataResponse_TensorMetadata{{Name: "B", Datatype: FP32, Shape: []int64{2}}}}
-	}
-	return nil
-}
-
-// versionErrors are the errors the fake's ModelMetadata and ModelConfig
-// answer for these model versions, whatever the model.
-var versionErrors = map[string]codes.Code{
-	"404": codes.NotFound,
-	"503": codes.Unavailable,
-	"412": codes.FailedPrecondition,
-	"400": codes.InvalidArgument,
-	"500": codes.Internal,
-}
-
-func (f *fakeTriton) ModelMetadata(_ context.Context, r *tritonpb.ModelMetadataRequest) (*tritonpb.ModelMetadataResponse, error) {
-	f.called("ModelMetadata")
-	if code, ok := versionErrors[r.GetVersion()]; ok {
-		return nil, status.Errorf(code, "injected for version %s", r.GetVersion())
-	}
-	f.mu.Lock()
-	fail := f.metaFailures > 0
-	if fail {
-		f.metaFailures--
-	}
-	f.mu.Unlock()
-	if fail {
-		return nil, status.Error(codes.Unavailable, "warming up")
-	}
-	m := f.meta(r.GetName())
-	if m == nil {
-		return nil, status.Errorf(codes.NotFound, "Request for unknown model: '%s' is not found", r.GetName())
-	}
-	return m, nil
-}
-
-func (f *fakeTriton) ModelConfig(_ context.Context, r *tritonpb.ModelConfigRequest) (*tritonpb.ModelConfigResponse, error) {
-	f.called("ModelConfig")
-	if code, ok := versionErrors[r.GetVersion()]; ok {
-		return nil, status.Errorf(code, "injected for version %s", r.GetVersion())
-	}
-	m := f.meta(r.GetName())
-	if m == nil {
-		return nil, status.Errorf(codes.NotFound, "Request for unknown model: '%s' is not found", r.GetName())
-	}
-	cfg := &tritonpb.ModelConfig{Name: m.GetName(), Backend: "python"}
-	for _, in := range m.GetInputs() {
-		cfg.Input = append(cfg.Input, &tritonpb.ModelInput{Name: in.GetName(), DataType: DatatypeToConfig(in.GetDatatype()), Dims: in.GetShape(), Optional: in.GetName() == "MASK"})
-	}
-	return &tritonpb.ModelConfigResponse{Config: cfg}, nil
-}
-
-func (f *fakeTriton) ModelStatistics(_ context.Context, r *tritonpb.ModelStatisticsRequest) (*tritonpb.ModelStatisticsResponse, error) {
-	f.called("ModelStatistics")
-	return &tritonpb.ModelStatisticsResponse{ModelStats: []*tritonpb.ModelStatistics{{Name: r.GetName(), Version: "1", InferenceCount: uint64(f.count("ModelInfer"))}}}, nil
-}
-
-func (f *fakeTriton) ModelInfer(ctx context.Context, r *tritonpb.ModelInferRequest) (*tritonpb.ModelInferResponse, error) {
-	f.called("ModelInfer")
-	f.mu.Lock()
-	f.lastInfer = proto.CloneOf(r)
-	err, typed, params := f.inferErr, f.typedOutputs, f.responseParams
-	f.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	if r.GetModelName() == "slow" {
-		<-ctx.Done()
-		return nil, status.FromContextError(ctx.Err()).Err()
-	}
-	in := r.GetInputs()[0]
-	var x Tensor
-	if len(r.GetRawInputContents()) > 0 {
-		x = Tensor{Name: in.GetName(), Datatype: in.GetDatatype(), Shape: in.GetShape(), Raw: r.GetRawInputContents()[0]}
-	} else if x, err = FromContents(in.GetName(), in.GetDatatype(), in.GetShape(), in.GetContents()); err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
-	}
-	v, err := x.AsFloat32()
-	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
-	}
-	for i := range v {
-		v[i] = 2*v[i] + 1
-	}
-	raw, _ := EncodeFloat32(nil, in.GetDatatype(), v)
-	y := Tensor{Name: "OUTPUT0", Datatype: in.GetDatatype(), Shape: in.GetShape(), Raw: raw}
-	out := &tritonpb.ModelInferResponse_InferOutputTensor{Name: y.Name, Datatype: y.Datatype, Shape: y.Shape}
-	resp := &tritonpb.ModelInferResponse{ModelName: r.GetModelName(), ModelVersion: "1", Id: r.GetId(), Parameters: params,
-		Outputs: []*tritonpb.ModelInferResponse_InferOutputTensor{out}}
-	if typed {
-		if out.Contents, err = ToContents(y); err != nil {
-			return nil, status.Error(codes.Internal, err.Error())
-		}
-	} else {
-		resp.RawOutputContents = [][]byte{y.Raw}
-	}
-	return resp, nil
-}
-
-// startFake serves f over bufconn, with the grpc.health.v1 service, and
-// returns a client dialed to it.
-func startFake(t *testing.T, f *fakeTriton, opts ...Option) *Client {
+// startFake serves f (tritontest.Server) and returns a client dialed to it.
+func startFake(t *testing.T, f *tritontest.Server, opts ...Option) *Client {
 	t.Helper()
-	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer()
-	tritonpb.RegisterGRPCInferenceServiceServer(srv, f)
-	healthpb.RegisterHealthServer(srv, health.NewServer())
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
-	dialer := func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }
-	opts = append([]Option{WithDialOptions(grpc.WithContextDialer(dialer)), WithRetry(5, time.Millisecond, 5*time.Millisecond)}, opts...)
-	c, err := Dial(context.Background(), "passthrough:///bufnet", opts...)
+	opts = append([]Option{WithDialOptions(tritontest.Serve(t, f)), WithRetry(5, time.Millisecond, 5*time.Millisecond)}, opts...)
+	c, err := Dial(context.Background(), tritontest.Target, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +42,7 @@ func wantCode(t *testing.T, err error, code codes.Code, contains ...string) {
 }
 
 func TestClientMetadataCalls(t *testing.T) {
-	f := &fakeTriton{}
+	f := &tritontest.Server{}
 	c := startFake(t, f)
 	ctx := context.Background()
 
@@ -239,12 +68,12 @@ func TestClientMetadataCalls(t *testing.T) {
 		}
 		m.Inputs = nil // the caller's copy: must not reach the cache
 	}
-	if n := f.count("ModelMetadata"); n != 1 {
+	if n := f.Count("ModelMetadata"); n != 1 {
 		t.Errorf("ModelMetadata reached the server %d times, want 1 (cached)", n)
 	}
 	c.ForgetModel("affine_fp32")
-	if _, err := c.ModelMetadata(ctx, "affine_fp32", ""); err != nil || f.count("ModelMetadata") != 2 {
-		t.Errorf("after ForgetModel: %v, %d calls, want a new call", err, f.count("ModelMetadata"))
+	if _, err := c.ModelMetadata(ctx, "affine_fp32", ""); err != nil || f.Count("ModelMetadata") != 2 {
+		t.Errorf("after ForgetModel: %v, %d calls, want a new call", err, f.Count("ModelMetadata"))
 	}
 	cfg, err := c.ModelConfig(ctx, "affine_fp32", "")
 	if err != nil || cfg.GetInput()[0].GetDataType() != tritonpb.DataType_TYPE_FP32 {
@@ -277,7 +106,7 @@ func TestClientInfer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &fakeTriton{typedOutputs: tt.typedOutputs, responseParams: map[string]*tritonpb.InferParameter{
+			f := &tritontest.Server{TypedOutputs: tt.typedOutputs, ResponseParams: map[string]*tritonpb.InferParameter{
 				"react-preference": {ParameterChoice: &tritonpb.InferParameter_StringParam{StringParam: "a=1"}},
 			}}
 			c := startFake(t, f)
@@ -305,7 +134,7 @@ func TestClientInfer(t *testing.T) {
 			if resp.ID != "r1" || resp.Parameters["react-preference"] != "a=1" {
 				t.Errorf("response id %q parameters %v", resp.ID, resp.Parameters)
 			}
-			sent := f.lastInfer
+			sent := f.LastInfer()
 			if typed := sent.GetInputs()[0].GetContents() != nil; typed != tt.typedInput || (len(sent.GetRawInputContents()) == 1) == tt.typedInput {
 				t.Errorf("sent typed=%v raw=%d, want typed=%v", typed, len(sent.GetRawInputContents()), tt.typedInput)
 			}
@@ -342,11 +171,11 @@ func TestClientInferRejectedBeforeSending(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &fakeTriton{}
+			f := &tritontest.Server{}
 			c := startFake(t, f)
 			_, err := c.Infer(context.Background(), tt.req)
 			wantCode(t, err, tt.code, tt.msg)
-			if n := f.count("ModelInfer"); n != 0 {
+			if n := f.Count("ModelInfer"); n != 0 {
 				t.Errorf("ModelInfer reached the server %d times, want 0", n)
 			}
 		})
@@ -354,7 +183,7 @@ func TestClientInferRejectedBeforeSending(t *testing.T) {
 }
 
 func TestClientInferOptionalInput(t *testing.T) {
-	f := &fakeTriton{}
+	f := &tritontest.Server{}
 	c := startFake(t, f)
 	// MASK is optional in the model configuration, so leaving it out passes
 	// validation; the fake then answers for A.
@@ -362,26 +191,26 @@ func TestClientInferOptionalInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.count("ModelConfig") != 1 || f.count("ModelInfer") != 1 {
-		t.Errorf("ModelConfig %d, ModelInfer %d calls, want 1 and 1", f.count("ModelConfig"), f.count("ModelInfer"))
+	if f.Count("ModelConfig") != 1 || f.Count("ModelInfer") != 1 {
+		t.Errorf("ModelConfig %d, ModelInfer %d calls, want 1 and 1", f.Count("ModelConfig"), f.Count("ModelInfer"))
 	}
 }
 
 func TestClientRetriesMetadataOnUnavailable(t *testing.T) {
-	f := &fakeTriton{metaFailures: 2}
+	f := &tritontest.Server{MetaFailures: 2}
 	c := startFake(t, f)
 	if _, err := c.ModelMetadata(context.Background(), "affine_fp32", ""); err != nil {
 		t.Fatalf("ModelMetadata after 2 UNAVAILABLE: %v", err)
 	}
-	if n := f.count("ModelMetadata"); n != 3 {
+	if n := f.Count("ModelMetadata"); n != 3 {
 		t.Errorf("ModelMetadata called %d times, want 3", n)
 	}
 
-	f = &fakeTriton{metaFailures: 100}
+	f = &tritontest.Server{MetaFailures: 100}
 	c = startFake(t, f)
 	_, err := c.ModelMetadata(context.Background(), "affine_fp32", "")
 	wantCode(t, err, codes.Unavailable, "warming up", "passthrough:///bufnet", `ModelMetadata "affine_fp32"`)
-	if n := f.count("ModelMetadata"); n != 5 {
+	if n := f.Count("ModelMetadata"); n != 5 {
 		t.Errorf("ModelMetadata called %d times, want the 5 attempts", n)
 	}
 	var te *Error
@@ -391,11 +220,12 @@ func TestClientRetriesMetadataOnUnavailable(t *testing.T) {
 }
 
 func TestClientDoesNotRetryInfer(t *testing.T) {
-	f := &fakeTriton{inferErr: status.Error(codes.Unavailable, "overloaded")}
+	f := &tritontest.Server{}
+	f.SetInferErr(status.Error(codes.Unavailable, "overloaded"))
 	c := startFake(t, f)
 	_, err := c.Infer(context.Background(), &InferRequest{Model: "affine_fp32", Inputs: []Tensor{NewFP32("INPUT0", []int64{1, 4}, make([]float32, 4))}})
 	wantCode(t, err, codes.Unavailable, "overloaded")
-	if n := f.count("ModelInfer"); n != 1 {
+	if n := f.Count("ModelInfer"); n != 1 {
 		t.Errorf("ModelInfer called %d times, want 1", n)
 	}
 }
@@ -408,7 +238,7 @@ func TestClientForgetsStaleModel(t *testing.T) {
 	good := &InferRequest{Model: "affine_fp32", Inputs: []Tensor{NewFP32("INPUT0", []int64{1, 4}, make([]float32, 4))}}
 	for _, tt := range []struct {
 		name   string
-		fail   func(c *Client, f *fakeTriton) error // a failing call about affine_fp32
+		fail   func(c *Client, f *tritontest.Server) error // a failing call about affine_fp32
 		code   codes.Code
 		forget bool
 	}{
@@ -418,7 +248,7 @@ func TestClientForgetsStaleModel(t *testing.T) {
 		{"infer INVALID_ARGUMENT from the server", inferFails(codes.InvalidArgument), codes.InvalidArgument, true},
 		{"infer INTERNAL", inferFails(codes.Internal), codes.Internal, false},
 		{"infer RESOURCE_EXHAUSTED", inferFails(codes.ResourceExhausted), codes.ResourceExhausted, false},
-		{"infer INVALID_ARGUMENT from our validation", func(c *Client, _ *fakeTriton) error {
+		{"infer INVALID_ARGUMENT from our validation", func(c *Client, _ *tritontest.Server) error {
 			_, err := c.Infer(ctx, &InferRequest{Model: "affine_fp32", Inputs: []Tensor{NewFP32("INPUT0", []int64{1, 5}, make([]float32, 5))}})
 			return err
 		}, codes.InvalidArgument, false},
@@ -432,62 +262,56 @@ func TestClientForgetsStaleModel(t *testing.T) {
 		{"config INTERNAL", configFails("500"), codes.Internal, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &fakeTriton{}
+			f := &tritontest.Server{}
 			c := startFake(t, f)
 			if _, err := c.Infer(ctx, good); err != nil {
 				t.Fatal(err)
 			}
-			before := f.count("ModelMetadata")
+			before := f.Count("ModelMetadata")
 			wantCode(t, tt.fail(c, f), tt.code)
-			f.mu.Lock()
-			f.inferErr = nil
-			f.mu.Unlock()
-			after := f.count("ModelMetadata")
+			f.SetInferErr(nil)
+			after := f.Count("ModelMetadata")
 			if _, err := c.Infer(ctx, good); err != nil {
 				t.Fatal(err)
 			}
-			refetched := f.count("ModelMetadata") > after
+			refetched := f.Count("ModelMetadata") > after
 			if refetched != tt.forget {
-				t.Errorf("metadata refetched after the error: %v, want %v (%d calls before, %d after)", refetched, tt.forget, before, f.count("ModelMetadata"))
+				t.Errorf("metadata refetched after the error: %v, want %v (%d calls before, %d after)", refetched, tt.forget, before, f.Count("ModelMetadata"))
 			}
 		})
 	}
 	// Another model's cache is untouched.
-	f := &fakeTriton{}
+	f := &tritontest.Server{}
 	c := startFake(t, f)
 	for _, m := range []string{"affine_fp32", "affine_fp16"} {
 		if _, err := c.ModelMetadata(ctx, m, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f.mu.Lock()
-	f.inferErr = status.Error(codes.NotFound, "gone")
-	f.mu.Unlock()
+	f.SetInferErr(status.Error(codes.NotFound, "gone"))
 	if _, err := c.Infer(ctx, good); err == nil {
 		t.Fatal("Infer succeeded")
 	}
-	n := f.count("ModelMetadata")
-	if _, err := c.ModelMetadata(ctx, "affine_fp16", ""); err != nil || f.count("ModelMetadata") != n {
+	n := f.Count("ModelMetadata")
+	if _, err := c.ModelMetadata(ctx, "affine_fp16", ""); err != nil || f.Count("ModelMetadata") != n {
 		t.Errorf("affine_fp16's metadata was refetched after an error about affine_fp32: %v", err)
 	}
 }
 
 // inferFails makes the fake's ModelInfer fail with code, and sends a valid
 // request.
-func inferFails(code codes.Code) func(*Client, *fakeTriton) error {
-	return func(c *Client, f *fakeTriton) error {
-		f.mu.Lock()
-		f.inferErr = status.Error(code, "injected")
-		f.mu.Unlock()
+func inferFails(code codes.Code) func(*Client, *tritontest.Server) error {
+	return func(c *Client, f *tritontest.Server) error {
+		f.SetInferErr(status.Error(code, "injected"))
 		_, err := c.Infer(context.Background(), &InferRequest{Model: "affine_fp32", Inputs: []Tensor{NewFP32("INPUT0", []int64{1, 4}, make([]float32, 4))}})
 		return err
 	}
 }
 
 // metadataFails asks for a version of affine_fp32 whose metadata the fake
-// refuses (see versionErrors).
-func metadataFails(version string) func(*Client, *fakeTriton) error {
-	return func(c *Client, _ *fakeTriton) error {
+// refuses (see tritontest.Server).
+func metadataFails(version string) func(*Client, *tritontest.Server) error {
+	return func(c *Client, _ *tritontest.Server) error {
 		_, err := c.ModelMetadata(context.Background(), "affine_fp32", version)
 		return err
 	}
@@ -495,21 +319,21 @@ func metadataFails(version string) func(*Client, *fakeTriton) error {
 
 // configFails asks for a version of affine_fp32 whose configuration the
 // fake refuses.
-func configFails(version string) func(*Client, *fakeTriton) error {
-	return func(c *Client, _ *fakeTriton) error {
+func configFails(version string) func(*Client, *tritontest.Server) error {
+	return func(c *Client, _ *tritontest.Server) error {
 		_, err := c.ModelConfig(context.Background(), "affine_fp32", version)
 		return err
 	}
 }
 
 func TestClientNotFound(t *testing.T) {
-	c := startFake(t, &fakeTriton{})
+	c := startFake(t, &tritontest.Server{})
 	_, err := c.ModelMetadata(context.Background(), "nope", "")
 	wantCode(t, err, codes.NotFound, `"nope"`, "unknown model")
 }
 
 func TestClientInferDeadline(t *testing.T) {
-	c := startFake(t, &fakeTriton{}, WithTimeout(100*time.Millisecond))
+	c := startFake(t, &tritontest.Server{}, WithTimeout(100*time.Millisecond))
 	start := time.Now()
 	_, err := c.Infer(context.Background(), &InferRequest{Model: "slow", Inputs: []Tensor{NewFP32("INPUT0", []int64{1, 4}, make([]float32, 4))}})
 	wantCode(t, err, codes.DeadlineExceeded, "ModelInfer")

@@ -27,16 +27,11 @@
 // INVALID_ARGUMENT for a request that does not fit the model, NOT_FOUND for
 // an unknown model, UNAVAILABLE when the server cannot be reached.
 //
-// ResolveModel asks about a model once (ready, metadata, configuration)
-// and returns a ModelInfo, whose methods are the one set of rules every
-// caller applies to a model: the input or output picked by name, by
-// fallback or as the only one, batched inputs, a feature's datatype (FP32,
-// FP16 or BF16: IsFeatureDatatype) and size, each problem worded once and
-// starting with the model (DescribeModel). RunBatched runs a resolved
-// model on many samples, in requests of BatchOptions' size (DefaultBatch,
-// capped by max_batch_size), DefaultInFlight of them at once. calibrate
-// fit, calibrate eval and the sidecar use them. Signature is what a client
-// sees of a model (inputs, outputs, platform, max_batch_size), and
+// What calibrate fit, calibrate eval and the sidecar do with a model
+// (resolve it once, pick its inputs and outputs by one set of rules, check
+// its feature, run it in batches) is triton/modelinfo's; DescribeModel
+// names a model in their messages. Signature is what a client sees of a
+// model (inputs, outputs, platform, max_batch_size), and
 // Signature.Differences says, one line each, how a model standing in for
 // another under its name differs from it.
 //

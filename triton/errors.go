@@ -45,3 +45,19 @@ func opName(rpc, model, version string) string {
 func invalidf(format string, args ...any) error {
 	return status.Errorf(codes.InvalidArgument, format, args...)
 }
+
+// NotReadyError says that Triton answered that a model version is not
+// ready. Its gRPC code is UNAVAILABLE: a model being loaded may become
+// ready.
+type NotReadyError struct {
+	Model, Version string
+	Addr           string // the server, for the message
+}
+
+// Error formats the error as `model "name" is not ready on Triton ADDR`.
+func (e *NotReadyError) Error() string {
+	return fmt.Sprintf("%s is not ready on Triton %s", DescribeModel(e.Model, e.Version), e.Addr)
+}
+
+// GRPCStatus returns an UNAVAILABLE status with the error's message.
+func (e *NotReadyError) GRPCStatus() *status.Status { return status.New(codes.Unavailable, e.Error()) }

@@ -183,6 +183,24 @@ func outputAt(pb *tritonpb.ModelInferResponse, i int) (Tensor, error) {
 	return t, nil
 }
 
+// Rows returns the response's output called name for rows samples,
+// decoded to float32 (FP32, FP16, BF16 or FP64), with the number of values
+// per sample.
+func (r *InferResponse) Rows(name string, rows int) ([]float32, int, error) {
+	o, ok := r.Output(name)
+	if !ok {
+		return nil, 0, fmt.Errorf("the response has no output %q", name)
+	}
+	v, err := o.AsFloat32()
+	if err != nil {
+		return nil, 0, fmt.Errorf("output %q: %w", name, err)
+	}
+	if rows <= 0 || len(v)%rows != 0 {
+		return nil, 0, fmt.Errorf("output %q has %d values for %d samples", name, len(v), rows)
+	}
+	return v, len(v) / rows, nil
+}
+
 // ResponseOutput returns the output called name of a response message,
 // its data as raw bytes whether it came raw or typed, checked against its
 // datatype and shape: the one output a caller needs, without decoding the

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/mergectl/react-triton/triton/internal/tritontest"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -137,7 +138,7 @@ func writeKey(t *testing.T, dir, name string, key *ecdsa.PrivateKey) string {
 	return writePEM(t, dir, name, "PRIVATE KEY", der)
 }
 
-// startTLSFake serves a fakeTriton with TLS on a loopback TCP port, asking
+// startTLSFake serves a tritontest.Server with TLS on a loopback TCP port, asking
 // for a client certificate signed by the test CA when mutual is true, and
 // returns its address.
 func startTLSFake(t *testing.T, p *testPKI, mutual bool) string {
@@ -152,7 +153,7 @@ func startTLSFake(t *testing.T, p *testPKI, mutual bool) string {
 		t.Fatal(err)
 	}
 	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(cfg)))
-	tritonpb.RegisterGRPCInferenceServiceServer(srv, &fakeTriton{})
+	tritonpb.RegisterGRPCInferenceServiceServer(srv, &tritontest.Server{})
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
 	return lis.Addr().String()

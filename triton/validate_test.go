@@ -9,21 +9,12 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/mergectl/react-triton/triton/internal/tritontest"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
-func affineMeta(dt string) *tritonpb.ModelMetadataResponse {
-	return &tritonpb.ModelMetadataResponse{
-		Name:     "affine_" + map[string]string{FP32: "fp32", FP16: "fp16"}[dt],
-		Versions: []string{"1"},
-		Platform: "python",
-		Inputs:   []*tritonpb.ModelMetadataResponse_TensorMetadata{{Name: "INPUT0", Datatype: dt, Shape: []int64{-1, 4}}},
-		Outputs:  []*tritonpb.ModelMetadataResponse_TensorMetadata{{Name: "OUTPUT0", Datatype: dt, Shape: []int64{-1, 4}}},
-	}
-}
-
 func TestValidateInputs(t *testing.T) {
-	fp32 := affineMeta(FP32)
+	fp32 := tritontest.AffineMeta(FP32)
 	twoIn := &tritonpb.ModelMetadataResponse{Inputs: []*tritonpb.ModelMetadataResponse_TensorMetadata{
 		{Name: "A", Datatype: FP32, Shape: []int64{2}},
 		{Name: "MASK", Datatype: BOOL, Shape: []int64{2}},

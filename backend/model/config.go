@@ -14,7 +14,7 @@ import (
 	"github.com/mergectl/react-triton/internal/bytesize"
 	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/react"
-	"github.com/mergectl/react-triton/triton"
+	"github.com/mergectl/react-triton/triton/modelinfo"
 )
 
 // The model configuration parameters the backend reads (config.pbtxt
@@ -57,10 +57,10 @@ const (
 
 // featureDatatype returns the protocol datatype of a model configuration's
 // data_type ("TYPE_FP16" -> "FP16") when an embedding may have it
-// (triton.IsFeatureDatatype: the sidecar's and calibrate's rule too).
+// (modelinfo.IsFeatureDatatype: the sidecar's and calibrate's rule too).
 // It returns "", false for any other.
 func featureDatatype(configType string) (string, bool) {
-	if dt, ok := strings.CutPrefix(configType, "TYPE_"); ok && triton.IsFeatureDatatype(dt) {
+	if dt, ok := strings.CutPrefix(configType, "TYPE_"); ok && modelinfo.IsFeatureDatatype(dt) {
 		return dt, true
 	}
 	return "", false

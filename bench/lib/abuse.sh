@@ -33,8 +33,8 @@
 # Starts bin/sidecar with $config on 127.0.0.1:$sc_grpc, $sc_http and
 # $sc_metrics (log level info, so that the log has the memory budget), in
 # the environment ENV (NAME=VALUE...), logging to $run_dir/sidecar.log,
-# and waits up to 120 s for /v2/health/ready to answer 200; sets
-# sidecar_pid. Exits 1, with the log's tail, when it is not ready.
+# and waits up to 120 s for it (bench_sidecar_wait); sets sidecar_pid.
+# Exits 1, with the log's tail, when it is not ready.
 #
 #   abuse_results [EXTRA]
 #
@@ -110,15 +110,7 @@ abuse_start_sidecar() {
 	env "$@" bin/sidecar --config "$config" --grpc-listen "127.0.0.1:$sc_grpc" --http-listen "127.0.0.1:$sc_http" \
 		--metrics-listen "127.0.0.1:$sc_metrics" --log-level info >>"$run_dir/sidecar.log" 2>&1 &
 	sidecar_pid=$!
-	local deadline=$((SECONDS + 120))
-	while [ "$SECONDS" -lt "$deadline" ]; do
-		[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$sc_http/v2/health/ready" || true)" = 200 ] && return 0
-		kill -0 "$sidecar_pid" 2>/dev/null || break
-		sleep 0.2
-	done
-	echo "$bench_tag: the sidecar did not become ready; its log:" >&2
-	tail -n 20 "$run_dir/sidecar.log" >&2
-	exit 1
+	bench_sidecar_wait "$sidecar_pid" "127.0.0.1:$sc_http" "$run_dir/sidecar.log" 120 || exit 1
 }
 
 # shellcheck disable=SC2120 # EXTRA is optional

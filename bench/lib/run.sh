@@ -27,9 +27,19 @@
 #
 # Starts $run_dir/sidecar with $run_dir/sidecar.yaml in front of the
 # Triton of bench_triton, listening on 127.0.0.1:GRPC-PORT and
-# 127.0.0.1:HTTP-PORT (free ports of the caller's), logging to $run_dir/sidecar.log, and waits up
-# to about 30 s for its /v2/health/ready to answer 200. Sets sidecar_pid;
-# exits 1 with the sidecar's log when it stops first.
+# 127.0.0.1:HTTP-PORT (free ports of the caller's), logging to
+# $run_dir/sidecar.log, and waits up to 30 s for it (bench_sidecar_wait).
+# Sets sidecar_pid; exits 1 when it is not ready.
+#
+#   bench_sidecar_wait PID HTTP-ADDR LOG [SECONDS [PATTERN]]
+#
+# Waits up to SECONDS (default 30) for the sidecar PID, which logs to
+# LOG, to answer 200 on http://HTTP-ADDR/v2/health/ready and, when
+# PATTERN is given, for LOG to hold a line matching it (grep). Returns 0
+# then; otherwise says on standard error whether it exited or was not
+# ready in time, with LOG's last 20 lines, and returns 1: the caller
+# decides whether to exit, and stops a sidecar still running. For the
+# scripts whose sidecars start otherwise (other flags, several at once).
 #
 #   results=${results:-$(bench_results_file BASE EXT)}
 #
@@ -75,11 +85,26 @@ bench_sidecar() {
 	"$run_dir/sidecar" --config "$run_dir/sidecar.yaml" --triton-grpc "127.0.0.1:$grpc_port" --triton-http "127.0.0.1:$http_port" \
 		--grpc-listen "127.0.0.1:$1" --http-listen "127.0.0.1:$2" >"$run_dir/sidecar.log" 2>&1 &
 	sidecar_pid=$!
-	for _ in $(seq 300); do
-		[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$2/v2/health/ready" || true)" = 200 ] && return 0
-		kill -0 "$sidecar_pid" 2>/dev/null || { cat "$run_dir/sidecar.log" >&2; exit 1; }
+	bench_sidecar_wait "$sidecar_pid" "127.0.0.1:$2" "$run_dir/sidecar.log" || exit 1
+}
+
+bench_sidecar_wait() {
+	local pid=$1 addr=$2 log=$3 seconds=${4:-30} pattern=${5:-}
+	local deadline=$((SECONDS + seconds))
+	while [ "$SECONDS" -lt "$deadline" ]; do
+		if [ -z "$pattern" ] || grep -q -- "$pattern" "$log"; then
+			[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://$addr/v2/health/ready" || true)" = 200 ] && return 0
+		fi
+		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
+	if kill -0 "$pid" 2>/dev/null; then
+		echo "$bench_tag: the sidecar (pid $pid) was not ready after $seconds s${pattern:+ (waiting for $pattern in its log)}; last lines of $log:" >&2
+	else
+		echo "$bench_tag: the sidecar (pid $pid) exited before it was ready; last lines of $log:" >&2
+	fi
+	tail -n 20 "$log" | sed 's/^/    /' >&2
+	return 1
 }
 
 bench_results_file() {

@@ -7,6 +7,7 @@ import (
 	"github.com/mergectl/react-triton/internal/samples"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/triton"
+	"github.com/mergectl/react-triton/triton/modelinfo"
 )
 
 // tritonModel is a model checked against the server's metadata: the inputs
@@ -23,7 +24,7 @@ type tritonModel struct {
 func describe(ref react.ModelRef) string { return triton.DescribeModel(ref.Name, ref.Version) }
 
 // checkModel checks that a model is ready and has what a fit needs
-// (triton.ModelInfo's rules): batched inputs (what they take is checked
+// (modelinfo.Info's rules): batched inputs (what they take is checked
 // against each task's samples by bind) and a feature output (FP32, FP16 or
 // BF16) of a fixed size D per sample. An empty ref.Output picks the model's
 // only output, or else an output named fallback. The error starts with the
@@ -38,7 +39,7 @@ func checkModel(ctx context.Context, c *triton.Client, role string, ref react.Mo
 }
 
 func resolveFeature(ctx context.Context, c *triton.Client, ref react.ModelRef, fallback string) (*tritonModel, error) {
-	info, err := c.ResolveModel(ctx, ref.Name, ref.Version)
+	info, err := modelinfo.Resolve(ctx, c, ref.Name, ref.Version)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/mergectl/react-triton/internal/samples"
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/triton"
+	"github.com/mergectl/react-triton/triton/modelinfo"
 )
 
 // Config says what a Triton-backed fit runs, and on which inputs.
@@ -50,11 +51,11 @@ type Config struct {
 	// Experts maps every task to its expert. An empty Output picks the
 	// expert's only output, or else the one named like the backbone's.
 	Experts map[string]react.ModelRef
-	// Batch caps the samples per request (0: triton.DefaultBatch); each
+	// Batch caps the samples per request (0: modelinfo.DefaultBatch); each
 	// model's max_batch_size caps it further.
 	Batch int
 	// InFlight is the number of chunks of a task in flight at once (0:
-	// triton.DefaultInFlight).
+	// modelinfo.DefaultInFlight).
 	InFlight int
 	// RetryMaxWait bounds how long one request is retried after transient
 	// failures (UNAVAILABLE, DEADLINE_EXCEEDED, NOT_FOUND of a model
@@ -76,7 +77,7 @@ const (
 // computes: each chunk of the task's calibration inputs is sent to the
 // merged backbone and to the task's expert at the same time, and the two
 // feature outputs, decoded to float32 from their datatype (FP32, FP16 or
-// BF16: triton.IsFeatureDatatype), are the pairs. A few chunks are in
+// BF16: modelinfo.IsFeatureDatatype), are the pairs. A few chunks are in
 // flight at once; pairs come out in input order.
 type Pair struct {
 	task     string
@@ -164,7 +165,7 @@ func Open(ctx context.Context, c *triton.Client, cfg Config) (pairs []*Pair, err
 	if err != nil {
 		return nil, err
 	}
-	batching := triton.BatchOptions{Batch: cfg.Batch, InFlight: cfg.InFlight}
+	batching := modelinfo.BatchOptions{Batch: cfg.Batch, InFlight: cfg.InFlight}
 	for i, task := range tasks {
 		expert, err := checkModel(ctx, c, "expert of task "+task, cfg.Experts[task], backbone.ref.Output)
 		if err != nil {

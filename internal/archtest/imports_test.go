@@ -73,6 +73,13 @@ var policy = map[string][]string{
 	"triton/tritonhttp":                    {"triton", "triton/tritonpb", "triton/tritonhttp/internal/rapidjson", "triton/tritonhttp/internal/jsontext"},
 	"triton/ensemble":                      {"triton", "triton/tritonpb"},
 	"triton/modelconfig":                   {"triton/tritonpb"},
+	// triton/modelinfo: a model resolved, its tensors picked, its feature
+	// checked and its batched runs, over the client.
+	"triton/modelinfo": {"triton", "triton/tritonpb"},
+	// triton/internal/tritontest: test support only, an in-process Triton
+	// for the tests of triton (which it therefore does not import) and of
+	// its subpackages.
+	"triton/internal/tritontest": {"triton/tritonpb"},
 
 	"experiment": nil,
 	// experiment/sequential: the statistics that decide an experiment.
@@ -88,13 +95,13 @@ var policy = map[string][]string{
 	// config/layer: the one layering engine of every configuration.
 	"config/layer": {"problem", "internal/bytesize"},
 	// config: calibrate's configurations (fit's file, the flag commands).
-	"config": {"config/layer", "react", "control", "triton", "problem", "internal/bytesize", "internal/filecheck"},
+	"config": {"config/layer", "react", "control", "triton/modelinfo", "problem", "internal/bytesize", "internal/filecheck"},
 	// config/configtest: test support only, what the tests of config and
 	// sidecar/config share.
 	"config/configtest": {"problem", "internal/testutil"},
 
 	"evaluate/metrics": nil,
-	"evaluate":         {"evaluate/metrics", "react", "react/baseline", "control", "triton", "internal/npyfile", "internal/samples"},
+	"evaluate":         {"evaluate/metrics", "react", "react/baseline", "control", "triton", "triton/modelinfo", "internal/npyfile", "internal/samples"},
 	"evaluate/figures": {"evaluate"},
 
 	"calibrate/images": nil,
@@ -102,7 +109,7 @@ var policy = map[string][]string{
 	// and the choice of samples, importable without the command.
 	"calibrate/pairs":       {"react"},
 	"calibrate/embeddings":  {"internal/npyfile", "react"},
-	"calibrate/tritonpairs": {"calibrate/images", "internal/samples", "react", "triton", "triton/tritonpb"},
+	"calibrate/tritonpairs": {"calibrate/images", "internal/samples", "react", "triton", "triton/modelinfo", "triton/tritonpb"},
 	// calibrate/pairs/pairstest: test support only, synthetic paired features.
 	"calibrate/pairs/pairstest": nil,
 	// calibrate/upgrade writes a profile (control's settings) as a react
@@ -120,7 +127,7 @@ var policy = map[string][]string{
 	"calibrate/fit": {"calibrate/embeddings", "calibrate/images", "calibrate/pairs", "react/partialfile",
 		"calibrate/progress", "calibrate/tritonpairs", "config", "internal/atomicfile", "internal/cli", "react", "react/componentsfile", "react/heldout", "triton"},
 	// The command: everything offline.
-	"calibrate": {"react", "react/baseline", "react/componentsfile", "react/heldout", "triton", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile",
+	"calibrate": {"react", "react/baseline", "react/componentsfile", "react/heldout", "triton", "triton/modelinfo", "triton/tritonpb", "triton/ensemble", "triton/modelconfig", "internal/atomicfile",
 		"internal/buildinfo", "internal/npyfile", "internal/samples", "experiment", "config", "sidecar/config", "control", "evaluate",
 		"evaluate/figures", "react/partialfile", "calibrate/images", "calibrate/pairs", "calibrate/embeddings",
 		"calibrate/tritonpairs", "calibrate/upgrade", "calibrate/fit", "calibrate/livemerge", "calibrate/progress", "internal/cli",
@@ -140,9 +147,9 @@ var policy = map[string][]string{
 	"sidecar/pipeline/shadowcmp": {"control", "sidecar/config"},
 	// sidecar/pipeline/graphform: the graph form, without the calls to
 	// Triton (the pipeline gives them).
-	"sidecar/pipeline/graphform": {"control", "problem", "triton", "triton/tritonpb", "triton/ensemble"},
+	"sidecar/pipeline/graphform": {"control", "problem", "triton", "triton/modelinfo", "triton/tritonpb", "triton/ensemble"},
 	"sidecar/pipeline": {"sidecar/modelstats", "sidecar/pipeline/shadowcmp", "sidecar/pipeline/graphform", "control", "sidecar/config", "problem", "react", "triton",
-		"triton/tritonpb"},
+		"triton/modelinfo", "triton/tritonpb"},
 	// sidecar/internal/faketriton: test support only, a stand-in for Triton.
 	"sidecar/internal/faketriton": {"react", "react/componentsfile", "triton", "triton/tritonpb", "triton/tritonhttp"},
 	// sidecar/passthrough: the pass-through proxy and its seams; it knows
@@ -188,7 +195,7 @@ var policy = map[string][]string{
 		"internal/buildinfo", "internal/cli"},
 
 	// The Triton backend: never the sidecar or its configuration.
-	"backend/model": {"control", "experiment", "problem", "react", "triton", "internal/bytesize"},
+	"backend/model": {"control", "experiment", "problem", "react", "triton", "triton/modelinfo", "internal/bytesize"},
 	"backend":       {"backend/model", "control", "react", "react/cudadevice"},
 
 	// Thin mains.

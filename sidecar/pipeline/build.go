@@ -16,6 +16,7 @@ import (
 	"github.com/mergectl/react-triton/sidecar/modelstats"
 	"github.com/mergectl/react-triton/sidecar/pipeline/shadowcmp"
 	"github.com/mergectl/react-triton/triton"
+	"github.com/mergectl/react-triton/triton/modelinfo"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -86,10 +87,10 @@ type builder struct {
 }
 
 // tritonModel is what Triton says about one model version: its metadata
-// and configuration, whose inputs and outputs triton.ModelInfo's rules
+// and configuration, whose inputs and outputs modelinfo.Info's rules
 // pick, or why it could not say.
 type tritonModel struct {
-	triton.ModelInfo
+	modelinfo.Info
 	err error
 	// transient reports whether err may go away by itself, unreachable
 	// whether Triton itself could not be reached, and notFound whether
@@ -239,7 +240,7 @@ func (b *builder) triton(r ref) *tritonModel {
 	if tm, ok := b.models[r]; ok {
 		return tm
 	}
-	tm := &tritonModel{ModelInfo: triton.ModelInfo{Name: r.model, Version: r.version}}
+	tm := &tritonModel{Info: modelinfo.Info{Name: r.model, Version: r.version}}
 	b.models[r] = tm
 	ctx, cancel := b.up.callCtx(b.ctx)
 	defer cancel()
@@ -283,7 +284,7 @@ func (b *builder) shadow(name string) (*tritonModel, *tritonModel) {
 	if tm, ok := b.shadows[r]; ok {
 		return shadowResult(tm)
 	}
-	tm := &tritonModel{ModelInfo: triton.ModelInfo{Name: name}}
+	tm := &tritonModel{Info: modelinfo.Info{Name: name}}
 	b.shadows[r] = tm
 	ctx, cancel := b.up.callCtx(b.ctx)
 	defer cancel()

@@ -22,7 +22,7 @@ func (b *builder) graphModel(i int, prof *control.Profile) *Model {
 		b.problem(path+".name", ens.transient, "the graph form runs Triton's ensemble of this name: %v", ens.err)
 		return nil
 	}
-	g, problems := graphform.Read(ens.ModelInfo, mc.Correct)
+	g, problems := graphform.Read(ens.Info, mc.Correct)
 	for _, p := range problems {
 		b.problem(path+"."+p.Path, false, "%s", p.Msg)
 	}
@@ -39,7 +39,7 @@ func (b *builder) graphModel(i int, prof *control.Profile) *Model {
 		b.problem(path+".correct", producer.transient, "%s: %v", g.Source(), producer.err)
 		return nil
 	}
-	form, err := g.Form(producer.ModelInfo, prof.D())
+	form, err := g.Form(producer.Info, prof.D())
 	if err != nil {
 		b.problem(path+".correct", false, "%v", err)
 		return nil

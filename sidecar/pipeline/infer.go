@@ -17,6 +17,7 @@ import (
 	"github.com/mergectl/react-triton/react"
 	"github.com/mergectl/react-triton/sidecar/pipeline/shadowcmp"
 	"github.com/mergectl/react-triton/triton"
+	"github.com/mergectl/react-triton/triton/modelinfo"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -367,7 +368,7 @@ func (m *Model) backboneInputs(in []*tritonpb.ModelInferRequest_InferInputTensor
 type buffers struct {
 	z, zhat []float32
 	// enc holds the corrected feature encoded in each of the feature datatypes.
-	enc [triton.NumFeatureDatatypes][]byte
+	enc [modelinfo.NumFeatureDatatypes][]byte
 }
 
 var bufferPool = sync.Pool{New: func() any { return new(buffers) }}
@@ -375,11 +376,11 @@ var bufferPool = sync.Pool{New: func() any { return new(buffers) }}
 func getBuffers() *buffers  { return bufferPool.Get().(*buffers) }
 func putBuffers(b *buffers) { bufferPool.Put(b) }
 
-// encoded is the feature ready for the heads, by triton.FeatureIndex.
-type encoded [triton.NumFeatureDatatypes][]byte
+// encoded is the feature ready for the heads, by modelinfo.FeatureIndex.
+type encoded [modelinfo.NumFeatureDatatypes][]byte
 
 // of returns the feature encoded as dt.
-func (e *encoded) of(dt string) []byte { return e[triton.FeatureIndex(dt)] }
+func (e *encoded) of(dt string) []byte { return e[modelinfo.FeatureIndex(dt)] }
 
 // correct decodes the feature, applies W (nil: no correction), and encodes
 // the result in each datatype a head takes. The result aliases b (and f,
@@ -389,7 +390,7 @@ func (m *Model) correct(b *buffers, f feature, w *control.Matrix) (encoded, erro
 	if w == nil && !m.needsConversion(f.datatype) {
 		// No correction, and every head takes the backbone's datatype:
 		// the feature goes on as it came.
-		out[triton.FeatureIndex(f.datatype)] = f.raw
+		out[modelinfo.FeatureIndex(f.datatype)] = f.raw
 		return out, nil
 	}
 	var err error
@@ -404,7 +405,7 @@ func (m *Model) correct(b *buffers, f feature, w *control.Matrix) (encoded, erro
 		}
 		v = b.zhat
 	}
-	for i, dt := range triton.FeatureDatatypes() {
+	for i, dt := range modelinfo.FeatureDatatypes() {
 		if !m.takes(dt) {
 			continue
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/mergectl/react-triton/problem"
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/ensemble"
+	"github.com/mergectl/react-triton/triton/modelinfo"
 )
 
 // Ensemble is the ensemble of a model of the graph form, read from
@@ -39,7 +40,7 @@ type Ensemble struct {
 // the tensor correct in it: produced by exactly one step and read by at
 // least one. It returns every problem at once, at "name" (the ensemble)
 // or "correct" (the tensor), and an Ensemble only when there are none.
-func Read(ens triton.ModelInfo, correct string) (*Ensemble, problem.List) {
+func Read(ens modelinfo.Info, correct string) (*Ensemble, problem.List) {
 	var p problem.List
 	if ens.Config.GetPlatform() != "ensemble" || ens.Config.GetEnsembleScheduling() == nil {
 		p.Add("name", "Triton's model %q is not an ensemble (platform %q): the graph form (correct:) runs an ensemble's steps; "+
@@ -101,13 +102,13 @@ func (e *Ensemble) Source() string {
 // step's model, Producer) declares it: a feature datatype (FP32, FP16 or
 // BF16) and d, the components file's width, as its last dimension. It
 // returns the form that serves requests.
-func (e *Ensemble) Form(producer triton.ModelInfo, d int) (*Form, error) {
+func (e *Ensemble) Form(producer modelinfo.Info, d int) (*Form, error) {
 	out, err := producer.Output(e.site.Output, "")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", e.Source(), err)
 	}
 	what := fmt.Sprintf("tensor %q (output %q of %s)", e.site.Tensor, e.site.Output, e.graph.Describe(e.site.Step))
-	if err := triton.CheckFeatureDatatype(what, out.GetDatatype()); err != nil {
+	if err := modelinfo.CheckFeatureDatatype(what, out.GetDatatype()); err != nil {
 		return nil, err
 	}
 	if shape := out.GetShape(); len(shape) == 0 || (shape[len(shape)-1] != int64(d) && shape[len(shape)-1] != -1) {
@@ -130,7 +131,7 @@ type Form struct {
 // latestVersion returns the highest of the versions a model's metadata
 // lists, "1" when it lists none.
 func latestVersion(versions []string) string {
-	if v := triton.HighestVersion(versions); v != "" {
+	if v := modelinfo.HighestVersion(versions); v != "" {
 		return v
 	}
 	return "1"

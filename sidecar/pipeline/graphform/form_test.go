@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/mergectl/react-triton/sidecar/pipeline/graphform"
-	"github.com/mergectl/react-triton/triton"
+	"github.com/mergectl/react-triton/triton/modelinfo"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -26,7 +26,7 @@ func meta(name, dt string, dims ...int64) *tritonpb.ModelMetadataResponse_Tensor
 
 // ensembleInfo returns Triton's answers about "cls" with steps, serving
 // versions.
-func ensembleInfo(versions []string, steps ...*tritonpb.ModelEnsembling_Step) triton.ModelInfo {
+func ensembleInfo(versions []string, steps ...*tritonpb.ModelEnsembling_Step) modelinfo.Info {
 	if steps == nil {
 		steps = []*tritonpb.ModelEnsembling_Step{
 			step("backbone", -1, map[string]string{"x": "image"}, map[string]string{"feature": "emb"}),
@@ -34,7 +34,7 @@ func ensembleInfo(versions []string, steps ...*tritonpb.ModelEnsembling_Step) tr
 			step("post", -1, map[string]string{"s": "scores"}, map[string]string{"p": "probs"}),
 		}
 	}
-	return triton.ModelInfo{
+	return modelinfo.Info{
 		Name: "cls",
 		Metadata: &tritonpb.ModelMetadataResponse{Name: "cls", Versions: versions,
 			Inputs:  []*tritonpb.ModelMetadataResponse_TensorMetadata{meta("image", "FP32", 2)},
@@ -48,8 +48,8 @@ func ensembleInfo(versions []string, steps ...*tritonpb.ModelEnsembling_Step) tr
 
 // producerInfo returns Triton's answers about the backbone, whose output
 // feature is dt of the given dimensions after the batch.
-func producerInfo(dt string, dims ...int64) triton.ModelInfo {
-	return triton.ModelInfo{Name: "backbone", Metadata: &tritonpb.ModelMetadataResponse{Name: "backbone",
+func producerInfo(dt string, dims ...int64) modelinfo.Info {
+	return modelinfo.Info{Name: "backbone", Metadata: &tritonpb.ModelMetadataResponse{Name: "backbone",
 		Outputs: []*tritonpb.ModelMetadataResponse_TensorMetadata{meta("feature", dt, dims...)}}}
 }
 
@@ -64,7 +64,7 @@ func TestRead(t *testing.T) {
 	type problem struct{ path, msg string }
 	tests := []struct {
 		name    string
-		ens     triton.ModelInfo
+		ens     modelinfo.Info
 		correct string
 		want    []problem
 	}{
@@ -138,18 +138,18 @@ func TestForm(t *testing.T) {
 	}
 	tests := []struct {
 		name     string
-		producer triton.ModelInfo
+		producer modelinfo.Info
 		msg      string // "" for none
 	}{
 		{"FP32", producerInfo("FP32", d), ""},
 		{"BF16", producerInfo("BF16", d), ""},
 		{"a variable last dimension", producerInfo("FP16", -1), ""},
-		{"no such output", triton.ModelInfo{Name: "backbone", Metadata: &tritonpb.ModelMetadataResponse{
+		{"no such output", modelinfo.Info{Name: "backbone", Metadata: &tritonpb.ModelMetadataResponse{
 			Outputs: []*tritonpb.ModelMetadataResponse_TensorMetadata{meta("other", "FP32", d), meta("more", "FP32", d)}}},
 			`step 0 ("backbone"), whose output "feature" is the tensor "emb": `},
 		{"not a feature datatype", producerInfo("INT32", d), `tensor "emb" (output "feature" of step 0 ("backbone")) is INT32; a feature must be FP32, FP16 or BF16`},
 		{"another width", producerInfo("FP32", d+1), `tensor "emb" (output "feature" of step 0 ("backbone")) has shape [-1 4], but the components file has D=3`},
-		{"no dimensions", triton.ModelInfo{Name: "backbone", Metadata: &tritonpb.ModelMetadataResponse{
+		{"no dimensions", modelinfo.Info{Name: "backbone", Metadata: &tritonpb.ModelMetadataResponse{
 			Outputs: []*tritonpb.ModelMetadataResponse_TensorMetadata{{Name: "feature", Datatype: "FP32"}}}},
 			`has shape [], but the components file has D=3`},
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/mergectl/react-triton/sidecar/pipeline/graphform"
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/ensemble"
+	"github.com/mergectl/react-triton/triton/modelinfo"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
@@ -280,7 +281,7 @@ func TestRunTiming(t *testing.T) {
 		if p != nil {
 			t.Fatal(p)
 		}
-		f, err := e.Form(triton.ModelInfo{Name: "head", Metadata: &tritonpb.ModelMetadataResponse{Name: "head",
+		f, err := e.Form(modelinfo.Info{Name: "head", Metadata: &tritonpb.ModelMetadataResponse{Name: "head",
 			Outputs: []*tritonpb.ModelMetadataResponse_TensorMetadata{meta("y", "FP32", d)}}}, d)
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package triton
+package modelinfo
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/mergectl/react-triton/triton"
+	"github.com/mergectl/react-triton/triton/internal/tritontest"
 )
 
 func TestBatchOptions(t *testing.T) {
@@ -29,14 +32,25 @@ func TestBatchOptions(t *testing.T) {
 	}
 }
 
-func TestResolveModel(t *testing.T) {
-	c := startFake(t, &fakeTriton{})
-	m, err := c.ResolveModel(context.Background(), "affine_fp32", "")
+// startFake serves f and returns a client dialed to it.
+func startFake(t *testing.T, f *tritontest.Server) *triton.Client {
+	t.Helper()
+	c, err := triton.Dial(context.Background(), tritontest.Target, triton.WithDialOptions(tritontest.Serve(t, f)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestResolve(t *testing.T) {
+	c := startFake(t, &tritontest.Server{})
+	m, err := Resolve(context.Background(), c, "affine_fp32", "")
 	if err != nil || m.Name != "affine_fp32" || len(m.Metadata.GetInputs()) != 1 || m.Config.GetName() != "affine_fp32" {
 		t.Fatalf("got %+v, %v", m, err)
 	}
-	_, err = c.ResolveModel(context.Background(), "nope", "2")
-	var nr *NotReadyError
+	_, err = Resolve(context.Background(), c, "nope", "2")
+	var nr *triton.NotReadyError
 	if !errors.As(err, &nr) || status.Code(err) != codes.Unavailable ||
 		err.Error() != `model "nope" version 2 is not ready on Triton passthrough:///bufnet` {
 		t.Errorf("not ready: %v (code %v)", err, status.Code(err))
@@ -46,10 +60,10 @@ func TestResolveModel(t *testing.T) {
 // TestRunBatched: every sample's output in order, whatever the batch and
 // the requests in flight; a failure names the samples of its request.
 func TestRunBatched(t *testing.T) {
-	f := &fakeTriton{}
+	f := &tritontest.Server{}
 	c := startFake(t, f)
 	ctx := context.Background()
-	m, err := c.ResolveModel(ctx, "affine_fp32", "")
+	m, err := Resolve(ctx, c, "affine_fp32", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,12 +72,12 @@ func TestRunBatched(t *testing.T) {
 	for i := range x {
 		x[i] = float32(i)
 	}
-	inputs := func(lo, hi int) ([]Tensor, error) {
-		return []Tensor{NewFP32("INPUT0", []int64{int64(hi - lo), 4}, x[4*lo:4*hi])}, nil
+	inputs := func(lo, hi int) ([]triton.Tensor, error) {
+		return []triton.Tensor{triton.NewFP32("INPUT0", []int64{int64(hi - lo), 4}, x[4*lo:4*hi])}, nil
 	}
 	for _, o := range []BatchOptions{{}, {Batch: 3, InFlight: 2}, {Batch: 1, InFlight: 1}} {
-		before := f.count("ModelInfer")
-		out, cols, err := c.RunBatched(ctx, m, "OUTPUT0", n, o, inputs)
+		before := f.Count("ModelInfer")
+		out, cols, err := RunBatched(ctx, c, m, "OUTPUT0", n, o, inputs)
 		if err != nil || cols != 4 || len(out) != n*4 {
 			t.Fatalf("%+v: %d values, %d per sample, %v", o, len(out), cols, err)
 		}
@@ -72,11 +86,11 @@ func TestRunBatched(t *testing.T) {
 				t.Fatalf("%+v: value %d is %v, want %v", o, i, v, 2*x[i]+1)
 			}
 		}
-		if want := (n + o.BatchSize() - 1) / o.BatchSize(); f.count("ModelInfer")-before != want {
-			t.Errorf("%+v: %d requests, want %d", o, f.count("ModelInfer")-before, want)
+		if want := (n + o.BatchSize() - 1) / o.BatchSize(); f.Count("ModelInfer")-before != want {
+			t.Errorf("%+v: %d requests, want %d", o, f.Count("ModelInfer")-before, want)
 		}
 	}
-	_, _, err = c.RunBatched(ctx, m, "OUTPUT0", n, BatchOptions{Batch: 4}, func(lo, hi int) ([]Tensor, error) {
+	_, _, err = RunBatched(ctx, c, m, "OUTPUT0", n, BatchOptions{Batch: 4}, func(lo, hi int) ([]triton.Tensor, error) {
 		if lo == 4 {
 			return nil, errors.New("bad file")
 		}
@@ -85,27 +99,7 @@ func TestRunBatched(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "samples 4 to 7: bad file") {
 		t.Errorf("failing batch: %v", err)
 	}
-	if _, _, err := c.RunBatched(ctx, m, "OUTPUT0", 0, BatchOptions{}, inputs); err == nil {
+	if _, _, err := RunBatched(ctx, c, m, "OUTPUT0", 0, BatchOptions{}, inputs); err == nil {
 		t.Error("no samples: no error")
-	}
-}
-
-func TestInferResponseRows(t *testing.T) {
-	resp := &InferResponse{Outputs: []Tensor{NewFP32("y", []int64{2, 3}, []float32{1, 2, 3, 4, 5, 6})}}
-	for _, tc := range []struct {
-		name string
-		rows int
-		cols int
-		err  string
-	}{
-		{"y", 2, 3, ""},
-		{"y", 3, 2, ""},
-		{"y", 4, 0, `output "y" has 6 values for 4 samples`},
-		{"z", 2, 0, `the response has no output "z"`},
-	} {
-		_, cols, err := resp.Rows(tc.name, tc.rows)
-		if cols != tc.cols || (err == nil) != (tc.err == "") || (err != nil && err.Error() != tc.err) {
-			t.Errorf("Rows(%q, %d): %d, %v; want %d, %q", tc.name, tc.rows, cols, err, tc.cols, tc.err)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package triton
+package modelinfo
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/mergectl/react-triton/triton"
 )
 
 // Defaults of the batched runs of calibrate fit and calibrate eval: their
@@ -54,15 +56,15 @@ func (o BatchOptions) Parallel() int {
 	return o.InFlight
 }
 
-// RunBatched runs model (resolved by ResolveModel) on n samples in
+// RunBatched runs model (resolved by Resolve) on c with n samples in
 // requests of at most o.BatchSize(model's max_batch_size) samples,
 // o.Parallel() of them in flight at once, and returns its output output
 // for every sample, decoded to float32 and in order, with the number of
 // values per sample. inputs builds the tensors of samples [lo, hi). The
 // first failure cancels the requests in flight; its error names the
 // samples.
-func (c *Client) RunBatched(ctx context.Context, model *ModelInfo, output string, n int, o BatchOptions,
-	inputs func(lo, hi int) ([]Tensor, error)) (out []float32, cols int, err error) {
+func RunBatched(ctx context.Context, c *triton.Client, model *Info, output string, n int, o BatchOptions,
+	inputs func(lo, hi int) ([]triton.Tensor, error)) (out []float32, cols int, err error) {
 	if n <= 0 {
 		return nil, 0, errors.New("no samples")
 	}
@@ -79,7 +81,7 @@ func (c *Client) RunBatched(ctx context.Context, model *ModelInfo, output string
 			if err != nil {
 				return fail(err)
 			}
-			resp, err := c.Infer(gctx, &InferRequest{Model: model.Name, Version: model.Version, Inputs: in, Outputs: []string{output}})
+			resp, err := c.Infer(gctx, &triton.InferRequest{Model: model.Name, Version: model.Version, Inputs: in, Outputs: []string{output}})
 			if err != nil {
 				return fail(err)
 			}
@@ -101,22 +103,4 @@ func (c *Client) RunBatched(ctx context.Context, model *ModelInfo, output string
 		out = append(out, p...)
 	}
 	return out, cols, nil
-}
-
-// Rows returns the response's output called name for rows samples,
-// decoded to float32 (FP32, FP16, BF16 or FP64), with the number of values
-// per sample.
-func (r *InferResponse) Rows(name string, rows int) ([]float32, int, error) {
-	o, ok := r.Output(name)
-	if !ok {
-		return nil, 0, fmt.Errorf("the response has no output %q", name)
-	}
-	v, err := o.AsFloat32()
-	if err != nil {
-		return nil, 0, fmt.Errorf("output %q: %w", name, err)
-	}
-	if rows <= 0 || len(v)%rows != 0 {
-		return nil, 0, fmt.Errorf("output %q has %d values for %d samples", name, len(v), rows)
-	}
-	return v, len(v) / rows, nil
 }

@@ -1,39 +1,40 @@
-package triton
+package modelinfo
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
 )
 
 // zooModel has a batched image input and two outputs: a feature and logits.
-func zooModel(version string) *ModelInfo {
-	return &ModelInfo{Name: "backbone", Version: version, Metadata: &tritonpb.ModelMetadataResponse{
-		Inputs: []*TensorMetadata{{Name: "image", Datatype: FP32, Shape: []int64{-1, 1, 28, 28}}},
-		Outputs: []*TensorMetadata{
-			{Name: "feature", Datatype: FP16, Shape: []int64{-1, 64}},
-			{Name: "logits", Datatype: FP64, Shape: []int64{-1, 10}},
+func zooModel(version string) *Info {
+	return &Info{Name: "backbone", Version: version, Metadata: &tritonpb.ModelMetadataResponse{
+		Inputs: []*triton.TensorMetadata{{Name: "image", Datatype: triton.FP32, Shape: []int64{-1, 1, 28, 28}}},
+		Outputs: []*triton.TensorMetadata{
+			{Name: "feature", Datatype: triton.FP16, Shape: []int64{-1, 64}},
+			{Name: "logits", Datatype: triton.FP64, Shape: []int64{-1, 10}},
 		},
 	}, Config: &tritonpb.ModelConfig{MaxBatchSize: 8}}
 }
 
-func TestModelInfoPicks(t *testing.T) {
+func TestInfoPicks(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		pick     func(m *ModelInfo) (*TensorMetadata, error)
+		pick     func(m *Info) (*triton.TensorMetadata, error)
 		want     string // the tensor picked, or
 		wantErrs string // the error
 	}{
-		{"output by name", func(m *ModelInfo) (*TensorMetadata, error) { return m.Output("logits", "") }, "logits", ""},
-		{"output by fallback", func(m *ModelInfo) (*TensorMetadata, error) { return m.Output("", "feature") }, "feature", ""},
-		{"name beats fallback", func(m *ModelInfo) (*TensorMetadata, error) { return m.Output("logits", "feature") }, "logits", ""},
-		{"no such output", func(m *ModelInfo) (*TensorMetadata, error) { return m.Output("emb", "") }, "",
+		{"output by name", func(m *Info) (*triton.TensorMetadata, error) { return m.Output("logits", "") }, "logits", ""},
+		{"output by fallback", func(m *Info) (*triton.TensorMetadata, error) { return m.Output("", "feature") }, "feature", ""},
+		{"name beats fallback", func(m *Info) (*triton.TensorMetadata, error) { return m.Output("logits", "feature") }, "logits", ""},
+		{"no such output", func(m *Info) (*triton.TensorMetadata, error) { return m.Output("emb", "") }, "",
 			`model "backbone" version 3 has no output "emb" (outputs: feature, logits)`},
-		{"ambiguous output", func(m *ModelInfo) (*TensorMetadata, error) { return m.Output("", "emb") }, "",
+		{"ambiguous output", func(m *Info) (*triton.TensorMetadata, error) { return m.Output("", "emb") }, "",
 			`model "backbone" version 3 has 2 outputs (feature, logits): name the one to use`},
-		{"only input", func(m *ModelInfo) (*TensorMetadata, error) { return m.Input("") }, "image", ""},
-		{"no such input", func(m *ModelInfo) (*TensorMetadata, error) { return m.Input("x") }, "",
+		{"only input", func(m *Info) (*triton.TensorMetadata, error) { return m.Input("") }, "image", ""},
+		{"no such input", func(m *Info) (*triton.TensorMetadata, error) { return m.Input("x") }, "",
 			`model "backbone" version 3 has no input "x" (inputs: image)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -51,13 +52,13 @@ func TestModelInfoPicks(t *testing.T) {
 	}
 }
 
-func TestModelInfoBatchedInputs(t *testing.T) {
+func TestInfoBatchedInputs(t *testing.T) {
 	m := zooModel("")
 	ins, err := m.BatchedInputs()
-	if err != nil || len(ins) != 1 || FormatShape(ins[0].GetShape()) != "[1 28 28]" {
+	if err != nil || len(ins) != 1 || triton.FormatShape(ins[0].GetShape()) != "[1 28 28]" {
 		t.Fatalf("got %v, %v; want image [1 28 28]", ins, err)
 	}
-	if FormatShape(m.Metadata.GetInputs()[0].GetShape()) != "[-1 1 28 28]" {
+	if triton.FormatShape(m.Metadata.GetInputs()[0].GetShape()) != "[-1 1 28 28]" {
 		t.Error("BatchedInputs changed the metadata")
 	}
 	m.Metadata.Inputs[0].Shape = []int64{1, 28, 28}
@@ -68,7 +69,7 @@ func TestModelInfoBatchedInputs(t *testing.T) {
 	if _, err := m.BatchedInputs(); err == nil || err.Error() != `model "backbone" has no inputs` {
 		t.Errorf("no inputs: %v", err)
 	}
-	if m.MaxBatchSize() != 8 || (&ModelInfo{}).MaxBatchSize() != 0 {
+	if m.MaxBatchSize() != 8 || (&Info{}).MaxBatchSize() != 0 {
 		t.Error("MaxBatchSize: want 8, and 0 without a configuration")
 	}
 }
@@ -79,7 +80,7 @@ func TestFeatureRule(t *testing.T) {
 	for _, tc := range []struct {
 		dt string
 		ok bool
-	}{{FP32, true}, {FP16, true}, {BF16, true}, {FP64, false}, {INT32, false}, {BYTES, false}, {"", false}} {
+	}{{triton.FP32, true}, {triton.FP16, true}, {triton.BF16, true}, {triton.FP64, false}, {triton.INT32, false}, {triton.BYTES, false}, {"", false}} {
 		if got := IsFeatureDatatype(tc.dt); got != tc.ok {
 			t.Errorf("IsFeatureDatatype(%q) = %v", tc.dt, got)
 		}
@@ -107,7 +108,7 @@ func TestFeatureSize(t *testing.T) {
 		{[]int64{64}, 0, "want a batch dimension first"},
 		{[]int64{4, 64}, 0, "want a batch dimension first"},
 	} {
-		d, err := zooModel("").FeatureSize(&TensorMetadata{Name: "feature", Shape: tc.shape})
+		d, err := zooModel("").FeatureSize(&triton.TensorMetadata{Name: "feature", Shape: tc.shape})
 		if d != tc.d || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
 			t.Errorf("shape %v: D=%d, %v; want %d, %q", tc.shape, d, err, tc.d, tc.err)
 		}

@@ -1,15 +1,17 @@
-package triton
+package modelinfo
 
 import (
 	"fmt"
 	"slices"
+
+	"github.com/mergectl/react-triton/triton"
 )
 
 // NumFeatureDatatypes is the number of datatypes a feature may have.
 const NumFeatureDatatypes = 3
 
 // featureDatatypes are the datatypes a feature may have.
-var featureDatatypes = [NumFeatureDatatypes]string{FP32, FP16, BF16}
+var featureDatatypes = [NumFeatureDatatypes]string{triton.FP32, triton.FP16, triton.BF16}
 
 // FeatureDatatypes returns the datatypes a feature may have, FP32, FP16
 // and BF16, in the order FeatureIndex numbers them (for tables indexed by
@@ -33,7 +35,7 @@ func IsFeatureDatatype(dt string) bool { return FeatureIndex(dt) >= 0 }
 // CheckFeature checks that a model's input or output (kind) that holds a
 // feature has one of the feature datatypes. The error names the model and
 // the tensor.
-func (m *ModelInfo) CheckFeature(kind string, t *TensorMetadata) error {
+func (m *Info) CheckFeature(kind string, t *triton.TensorMetadata) error {
 	return CheckFeatureDatatype(fmt.Sprintf("%s %s %q", m, kind, t.GetName()), t.GetDatatype())
 }
 
@@ -50,15 +52,15 @@ func CheckFeatureDatatype(what, dt string) error {
 // FeatureSize returns D, the number of elements of one sample's feature in
 // a batched output of shape [-1, ...]: the dimensions after the batch
 // dimension must all be fixed.
-func (m *ModelInfo) FeatureSize(t *TensorMetadata) (int, error) {
+func (m *Info) FeatureSize(t *triton.TensorMetadata) (int, error) {
 	shape := t.GetShape()
 	if len(shape) < 2 || shape[0] != -1 {
-		return 0, fmt.Errorf("%s output %q has shape %s: want a batch dimension first, then the feature", m, t.GetName(), FormatShape(shape))
+		return 0, fmt.Errorf("%s output %q has shape %s: want a batch dimension first, then the feature", m, t.GetName(), triton.FormatShape(shape))
 	}
 	d := 1
 	for _, n := range shape[1:] {
 		if n <= 0 {
-			return 0, fmt.Errorf("%s output %q has shape %s: the feature must have a fixed size", m, t.GetName(), FormatShape(shape))
+			return 0, fmt.Errorf("%s output %q has shape %s: the feature must have a fixed size", m, t.GetName(), triton.FormatShape(shape))
 		}
 		d *= int(n)
 	}
