@@ -17,11 +17,16 @@ writes from docs/sidecar.md; it lets the repository index through.
   keeps serving (asked of the step, it crashed Triton 2.51).
 - Start-up refuses the ensemble whose encoder step runs version 2 with
   components calibrated on version 1 (it used to correct it silently).
+- A version of the backbone that Triton loads after start-up (model
+  control in poll mode) is not corrected with the statistics of the one
+  calibrated: a corrected request is refused (INTERNAL), saying what to
+  do; an uncorrected one is Triton's.
 - A pass-through model whose name has a dot, sent FP16 data as JSON,
   gets Triton's answer byte for byte (was the sidecar's own message).
 """
 
 import json
+import shutil
 import subprocess
 import types
 
@@ -33,7 +38,7 @@ from tritonclient.utils import InferenceServerException
 
 import graph_math as gm  # tests/graph_models/graph_math.py
 import graph_repo
-from sidecar_helpers import Sidecar, Triton, config_text, http_ready, http_request, sidecar_config
+from sidecar_helpers import Sidecar, Triton, config_text, http_ready, http_request, sidecar_config, wait_for
 from test_sidecar_graph import PROTOCOLS, RTOL, client_infer
 from testenv import ROOT, binary, missing
 
@@ -206,3 +211,55 @@ def test_pass_through_json_data_is_answered_as_triton(deployment, datatype):
     (t_status, t_headers, t_body), (s_status, s_headers, s_body) = answers
     assert t_status == 400, answers[0]
     assert (s_status, s_headers.get("content-type"), s_body) == (t_status, t_headers.get("content-type"), t_body), answers
+
+
+def test_a_backbone_version_loaded_later_is_not_corrected(tmp_path):
+    """pets-latest's encoder step takes Triton's choice. Started with only
+    version 1 of the encoder (the calibrated one), the sidecar serves; once
+    Triton (polling its repository) loads version 2, a corrected request is
+    refused instead of correcting version 2's embedding with version 1's
+    statistics."""
+    if not (ROOT / ".venv" / "bin" / "python").is_file():
+        missing("no .venv: run make setup")
+    w1, _ = graph_repo.write_versions(tmp_path / "repo")
+    comps = graph_repo.fit_components(tmp_path, w1, graph_repo.VERSIONED_ENC, version=1)
+    v2 = tmp_path / "repo" / graph_repo.VERSIONED_ENC / "2"
+    shutil.move(v2, tmp_path / "enc-v2")
+    triton = Triton(tmp_path / "repo", tmp_path, extra=["--", "--model-control-mode=poll", "--repository-poll-secs=1"])
+    side = None
+    try:
+        triton.start()
+        cfg = sidecar_config(triton, {"pets": (comps, None)},
+                             [{"name": graph_repo.LATEST, "components": "pets", "correct": "hidden.state"}])
+        path = tmp_path / "sidecar.yaml"
+        path.write_text(config_text(cfg))
+        side = Sidecar(path, tmp_path).start()
+        x = _inputs(2, 5)
+
+        def ask(headers):
+            try:
+                client_infer(side.grpc, "grpc", graph_repo.LATEST, x, OUTPUTS, headers=headers)
+                return "ok"
+            except InferenceServerException as err:
+                return (err.status(), err.message())
+
+        assert ask({"react-preference": PREF}) == "ok"
+        shutil.move(tmp_path / "enc-v2", v2)
+
+        def loaded():
+            client = grpcclient.InferenceServerClient(triton.grpc)
+            try:
+                return client.is_model_ready(graph_repo.VERSIONED_ENC, "2")
+            finally:
+                client.close()
+
+        wait_for("version 2 of the encoder", loaded, timeout=60, interval=0.5)
+        got = ask({"react-preference": PREF})
+        assert got[0] == "StatusCode.INTERNAL", got
+        assert ('ensemble step 1 model "enc-v" answered from version 2, but the components of "pets" were calibrated '
+                "on version 1: pin version 1") in got[1], got
+        assert ask({"react-preference": "none"}) == "ok"
+    finally:
+        if side is not None:
+            side.stop()
+        triton.down()

@@ -329,6 +329,9 @@ func (m *Model) callBackbone(ctx context.Context, up *Upstream, in *tritonpb.Mod
 	if err != nil {
 		return feature{}, m.upstreamError(up, "backbone", m.backbone, err)
 	}
+	if err := m.checkAnswerVersion("backbone", m.backbone, resp.GetModelVersion()); err != nil {
+		return feature{}, err
+	}
 	t, err := triton.ResponseOutput(resp, m.feature)
 	if err != nil {
 		return feature{}, status.Errorf(codes.Internal, "model %q: backbone %s: %v", m.name, describe(m.backbone), err)

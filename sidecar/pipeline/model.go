@@ -66,6 +66,14 @@ type Model struct {
 	backbone    ref
 	feature     string
 	featureType string
+	// calibrated is the version of the corrected model the components
+	// file records ("" when it records none, or when the model is a
+	// declared variant), and producerStep the graph form's step that
+	// produces the corrected tensor: an answer from another version (one
+	// Triton loaded after start-up) is refused rather than corrected with
+	// the wrong statistics.
+	calibrated   string
+	producerStep int
 	// inputs are the model's inputs: the ensemble's (graph form), or the
 	// backbone's under the names clients use (explicit form).
 	inputs []*tritonpb.ModelMetadataResponse_TensorMetadata

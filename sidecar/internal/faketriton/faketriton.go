@@ -187,6 +187,16 @@ func (s *Server) with(name string, f func(*state)) {
 	f(st)
 }
 
+// SetVersions changes the versions a model serves, as Triton loading or
+// unloading a version (its model control in poll mode) does.
+func (s *Server) SetVersions(name string, versions ...string) {
+	s.with(name, func(st *state) {
+		m := *st.model
+		m.Versions = versions
+		st.model = &m
+	})
+}
+
 // SetReady makes a model ready or not (ModelReady answers false, ModelInfer
 // fails with UNAVAILABLE).
 func (s *Server) SetReady(name string, ready bool) {
@@ -479,7 +489,12 @@ func (s *Server) infer(ctx context.Context, req *tritonpb.ModelInferRequest) (*t
 	}
 	resp.ModelName, resp.Id = m.Name, req.GetId()
 	if resp.ModelVersion == "" {
-		resp.ModelVersion = m.versions()[0]
+		// The version asked for, or, as Triton's default policy, the last
+		// (highest) served.
+		resp.ModelVersion = req.GetModelVersion()
+		if resp.ModelVersion == "" {
+			resp.ModelVersion = m.versions()[len(m.versions())-1]
+		}
 	}
 	s.mu.Lock()
 	st.lastResp = proto.Clone(resp).(*tritonpb.ModelInferResponse)

@@ -91,6 +91,10 @@ func (e *Ensemble) Producer() (model, version, output string) {
 	return s.GetModelName(), version, e.site.Output
 }
 
+// ProducerStep returns the index of the step that produces the tensor to
+// correct, as the calls of Request.Call number the steps.
+func (e *Ensemble) ProducerStep() int { return e.site.Step }
+
 // Source names, in messages, the step that produces the tensor to
 // correct, its output and the tensor: `step 1 ("backbone"), whose output
 // "feature" is the tensor "emb"`.
