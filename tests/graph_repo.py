@@ -1,5 +1,6 @@
-"""Generates the model repository of tests/test_sidecar_graph.py: a user's
-own deployment, with conventions unlike the zoo's.
+"""Generates the model repositories of tests/test_sidecar_graph.py (write)
+and tests/test_sidecar_versions.py (write_versions): a user's own
+deployment, with conventions unlike the zoo's.
 
     image UINT8 [4,4] ─► prep ─► pixels FP32 [16] ─┐
     mask INT64 [16] ─────────────────────────────────┴► enc ─► emb FP16 [8] ─┬► cls_a ─► scores_a ─► softmax_topk ─► probs_a FP32 [5], top_a INT32 [2]
@@ -22,10 +23,12 @@ tests/graph_models/graph_ops.py (numpy, graph_math.py).
 
 import pathlib
 import shutil
+import subprocess
 
 import numpy as np
 
 import graph_math as gm
+from testenv import binary
 
 MODELS_SRC = pathlib.Path(__file__).resolve().parent / "graph_models"
 
@@ -52,28 +55,34 @@ def _config(name, max_batch, inputs, outputs, extra=""):
     return (f'name: "{name}"\nmax_batch_size: {max_batch}\n' + _tensors("input", inputs) + _tensors("output", outputs) + extra)
 
 
-def _python_model(repo, name, max_batch, op, inputs, outputs, params=None, weights=None):
+def _python_model(repo, name, max_batch, op, inputs, outputs, params=None, weights=None, versions=None, more=""):
+    """A Python-backend model running op; versions maps each version to its
+    own weights (weights: the model's, shared by its versions)."""
     d = repo / name
-    (d / "1").mkdir(parents=True)
     params = {"op": op, **(params or {})}
-    extra = 'backend: "python"\ninstance_group [ { kind: KIND_CPU, count: 1 } ]\n'
+    extra = 'backend: "python"\ninstance_group [ { kind: KIND_CPU, count: 1 } ]\n' + more
     extra += "".join(f'parameters {{ key: "{k}", value: {{ string_value: "{v}" }} }}\n' for k, v in params.items())
+    for v, vw in (versions or {1: None}).items():
+        (d / str(v)).mkdir(parents=True)
+        (d / str(v) / "model.py").write_text(_MODEL_PY)
+        if vw:
+            np.savez(d / str(v) / "weights.npz", **vw)
     (d / "config.pbtxt").write_text(_config(name, max_batch, inputs, outputs, extra))
-    (d / "1" / "model.py").write_text(_MODEL_PY)
     if weights:
         np.savez(d / "weights.npz", **weights)
 
 
-def _step(model, inputs, outputs):
+def _step(model, inputs, outputs, version=-1):
     maps = "".join(f' input_map {{ key: "{k}" value: "{v}" }}' for k, v in inputs.items())
     maps += "".join(f' output_map {{ key: "{k}" value: "{v}" }}' for k, v in outputs.items())
-    return f'    {{ model_name: "{model}" model_version: -1{maps} }}'
+    return f'    {{ model_name: "{model}" model_version: {version}{maps} }}'
 
 
-def _ensemble(repo, name, max_batch, inputs, outputs, steps):
+def _ensemble(repo, name, max_batch, inputs, outputs, steps, versions=(1,), more=""):
     d = repo / name
-    (d / "1").mkdir(parents=True)
-    extra = 'platform: "ensemble"\nensemble_scheduling {\n  step [\n' + ",\n".join(steps) + "\n  ]\n}\n"
+    for v in versions:
+        (d / str(v)).mkdir(parents=True)
+    extra = more + 'platform: "ensemble"\nensemble_scheduling {\n  step [\n' + ",\n".join(steps) + "\n  ]\n}\n"
     (d / "config.pbtxt").write_text(_config(name, max_batch, inputs, outputs, extra))
 
 
@@ -132,3 +141,83 @@ def write(repo, components=None, seed=11):
                    _step("cls_a", {"emb_in": "emb_corrected"}, {"scores_raw": "scores_a"}),
                    _step("softmax_topk", {"scores": "scores_a"}, {"probs": "probs_a", "top": "top_a"})])
     return w
+
+
+# The ensembles of write_versions and the model whose versions differ.
+VERSIONED = "pets.v2-classifier"
+LATEST = "pets-latest"
+VERSIONED_ENC = "enc-v"
+
+
+def write_versions(repo, seed=11):
+    """Writes a repository of other conventions into the directory repo
+    (created): model names with dots and dashes, a dynamic batcher, an
+    encoder with two versions (version 2's weights from seed + 1), and two
+    ensembles of the pet_classifier graph:
+
+    - pets.v2-classifier, versions 1 and 2 (version_policy all), whose
+      encoder step pins version 1;
+    - pets-latest, whose encoder step takes Triton's choice (version 2).
+
+    Returns the weights of version 1 and of version 2 (the heads the same)."""
+    repo = pathlib.Path(repo)
+    repo.mkdir(parents=True)
+    for f in ("graph_math.py", "graph_ops.py"):
+        shutil.copyfile(MODELS_SRC / f, repo / f)
+    w1, w2 = gm.weights(seed), gm.weights(seed + 1)
+    w2 = {**w1, "enc_w": w2["enc_w"], "enc_b": w2["enc_b"]}
+    k_a, k_b = gm.CLASSES["a"], gm.CLASSES["b"]
+    batcher = "dynamic_batching { max_queue_delay_microseconds: 100 }\n"
+    _python_model(repo, "img.prep", 8, "prep", [("image", "UINT8", [gm.SIDE, gm.SIDE])],
+                  [("pixel_values", "FP32", [gm.PIXELS])], more=batcher)
+    _python_model(repo, VERSIONED_ENC, 8, "enc",
+                  [("pixel_values", "FP32", [gm.PIXELS]), ("region_mask", "INT64", [gm.PIXELS])],
+                  [("embeddings", "FP16", [gm.D])], more=batcher + "version_policy: { all: {} }\n",
+                  versions={v: {k: w[k] for k in ("enc_w", "enc_b")} for v, w in ((1, w1), (2, w2))})
+    for task in "ab":
+        _python_model(repo, f"cls.{task}", 8, "head", [("emb_in", "FP16", [gm.D])],
+                      [("scores_raw", "FP32", [gm.CLASSES[task]])], params={"task": task},
+                      weights={f"head_{task}_{p}": w1[f"head_{task}_{p}"] for p in "wb"})
+    _python_model(repo, "post-softmax_topk", 8, "softmax_topk", [("scores", "FP32", [-1])],
+                  [("probs", "FP32", [-1]), ("top", "INT32", [gm.TOP])])
+    _python_model(repo, "post-lookup", 8, "lookup", [("scores", "FP32", [-1])], [("label", "BYTES", [1])])
+    for name, enc_version, versions in ((VERSIONED, 1, (1, 2)), (LATEST, -1, (1,))):
+        _ensemble(repo, name, 8,
+                  [("image", "UINT8", [gm.SIDE, gm.SIDE]), ("mask", "INT64", [gm.PIXELS])],
+                  [("probs_a", "FP32", [k_a]), ("top_a", "INT32", [gm.TOP]), ("scores_b", "FP32", [k_b]),
+                   ("label_b", "BYTES", [1])],
+                  [_step("img.prep", {"image": "image"}, {"pixel_values": "pixels"}),
+                   _step(VERSIONED_ENC, {"pixel_values": "pixels", "region_mask": "mask"}, {"embeddings": "hidden.state"},
+                         version=enc_version),
+                   _step("cls.a", {"emb_in": "hidden.state"}, {"scores_raw": "scores_a"}),
+                   _step("cls.b", {"emb_in": "hidden.state"}, {"scores_raw": "scores_b"}),
+                   _step("post-softmax_topk", {"scores": "scores_a"}, {"probs": "probs_a", "top": "top_a"}),
+                   _step("post-lookup", {"scores": "scores_b"}, {"label": "label_b"})],
+                  versions=versions, more="version_policy: { all: {} }\n" if len(versions) > 1 else "")
+    return w1, w2
+
+
+def fit_components(root, w, backbone, version=None):
+    """A components file for tasks a and b, fitted by calibrate fit from
+    embeddings computed here: the encoder's (weights w) on random images
+    (the merged backbone's), and a task-specific linear map of them plus
+    noise (each task's expert's). It records backbone (and version), output
+    embeddings, as the backbone."""
+    emb = pathlib.Path(root) / "emb"
+    emb.mkdir()
+    rng = np.random.default_rng(5)
+    for task in "ab":
+        image = rng.integers(0, 256, size=(300, gm.SIDE, gm.SIDE), dtype=np.uint8)
+        mask = rng.integers(0, 2, size=(300, gm.PIXELS), dtype=np.int64)
+        z = gm.enc(gm.prep(image), mask, w).astype(np.float32)
+        t = np.eye(gm.D) + rng.normal(scale=0.5, size=(gm.D, gm.D))
+        np.save(emb / f"{task}.merged.npy", z)
+        np.save(emb / f"{task}.expert.npy", (z @ t.T + 0.05 * rng.normal(size=z.shape)).astype(np.float32))
+    out = pathlib.Path(root) / "pets.safetensors"
+    args = [str(binary("calibrate")), "fit", "--embeddings", str(emb), "--backbone-model", backbone,
+            "--backbone-output", "embeddings", "--out", str(out), "--quiet"]
+    if version is not None:
+        args += ["--backbone-version", str(version)]
+    run = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    return out

@@ -53,29 +53,6 @@ OUTPUTS["pet_classifier_nb"] = OUTPUTS["pet_classifier"]
 RTOL = 4e-3
 
 
-def _components(root, w):
-    """A components file for tasks a and b, fitted by calibrate fit from
-    embeddings computed here: the encoder's on random images (the merged
-    backbone's), and a task-specific linear map of them plus noise (each
-    task's expert's). It records enc, output embeddings, as the backbone."""
-    emb = root / "emb"
-    emb.mkdir()
-    rng = np.random.default_rng(5)
-    for task in "ab":
-        image = rng.integers(0, 256, size=(300, gm.SIDE, gm.SIDE), dtype=np.uint8)
-        mask = rng.integers(0, 2, size=(300, gm.PIXELS), dtype=np.int64)
-        z = gm.enc(gm.prep(image), mask, w).astype(np.float32)
-        t = np.eye(gm.D) + rng.normal(scale=0.5, size=(gm.D, gm.D))
-        np.save(emb / f"{task}.merged.npy", z)
-        np.save(emb / f"{task}.expert.npy", (z @ t.T + 0.05 * rng.normal(size=z.shape)).astype(np.float32))
-    out = root / "pets.safetensors"
-    run = subprocess.run([str(binary("calibrate")), "fit", "--embeddings", str(emb), "--backbone-model", "enc",
-                          "--backbone-output", "embeddings", "--out", str(out), "--quiet"],
-                         capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    return out
-
-
 def _config(triton, comps, models):
     return {
         "triton": {"grpc": triton.grpc, "http": triton.http, "startup_timeout": "60s"},
@@ -105,7 +82,7 @@ def deployment(tmp_path_factory):
         missing("no .venv: run make setup")
     root = tmp_path_factory.mktemp("graph")
     w = gm.weights()
-    comps = _components(root, w)
+    comps = graph_repo.fit_components(root, w, "enc")
     binary("sidecar")  # builds bin/ (and the react backend) when stale
     graph_repo.write(root / "repo", components=comps)
     triton = Triton(root / "repo", root)
@@ -142,7 +119,7 @@ def _inputs(model, rows, seed):
     return {"image": image, "mask": mask}
 
 
-def client_infer(address, protocol, model, inputs, outputs=None, headers=None, class_count=0):
+def client_infer(address, protocol, model, inputs, outputs=None, headers=None, class_count=0, version=""):
     """The client: the same code whatever the address. Returns the outputs
     by name, and the response's parameters."""
     from tritonclient.utils import np_to_triton_dtype
@@ -167,7 +144,8 @@ def client_infer(address, protocol, model, inputs, outputs=None, headers=None, c
             else:
                 requested = [lib.InferRequestedOutput(o, binary_data=binary_data, class_count=class_count) for o in outputs]
         # tritonclient's HTTP client adds to the dict it is given: a new one each call.
-        result = client.infer(model, tensors, outputs=requested, headers=dict(headers) if headers else None)
+        result = client.infer(model, tensors, outputs=requested, headers=dict(headers) if headers else None,
+                              model_version=version)
         names = outputs or OUTPUTS[model]
         response = result.get_response()
         params = response.parameters if grpc else response.get("parameters", {})

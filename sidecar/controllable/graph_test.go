@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mergectl/react-triton/control"
@@ -52,11 +54,13 @@ func ensembleModel(sc *faketriton.Scenario) *faketriton.Model {
 }
 
 // startGraphHarness is a harness whose configuration adds the graph-form
-// model "ens", correcting "emb".
-func startGraphHarness(t *testing.T) *sidecartest.Harness {
+// model "ens", correcting "emb"; the ensemble serves versions (none: 1).
+func startGraphHarness(t *testing.T, versions ...string) *sidecartest.Harness {
 	t.Helper()
 	h := sidecartest.NewHarness(t, func(c *sidecartest.CtlConfig) { c.MoreModels = "  - {name: ens, correct: emb}\n" })
-	h.Fake.Put(ensembleModel(h.Scenario))
+	ens := ensembleModel(h.Scenario)
+	ens.Versions = versions
+	h.Fake.Put(ens)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := h.Models.Start(ctx); err != nil {
@@ -116,6 +120,86 @@ func TestGraphModelAPI(t *testing.T) {
 	var stats map[string]any
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &stats) != nil || jget(stats, "model_stats", 0, "version") != "1" {
 		t.Errorf("GET stats: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestGraphModelOtherVersions: of an ensemble with versions 1 and 2, the
+// sidecar corrects version 2 (Triton's default); a request for version 1
+// without a correction goes to Triton, which answers and counts it (its
+// statistics and index entry are Triton's); with one, NOT_FOUND.
+func TestGraphModelOtherVersions(t *testing.T) {
+	h := startGraphHarness(t, "1", "2")
+	ctx := context.Background()
+	ctxNone := metadata.AppendToOutgoingContext(ctx, "react-preference", "none")
+	v1 := sidecartest.CtlRequest("ens", "g", sidecartest.CtlBatch)
+	v1.ModelVersion = "1"
+	calls := h.Fake.Calls("ens")
+	resp, err := h.Client.ModelInfer(ctxNone, v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Fake.Calls("ens") != calls+1 || h.Fake.LastRequest("ens").GetModelVersion() != "1" {
+		t.Errorf("version 1 did not reach Triton's version 1: %v", h.Fake.LastRequest("ens"))
+	}
+	delete(resp.Parameters, control.KeyPreference)
+	resp.Parameters = nil
+	if want := h.Fake.LastResponse("ens"); !proto.Equal(resp, want) {
+		t.Errorf("answer\n%v\nwant Triton's\n%v", resp, want)
+	}
+	if _, err := h.Client.ModelInfer(ctx, v1); status.Code(err) != codes.NotFound || !strings.Contains(err.Error(), "version 1 takes no preference") {
+		t.Errorf("version 1 with the default preference: %v, want NOT_FOUND", err)
+	}
+	if _, err := h.Client.ModelInfer(ctx, sidecartest.CtlRequest("ens", "g", sidecartest.CtlBatch)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Statistics: version 2's are the sidecar's (one request served, the
+	// refused one not counted), version 1's Triton's (1000 + its calls).
+	st, err := h.Client.ModelStatistics(ctx, &tritonpb.ModelStatisticsRequest{Name: "ens", Version: "2"})
+	if err != nil || len(st.GetModelStats()) != 1 || st.GetModelStats()[0].GetInferenceStats().GetSuccess().GetCount() != 1 {
+		t.Errorf("ModelStatistics(ens, 2) = %v, %v; want the sidecar's one request", st, err)
+	}
+	st, err = h.Client.ModelStatistics(ctx, &tritonpb.ModelStatisticsRequest{Name: "ens", Version: "1"})
+	if err != nil || len(st.GetModelStats()) != 1 || st.GetModelStats()[0].GetVersion() != "1" || st.GetModelStats()[0].GetInferenceCount() < 1000 {
+		t.Errorf("ModelStatistics(ens, 1) = %v, %v; want Triton's", st, err)
+	}
+	all, err := h.Client.ModelStatistics(ctx, &tritonpb.ModelStatisticsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]uint64{}
+	for _, s := range all.GetModelStats() {
+		if s.GetName() == "ens" {
+			counts[s.GetVersion()] = s.GetInferenceStats().GetSuccess().GetCount()
+		}
+	}
+	if len(counts) != 2 || counts["1"] < 1000 || counts["2"] != 1 {
+		t.Errorf("every model's statistics of ens: %v, want Triton's version 1 and the sidecar's version 2", counts)
+	}
+	index, err := h.Client.RepositoryIndex(ctx, &tritonpb.RepositoryIndexRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var versions []string
+	for _, e := range index.GetModels() {
+		if e.GetName() == "ens" {
+			versions = append(versions, e.GetVersion()+" "+e.GetState())
+		}
+	}
+	if strings.Join(versions, ",") != "1 READY,2 READY" {
+		t.Errorf("index entries of ens: %v, want Triton's version 1 and the sidecar's version 2", versions)
+	}
+	// HTTP: version 1's statistics go to Triton (the fake serves no such
+	// route), version 2's are the sidecar's.
+	httpCalls := h.Fake.HTTPCalls()
+	resp1, _ := sidecartest.HTTPDo(t, http.MethodGet, h.HTTPURL+"/v2/models/ens/versions/1/stats", nil, nil)
+	if resp1.StatusCode != http.StatusNotFound || h.Fake.HTTPCalls() != httpCalls+1 {
+		t.Errorf("GET version 1 stats: %d, %d calls reached Triton; want Triton's answer", resp1.StatusCode, h.Fake.HTTPCalls()-httpCalls)
+	}
+	resp2, body := sidecartest.HTTPDo(t, http.MethodGet, h.HTTPURL+"/v2/models/ens/versions/2/stats", nil, nil)
+	var stats map[string]any
+	if resp2.StatusCode != http.StatusOK || json.Unmarshal(body, &stats) != nil || jget(stats, "model_stats", 0, "version") != "2" {
+		t.Errorf("GET version 2 stats: %d %s", resp2.StatusCode, body)
 	}
 }
 

@@ -106,16 +106,10 @@ func (ms *Models) unary(answer func(ctx context.Context, m *pipeline.Model, req 
 	}
 }
 
-// knownVersion reports whether a request's version names the controllable
-// model's one (or none).
-func knownVersion(m *pipeline.Model, version string) bool {
-	return version == "" || version == m.Version()
-}
-
 // checkStatisticsVersion refuses, as Triton does for statistics, a version
 // other than the controllable model's one with INVALID_ARGUMENT.
 func checkStatisticsVersion(m *pipeline.Model, version string) error {
-	if !knownVersion(m, version) {
+	if !m.OwnVersion(version) {
 		return status.Errorf(codes.InvalidArgument, "model %q: requested model version %s is not available (the controllable model serves version %s)", m.Name(), version, m.Version())
 	}
 	return nil
@@ -123,7 +117,7 @@ func checkStatisticsVersion(m *pipeline.Model, version string) error {
 
 // checkVersion refuses a version other than the controllable model's one.
 func checkVersion(m *pipeline.Model, version string) error {
-	if !knownVersion(m, version) {
+	if !m.OwnVersion(version) {
 		return status.Errorf(codes.NotFound, "model %q has no version %s (the controllable model serves version %s)", m.Name(), version, m.Version())
 	}
 	return nil
@@ -145,7 +139,7 @@ func (ms *Models) ready(ctx context.Context, m *pipeline.Model, b []byte) (proto
 	if err := proto.Unmarshal(b, &req); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "sidecar: ModelReadyRequest: %v", err)
 	}
-	if !knownVersion(m, req.GetVersion()) {
+	if !m.OwnVersion(req.GetVersion()) {
 		// As Triton: a version that does not exist is not ready.
 		return &tritonpb.ModelReadyResponse{Ready: false}, nil
 	}
@@ -187,6 +181,9 @@ func (ms *Models) grpcStatistics(ss grpc.ServerStream, pass func(*passthrough.Fr
 		if err != nil {
 			return err
 		}
+		if m.Ensemble() != "" && !m.OwnVersion(req.GetVersion()) {
+			return pass(f) // another version of the ensemble: Triton's counts
+		}
 		if err := checkStatisticsVersion(m, req.GetVersion()); err != nil {
 			return err
 		}
@@ -202,12 +199,13 @@ func (ms *Models) grpcStatistics(ss grpc.ServerStream, pass func(*passthrough.Fr
 }
 
 // mergeStatistics replaces the statistics of shadowed models with the
-// controllable models' and appends the others.
+// controllable models' and appends the others. The other versions of a
+// graph-form model's ensemble keep Triton's.
 func (ms *Models) mergeStatistics(stats []*tritonpb.ModelStatistics) []*tritonpb.ModelStatistics {
 	st := ms.state.Load()
 	out := stats[:0]
 	for _, s := range stats {
-		if !st.names[s.GetName()] {
+		if !st.replaces(s.GetName(), s.GetVersion()) {
 			out = append(out, s)
 		}
 	}
@@ -237,12 +235,14 @@ func (ms *Models) grpcIndex(ss grpc.ServerStream, pass func(*passthrough.Frame) 
 	return sendProto(ss, resp)
 }
 
-// mergeIndex puts the controllable models into a repository index.
+// mergeIndex puts the controllable models into a repository index, in
+// place of the models they shadow (but for the other versions of a
+// graph-form model's ensemble, which Triton serves).
 func (ms *Models) mergeIndex(models []*tritonpb.RepositoryIndexResponse_ModelIndex, readyOnly bool) []*tritonpb.RepositoryIndexResponse_ModelIndex {
 	st := ms.state.Load()
 	out := models[:0]
 	for _, m := range models {
-		if !st.names[m.GetName()] {
+		if !st.replaces(m.GetName(), m.GetVersion()) {
 			out = append(out, m)
 		}
 	}
@@ -461,7 +461,10 @@ func (ms *Models) serve(ctx context.Context, m *pipeline.Model, up *pipeline.Ups
 	if res != nil {
 		rows = res.Rows
 	}
-	m.Stats().Record(rows, took, err == nil)
+	if m.Ensemble() == "" || m.OwnVersion(req.GetModelVersion()) {
+		// Triton counts what a graph-form model relays to another version.
+		m.Stats().Record(rows, took, err == nil)
+	}
 	if err == nil {
 		ms.feedback.Record(m.Name(), req, res)
 	}

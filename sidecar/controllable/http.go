@@ -57,15 +57,16 @@ func (ms *Models) HTTPInterceptor() passthrough.HTTPInterceptor {
 		if !declared {
 			return nil
 		}
-		if err == nil && m.Ensemble() != "" && rt.Action != "stats" {
-			// Triton answers for the ensemble a graph-form model runs.
+		if err == nil && m.Ensemble() != "" && (rt.Action != "stats" || !m.OwnVersion(rt.Version)) {
+			// Triton answers for the ensemble a graph-form model runs (and
+			// counts the requests relayed to its other versions).
 			return nil
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if err == nil {
 				switch rt.Action {
 				case "ready":
-					if !knownVersion(m, rt.Version) {
+					if !m.OwnVersion(rt.Version) {
 						// As Triton: a version that does not exist is not ready.
 						w.WriteHeader(http.StatusBadRequest)
 						return

@@ -57,7 +57,7 @@ func (ms *Models) spliceIndex(body []byte, readyOnly bool) ([]byte, error) {
 	if err := json.Unmarshal(body, &entries); err != nil {
 		return nil, err
 	}
-	shadowed := ms.state.Load().names
+	st := ms.state.Load()
 	out := []byte{'['}
 	add := func(e []byte) {
 		if len(out) > 1 {
@@ -67,9 +67,10 @@ func (ms *Models) spliceIndex(body []byte, readyOnly bool) ([]byte, error) {
 	}
 	for _, e := range entries {
 		var name struct {
-			Name string `json:"name"`
+			Name    string `json:"name"`
+			Version string `json:"version"`
 		}
-		if json.Unmarshal(e, &name) == nil && shadowed[name.Name] {
+		if json.Unmarshal(e, &name) == nil && st.replaces(name.Name, name.Version) {
 			continue
 		}
 		add(e)

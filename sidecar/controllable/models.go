@@ -319,6 +319,22 @@ func (ms *Models) upstreamContext(ctx context.Context) context.Context {
 	return passthrough.UpstreamContext(ctx, ms.PrivateKeys())
 }
 
+// replaces reports whether the sidecar answers for version of the model
+// name in Triton's lists (statistics, index) in Triton's place: every
+// version of a declared model, but for the versions of a graph-form
+// model's ensemble other than the one it serves (an empty version, as
+// index entries of unloaded models have, counts as its own).
+func (st *modelsState) replaces(name, version string) bool {
+	if !st.names[name] {
+		return false
+	}
+	if st.set == nil {
+		return true
+	}
+	m := st.set.Models[name]
+	return m == nil || m.Ensemble() == "" || m.OwnVersion(version)
+}
+
 // Ready reports whether the configured models are built.
 func (ms *Models) Ready() bool { return ms.state.Load().set != nil }
 

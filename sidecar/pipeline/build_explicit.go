@@ -45,7 +45,7 @@ func (b *builder) explicitModel(i int, prof *control.Profile) *Model {
 			return nil // Triton itself is away: nothing more to learn
 		}
 	}
-	b.checkCalibration(path+".backbone.model", path, mc, prof, m.backbone, m.feature)
+	m.calibrated = b.checkCalibration(path+".backbone.model", path, mc, prof, m.backbone, m.feature, e.bb.ServedVersion())
 	if e.bbOK {
 		e.checkFeature()
 	}

@@ -33,8 +33,8 @@ func (b *builder) graphModel(i int, prof *control.Profile) *Model {
 	// The corrected tensor, as the step that produces it declares it.
 	model, version, output := g.Producer()
 	r := ref{model: model, version: version}
-	b.checkCalibration(path+".correct", path, mc, prof, r, output)
 	producer := b.triton(r)
+	calibrated := b.checkCalibration(path+".correct", path, mc, prof, r, output, producer.ServedVersion())
 	if producer.err != nil {
 		b.problem(path+".correct", producer.transient, "%s: %v", g.Source(), producer.err)
 		return nil
@@ -61,6 +61,9 @@ func (b *builder) graphModel(i int, prof *control.Profile) *Model {
 		metadata: ens.Metadata,
 		config:   ens.Config,
 		stats:    b.opt.Stats.For(mc.Name),
+
+		calibrated:   calibrated,
+		producerStep: g.ProducerStep(),
 	}
 	for _, in := range ens.Config.GetInput() {
 		if in.GetOptional() {

@@ -454,6 +454,18 @@ func TestBuildCalibration(t *testing.T) {
 	if err := componentsfile.Save(noOutput, c); err != nil {
 		t.Fatal(err)
 	}
+	// A file calibrated on version 2 of the backbone, which serves only
+	// version 1; and one that records version 1.
+	c.Backbone = react.ModelRef{Name: recorded.Name, Version: "2", Output: recorded.Output}
+	version2 := filepath.Join(t.TempDir(), "version2.safetensors")
+	if err := componentsfile.Save(version2, c); err != nil {
+		t.Fatal(err)
+	}
+	c.Backbone.Version = "1"
+	version1 := filepath.Join(t.TempDir(), "version1.safetensors")
+	if err := componentsfile.Save(version1, c); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name                   string
 		backbone, calibratedOn string
@@ -461,6 +473,11 @@ func TestBuildCalibration(t *testing.T) {
 		want                   []wantProblem
 	}{
 		{"the recorded backbone", "backbone", "", e.comps, nil},
+		{"the recorded version", "backbone", "", version1, nil},
+		{"another version", "backbone", "", version2, []wantProblem{{path: "models[0].backbone.model",
+			msg: `model "backbone" output "feature": version 1 answers, but the components of "zoo" were calibrated on version 2: ` +
+				`pin version 2 (the ensemble step's model_version, or the backbone's version), or calibrate components on version 1`}}},
+		{"another version, a declared variant", "backbone", "backbone", version2, nil},
 		{"another backbone", "backbone_copy", "", e.comps, []wantProblem{{path: "models[0].backbone.model",
 			msg: `model "backbone_copy" output "feature" would be corrected with the components of "zoo", calibrated on model "backbone" output "feature": ` +
 				`calibrate components on this model, or, if it is a variant of "backbone" (an FP16 copy, a re-export), say so with variant_of: backbone`}}},
@@ -488,5 +505,29 @@ func TestBuildCalibration(t *testing.T) {
 			}
 			checkProblems(t, err, tt.want)
 		})
+	}
+	// A backbone with versions 1 and 2, the file calibrated on 1: pinned
+	// to 1 it builds; left to Triton's choice (2) it does not.
+	v12 := sc.BackboneModel("backbone_v12", "FP32")
+	v12.Versions = []string{"1", "2"}
+	e.fake.Put(v12)
+	c.Backbone = react.ModelRef{Name: "backbone_v12", Version: "1", Output: recorded.Output}
+	onV1 := filepath.Join(t.TempDir(), "v12.safetensors")
+	if err := componentsfile.Save(onV1, c); err != nil {
+		t.Fatal(err)
+	}
+	for _, pin := range []string{"1", ""} {
+		cfg := e.config()
+		cfg.Components[0].Path = onV1
+		cfg.Models = cfg.Models[:1]
+		cfg.Models[0].Backbone.Model, cfg.Models[0].Backbone.Version = "backbone_v12", pin
+		_, err := e.build(cfg)
+		if pin == "1" && err != nil {
+			t.Errorf("version 1 pinned: %v", err)
+		}
+		if pin == "" {
+			checkProblems(t, err, []wantProblem{{path: "models[0].backbone.model",
+				msg: `model "backbone_v12" output "feature": version 2 answers, but the components of "zoo" were calibrated on version 1`}})
+		}
 	}
 }

@@ -47,9 +47,14 @@ func (m *Model) inferGraph(ctx context.Context, up *Upstream, in *tritonpb.Model
 			ctx, cancel := up.callCtx(ctx)
 			defer cancel()
 			resp, err := up.RPC.ModelInfer(ctx, req)
+			r := ref{model: req.GetModelName(), version: req.GetModelVersion()}
 			if err != nil {
-				r := ref{model: req.GetModelName(), version: req.GetModelVersion()}
 				return nil, m.upstreamError(up, fmt.Sprintf("ensemble step %d", step), r, err)
+			}
+			if step == m.producerStep {
+				if err := m.checkAnswerVersion(fmt.Sprintf("ensemble step %d", step), r, resp.GetModelVersion()); err != nil {
+					return nil, err
+				}
 			}
 			return resp, nil
 		},

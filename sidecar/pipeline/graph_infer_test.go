@@ -161,7 +161,8 @@ func TestGraphInferCorrected(t *testing.T) {
 
 // TestGraphInferForwardsUncorrected: a request that gets no correction
 // goes to the ensemble itself, and its answer is Triton's, byte for byte,
-// with the applied preference added; no step is called by the sidecar.
+// with the applied preference added; no step is called by the sidecar. A
+// request for another version of the ensemble goes to that version.
 func TestGraphInferForwardsUncorrected(t *testing.T) {
 	e := newGraphEnv(t)
 	set := e.mustBuild(t, e.graphConfig())
@@ -195,6 +196,14 @@ func TestGraphInferForwardsUncorrected(t *testing.T) {
 		if !proto.Equal(got, want) {
 			t.Errorf("answer\n%v\nwant Triton's\n%v", got, want)
 		}
+	}
+	// Another version of the ensemble (the fake serves only version 1):
+	// Triton's answer, its error as it gave it.
+	other := graphRequest("cls", true, graphImages, graphMasks)
+	other.ModelVersion = "2"
+	_, err := m.Infer(context.Background(), e.up, withPreference(other, "none"))
+	if st := status.Convert(err); st.Code() != codes.NotFound || st.Message() != "Request for unknown model: 'cls' version 2 is not found" {
+		t.Errorf("version 2: %v, want Triton's NOT_FOUND", err)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mergectl/react-triton/sidecar/config"
@@ -123,10 +125,13 @@ func TestBuildGraphModel(t *testing.T) {
 			t.Errorf("%s: Dependencies %v, want the ensemble", name, models)
 		}
 	}
-	// A version the ensemble does not serve.
+	// Another version, with a correction: the sidecar corrects only the
+	// one it serves (without one, Triton answers:
+	// TestGraphInferForwardsUncorrected).
 	req := graphRequest("cls", true, graphImages, graphMasks)
 	req.ModelVersion = "2"
-	if _, err := set.Models["cls"].Infer(context.Background(), e.up, graphRequestOf(req)); err == nil || !strings.Contains(err.Error(), "no version 2") {
+	_, err := set.Models["cls"].Infer(context.Background(), e.up, withPreference(req, "a=1"))
+	if status.Code(err) != codes.NotFound || !strings.Contains(err.Error(), "version 2 takes no preference (the sidecar corrects version 1") {
 		t.Errorf("version 2: %v", err)
 	}
 }

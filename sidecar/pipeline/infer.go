@@ -73,15 +73,18 @@ type Result struct {
 //
 // Errors are gRPC status errors: INVALID_ARGUMENT for what the client got
 // wrong (a bad preference, an unknown input or output, a shape, datatype or
-// batch size that does not fit), NOT_FOUND for a version other than 1,
+// batch size that does not fit), NOT_FOUND for a version other than the
+// model's (for the graph form: only with a correction; without one, any
+// version goes to the ensemble, and Triton answers),
 // Triton's own code for a failed call, prefixed with the model called, and
 // UNAVAILABLE naming Triton's address when it cannot be reached. A request
 // that fails after its preference was resolved also returns a Result, with
 // only Choice set, so that the failure can be counted against its arm.
 func (m *Model) Infer(ctx context.Context, up *Upstream, req Request) (*Result, error) {
 	in := req.Proto
-	if v := in.GetModelVersion(); v != "" && v != m.version {
-		return nil, status.Errorf(codes.NotFound, "model %q has no version %s (the controllable model serves version %s)", m.name, v, m.version)
+	other := !m.OwnVersion(in.GetModelVersion())
+	if other && m.graph == nil {
+		return nil, status.Errorf(codes.NotFound, "model %q has no version %s (the controllable model serves version %s)", m.name, in.GetModelVersion(), m.version)
 	}
 	params, prefParams, err := splitParameters(in.GetParameters(), m.keyParameter)
 	if err != nil {
@@ -90,6 +93,13 @@ func (m *Model) Infer(ctx context.Context, up *Upstream, req Request) (*Result, 
 	choice, err := m.profile.Resolve(control.Request{Header: req.Header, Parameter: prefParams, Experiment: m.experiment})
 	if err != nil {
 		return nil, &causeError{st: status.Newf(codes.InvalidArgument, "model %q: %v", m.name, err), err: err}
+	}
+	if other && choice.Corrects() {
+		// Another version of the ensemble passes through to Triton only
+		// without a correction: the sidecar corrects the one it serves.
+		return &Result{Choice: choice}, status.Errorf(codes.NotFound,
+			"model %q: version %s takes no preference (the sidecar corrects version %s, the one Triton serves by default; send version %s or no version, or the preference none)",
+			m.name, in.GetModelVersion(), m.version, m.version)
 	}
 	res := &Result{Choice: choice}
 	serve := m.infer
@@ -318,6 +328,9 @@ func (m *Model) callBackbone(ctx context.Context, up *Upstream, in *tritonpb.Mod
 	resp, err := up.RPC.ModelInfer(ctx, req)
 	if err != nil {
 		return feature{}, m.upstreamError(up, "backbone", m.backbone, err)
+	}
+	if err := m.checkAnswerVersion("backbone", m.backbone, resp.GetModelVersion()); err != nil {
+		return feature{}, err
 	}
 	t, err := triton.ResponseOutput(resp, m.feature)
 	if err != nil {

@@ -66,6 +66,14 @@ type Model struct {
 	backbone    ref
 	feature     string
 	featureType string
+	// calibrated is the version of the corrected model the components
+	// file records ("" when it records none, or when the model is a
+	// declared variant), and producerStep the graph form's step that
+	// produces the corrected tensor: an answer from another version (one
+	// Triton loaded after start-up) is refused rather than corrected with
+	// the wrong statistics.
+	calibrated   string
+	producerStep int
 	// inputs are the model's inputs: the ensemble's (graph form), or the
 	// backbone's under the names clients use (explicit form).
 	inputs []*tritonpb.ModelMetadataResponse_TensorMetadata
@@ -103,6 +111,12 @@ func (m *Model) Profile() *control.Profile { return m.profile }
 // Version returns the version clients may name: Version for the explicit
 // form, the ensemble's version for the graph form.
 func (m *Model) Version() string { return m.version }
+
+// OwnVersion reports whether a request's version (empty: none) is the
+// one the model serves, whose statistics are the sidecar's. A graph-form
+// model relays a request for another version of its ensemble that gets no
+// correction to Triton, which answers and counts it.
+func (m *Model) OwnVersion(version string) bool { return version == "" || version == m.version }
 
 // Ensemble returns the name of the Triton ensemble whose graph the model
 // runs (graph form), "" for the explicit form. Triton itself answers

@@ -1,7 +1,8 @@
 """The one Python-backend runner of the generated model repository of
 tests/test_sidecar_graph.py: config.pbtxt's parameter "op" names the
-computation of graph_math.py, and <model>/weights.npz holds the weights.
-Each request is computed on its own (no dynamic batching)."""
+computation of graph_math.py, and <model>/weights.npz, or a version's own
+<model>/<version>/weights.npz, holds the weights. Each request is computed
+on its own (a dynamic batcher only hands over several at once)."""
 
 import json
 import pathlib
@@ -20,7 +21,12 @@ class TritonPythonModel:
         self.inputs = [t["name"] for t in config["input"]]
         self.outputs = [(t["name"], pb_utils.triton_string_to_numpy(t["data_type"])) for t in config["output"]]
         self.task = config["parameters"].get("task", {}).get("string_value", "")
-        path = pathlib.Path(args["model_repository"]) / "weights.npz"
+        # A version's own weights (<model>/<version>/weights.npz), else
+        # the model's.
+        model_dir = pathlib.Path(args["model_repository"])
+        path = model_dir / args["model_version"] / "weights.npz"
+        if not path.is_file():
+            path = model_dir / "weights.npz"
         self.w = dict(np.load(path)) if path.is_file() else {}
 
     def compute(self, xs):

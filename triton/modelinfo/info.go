@@ -2,6 +2,7 @@ package modelinfo
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/mergectl/react-triton/triton"
 	"github.com/mergectl/react-triton/triton/tritonpb"
@@ -25,6 +26,29 @@ type Info struct {
 
 // String names the model as triton.DescribeModel does.
 func (m *Info) String() string { return triton.DescribeModel(m.Name, m.Version) }
+
+// ServedVersion returns the version that answers the model's requests:
+// Version when one was asked for, else the highest that the metadata lists
+// (the server's choice under Triton's default version policy), "" when it
+// lists none.
+func (m *Info) ServedVersion() string {
+	if m.Version != "" {
+		return m.Version
+	}
+	return HighestVersion(m.Metadata.GetVersions())
+}
+
+// HighestVersion returns the highest of the versions a model's metadata
+// lists (numerically), "" when none is a number.
+func HighestVersion(versions []string) string {
+	best, bestN := "", int64(-1)
+	for _, v := range versions {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > bestN {
+			best, bestN = v, n
+		}
+	}
+	return best
+}
 
 // MaxBatchSize returns the model's max_batch_size: 0 when it does not
 // batch, or when its configuration is unknown.

@@ -70,8 +70,9 @@
 // are not strings, booleans or numbers. Where Triton refuses a request
 // itself, it is refused with Triton's status and message (a *TritonError):
 // a JSON header that does not parse (500, rapidjson's reason and offset,
-// reproduced rule for rule in jsonsyntax.go) and an
-// Inference-Header-Content-Length outside the body (400). The header
+// reproduced rule for rule in jsonsyntax.go), an
+// Inference-Header-Content-Length outside the body (400), and JSON data
+// of an FP16 or BF16 input (400). The header
 // length is read with atoi, as Triton reads it ("252abc" is 252), and a
 // length of 0 is a raw binary request (the body is the data of the
 // model's only input). An output listed twice is requested once, as

@@ -99,8 +99,9 @@ func TestParseRequestErrors(t *testing.T) {
 		{"UINT64 too large", in(`"datatype":"UINT64","shape":[1],"data":[18446744073709551616]`), "", `input "x": data element 0: 18446744073709551616 is out of range for UINT64 [0, 18446744073709551615]`},
 		{"number for BOOL", in(`"datatype":"BOOL","shape":[1],"data":[1]`), "", `input "x": data element 0: want true or false for BOOL, got a number`},
 		{"number for BYTES", in(`"datatype":"BYTES","shape":[1],"data":[1]`), "", `input "x": data element 0: want a string for BYTES, got a number`},
-		{"FP16 as JSON", in(`"datatype":"FP16","shape":[1],"data":[1]`), "", `input "x": FP16 data cannot be given as JSON; send it as binary data`},
-		{"BF16 as JSON", in(`"datatype":"BF16","shape":[1],"data":[1]`), "", `input "x": BF16 data cannot be given as JSON; send it as binary data`},
+		{"FP16 as JSON", in(`"datatype":"FP16","shape":[1],"data":[1]`), "", `receiving FP16 data via JSON is not supported. Please use the binary data format for input x`},
+		{"BF16 as JSON", in(`"datatype":"BF16","shape":[1],"data":[1]`), "", `receiving BF16 data via JSON is not supported. Please use the binary data format for input x`},
+		{"FP16 as JSON, data first", in(`"data":[1],"datatype":"FP16","shape":[1]`), "", `receiving FP16 data via JSON is not supported. Please use the binary data format for input x`},
 		{"data not an array", in(`"datatype":"FP32","shape":[1],"data":5`), "", `input "x": data: want an array, got a number at offset 60`},
 		{"FP64 beyond range", in(`"datatype":"FP64","shape":[1],"data":[1e400]`), "", `failed to parse the request JSON buffer: Number too big to be stored in double. at 61`},
 		{"control character in string", in(`"datatype":"BYTES","shape":[1],"data":["a` + "\x01" + `"]`), "", `failed to parse the request JSON buffer: Invalid escape character in string. at 64`},
@@ -166,7 +167,8 @@ func TestParseRequestErrors(t *testing.T) {
 			if !errors.As(err, &te) || te.Status != 500 {
 				t.Errorf("error %T %v is not a *TritonError with status 500", err, err)
 			}
-		case strings.HasPrefix(want, "inference header size") || strings.HasPrefix(want, "parameter keys starting with 'triton_'"):
+		case strings.HasPrefix(want, "inference header size") || strings.HasPrefix(want, "parameter keys starting with 'triton_'") ||
+			strings.Contains(want, "data via JSON is not supported"):
 			if !errors.As(err, &te) || te.Status != 400 {
 				t.Errorf("error %T %v is not a *TritonError with status 400", err, err)
 			}

@@ -107,7 +107,9 @@ func (s *scanner) readTensor(kind string, i int, needData bool) (tensorSpec, err
 			if t.seen&(fDatatype|fShape) == fDatatype|fShape {
 				// The usual order: read the data in this pass.
 				if err = t.checkTensor(); err == nil {
-					t.raw, err = s.ReadData(t.datatype, t.n, t.shape)
+					if err = t.jsonData(); err == nil {
+						t.raw, err = s.ReadData(t.datatype, t.n, t.shape)
+					}
 				}
 				break
 			}
@@ -125,12 +127,24 @@ func (s *scanner) readTensor(kind string, i int, needData bool) (tensorSpec, err
 	}
 	if t.dataAt >= 0 {
 		d := &scanner{Scanner: s.Fork(t.dataAt), lim: s.lim}
+		if err := t.jsonData(); err != nil {
+			return fail(err)
+		}
 		var err error
 		if t.raw, err = d.ReadData(t.datatype, t.n, t.shape); err != nil {
 			return fail(err)
 		}
 	}
 	return t, nil
+}
+
+// jsonData refuses JSON data of an input in FP16 or BF16, which have no
+// JSON form, with Triton's own answer (400) and message.
+func (t *tensorSpec) jsonData() error {
+	if t.kind == "input" && (t.datatype == triton.FP16 || t.datatype == triton.BF16) {
+		return &TritonError{Status: 400, Msg: fmt.Sprintf("receiving %s data via JSON is not supported. Please use the binary data format for input %s", t.datatype, t.name)}
+	}
+	return nil
 }
 
 // param returns the handler of the parameters of meaning to Triton: the

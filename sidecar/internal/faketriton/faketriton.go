@@ -187,6 +187,16 @@ func (s *Server) with(name string, f func(*state)) {
 	f(st)
 }
 
+// SetVersions changes the versions a model serves, as Triton loading or
+// unloading a version (its model control in poll mode) does.
+func (s *Server) SetVersions(name string, versions ...string) {
+	s.with(name, func(st *state) {
+		m := *st.model
+		m.Versions = versions
+		st.model = &m
+	})
+}
+
 // SetReady makes a model ready or not (ModelReady answers false, ModelInfer
 // fails with UNAVAILABLE).
 func (s *Server) SetReady(name string, ready bool) {
@@ -479,7 +489,12 @@ func (s *Server) infer(ctx context.Context, req *tritonpb.ModelInferRequest) (*t
 	}
 	resp.ModelName, resp.Id = m.Name, req.GetId()
 	if resp.ModelVersion == "" {
-		resp.ModelVersion = m.versions()[0]
+		// The version asked for, or, as Triton's default policy, the last
+		// (highest) served.
+		resp.ModelVersion = req.GetModelVersion()
+		if resp.ModelVersion == "" {
+			resp.ModelVersion = m.versions()[len(m.versions())-1]
+		}
 	}
 	s.mu.Lock()
 	st.lastResp = proto.Clone(resp).(*tritonpb.ModelInferResponse)
@@ -510,13 +525,13 @@ func (s *Server) ModelStreamInfer(stream grpc.BidiStreamingServer[tritonpb.Model
 	}
 }
 
-// Stat is what the fake reports as a model's statistics: its inference
-// count is 1000 + the calls it received, so that tests can tell Triton's
-// numbers from the sidecar's.
-func (s *Server) stat(st *state) *tritonpb.ModelStatistics {
+// Stat is what the fake reports as a model version's statistics: its
+// inference count is 1000 + the calls the model received (all versions
+// together), so that tests can tell Triton's numbers from the sidecar's.
+func (s *Server) stat(st *state, version string) *tritonpb.ModelStatistics {
 	n := uint64(1000 + st.calls)
 	return &tritonpb.ModelStatistics{
-		Name: st.model.Name, Version: st.model.versions()[0], InferenceCount: n, ExecutionCount: n,
+		Name: st.model.Name, Version: version, InferenceCount: n, ExecutionCount: n,
 		InferenceStats: &tritonpb.InferStatistics{Success: &tritonpb.StatisticDuration{Count: n, Ns: 7 * n}},
 	}
 }
@@ -534,12 +549,18 @@ func (s *Server) ModelStatistics(ctx context.Context, req *tritonpb.ModelStatist
 		if err != nil {
 			return nil, err
 		}
-		resp.ModelStats = append(resp.ModelStats, s.stat(st))
+		version := req.GetVersion()
+		if version == "" {
+			version = st.model.versions()[0]
+		}
+		resp.ModelStats = append(resp.ModelStats, s.stat(st, version))
 		return resp, nil
 	}
 	for _, name := range s.sortedNames() {
 		if st := s.models[name]; !st.missing {
-			resp.ModelStats = append(resp.ModelStats, s.stat(st))
+			for _, v := range st.model.versions() {
+				resp.ModelStats = append(resp.ModelStats, s.stat(st, v))
+			}
 		}
 	}
 	return resp, nil
@@ -567,14 +588,16 @@ func (s *Server) RepositoryIndex(ctx context.Context, req *tritonpb.RepositoryIn
 		if st.missing {
 			continue
 		}
-		e := &tritonpb.RepositoryIndexResponse_ModelIndex{Name: name, Version: st.model.versions()[0], State: "READY"}
-		if st.notReady {
-			e.State, e.Reason = "UNAVAILABLE", "not ready"
+		for _, v := range st.model.versions() {
+			e := &tritonpb.RepositoryIndexResponse_ModelIndex{Name: name, Version: v, State: "READY"}
+			if st.notReady {
+				e.State, e.Reason = "UNAVAILABLE", "not ready"
+			}
+			if req.GetReady() && e.State != "READY" {
+				continue
+			}
+			resp.Models = append(resp.Models, e)
 		}
-		if req.GetReady() && e.State != "READY" {
-			continue
-		}
-		resp.Models = append(resp.Models, e)
 	}
 	return resp, nil
 }

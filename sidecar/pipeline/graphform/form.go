@@ -29,8 +29,10 @@ type Ensemble struct {
 	version string
 	graph   *ensemble.Graph
 	site    ensemble.Site
-	// outputs are the ensemble's outputs, in the order of its metadata.
+	// outputs are the ensemble's outputs, in the order of its metadata,
+	// and bytes those of datatype BYTES.
 	outputs []string
+	bytes   map[string]bool
 }
 
 // Read reads the step graph of the ensemble ens (Triton's metadata and
@@ -63,6 +65,12 @@ func Read(ens modelinfo.Info, correct string) (*Ensemble, problem.List) {
 	e := &Ensemble{name: ens.Name, version: latestVersion(ens.Metadata.GetVersions()), graph: g, site: site}
 	for _, out := range ens.Metadata.GetOutputs() {
 		e.outputs = append(e.outputs, out.GetName())
+		if out.GetDatatype() == "BYTES" {
+			if e.bytes == nil {
+				e.bytes = make(map[string]bool)
+			}
+			e.bytes[out.GetName()] = true
+		}
 	}
 	return e, nil
 }
@@ -82,6 +90,10 @@ func (e *Ensemble) Producer() (model, version, output string) {
 	}
 	return s.GetModelName(), version, e.site.Output
 }
+
+// ProducerStep returns the index of the step that produces the tensor to
+// correct, as the calls of Request.Call number the steps.
+func (e *Ensemble) ProducerStep() int { return e.site.Step }
 
 // Source names, in messages, the step that produces the tensor to
 // correct, its output and the tensor: `step 1 ("backbone"), whose output
@@ -123,11 +135,8 @@ type Form struct {
 // latestVersion returns the highest of the versions a model's metadata
 // lists, "1" when it lists none.
 func latestVersion(versions []string) string {
-	best, bestN := "1", int64(-1)
-	for _, v := range versions {
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > bestN {
-			best, bestN = v, n
-		}
+	if v := modelinfo.HighestVersion(versions); v != "" {
+		return v
 	}
-	return best
+	return "1"
 }

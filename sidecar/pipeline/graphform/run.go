@@ -20,7 +20,8 @@ import (
 // Outputs resolves the outputs a request asks for; none means every
 // output of the ensemble, in the order of its metadata. An output's
 // parameters (classification) go to the step that produces it; outputs in
-// shared memory are refused, since the sidecar holds the data.
+// shared memory, and the classification of a BYTES output (which crashes
+// Triton 2.51 when asked of the step), are refused.
 func (f *Form) Outputs(outs []*tritonpb.ModelInferRequest_InferRequestedOutputTensor) ([]ensemble.Output, error) {
 	order := f.ens.outputs
 	if len(outs) == 0 {
@@ -43,6 +44,11 @@ func (f *Form) Outputs(outs []*tritonpb.ModelInferRequest_InferRequestedOutputTe
 			if strings.HasPrefix(k, "shared_memory_") {
 				return nil, fmt.Errorf("output %q: outputs in shared memory are not served with a correction (the sidecar holds the data); ask for its data", name)
 			}
+		}
+		if _, ok := o.GetParameters()["classification"]; ok && f.ens.bytes[name] {
+			// Triton's ensemble refuses it (INVALID_ARGUMENT); asked of the
+			// step's model, Triton 2.51 crashes.
+			return nil, fmt.Errorf("output %q: classification of a BYTES output is not supported; ask for its data", name)
 		}
 		if len(o.GetParameters()) > 0 && (name == f.ens.site.Tensor || len(f.ens.graph.Consumers(name)) > 0) {
 			return nil, fmt.Errorf("output %q: its parameters (classification) are not served with a correction when another step reads it", name)

@@ -456,3 +456,34 @@ func TestOutputs(t *testing.T) {
 		})
 	}
 }
+
+// TestOutputsClassificationOfBytes: the classification of a BYTES output
+// is refused (Triton's ensemble refuses it; asked of the step's model,
+// Triton 2.51 crashes); its data, and the classification of a numeric
+// output, are served.
+func TestOutputsClassificationOfBytes(t *testing.T) {
+	info := ensembleInfo([]string{"1"})
+	info.Metadata.Outputs[0].Datatype = "BYTES" // probs
+	e, p := graphform.Read(info, "emb")
+	if p != nil {
+		t.Fatal(p)
+	}
+	f, err := e.Form(producerInfo("FP32", d), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	classification := map[string]*tritonpb.InferParameter{"classification": {ParameterChoice: &tritonpb.InferParameter_Int64Param{Int64Param: 1}}}
+	out := func(name string, params map[string]*tritonpb.InferParameter) []*tritonpb.ModelInferRequest_InferRequestedOutputTensor {
+		return []*tritonpb.ModelInferRequest_InferRequestedOutputTensor{{Name: name, Parameters: params}}
+	}
+	want := `output "probs": classification of a BYTES output is not supported`
+	if _, err := f.Outputs(out("probs", classification)); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("classification of BYTES: %v, want …%s…", err, want)
+	}
+	if _, err := f.Outputs(out("probs", nil)); err != nil {
+		t.Errorf("data of BYTES: %v", err)
+	}
+	if _, err := newForm(t, "FP32").Outputs(out("probs", classification)); err != nil {
+		t.Errorf("classification of FP32: %v", err)
+	}
+}
