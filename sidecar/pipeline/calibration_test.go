@@ -19,7 +19,9 @@ import (
 // after start-up and answers from it (a backbone left to Triton's choice,
 // or an ensemble step with model_version -1), a corrected request is
 // refused (INTERNAL, saying what to do) rather than corrected with version
-// 1's statistics; pinned to version 1, it is served. Both forms.
+// 1's statistics; pinned to version 1, it is served, and so is a request
+// without a correction (docs/contracts.md: "in a corrected request").
+// Both forms.
 func TestInferRefusesAnotherVersionOfTheCalibratedBackbone(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -65,6 +67,10 @@ func TestInferRefusesAnotherVersionOfTheCalibratedBackbone(t *testing.T) {
 			want := tt.what + ` answered from version 2, but the components of "zoo" were calibrated on version 1: pin version 1`
 			if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), want) {
 				t.Errorf("version 2 answered: %v, want INTERNAL …%s…", err, want)
+			}
+			// Without a correction, nothing calibrated is applied: served.
+			if _, err := set.Models[tt.model].Infer(context.Background(), e.up, withPreference(tt.request().Proto, "none")); err != nil {
+				t.Errorf("version 2 answered, no correction: %v", err)
 			}
 			if tt.pin == nil {
 				return
