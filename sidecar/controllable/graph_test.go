@@ -382,6 +382,26 @@ func TestExplicitModelShadowsEveryVersion(t *testing.T) {
 	h := sidecartest.StartHarness(t, nil)
 	h.Fake.SetVersions("multi", "1", "2")
 	ctx := context.Background()
+	// Triton lists both versions of its multi (what the sidecar replaces).
+	direct := tritonpb.NewGRPCInferenceServiceClient(sidecartest.Dial(t, h.Fake.Addr))
+	var tritons []string
+	if st, err := direct.ModelStatistics(ctx, &tritonpb.ModelStatisticsRequest{}); err == nil {
+		for _, s := range st.GetModelStats() {
+			if s.GetName() == "multi" {
+				tritons = append(tritons, s.GetVersion())
+			}
+		}
+	}
+	if idx, err := direct.RepositoryIndex(ctx, &tritonpb.RepositoryIndexRequest{}); err == nil {
+		for _, e := range idx.GetModels() {
+			if e.GetName() == "multi" {
+				tritons = append(tritons, e.GetVersion())
+			}
+		}
+	}
+	if strings.Join(tritons, ",") != "1,2,1,2" {
+		t.Fatalf("Triton's statistics and index entries of multi: %v, want versions 1 and 2 in each", tritons)
+	}
 	if _, err := h.Client.ModelInfer(ctx, sidecartest.CtlRequest("multi", "s", sidecartest.CtlBatch)); err != nil {
 		t.Fatal(err)
 	}
