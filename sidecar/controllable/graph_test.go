@@ -377,7 +377,8 @@ func TestGraphModelOtherVersionsHTTP(t *testing.T) {
 // changed by the graph form's versions: when Triton's model of its name
 // has versions 1 and 2, the sidecar's model (version 1) replaces both in
 // the statistics and the index (gRPC and HTTP), and a request for version
-// 2 is NOT_FOUND (404), counted as the sidecar model's failure.
+// 2 is NOT_FOUND (404), counted as the sidecar model's failure, and not
+// ready.
 func TestExplicitModelShadowsEveryVersion(t *testing.T) {
 	h := sidecartest.StartHarness(t, nil)
 	h.Fake.SetVersions("multi", "1", "2")
@@ -417,6 +418,25 @@ func TestExplicitModelShadowsEveryVersion(t *testing.T) {
 	}
 	if h.Fake.Calls("multi") != calls {
 		t.Error("a request for version 2 reached Triton's multi")
+	}
+	// Readiness: version 1 is ready, version 2 (Triton's only) is not, as
+	// Triton answers for a version that does not exist.
+	for _, v := range []string{"", "1", "2"} {
+		r, err := h.Client.ModelReady(ctx, &tritonpb.ModelReadyRequest{Name: "multi", Version: v})
+		if err != nil || r.GetReady() != (v != "2") {
+			t.Errorf("ModelReady(multi, %q) = %v, %v; want %v", v, r, err, v != "2")
+		}
+		path := "/v2/models/multi/ready"
+		if v != "" {
+			path = "/v2/models/multi/versions/" + v + "/ready"
+		}
+		want := http.StatusOK
+		if v == "2" {
+			want = http.StatusBadRequest
+		}
+		if resp, _ := sidecartest.HTTPDo(t, http.MethodGet, h.HTTPURL+path, nil, nil); resp.StatusCode != want {
+			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, want)
+		}
 	}
 
 	all, err := h.Client.ModelStatistics(ctx, &tritonpb.ModelStatisticsRequest{})
