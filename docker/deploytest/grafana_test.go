@@ -89,20 +89,47 @@ func dashboardMetrics(d dashboard) []string {
 // the sidecar's metrics (rows that start with a react_ name in backquotes).
 func contractMetrics(t *testing.T) map[string]bool {
 	t.Helper()
+	out := tableMetrics(readFile(t, "docs", "contracts.md"))
+	if len(out) < 20 {
+		t.Fatalf("docs/contracts.md: %d sidecar metrics found, the table moved?", len(out))
+	}
+	return out
+}
+
+// metricsRow matches the first cell of a row of contracts' table of
+// metrics: one or more names, comma-separated.
+var metricsRow = regexp.MustCompile("^\\| (`react_[^|]*)\\|")
+
+// tableMetrics returns the metric names of the rows of a table of metrics.
+func tableMetrics(text string) map[string]bool {
 	out := map[string]bool{}
-	// The first cell of a row: one or more names, comma-separated.
-	row := regexp.MustCompile("^\\| (`react_[^|]*)\\|")
-	for _, line := range strings.Split(readFile(t, "docs", "contracts.md"), "\n") {
-		if m := row.FindStringSubmatch(line); m != nil {
+	for _, line := range strings.Split(text, "\n") {
+		if m := metricsRow.FindStringSubmatch(line); m != nil {
 			for _, name := range metricName.FindAllString(m[1], -1) {
 				out[name] = true
 			}
 		}
 	}
-	if len(out) < 20 {
-		t.Fatalf("docs/contracts.md: %d sidecar metrics found, the table moved?", len(out))
-	}
 	return out
+}
+
+// TestTableMetrics: every name of a row counts, however many the row has
+// and whatever note follows one; names in other cells and other lines do
+// not.
+func TestTableMetrics(t *testing.T) {
+	text := "| `react_a_total` | `model` |\n" +
+		"| `react_b`, `react_c_seconds` (histogram), `react_d` | `task`; see `react_e` |\n" +
+		"`react_f` in prose\n| name | `react_g` |\n"
+	got := tableMetrics(text)
+	want := []string{"react_a_total", "react_b", "react_c_seconds", "react_d"}
+	if len(got) != len(want) {
+		t.Errorf("tableMetrics = %v, want %v", got, want)
+	}
+	for _, n := range want {
+		if !got[n] {
+			t.Errorf("tableMetrics = %v: no %s", got, n)
+		}
+	}
 }
 
 // TestGrafanaDashboard: the compose project provisions Grafana with the

@@ -236,8 +236,10 @@ var forbidden = map[string][]string{
 }
 
 // tagSets are the build configurations whose imports count: the default,
-// OpenBLAS, and the cuda build.
-var tagSets = [][]string{nil, {"openblas"}, {"openblas", "cuda"}}
+// OpenBLAS, and the cuda build; nil, all files whatever their build
+// constraints (another OS's, the race detector's), so that an import or a
+// package under another tag is not missed.
+var tagSets = [][]string{{}, {"openblas"}, {"openblas", "cuda"}, nil}
 
 // imports returns, for each package of the module under root, its non-test
 // imports in any of tagSets.
@@ -270,6 +272,7 @@ func imports(t *testing.T, root string) map[string][]string {
 			ctx := build.Default
 			ctx.BuildTags = tags
 			ctx.CgoEnabled = true
+			ctx.UseAllFiles = tags == nil // the last set ({} is the default build)
 			p, err := ctx.ImportDir(path, 0)
 			if err != nil {
 				if _, ok := err.(*build.NoGoError); ok {
@@ -400,5 +403,31 @@ func TestPolicyCatches(t *testing.T) {
 				t.Errorf("no violation containing %q in %q", tc.want, violations(tc.pkgs))
 			}
 		})
+	}
+}
+
+// TestImportsEveryBuildTag: imports reads the files of every build
+// constraint, so that a package built only under a tag outside the
+// default, OpenBLAS and cuda builds (the race detector's) and an import of
+// another OS's file are not missed by the policy and the table.
+func TestImportsEveryBuildTag(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		"racy/r.go":       "//go:build race\n\npackage racy\n\nimport _ \"fmt\"\n",
+		"os/os.go":        "package os\n",
+		"os/os_darwin.go": "package os\n\nimport _ \"strings\"\n",
+	}
+	for name, text := range files {
+		path := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := imports(t, root)
+	if !slices.Contains(got["racy"], "fmt") || !slices.Contains(got["os"], "strings") {
+		t.Errorf("imports = %v, want racy importing fmt and os importing strings", got)
 	}
 }

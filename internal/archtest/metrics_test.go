@@ -19,7 +19,9 @@ import (
 var metricName = regexp.MustCompile(`^react_[a-z0-9_]*[a-z0-9]$`)
 
 // codeMetrics returns the metric names the module's code defines: every
-// string literal that is a whole react_ name, in the non-test Go files
+// string literal, or concatenation of them, that is a whole react_ name,
+// and every name that a Prometheus options literal builds from a
+// Namespace or Subsystem and a Name, in the non-test Go files
 // under root. The generated protocol code and bench/ (programs that read
 // the metrics of a sidecar, and so spell its names, with _count suffixes)
 // are left out.
@@ -54,10 +56,15 @@ func codeMetrics(t *testing.T, root string) map[string]bool {
 			return err
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
-			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-				if s, err := strconv.Unquote(lit.Value); err == nil && metricName.MatchString(s) {
-					out[s] = true
-				}
+			s, ok := "", false
+			switch n := n.(type) {
+			case *ast.BasicLit, *ast.BinaryExpr:
+				s, ok = stringValue(n.(ast.Expr))
+			case *ast.CompositeLit:
+				s, ok = optsName(n)
+			}
+			if ok && metricName.MatchString(s) {
+				out[s] = true
 			}
 			return true
 		})
@@ -67,6 +74,57 @@ func codeMetrics(t *testing.T, root string) map[string]bool {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// stringValue returns the value of a string literal, or of a
+// concatenation of them ("react_" + "x_total").
+func stringValue(e ast.Expr) (string, bool) {
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		if e.Kind != token.STRING {
+			return "", false
+		}
+		s, err := strconv.Unquote(e.Value)
+		return s, err == nil
+	case *ast.ParenExpr:
+		return stringValue(e.X)
+	case *ast.BinaryExpr:
+		if e.Op != token.ADD {
+			return "", false
+		}
+		x, ok := stringValue(e.X)
+		y, ok2 := stringValue(e.Y)
+		return x + y, ok && ok2
+	}
+	return "", false
+}
+
+// optsName returns the name that a Prometheus options literal with a
+// Namespace or Subsystem gives its metric (namespace_subsystem_name, as
+// prometheus.BuildFQName joins the parts that are not empty).
+func optsName(c *ast.CompositeLit) (string, bool) {
+	parts := map[string]string{}
+	for _, e := range c.Elts {
+		kv, ok := e.(*ast.KeyValueExpr)
+		if !ok {
+			continue
+		}
+		if key, ok := kv.Key.(*ast.Ident); ok {
+			if v, ok := stringValue(kv.Value); ok {
+				parts[key.Name] = v
+			}
+		}
+	}
+	if parts["Name"] == "" || parts["Namespace"] == "" && parts["Subsystem"] == "" {
+		return "", false
+	}
+	var names []string
+	for _, k := range []string{"Namespace", "Subsystem", "Name"} {
+		if parts[k] != "" {
+			names = append(names, parts[k])
+		}
+	}
+	return strings.Join(names, "_"), true
 }
 
 // contractsRow matches a row of docs/contracts.md's table of metrics: its
@@ -142,5 +200,25 @@ func TestContractsMetricsCatches(t *testing.T) {
 	}
 	if got := metricProblems(docMetrics("| `react_a_total` (histogram) | `x` |\n| `react_b`, `react_c` | — |\n"), code); len(got) != 0 {
 		t.Errorf("a true table: %q", got)
+	}
+}
+
+// TestCodeMetricsParts: a metric name built from parts, literals
+// concatenated or a Prometheus options literal's Namespace, Subsystem and
+// Name, counts as the code's (and so must be in docs/contracts.md's table).
+func TestCodeMetricsParts(t *testing.T) {
+	root := t.TempDir()
+	src := "package m\n\nvar (\n" +
+		"\ta = prometheus.CounterOpts{Namespace: \"react\", Subsystem: \"cache\", Name: \"hits_total\", Help: \"h\"}\n" +
+		"\tb = prometheus.GaugeOpts{Namespace: \"react\", Name: \"up\"}\n" +
+		"\tc = \"react_\" + (\"rows\" + \"_total\")\n" +
+		"\td = prometheus.CounterOpts{Name: \"react_whole_total\"}\n" +
+		"\te = prometheus.CounterOpts{Namespace: \"other\", Name: \"x\"}\n)\n"
+	if err := os.WriteFile(filepath.Join(root, "m.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := sortedKeys(codeMetrics(t, root))
+	if want := []string{"react_cache_hits_total", "react_rows_total", "react_up", "react_whole_total"}; !slices.Equal(got, want) {
+		t.Errorf("codeMetrics = %q, want %q", got, want)
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -317,5 +319,158 @@ func TestReloadRefusesAnotherSignature(t *testing.T) {
 	}
 	if h.Models.Config() == cfg {
 		t.Error("the refused configuration is in service")
+	}
+}
+
+// TestGraphModelOtherVersionsHTTP: the other versions of a graph-form
+// model's ensemble over HTTP, as over gRPC: an inference request for
+// version 1 without a correction goes to Triton's version 1 and is not
+// counted by the sidecar, with one it is 404 saying what to send; the
+// repository index lists Triton's version 1 beside the sidecar's version
+// 2, each once.
+func TestGraphModelOtherVersionsHTTP(t *testing.T) {
+	h := startGraphHarness(t, "1", "2")
+	body, hdr := sidecartest.InferBody(t, sidecartest.CtlRequest("ens", "h", sidecartest.CtlBatch), false)
+	hdr["React-Preference"] = "none"
+	calls := h.Fake.Calls("ens")
+	resp, out := sidecartest.HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/ens/versions/1/infer", body, hdr)
+	if resp.StatusCode != http.StatusOK || h.Fake.Calls("ens") != calls+1 || h.Fake.LastRequest("ens").GetModelVersion() != "1" {
+		t.Errorf("version 1 without a correction: %d %s; want Triton's version 1 to answer", resp.StatusCode, out)
+	}
+	var answer map[string]any
+	if json.Unmarshal(out, &answer) != nil || answer["model_version"] != "1" {
+		t.Errorf("version 1's answer: %s, want model_version 1", out)
+	}
+	delete(hdr, "React-Preference")
+	resp, out = sidecartest.HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/ens/versions/1/infer", body, hdr)
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(out), "version 1 takes no preference") {
+		t.Errorf("version 1 with the default preference: %d %s, want 404", resp.StatusCode, out)
+	}
+	if resp, out := sidecartest.HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/ens/versions/2/infer", body, hdr); resp.StatusCode != http.StatusOK {
+		t.Fatalf("version 2: %d %s", resp.StatusCode, out)
+	}
+	// The sidecar's version 2 counts its own: one success, neither the
+	// relayed request nor the refused one (both for version 1).
+	st, err := h.Client.ModelStatistics(context.Background(), &tritonpb.ModelStatisticsRequest{Name: "ens"})
+	if is := st.GetModelStats()[0].GetInferenceStats(); err != nil || is.GetSuccess().GetCount() != 1 || is.GetFail().GetCount() != 0 {
+		t.Errorf("ModelStatistics(ens) = %v, %v; want the sidecar's 1 success, no failure", st, err)
+	}
+
+	code, idx := getJSON(t, http.MethodPost, h.HTTPURL+"/v2/repository/index", "")
+	arr, ok := idx.([]any)
+	if code != http.StatusOK || !ok {
+		t.Fatalf("index: %d %v", code, idx)
+	}
+	var versions []string
+	for _, e := range arr {
+		if jget(e, "name") == "ens" {
+			versions = append(versions, fmt.Sprint(jget(e, "version"), " ", jget(e, "state")))
+		}
+	}
+	slices.Sort(versions)
+	if strings.Join(versions, ",") != "1 READY,2 READY" {
+		t.Errorf("HTTP index entries of ens: %v, want Triton's version 1 and the sidecar's version 2", versions)
+	}
+}
+
+// TestExplicitModelShadowsEveryVersion: an explicit-form model is not
+// changed by the graph form's versions: when Triton's model of its name
+// has versions 1 and 2, the sidecar's model (version 1) replaces both in
+// the statistics and the index (gRPC and HTTP), and a request for version
+// 2 is NOT_FOUND (404), counted as the sidecar model's failure, and not
+// ready.
+func TestExplicitModelShadowsEveryVersion(t *testing.T) {
+	h := sidecartest.StartHarness(t, nil)
+	h.Fake.SetVersions("multi", "1", "2")
+	ctx := context.Background()
+	// Triton lists both versions of its multi (what the sidecar replaces).
+	direct := tritonpb.NewGRPCInferenceServiceClient(sidecartest.Dial(t, h.Fake.Addr))
+	var tritons []string
+	if st, err := direct.ModelStatistics(ctx, &tritonpb.ModelStatisticsRequest{}); err == nil {
+		for _, s := range st.GetModelStats() {
+			if s.GetName() == "multi" {
+				tritons = append(tritons, s.GetVersion())
+			}
+		}
+	}
+	if idx, err := direct.RepositoryIndex(ctx, &tritonpb.RepositoryIndexRequest{}); err == nil {
+		for _, e := range idx.GetModels() {
+			if e.GetName() == "multi" {
+				tritons = append(tritons, e.GetVersion())
+			}
+		}
+	}
+	if strings.Join(tritons, ",") != "1,2,1,2" {
+		t.Fatalf("Triton's statistics and index entries of multi: %v, want versions 1 and 2 in each", tritons)
+	}
+	if _, err := h.Client.ModelInfer(ctx, sidecartest.CtlRequest("multi", "s", sidecartest.CtlBatch)); err != nil {
+		t.Fatal(err)
+	}
+	v2 := sidecartest.CtlRequest("multi", "s", sidecartest.CtlBatch)
+	v2.ModelVersion = "2"
+	calls := h.Fake.Calls("multi")
+	if _, err := h.Client.ModelInfer(ctx, v2); status.Code(err) != codes.NotFound {
+		t.Errorf("ModelInfer(multi, 2): %v, want NOT_FOUND", err)
+	}
+	body, hdr := sidecartest.InferBody(t, sidecartest.CtlRequest("multi", "h", sidecartest.CtlBatch), false)
+	if resp, out := sidecartest.HTTPDo(t, http.MethodPost, h.HTTPURL+"/v2/models/multi/versions/2/infer", body, hdr); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("POST multi version 2: %d %s, want 404", resp.StatusCode, out)
+	}
+	if h.Fake.Calls("multi") != calls {
+		t.Error("a request for version 2 reached Triton's multi")
+	}
+	// Readiness: version 1 is ready, version 2 (Triton's only) is not, as
+	// Triton answers for a version that does not exist.
+	for _, v := range []string{"", "1", "2"} {
+		r, err := h.Client.ModelReady(ctx, &tritonpb.ModelReadyRequest{Name: "multi", Version: v})
+		if err != nil || r.GetReady() != (v != "2") {
+			t.Errorf("ModelReady(multi, %q) = %v, %v; want %v", v, r, err, v != "2")
+		}
+		path := "/v2/models/multi/ready"
+		if v != "" {
+			path = "/v2/models/multi/versions/" + v + "/ready"
+		}
+		want := http.StatusOK
+		if v == "2" {
+			want = http.StatusBadRequest
+		}
+		if resp, _ := sidecartest.HTTPDo(t, http.MethodGet, h.HTTPURL+path, nil, nil); resp.StatusCode != want {
+			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+
+	all, err := h.Client.ModelStatistics(ctx, &tritonpb.ModelStatisticsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stats []string
+	for _, s := range all.GetModelStats() {
+		if s.GetName() == "multi" {
+			is := s.GetInferenceStats()
+			stats = append(stats, fmt.Sprintf("%s %d/%d", s.GetVersion(), is.GetSuccess().GetCount(), is.GetFail().GetCount()))
+		}
+	}
+	if strings.Join(stats, ",") != "1 1/2" {
+		t.Errorf("statistics of multi: %v, want only the sidecar's version 1: 1 success, 2 failures", stats)
+	}
+	idx, err := h.Client.RepositoryIndex(ctx, &tritonpb.RepositoryIndexRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var versions []string
+	for _, e := range idx.GetModels() {
+		if e.GetName() == "multi" {
+			versions = append(versions, e.GetVersion())
+		}
+	}
+	_, hidx := getJSON(t, http.MethodPost, h.HTTPURL+"/v2/repository/index", "")
+	arr, _ := hidx.([]any)
+	for _, e := range arr {
+		if jget(e, "name") == "multi" {
+			versions = append(versions, fmt.Sprint("http ", jget(e, "version")))
+		}
+	}
+	if strings.Join(versions, ",") != "1,http 1" {
+		t.Errorf("index entries of multi: %v, want only the sidecar's version 1 (gRPC, HTTP)", versions)
 	}
 }

@@ -138,7 +138,7 @@ func (m *Model) infer(ctx context.Context, up *Upstream, in *tritonpb.ModelInfer
 
 	// The backbone.
 	start = time.Now()
-	feature, err := m.callBackbone(ctx, up, in, params)
+	feature, err := m.callBackbone(ctx, up, in, params, choice.Corrects())
 	if err != nil {
 		return err
 	}
@@ -312,8 +312,10 @@ type feature struct {
 }
 
 // callBackbone runs the backbone on the client's inputs and returns its
-// feature output.
-func (m *Model) callBackbone(ctx context.Context, up *Upstream, in *tritonpb.ModelInferRequest, params map[string]*tritonpb.InferParameter) (feature, error) {
+// feature output. For a request that gets a correction (corrected), the
+// version that answers must be the calibrated one (checkAnswerVersion);
+// without one, nothing calibrated is applied.
+func (m *Model) callBackbone(ctx context.Context, up *Upstream, in *tritonpb.ModelInferRequest, params map[string]*tritonpb.InferParameter, corrected bool) (feature, error) {
 	req := &tritonpb.ModelInferRequest{
 		ModelName:        m.backbone.model,
 		ModelVersion:     m.backbone.version,
@@ -329,8 +331,10 @@ func (m *Model) callBackbone(ctx context.Context, up *Upstream, in *tritonpb.Mod
 	if err != nil {
 		return feature{}, m.upstreamError(up, "backbone", m.backbone, err)
 	}
-	if err := m.checkAnswerVersion("backbone", m.backbone, resp.GetModelVersion()); err != nil {
-		return feature{}, err
+	if corrected {
+		if err := m.checkAnswerVersion("backbone", m.backbone, resp.GetModelVersion()); err != nil {
+			return feature{}, err
+		}
 	}
 	t, err := triton.ResponseOutput(resp, m.feature)
 	if err != nil {

@@ -57,6 +57,22 @@ func TestResolve(t *testing.T) {
 	}
 }
 
+// TestResolveWithoutConfig: a server that does not implement ModelConfig
+// (UNIMPLEMENTED) resolves with no configuration; any other failure of
+// ModelConfig is Resolve's error, with its code.
+func TestResolveWithoutConfig(t *testing.T) {
+	for _, code := range []codes.Code{codes.Unimplemented, codes.Internal, codes.NotFound} {
+		c := startFake(t, &tritontest.Server{ConfigCode: code})
+		m, err := Resolve(context.Background(), c, "affine_fp32", "")
+		switch {
+		case code == codes.Unimplemented && (err != nil || m.Config != nil || len(m.Metadata.GetInputs()) != 1):
+			t.Errorf("ModelConfig %v: got %+v, %v; want the metadata and no configuration", code, m, err)
+		case code != codes.Unimplemented && status.Code(err) != code:
+			t.Errorf("ModelConfig %v: got %+v, %v; want the error", code, m, err)
+		}
+	}
+}
+
 // TestRunBatched: every sample's output in order, whatever the batch and
 // the requests in flight; a failure names the samples of its request.
 func TestRunBatched(t *testing.T) {

@@ -114,3 +114,35 @@ func TestFeatureSize(t *testing.T) {
 		}
 	}
 }
+
+// TestServedVersion: the version that answers is the one asked for, or
+// else the numerically highest the metadata lists (Triton's default
+// policy: "10" above "9"), ignoring names that are not numbers; "" when
+// none is.
+func TestServedVersion(t *testing.T) {
+	tests := []struct {
+		asked    string
+		versions []string
+		want     string
+	}{
+		{"", []string{"1", "2"}, "2"},
+		{"", []string{"2", "1"}, "2"},
+		{"", []string{"9", "10"}, "10"},
+		{"", []string{"10", "9"}, "10"},
+		{"", []string{"0"}, "0"},
+		{"", []string{"x", "3", "-4"}, "3"},
+		{"", []string{"x"}, ""},
+		{"", nil, ""},
+		{"1", []string{"1", "2"}, "1"},
+		{"7", nil, "7"},
+	}
+	for _, tt := range tests {
+		m := &Info{Name: "m", Version: tt.asked, Metadata: &tritonpb.ModelMetadataResponse{Versions: tt.versions}}
+		if got := m.ServedVersion(); got != tt.want {
+			t.Errorf("asked %q, versions %q: ServedVersion() = %q, want %q", tt.asked, tt.versions, got, tt.want)
+		}
+	}
+	if got := (&Info{Name: "m"}).ServedVersion(); got != "" {
+		t.Errorf("no metadata: ServedVersion() = %q, want \"\"", got)
+	}
+}

@@ -50,6 +50,9 @@ type Server struct {
 	TypedOutputs bool
 	// ResponseParams are the parameters of every inference response.
 	ResponseParams map[string]*tritonpb.InferParameter
+	// ConfigCode, when not OK, is the code every ModelConfig fails with
+	// (UNIMPLEMENTED: a server without ModelConfig).
+	ConfigCode codes.Code
 
 	mu        sync.Mutex
 	calls     map[string]int // RPC name -> calls
@@ -190,6 +193,9 @@ func (f *Server) ModelMetadata(_ context.Context, r *tritonpb.ModelMetadataReque
 // ModelConfig answers a model's configuration: its inputs, MASK optional.
 func (f *Server) ModelConfig(_ context.Context, r *tritonpb.ModelConfigRequest) (*tritonpb.ModelConfigResponse, error) {
 	f.called("ModelConfig")
+	if f.ConfigCode != codes.OK {
+		return nil, status.Errorf(f.ConfigCode, "injected: ModelConfig fails")
+	}
 	if code, ok := versionErrors[r.GetVersion()]; ok {
 		return nil, status.Errorf(code, "injected for version %s", r.GetVersion())
 	}
