@@ -231,13 +231,12 @@ func TestReloadForgetsReaders(t *testing.T) {
 	if got := send(); len(got) != 0 {
 		t.Fatalf("plain, without a react step, received %v", got)
 	}
-	x := []faketriton.Tensor{{Name: "x", Datatype: "FP32", Shape: []int64{-1, 3}}}
-	logits := []faketriton.Tensor{{Name: "logits", Datatype: "FP32", Shape: []int64{-1, 2}}}
-	h.Fake.Put(&faketriton.Model{Name: "plain", MaxBatchSize: 8, Inputs: x, Outputs: logits,
-		Infer: func(*tritonpb.ModelInferRequest) (*tritonpb.ModelInferResponse, error) { return &tritonpb.ModelInferResponse{}, nil },
-		Steps: []*tritonpb.ModelEnsembling_Step{
-			faketriton.Step("fashion_react", map[string]string{"x": "x"}, map[string]string{"logits": "logits"}),
-		}})
+	for _, m := range backendModels() {
+		if m.Name == "outer" { // an ensemble holding fashion_react, as plain now
+			m.Name = "plain"
+			h.Fake.Put(m)
+		}
+	}
 	cfg, err := config.Load(h.ConfigPath, nil)
 	if err != nil {
 		t.Fatal(err)
