@@ -176,10 +176,13 @@ var policy = map[string][]string{
 	// sidecar/sampling: live sampling wired in: the sampler built from the
 	// configuration, the samples' backbone and expert calls.
 	"sidecar/sampling": {"livestats", "sidecar/config", "sidecar/passthrough", "control", "react", "triton", "triton/tritonpb"},
+	// sidecar/backendmode: a relayed request's react-* headers made the
+	// request parameters of a model with a react step.
+	"sidecar/backendmode": {"control", "sidecar/internal/restapi", "triton/tritonhttp", "triton/tritonpb"},
 	// sidecar/controllable: the controllable models and their answers over
 	// the pass-through's seams.
 	"sidecar/controllable": {"sidecar/pipeline", "sidecar/modelstats", "sidecar/config", "sidecar/config/memory", "sidecar/limits", "sidecar/metrics", "sidecar/passthrough",
-		"sidecar/readiness", "sidecar/outcomes", "sidecar/sampling", "sidecar/internal/restapi", "control", "problem", "triton/tritonhttp", "triton/tritonpb"},
+		"sidecar/readiness", "sidecar/outcomes", "sidecar/sampling", "sidecar/backendmode", "sidecar/internal/restapi", "control", "problem", "triton/tritonhttp", "triton/tritonpb"},
 	// sidecar/outcomes: the experiments' outcome feedback wired in: the
 	// requests served with an arm recorded under their ids, the feedback
 	// route and the react.Feedback service.

@@ -215,29 +215,37 @@ func TestBackendModeUnknownAndUnreachable(t *testing.T) {
 
 // TestReloadForgetsReaders: a reload forgets what the sidecar learnt about
 // which models read ReACT's parameters, so that a model replaced together
-// with the configuration is asked about again at once, not after
-// readersTTL.
+// with the configuration is asked about again at once, not after the
+// readers' 10 seconds: plain, learnt to have no react step, gets one, and
+// the first request after the reload has its header as a parameter.
 func TestReloadForgetsReaders(t *testing.T) {
 	h := startBackendHarness(t)
-	ctx := context.Background()
-	if _, err := h.Models.Readers().Reads(ctx, "plain", ""); err != nil {
-		t.Fatal(err)
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "react-preference", "a=1")
+	send := func() map[string]string {
+		t.Helper()
+		if _, err := h.Client.ModelInfer(ctx, sidecartest.CtlRequest("plain", "r", sidecartest.CtlBatch)); err != nil {
+			t.Fatal(err)
+		}
+		return ownParams(h.Fake.LastRequest("plain"))
 	}
-	known := func() int {
-		return h.Models.Readers().Known()
+	if got := send(); len(got) != 0 {
+		t.Fatalf("plain, without a react step, received %v", got)
 	}
-	if known() == 0 {
-		t.Fatal("nothing learnt about model plain")
+	for _, m := range backendModels() {
+		if m.Name == "outer" { // an ensemble holding fashion_react, as plain now
+			m.Name = "plain"
+			h.Fake.Put(m)
+		}
 	}
 	cfg, err := config.Load(h.ConfigPath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Models.Reload(ctx, cfg); err != nil {
+	if err := h.Models.Reload(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	if n := known(); n != 0 {
-		t.Errorf("%d answers kept across a reload", n)
+	if got, want := send(), map[string]string{"react-preference": "a=1"}; !sameParams(got, want) {
+		t.Errorf("after a reload, plain (now with a react step) received %v, want %v", got, want)
 	}
 }
 

@@ -12,7 +12,8 @@
 // index Triton would answer for them. Requests for other models pass
 // through, after the limits every inference request is held to
 // (sidecar/limits) and, for a model with a react step, with the request's
-// react-* headers made request parameters (backend mode). The sidecar's
-// own readiness (sidecar/readiness) is answered here too, on
-// /v2/health/ready, ServerReady and /readyz (ReadyzHandler).
+// react-* headers made request parameters (backend mode,
+// sidecar/backendmode). The sidecar's own readiness (sidecar/readiness)
+// is answered here too, on /v2/health/ready, ServerReady and /readyz
+// (ReadyzHandler).
 package controllable

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/sidecar/backendmode"
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/limits"
 	"github.com/mergectl/react-triton/sidecar/outcomes"
@@ -380,7 +381,7 @@ func (ms *Models) relayed(ctx context.Context, md metadata.MD, f *passthrough.Fr
 	if err != nil || params == nil {
 		return f, err
 	}
-	return &passthrough.Frame{Payload: withParameters(f.Payload, params)}, nil
+	return &passthrough.Frame{Payload: backendmode.SetGRPC(f.Payload, params)}, nil
 }
 
 // admitFrame holds an inference request's message against

@@ -8,11 +8,11 @@ import (
 	"strconv"
 	"time"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/mergectl/react-triton/control"
+	"github.com/mergectl/react-triton/sidecar/backendmode"
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/internal/restapi"
 	"github.com/mergectl/react-triton/sidecar/limits"
@@ -158,35 +158,11 @@ func (ms *Models) httpInfer(w http.ResponseWriter, r *http.Request, rt restapi.R
 // (backend mode; backendParameters), the decompressed body with them as
 // request parameters, its headers updated to match.
 func (ms *Models) httpRelayed(r *http.Request, rt restapi.Route, req *tritonhttp.Request, raw, body []byte) ([]byte, error) {
-	var hdr control.Values
-	if v := r.Header.Values(control.KeyPreference); len(v) > 0 {
-		hdr.Preference, hdr.HasPreference = v[0], true
-	}
-	if v := r.Header.Values(control.KeyPreset); len(v) > 0 {
-		hdr.Preset, hdr.HasPreset = v[0], true
-	}
-	params, err := ms.backendParameters(r.Context(), rt.Model, rt.Version, hdr)
+	params, err := ms.backendParameters(r.Context(), rt.Model, rt.Version, backendmode.HeaderValues(r.Header))
 	if err != nil || params == nil {
 		return raw, err
 	}
-	if req.Raw {
-		return nil, status.Errorf(codes.InvalidArgument, "sidecar: model %q reads the react-preference and react-preset headers as request parameters, "+
-			"which a raw binary request (Inference-Header-Content-Length: 0) cannot carry: send a JSON header", rt.Model)
-	}
-	hl, framed := r.Header[http.CanonicalHeaderKey(restapi.HeaderContentLength)]
-	opt := tritonhttp.Options{HasHeaderLength: framed}
-	if framed && len(hl) > 0 {
-		opt.HeaderLength = hl[0]
-	}
-	out, newLength, err := tritonhttp.SetParameters(body, opt, params)
-	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "sidecar: %v", err)
-	}
-	r.Header.Del("Content-Encoding")
-	if newLength >= 0 {
-		r.Header.Set(restapi.HeaderContentLength, strconv.Itoa(newLength))
-	}
-	return out, nil
+	return backendmode.SetHTTP(rt.Model, r.Header, body, req.Raw, params)
 }
 
 // readInfer reads an inference request's body (raw, as it came; body,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mergectl/react-triton/control"
 	"github.com/mergectl/react-triton/problem"
+	"github.com/mergectl/react-triton/sidecar/backendmode"
 	"github.com/mergectl/react-triton/sidecar/config"
 	"github.com/mergectl/react-triton/sidecar/config/memory"
 	"github.com/mergectl/react-triton/sidecar/limits"
@@ -46,7 +47,7 @@ type Models struct {
 	metrics *metrics.Metrics
 	// readers knows which Triton models read ReACT's request parameters
 	// (backend mode), for the react-* headers of relayed requests.
-	readers *reactReaders
+	readers *backendmode.Readers
 	// feedback records the requests served with an experiment's arm, for
 	// their outcomes; nil records nothing. It is the process's, kept
 	// across reloads.
@@ -117,7 +118,7 @@ func NewModels(cfg *config.Config, conn *grpc.ClientConn, m *metrics.Metrics, lo
 		metrics: m,
 		redact:  passthrough.NewRedactor(cfg.Triton.GRPC, cfg.Triton.HTTP),
 	}
-	ms.readers = &reactReaders{rpc: ms.rpc}
+	ms.readers = backendmode.NewReaders(ms.rpc)
 	for _, o := range opts {
 		o(ms)
 	}
@@ -241,7 +242,7 @@ func (ms *Models) Reload(ctx context.Context, cfg *config.Config) error {
 	ms.cache.Reconfigure(cfg.CacheOptions(nil))
 	ms.budget.SetLimit(int64(cfg.Limits.MaxInflightBytes))
 	prev := ms.state.Swap(next)
-	ms.readers.forget()
+	ms.readers.Forget()
 	prev.set.Close() // the old set's shadow comparisons: cancelled, waited for
 	return nil
 }
@@ -408,6 +409,20 @@ func (ms *Models) clientMessage(st *status.Status) string {
 		})
 	}
 	return msg
+}
+
+// backendParameters returns the request parameters a relayed inference
+// request for model (version) gets from ReACT's headers hdr (backend mode:
+// backendmode.Readers.Parameters). When Triton cannot say whether the
+// model reads them, the request is refused with UNAVAILABLE rather than
+// relayed without its preference.
+func (ms *Models) backendParameters(ctx context.Context, model, version string, hdr control.Values) (map[string]string, error) {
+	params, err := ms.readers.Parameters(ctx, model, version, hdr)
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "sidecar: model %q: cannot tell whether it reads the react-preference and react-preset headers it was sent (upstream Triton: %s)",
+			model, ms.clientMessage(status.Convert(err)))
+	}
+	return params, nil
 }
 
 // clientError is err as a client may see it: its status without Triton's

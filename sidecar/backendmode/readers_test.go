@@ -1,4 +1,4 @@
-package controllable
+package backendmode
 
 import (
 	"context"
@@ -25,12 +25,13 @@ func (c *configClient) ModelConfig(_ context.Context, in *tritonpb.ModelConfigRe
 
 // TestReactReadersExpire: what the sidecar learnt about a model is trusted
 // for readersTTL, then asked again (a model replaced by a react-backend
-// version gets its parameters within that time), and a reload forgets it
-// at once.
+// version gets its parameters within that time), and Forget (a reload)
+// drops it at once.
 func TestReactReadersExpire(t *testing.T) {
 	c := &configClient{backend: "python"}
 	now := time.Unix(1000, 0)
-	r := &reactReaders{rpc: c, now: func() time.Time { return now }}
+	r := NewReaders(c)
+	r.now = func() time.Time { return now }
 	ask := func(want bool, calls int) {
 		t.Helper()
 		got, err := r.reads(context.Background(), "m", "")
@@ -48,6 +49,6 @@ func TestReactReadersExpire(t *testing.T) {
 	now = now.Add(time.Millisecond)
 	ask(true, 2) // expired: asked again
 	c.backend = "python"
-	r.forget() // a reload
+	r.Forget() // a reload
 	ask(false, 3)
 }
