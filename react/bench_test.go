@@ -327,7 +327,7 @@ func BenchmarkSolveSteps(b *testing.B) {
 		}
 		ap := blas64.General{Rows: d, Cols: d, Stride: d, Data: make([]float64, d*d)}
 		cp := make([]float64, d*d)
-		anorm := s.weightedSums(ap, cp, ws.w, ws.work[:d])
+		anorm := linalg.WeightedSums(ap, cp, s.stats, ws.w, s.opt.Beta, ws.work[:d])
 		sym := blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: cp}
 		if _, ok := lapack64.Potrf(sym); !ok {
 			b.Fatal("C_p not positive definite")
@@ -343,7 +343,7 @@ func BenchmarkSolveSteps(b *testing.B) {
 			a := blas64.General{Rows: d, Cols: d, Stride: d, Data: make([]float64, d*d)}
 			c := make([]float64, d*d)
 			for i := 0; i < b.N; i++ {
-				s.weightedSums(a, c, ws.w, ws.work[:d])
+				linalg.WeightedSums(a, c, s.stats, ws.w, s.opt.Beta, ws.work[:d])
 			}
 			b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/op")
 		})
@@ -352,7 +352,7 @@ func BenchmarkSolveSteps(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				a := blas64.General{Rows: d, Cols: d, Stride: d, Data: make([]float64, d*d)}
-				s.weightedSums(a, c, ws.w, ws.work[:d])
+				linalg.WeightedSums(a, c, s.stats, ws.w, s.opt.Beta, ws.work[:d])
 				b.StartTimer()
 				lapack64.Potrf(blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: c})
 			}

@@ -16,7 +16,7 @@ import (
 func newGramBounds(s *Solver) *condbound.Bounds {
 	b := condbound.New(s.d, s.opt.Beta)
 	for _, t := range s.stats {
-		b.Add(t.g, t.gStride, t.scale)
+		b.Add(t.G.Data, t.G.Stride, t.Scale)
 	}
 	return b
 }
@@ -33,7 +33,7 @@ func proveGramBounds(s *Solver) *condbound.Bounds {
 	buf := make([]float64, d*d)
 	for k, t := range s.stats {
 		for i := range d {
-			copy(buf[i*d+i:i*d+d], t.g[i*t.gStride+i:i*t.gStride+d])
+			copy(buf[i*d+i:i*d+d], t.G.Data[i*t.G.Stride+i:i*t.G.Stride+d])
 			buf[i*d+i] += b.Slack(k) / 2
 		}
 		if _, ok := lapack64.Potrf(blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: buf}); !ok {

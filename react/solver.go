@@ -102,30 +102,12 @@ type Solver struct {
 	tasks []string
 	n     []int64
 	index map[string]int
-	stats []taskMatrices // by task, in order
+	stats []linalg.Task // by task, in order
 	// bounds bound the condition number of any C_p before its solve, or
 	// are nil: a one-shot solver, or a G_t not shown positive semi-definite.
 	bounds *condbound.Bounds
 
 	pool sync.Pool // *workspace
-}
-
-// taskMatrices are one task's statistics as the solver reads them: the raw
-// storage of the components' S_t, W_orth_t and G_t (its upper triangle),
-// the factor of the normalisation, and A_t when precomputed.
-type taskMatrices struct {
-	s, w, g                   []float64
-	sStride, wStride, gStride int
-	scale                     float64   // 1 for NormSum, 1/N_t for NormMean
-	a                         []float64 // A_t = scale S_t + β W_orth_t, D×D, or nil
-}
-
-// aRow stores row i of A_t = scale S_t + β W_orth_t in row (D long).
-func (t *taskMatrices) aRow(row []float64, i int, beta float64) {
-	srow, wrow := t.s[i*t.sStride:i*t.sStride+len(row)], t.w[i*t.wStride:i*t.wStride+len(row)]
-	for j := range row {
-		row[j] = t.scale*srow[j] + beta*wrow[j]
-	}
 }
 
 // workspace is the scratch memory of one SolveInto call.
@@ -174,7 +156,7 @@ func newSolver(c *Components, opt Options, precompute bool) (*Solver, error) {
 		tasks: c.TaskNames(),
 		n:     make([]int64, len(c.Tasks)),
 		index: make(map[string]int, len(c.Tasks)),
-		stats: make([]taskMatrices, len(c.Tasks)),
+		stats: make([]linalg.Task, len(c.Tasks)),
 	}
 	for k, t := range c.Tasks {
 		s.index[t.Name] = k
@@ -183,13 +165,11 @@ func newSolver(c *Components, opt Options, precompute bool) (*Solver, error) {
 		if opt.Normalization == NormMean {
 			scale = 1 / float64(t.N)
 		}
-		sr, wr, gr := t.S.RawMatrix(), t.WOrth.RawMatrix(), t.G.RawSymmetric()
-		tm := taskMatrices{s: sr.Data, w: wr.Data, g: gr.Data,
-			sStride: sr.Stride, wStride: wr.Stride, gStride: gr.Stride, scale: scale}
+		tm := linalg.Task{S: t.S.RawMatrix(), W: t.WOrth.RawMatrix(), G: t.G.RawSymmetric(), Scale: scale}
 		if precompute {
-			tm.a = make([]float64, d*d)
+			tm.A = make([]float64, d*d)
 			for i := range d {
-				tm.aRow(tm.a[i*d:i*d+d], i, opt.Beta)
+				tm.ARow(tm.A[i*d:i*d+d], i, opt.Beta)
 			}
 		}
 		s.stats[k] = tm
@@ -215,7 +195,7 @@ func newSolver(c *Components, opt Options, precompute bool) (*Solver, error) {
 // preferences calls it once, after NewSolver and before any solve; it is
 // not safe for concurrent use with solves. A one-shot solver cannot.
 func (s *Solver) ProveConditionBound() bool {
-	if s.stats[0].a == nil {
+	if s.stats[0].A == nil {
 		return false
 	}
 	s.bounds = proveGramBounds(s)
@@ -240,14 +220,14 @@ func (s *Solver) Tasks() []string { return append([]string(nil), s.tasks...) }
 func (s *Solver) TaskSystem(k int, a, g []float64) (scale float64) {
 	d, t := s.d, &s.stats[k]
 	for i := range d {
-		if t.a != nil {
-			copy(a[i*d:i*d+d], t.a[i*d:i*d+d])
+		if t.A != nil {
+			copy(a[i*d:i*d+d], t.A[i*d:i*d+d])
 		} else {
-			t.aRow(a[i*d:i*d+d], i, s.opt.Beta)
+			t.ARow(a[i*d:i*d+d], i, s.opt.Beta)
 		}
-		copy(g[i*d:i*d+d], t.g[i*t.gStride:i*t.gStride+d])
+		copy(g[i*d:i*d+d], t.G.Data[i*t.G.Stride:i*t.G.Stride+d])
 	}
-	return t.scale
+	return t.Scale
 }
 
 // Solve returns W_p = (Σ p_t A_t)(Σ p_t C_t)⁻¹ as a new D×D matrix. See
@@ -328,7 +308,7 @@ func (s *Solver) Condition(task string) (float64, error) {
 	}
 	ws := &workspace{w: make([]float64, len(s.tasks)), cp: make([]float64, s.d*s.d)}
 	ws.w[k] = 1
-	s.weightedSums(blas64.General{Rows: s.d, Cols: s.d, Stride: s.d, Data: make([]float64, s.d*s.d)}, ws.cp, ws.w, make([]float64, s.d))
+	linalg.WeightedSums(blas64.General{Rows: s.d, Cols: s.d, Stride: s.d, Data: make([]float64, s.d*s.d)}, ws.cp, s.stats, ws.w, s.opt.Beta, make([]float64, s.d))
 	c := mat.NewSymDense(s.d, ws.cp)
 	var eig mat.EigenSym
 	if !eig.Factorize(c, false) {
@@ -399,7 +379,7 @@ func (s *Solver) factorWeights(ap blas64.General, cp []float64, ws *workspace, p
 		return p.String()
 	}
 	d := s.d
-	anorm := s.weightedSums(ap, cp, ws.w, ws.work[:d])
+	anorm := linalg.WeightedSums(ap, cp, s.stats, ws.w, s.opt.Beta, ws.work[:d])
 	sym := blas64.Symmetric{N: d, Stride: d, Uplo: blas.Upper, Data: cp}
 	u, ok := lapack64.Potrf(sym)
 	if !ok {
@@ -416,73 +396,6 @@ func (s *Solver) factorWeights(ap blas64.General, cp []float64, ws *workspace, p
 		return u, st, s.Refusal(ws.w, name(), st.Cond)
 	}
 	return u, st, nil
-}
-
-// sumRows is the number of rows the weighted sums accumulate at a time: a
-// block of A_p (sumRows × D float64) stays in the cache while every task
-// adds to it, so that A_p and C_p are written to memory once, not once per
-// task (at D = 768, a block of 48 rows is 288 KiB).
-const sumRows = 48
-
-// weightedSums stores A_p = Σ w_k (scale_k S_k + β W_orth_k) in ap and
-// C_p = Σ w_k (scale_k G_k + β I) in the upper triangle of cp (D×D,
-// stride D), a block of rows at a time, with one AXPY per matrix, task and
-// block (or per row, for matrices with a wider stride). It returns the
-// 1-norm of C_p, summed up from each block while it is in the cache, using
-// col (D long) as scratch.
-func (s *Solver) weightedSums(ap blas64.General, cp []float64, w []float64, col []float64) float64 {
-	d, beta := s.d, s.opt.Beta
-	// add adds alpha times rows i0..i1 of src (columns from col on) to dst.
-	add := func(alpha float64, src []float64, srcStride int, dst []float64, dstStride, i0, i1, col int) {
-		if alpha == 0 {
-			return
-		}
-		if srcStride == d && dstStride == d {
-			axpy(alpha, src[i0*d+col:i1*d], dst[i0*d+col:i1*d])
-			return
-		}
-		for i := i0; i < i1; i++ {
-			c0 := max(col, 0)
-			axpy(alpha, src[i*srcStride+c0:i*srcStride+d], dst[i*dstStride+c0:i*dstStride+d])
-		}
-	}
-	total := 0.0
-	for _, wk := range w {
-		total += wk
-	}
-	for i0 := 0; i0 < d; i0 += sumRows {
-		i1 := min(i0+sumRows, d)
-		for i := i0; i < i1; i++ {
-			clear(ap.Data[i*ap.Stride : i*ap.Stride+d])
-		}
-		clear(cp[i0*d : i1*d])
-		for k, wk := range w {
-			if wk == 0 {
-				continue
-			}
-			t := &s.stats[k]
-			if t.a != nil {
-				add(wk, t.a, d, ap.Data, ap.Stride, i0, i1, 0)
-			} else {
-				add(wk*t.scale, t.s, t.sStride, ap.Data, ap.Stride, i0, i1, 0)
-				add(wk*beta, t.w, t.wStride, ap.Data, ap.Stride, i0, i1, 0)
-			}
-			// From the block's first diagonal entry on: the upper
-			// triangle, and what lies below it in the block's later rows
-			// (never read).
-			add(wk*t.scale, t.g, t.gStride, cp, d, i0, i1, i0)
-		}
-		for i := i0; i < i1; i++ {
-			cp[i*d+i] += total * beta
-		}
-		linalg.AddColumnSums(col, cp, d, i0, i1)
-	}
-	return linalg.MaxNorm(col)
-}
-
-// axpy computes y += alpha·x for equal-length slices.
-func axpy(alpha float64, x, y []float64) {
-	blas64.Axpy(alpha, blas64.Vector{N: len(x), Inc: 1, Data: x}, blas64.Vector{N: len(y), Inc: 1, Data: y})
 }
 
 // SolveError reports that W_p cannot be computed reliably because
