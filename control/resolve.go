@@ -24,6 +24,22 @@ type Values struct {
 	HasKey bool
 }
 
+// ValuesFrom reads ReACT's react-preference and react-preset keys (the
+// first value of each) with get, which returns every value of a key in
+// order: http.Header.Values for HTTP headers, metadata.MD.Get for gRPC
+// metadata. Key is left unset: the header that carries it is the
+// experiment's.
+func ValuesFrom(get func(key string) []string) Values {
+	var v Values
+	if p := get(KeyPreference); len(p) > 0 {
+		v.Preference, v.HasPreference = p[0], true
+	}
+	if p := get(KeyPreset); len(p) > 0 {
+		v.Preset, v.HasPreset = p[0], true
+	}
+	return v
+}
+
 // Request is what a request says about its preference: in its headers (or
 // gRPC metadata) and in its inference parameters; and the experiment its
 // model takes part in.

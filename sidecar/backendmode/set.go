@@ -16,16 +16,7 @@ import (
 // HeaderValues returns ReACT's react-preference and react-preset headers
 // of an HTTP request (the first value of each), as Readers.Parameters
 // takes them.
-func HeaderValues(h http.Header) control.Values {
-	var hdr control.Values
-	if v := h.Values(control.KeyPreference); len(v) > 0 {
-		hdr.Preference, hdr.HasPreference = v[0], true
-	}
-	if v := h.Values(control.KeyPreset); len(v) > 0 {
-		hdr.Preset, hdr.HasPreset = v[0], true
-	}
-	return hdr
-}
+func HeaderValues(h http.Header) control.Values { return control.ValuesFrom(h.Values) }
 
 // SetGRPC returns a serialized ModelInferRequest with string parameters
 // set, appended as map entries of its parameters field (4): the last

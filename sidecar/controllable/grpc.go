@@ -283,16 +283,7 @@ func (ms *Models) grpcServerReady(ss grpc.ServerStream, pass func(*passthrough.F
 }
 
 // preferenceKeys reads ReACT's keys from gRPC metadata.
-func preferenceKeys(md metadata.MD) control.Values {
-	var v control.Values
-	if p := md.Get(control.KeyPreference); len(p) > 0 {
-		v.Preference, v.HasPreference = p[0], true
-	}
-	if p := md.Get(control.KeyPreset); len(p) > 0 {
-		v.Preset, v.HasPreset = p[0], true
-	}
-	return v
-}
+func preferenceKeys(md metadata.MD) control.Values { return control.ValuesFrom(md.Get) }
 
 // preferenceHeader reads ReACT's keys from gRPC metadata, and the key of
 // the model's experiment.

@@ -239,13 +239,7 @@ func (ms *Models) httpRefuse(w http.ResponseWriter, err error, cfg *config.Confi
 // httpServe serves a checked inference request for a controllable model.
 func (ms *Models) httpServe(w http.ResponseWriter, r *http.Request, m *pipeline.Model, up *pipeline.Upstream, rt restapi.Route, req *tritonhttp.Request, start time.Time) {
 	req.Proto.ModelName, req.Proto.ModelVersion = rt.Model, rt.Version
-	hdr := control.Values{}
-	if v, ok := r.Header[http.CanonicalHeaderKey(control.KeyPreference)]; ok && len(v) > 0 {
-		hdr.Preference, hdr.HasPreference = v[0], true
-	}
-	if v, ok := r.Header[http.CanonicalHeaderKey(control.KeyPreset)]; ok && len(v) > 0 {
-		hdr.Preset, hdr.HasPreset = v[0], true
-	}
+	hdr := control.ValuesFrom(r.Header.Values)
 	if k := m.KeyHeader(); k != "" {
 		if v, ok := r.Header[http.CanonicalHeaderKey(k)]; ok && len(v) > 0 {
 			hdr.Key, hdr.HasKey = v[0], true
