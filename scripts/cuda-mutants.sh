@@ -10,6 +10,7 @@
 #   scripts/cuda-mutants.sh              every mutant
 #   scripts/cuda-mutants.sh NAME...      those named
 #   scripts/cuda-mutants.sh --list       their names
+#   scripts/cuda-mutants.sh --patterns   only check that each still applies
 #
 # It prints a Markdown table, and exits non-zero if a mutant survived, did
 # not apply (the code it edits changed: update its pattern), did not
@@ -55,7 +56,7 @@ mutants=(
 	"cond-refusal-keeps-buffer#react/cudadevice/solver.go#/if !\(st\.Cond <= react\.MaxCondition\)/{n;/spare\.put/d}#a solve refused for its condition does not return W_p's buffer"
 	"range-refusal-keeps-buffer#react/cudadevice/solver.go#/if bad != 0 \{/{n;/spare\.put/d}#a solve refused for float32's range does not return W_p's buffer"
 	"load-no-cleanup#react/cudadevice/solver.go#/runtime\.AddCleanup\(ds, freeAll/d#Load frees nothing, even when it fails part of the way"
-	"oneshot-no-beta#react/solver.go#s/t\.aRow\(a\[i\*d:i\*d\+d\], i, s\.opt\.Beta\)/t.aRow(a[i*d:i*d+d], i, 0)/#TaskSystem gives the device a one-shot solver's A_t without β W_orth_t"
+	"oneshot-no-beta#react/solver.go#s/t\.ARow\(a\[i\*d:i\*d\+d\], i, s\.opt\.Beta\)/t.ARow(a[i*d:i*d+d], i, 0)/#TaskSystem gives the device a one-shot solver's A_t without β W_orth_t"
 	"scratch-kept#react/cudadevice/accelerator.go#/FreeLocked\(a\.(in|out)\)$/d#reserve does not free the outgrown batch scratch"
 	"pool-full-kept#react/cudadevice/spare.go#/if p\.bytes\+b\.n > maxSpareBytes/{n;d}#a buffer that does not fit in the spare pool is not freed"
 	"pool-bound-excl#react/cudadevice/spare.go#s/p\.bytes\+b\.n > maxSpareBytes/p.bytes+b.n >= maxSpareBytes/#the spare pool keeps less than its bound"
@@ -87,6 +88,22 @@ if [ "${1:-}" = "--list" ]; then
 		printf '%-28s %s\n' "$name" "$what"
 	done
 	exit 0
+fi
+# --patterns: only check that every mutant's sed program still changes its
+# file (no build, no test: a second; scripts/test.sh runs it), so that a
+# change to the cuda code that leaves a mutant with nothing to break is
+# seen in CI, not at the next mutation run.
+if [ "${1:-}" = "--patterns" ]; then
+	bad=0
+	for m in "${mutants[@]}"; do
+		IFS='#' read -r name file prog what <<<"$m"
+		if sed -E "$prog" "$root/$file" | cmp -s - "$root/$file"; then
+			echo "cuda-mutants: $name: its pattern no longer applies to $file (update it)" >&2
+			bad=1
+		fi
+	done
+	[ "$bad" = 0 ] && echo "cuda-mutants: every one of ${#mutants[@]} patterns applies"
+	exit "$bad"
 fi
 selected=("$@")
 

@@ -125,6 +125,9 @@ LD_LIBRARY_PATH="$PWD/.cache/cuda/stubs:$PWD/.cache/cuda/lib" REACT_CUDA_EXPECT=
 # (scripts/cuda-emulator.sh, its self-test first; docs/gpu.md, "The
 # emulator"). About 7 s on two cores (the test binaries are the ones above).
 bash scripts/cuda-emulator.sh --check || status=1
+# The emulator's mutation proof (scripts/cuda-mutants.sh, minutes) is not
+# run here, but each of its mutants must still apply to the code it breaks.
+bash scripts/cuda-mutants.sh --patterns || status=1
 LD_LIBRARY_PATH="$PWD/.cache/cudaemu" REACT_TEST_BACKEND=cuda REACT_CUDA_EXPECT=emulator go test -count=1 -tags 'openblas cuda' \
 	"${cuda_pkgs[@]}" || status=1
 LD_LIBRARY_PATH="$PWD/.cache/cudaemu" REACT_EMU_DEVICES=0 REACT_CUDA_EXPECT=nodevice go test -count=1 -tags 'openblas cuda' \
