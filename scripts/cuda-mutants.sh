@@ -94,14 +94,18 @@ fi
 # change to the cuda code that leaves a mutant with nothing to break is
 # seen in CI, not at the next mutation run.
 if [ "${1:-}" = "--patterns" ]; then
-	bad=0
+	bad=0 out=$(mktemp)
 	for m in "${mutants[@]}"; do
 		IFS='#' read -r name file prog what <<<"$m"
-		if sed -E "$prog" "$root/$file" | cmp -s - "$root/$file"; then
+		if ! sed -E "$prog" "$root/$file" >"$out" 2>/dev/null; then
+			echo "cuda-mutants: $name: its sed program fails on $file" >&2
+			bad=1
+		elif cmp -s "$out" "$root/$file"; then
 			echo "cuda-mutants: $name: its pattern no longer applies to $file (update it)" >&2
 			bad=1
 		fi
 	done
+	rm -f "$out"
 	[ "$bad" = 0 ] && echo "cuda-mutants: every one of ${#mutants[@]} patterns applies"
 	exit "$bad"
 fi
