@@ -182,7 +182,7 @@ func (ms *Models) grpcStatistics(ss grpc.ServerStream, pass func(*passthrough.Fr
 		if err != nil {
 			return err
 		}
-		if m.Ensemble() != "" && !m.OwnVersion(req.GetVersion()) {
+		if m.Relays(req.GetVersion()) {
 			return pass(f) // another version of the ensemble: Triton's counts
 		}
 		if err := checkStatisticsVersion(m, req.GetVersion()); err != nil {
@@ -453,7 +453,7 @@ func (ms *Models) serve(ctx context.Context, m *pipeline.Model, up *pipeline.Ups
 	if res != nil {
 		rows = res.Rows
 	}
-	if m.Ensemble() == "" || m.OwnVersion(req.GetModelVersion()) {
+	if !m.Relays(req.GetModelVersion()) {
 		// Triton counts what a graph-form model relays to another version.
 		m.Stats().Record(rows, took, err == nil)
 	}

@@ -57,7 +57,7 @@ func (ms *Models) HTTPInterceptor() passthrough.HTTPInterceptor {
 		if !declared {
 			return nil
 		}
-		if err == nil && m.Ensemble() != "" && (rt.Action != "stats" || !m.OwnVersion(rt.Version)) {
+		if err == nil && ((m.Ensemble() != "" && rt.Action != "stats") || m.Relays(rt.Version)) {
 			// Triton answers for the ensemble a graph-form model runs (and
 			// counts the requests relayed to its other versions).
 			return nil

@@ -333,7 +333,7 @@ func (st *modelsState) replaces(name, version string) bool {
 		return true
 	}
 	m := st.set.Models[name]
-	return m == nil || m.Ensemble() == "" || m.OwnVersion(version)
+	return m == nil || !m.Relays(version)
 }
 
 // Ready reports whether the configured models are built.

@@ -118,6 +118,12 @@ func (m *Model) Version() string { return m.version }
 // correction to Triton, which answers and counts it.
 func (m *Model) OwnVersion(version string) bool { return version == "" || version == m.version }
 
+// Relays reports whether version is left to Triton: a graph-form model
+// relays the requests for its ensemble's other versions (those that get no
+// correction), and Triton's statistics and index entries of them stand,
+// counted by Triton. An explicit-form model relays none.
+func (m *Model) Relays(version string) bool { return m.graph != nil && !m.OwnVersion(version) }
+
 // Ensemble returns the name of the Triton ensemble whose graph the model
 // runs (graph form), "" for the explicit form. Triton itself answers
 // metadata, configuration and readiness for such a model.
